@@ -1,0 +1,3 @@
+from tuimon.cli import main
+
+raise SystemExit(main())

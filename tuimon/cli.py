@@ -1,0 +1,255 @@
+"""Command line: ``tuimon [RECIPE] [options]`` runs a session; ``tuimon summary DIR`` exports.
+
+Every input is checked before anything is launched; a bad one gets one line on stderr and
+exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import socket
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from tuimon import __version__
+from tuimon.recipe import RecipeError, check_recipe_file
+from tuimon.variants import MODES, PRECISIONS, parse_list, product
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEMO = Path(__file__).with_name("demo_recipe.py")
+DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage + message; we want one line
+        raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = positive_int(text) if text.strip() != "0" else 0
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def device_arg(text: str) -> str:
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+def key_value(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][\w.-]*=.*", text):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+def run_parser() -> Parser:
+    p = Parser(
+        prog="tuimon",
+        description="Run a training recipe as eager and torch.compile variants, side by side, "
+        "and export the eager-vs-compiled summary. With no RECIPE, runs a built-in demo.",
+        epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary.",
+    )
+    p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
+    p.add_argument("--modes", default="eager,default",
+                   help=f"comma list of compile modes: {', '.join(MODES)} (default: eager,default)")
+    p.add_argument("--precision", default="fp32",
+                   help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
+                   "fp16+GradScaler on CUDA) (default: fp32)")
+    p.add_argument("--steps", type=positive_int,
+                   help="steps per variant (default: the recipe's, for its device)")
+    p.add_argument("--duration", type=positive_float, metavar="SECONDS",
+                   help="time limit per variant; with --steps, whichever comes first")
+    p.add_argument("--warmup", type=non_negative_int, default=3, metavar="STEPS",
+                   help="steps kept out of the steady state after the first (default: 3)")
+    p.add_argument("--batch-size", type=positive_int, help="override the recipe's batch size")
+    p.add_argument("--image-size", type=positive_int, help="override the recipe's image size")
+    p.add_argument("--seed", type=int, default=0, help="seed for model and data (default: 0)")
+    p.add_argument("--device", type=device_arg, default="auto",
+                   help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
+    p.add_argument("--schedule", choices=("sequential", "parallel"), default="sequential",
+                   help="one variant at a time (default; fair on a shared device) or all at once")
+    p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="recipe-specific option, passed as cfg.extra (repeatable)")
+    p.add_argument("--out", default="tuimon-sessions", metavar="DIR",
+                   help="where session directories go (default: ./tuimon-sessions)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--warm-cache", action="store_true",
+                       help=f"reuse the persistent Inductor cache {DEFAULT_CACHE} (warm compile)")
+    cache.add_argument("--cache-dir", metavar="DIR",
+                       help="reuse this Inductor cache directory (default: a fresh one per run, "
+                       "so compile times are cold)")
+    p.add_argument("--headless", action="store_true",
+                   help="progress lines and a summary table instead of the TUI")
+    p.add_argument("--version", action="version", version=f"tuimon {__version__}")
+    return p
+
+
+def summary_parser() -> Parser:
+    p = Parser(prog="tuimon summary",
+               description="Recompute a session's summary from its store and rewrite its exports.")
+    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("--format", choices=("md", "json", "csv"), default="md",
+                   help="what to print on stdout (all three files are rewritten) (default: md)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["summary"]:
+            return summary_command(summary_parser().parse_args(argv[1:]))
+        return run_command(run_parser().parse_args(argv), argv)
+    except UsageError as exc:
+        print(f"tuimon: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def summary_command(args: argparse.Namespace) -> int:
+    from tuimon.session import export, store
+
+    if not store.is_session(args.session):
+        raise UsageError(f"not a tuimon session directory (no events.jsonl): {args.session}")
+    try:
+        written = export.write_all(args.session)
+    except OSError as exc:
+        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}")
+    sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
+def run_command(args: argparse.Namespace, argv: list[str]) -> int:
+    try:
+        modes = parse_list(args.modes, MODES, "mode")
+        precisions = parse_list(args.precision, PRECISIONS, "precision")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.recipe is None:
+        recipe = DEMO
+    else:
+        try:
+            recipe = check_recipe_file(args.recipe)
+        except RecipeError as exc:
+            raise UsageError(str(exc)) from None
+    cache_dir = DEFAULT_CACHE if args.warm_cache else (Path(args.cache_dir) if args.cache_dir else None)
+    if cache_dir is not None:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}")
+
+    from tuimon.headless import HeadlessView, print_summary
+    from tuimon.session import export
+    from tuimon.session.store import SessionStore, StoreError, write_json_atomic
+    from tuimon.session.supervisor import Plan, Supervisor
+
+    variants = product(modes, precisions)
+    name = "demo" if args.recipe is None else recipe.stem
+    try:
+        store = SessionStore.create(args.out, name)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    runner_args = runner_flags(args)
+    meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
+    write_json_atomic(store.path / "meta.json", meta)
+
+    labels = {v.run_id: v.label for v in variants}
+    view = HeadlessView(labels, args.steps)
+    if args.recipe is None:
+        view.console.print("tuimon demo: a small MLP, eager vs torch.compile "
+                           "(run 'tuimon RECIPE' for your own model)", highlight=False)
+    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir)
+    supervisor = Supervisor(store, plan, view)
+    view.console.print(f"session: {store.path}", highlight=False)
+    with view:
+        status = supervisor.run()
+    store.close()
+    meta.update(status=status, ended=now_iso())
+    write_json_atomic(store.path / "meta.json", meta)
+    written = export.write_all(store.path)
+
+    if supervisor.build_failure is not None:
+        e = supervisor.build_failure
+        where = f" ({e['where']})" if e.get("where") else ""
+        print(f"tuimon: error: recipe {recipe} failed to build: {e.get('error')}: "
+              f"{e.get('message')}{where} (log: {store.log_path(e['run'])})", file=sys.stderr)
+        return EXIT_USAGE
+    _, _, summary = export.load(store.path)
+    print_summary(view.console, summary)
+    view.console.print(f"summary: {written['md']}  (also {written['json'].name}, "
+                       f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if status == "failed" else EXIT_OK
+
+
+def runner_flags(args: argparse.Namespace) -> list[str]:
+    flags = ["--device", args.device, "--seed", str(args.seed), "--warmup", str(args.warmup)]
+    for opt in ("steps", "duration", "batch_size", "image_size"):
+        value = getattr(args, opt)
+        if value is not None:
+            flags += ["--" + opt.replace("_", "-"), str(value)]
+    for kv in args.set:
+        flags += ["--set", kv]
+    return flags
+
+
+def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
+    def version(pkg: str) -> str | None:
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "name": name,
+        "tuimon": __version__,
+        "argv": ["tuimon", *argv],
+        "cwd": os.getcwd(),
+        "recipe": str(recipe),
+        "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
+        "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
+                                                  "image_size", "seed", "device", "schedule", "set")},
+        "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "torchvision": version("torchvision"),
+        "timm": version("timm"),
+        "started": now_iso(),
+        "status": "running",
+    }
+
+
+def now_iso() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")

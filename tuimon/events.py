@@ -1,0 +1,62 @@
+"""The event schema shared by the runner (writer), the supervisor (store) and every reader.
+
+An event is one JSON object per line: ``{"type": ..., "run": ..., "t": unix seconds, ...}``.
+Plain dicts keep the store greppable and the readers tolerant of fields they do not know.
+Imports nothing from tuimon, and never torch or textual.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Written by the runner (child process).
+RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...
+PHASE = "phase"  # phase: building | compiling | warmup | steady
+STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
+MEMORY = "memory"  # peak_rss, cuda_peak_allocated, cuda_peak_reserved (bytes; None when n/a)
+FINISHED = "finished"  # steps, reason: steps | duration | stopped
+FAILED = "failed"  # stage: build | step | crash, error, message, traceback
+
+# Written by the supervisor (parent process).
+SESSION_STARTED = "session_started"
+RUN_QUEUED = "run_queued"  # mode, precision
+RUN_EXITED = "run_exited"  # returncode, seconds
+SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
+
+PHASES = ("building", "compiling", "warmup", "steady")
+
+
+def make(type_: str, run: str | None = None, **fields: Any) -> dict[str, Any]:
+    event = {"type": type_, "t": round(time.time(), 6)}
+    if run is not None:
+        event["run"] = run
+    event.update(fields)
+    return event
+
+
+def encode(event: dict[str, Any]) -> str:
+    """One line of JSON, newline included. NaN/inf (a diverged loss) become null."""
+    return json.dumps(_finite(event), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def decode(line: str) -> dict[str, Any] | None:
+    """Parse one line; None for a blank, torn or non-object line (the caller counts them)."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and "type" in event else None
+
+
+def _finite(event: dict[str, Any]) -> dict[str, Any]:
+    for key, value in event.items():
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            event = {**event, key: None}
+    return event

@@ -1,0 +1,116 @@
+"""Headless mode: a live rich progress display per variant, then the summary table.
+
+On a terminal each variant gets a progress row; when stdout is not a terminal (CI, a pipe, a
+log file) it prints one line per milestone instead, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tuimon import events
+from tuimon.session.export import fmt_ms, fmt_s, table
+from tuimon.session.stats import SessionSummary
+
+
+class HeadlessView:
+    """A supervisor sink: call it with each batch of events."""
+
+    def __init__(self, labels: dict[str, str], total_steps: int | None,
+                 console: Console | None = None) -> None:
+        self.console = console or Console()
+        self.labels = labels  # run id -> "mode/precision"
+        self.live = self.console.is_terminal
+        self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
+        self._progress = Progress(
+            TextColumn("[bold]{task.description:<28}"),
+            TextColumn("{task.fields[phase]:<10}"),
+            BarColumn(),
+            TextColumn("{task.completed:>6.0f} steps"),
+            TextColumn("{task.fields[median]:>10} median"),
+            TextColumn("loss {task.fields[loss]:>8}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            refresh_per_second=4,
+        )
+        self._tasks = {
+            run: self._progress.add_task(label, total=total_steps, start=False,
+                                         phase="queued", median="–", loss="–")
+            for run, label in labels.items()
+        }
+
+    def __enter__(self) -> HeadlessView:
+        if self.live:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live:
+            self._progress.stop()
+
+    def __call__(self, batch: list[dict]) -> None:
+        last_step: dict[str, dict] = {}
+        for e in batch:
+            run = e.get("run")
+            if run not in self._tasks:
+                continue
+            kind = e["type"]
+            if kind == events.STEP:
+                last_step[run] = e
+                if e.get("phase") == "steady" and not e.get("compile_ms"):
+                    self._recent[run].append(e["ms"])
+            else:
+                self._milestone(run, e)
+        for run, e in last_step.items():  # one display update per run per batch
+            recent = self._recent[run]
+            loss = e.get("loss")
+            self._progress.update(self._tasks[run], completed=e["i"] + 1,
+                                  median=fmt_ms(statistics.median(recent)) if recent else "–",
+                                  loss=f"{loss:.4g}" if loss is not None else "–")
+
+    def _milestone(self, run: str, e: dict) -> None:
+        task = self._tasks[run]
+        label = self.labels[run]
+        kind = e["type"]
+        if kind == events.PHASE:
+            if e["phase"] == "building":
+                self._progress.start_task(task)
+            self._progress.update(task, phase=e["phase"])
+            if e["phase"] == "compiling" and "compile_id" not in e:
+                self._say(f"{label}: compiling (the first step includes torch.compile)")
+        elif kind == events.RUN_STARTED:
+            params = e.get("params") or 0
+            if e.get("steps"):
+                self._progress.update(task, total=e["steps"])
+            self._say(f"{label}: started on {e.get('device')} ({e.get('device_name')}), "
+                      f"{params / 1e6:.1f}M params, batch {e.get('batch_size')}")
+            for note in e.get("notes") or []:
+                self._say(f"{label}: note: {note}", style="yellow")
+        elif kind == events.FINISHED:
+            self._progress.update(task, phase=e.get("reason") == "stopped" and "stopped" or "done")
+            extra = f", compile {fmt_s(e['compile_s'])}" if e.get("compile_s") else ""
+            self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
+        elif kind == events.FAILED:
+            self._progress.update(task, phase="failed")
+            self._say(f"{label}: FAILED ({e.get('stage')}): {e.get('error')}: {e.get('message')}",
+                      style="red", always=True)
+
+    def _say(self, text: str, style: str | None = None) -> None:
+        # On a terminal the progress rows tell the story; milestones print above them.
+        self.console.print(text, style=style, highlight=False)
+
+
+def print_summary(console: Console, summary: SessionSummary) -> None:
+    header, rows = table(summary)
+    t = Table(*header, title="tuimon summary", title_justify="left")
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    for r in summary.runs:
+        for note in r.notes:
+            console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)

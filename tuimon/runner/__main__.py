@@ -1,0 +1,161 @@
+"""python -m tuimon.runner: load a recipe, run one variant, stream events on --event-fd."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import sys
+import time
+import traceback
+
+from tuimon import events
+from tuimon.runner.emitter import Emitter
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tuimon.runner")
+    p.add_argument("--recipe", required=True)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--mode", default="eager")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--duration", type=float)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--image-size", type=int)
+    p.add_argument("--threads", type=int)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--event-fd", type=int)
+    return p.parse_args(argv)
+
+
+def tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    emitter = Emitter(args.event_fd, args.run_id)
+    emitter.emit_now(events.PHASE, phase="building")
+    stage = "build"
+    try:
+        import torch
+
+        from tuimon import recipe as contract
+        from tuimon.runner import loop
+        from tuimon.runner.compile_watch import CompileWatch
+
+        device = resolve_device(torch, args.device)
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        module = contract.load_module(args.recipe)
+        sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
+        extra = dict(kv.split("=", 1) for kv in args.set)
+        cfg = contract.Config(
+            device=device,
+            batch_size=args.batch_size or sizes["batch_size"],
+            image_size=args.image_size or sizes["image_size"],
+            seed=args.seed,
+            extra=extra,
+        )
+        seed_everything(torch, args.seed)
+        recipe = contract.validate(module.build(cfg), args.recipe)
+        recipe.model.to(device)
+        recipe.model.train()
+        steps = args.steps if args.steps is not None else (
+            None if args.duration is not None else sizes["steps"])
+        settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, args.warmup)
+        trainer = loop.Trainer(recipe, device, settings)
+        watch = CompileWatch()
+        watch.install()
+        emitter.emit_now(
+            events.RUN_STARTED,
+            pid=os.getpid(),
+            mode=args.mode,
+            precision=args.precision,
+            amp_dtype=str(trainer.dtype).replace("torch.", "") if trainer.dtype else None,
+            grad_scaler=trainer.scaler is not None,
+            device=device,
+            device_name=device_name(torch, device),
+            torch=torch.__version__,
+            python=platform.python_version(),
+            recipe=recipe.name or os.path.basename(args.recipe),
+            params=loop.param_count(recipe.model),
+            batch_size=cfg.batch_size,
+            image_size=cfg.image_size,
+            seed=args.seed,
+            steps=steps,
+            duration=args.duration,
+            warmup=args.warmup,
+            threads=torch.get_num_threads(),
+            extra=extra,
+            notes=variant_notes(args.mode, device),
+        )
+        stage = "step"
+        started = time.monotonic()
+        reason = loop.run(trainer, emitter, watch)
+        emitter.emit_now(
+            events.FINISHED,
+            reason=reason,
+            seconds=round(time.monotonic() - started, 3),
+            compiles=watch.count,
+            compile_s=round(watch.total_s, 3),
+        )
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
+        if isinstance(exc, KeyboardInterrupt):
+            emitter.emit_now(events.FINISHED, reason="stopped")
+            return 130
+        emitter.emit_now(
+            events.FAILED,
+            stage=stage,
+            error=type(exc).__name__,
+            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
+            traceback=tail(traceback.format_exc(), 20),
+        )
+        traceback.print_exc()
+        return 2 if stage == "build" else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def resolve_device(torch, requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {requested} requested but CUDA is not available here")
+    return requested
+
+
+def device_name(torch, device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine()
+
+
+def seed_everything(torch, seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def variant_notes(mode: str, device: str) -> list[str]:
+    notes = []
+    if not device.startswith("cuda") and mode in ("reduce-overhead", "max-autotune"):
+        notes.append(f"{mode} uses CUDA graphs on a GPU; on CPU it behaves like "
+                     f"{'default' if mode == 'reduce-overhead' else 'max-autotune-no-cudagraphs'}")
+    return notes
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Notices when torch.compile is compiling, so steps that include a compile are kept apart.
+
+Uses Dynamo's start/end callbacks (fired for each frame compile and each lazy backward
+compile, never on a cache lookup), so steady-state steps pay nothing.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class CompileWatch:
+    def __init__(self) -> None:
+        self.active = 0
+        self.count = 0
+        self.total_s = 0.0
+        self._since = 0.0
+        self._in_step_s = 0.0
+        self.on_start = None  # optional callable(compile_id: str), e.g. to emit a phase event
+
+    def install(self) -> bool:
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:
+            return False
+        callback_handler.register_start_callback(self._start)
+        callback_handler.register_end_callback(self._end)
+        return True
+
+    def _start(self, args=None) -> None:
+        if self.active == 0:
+            self._since = time.perf_counter()
+        self.active += 1
+        self.count += 1
+        if self.on_start is not None:
+            self.on_start(str(getattr(args, "compile_id", "")))
+
+    def _end(self, args=None) -> None:
+        self.active = max(0, self.active - 1)
+        if self.active == 0:
+            elapsed = time.perf_counter() - self._since
+            self.total_s += elapsed
+            self._in_step_s += elapsed
+
+    def take_step_compile_ms(self) -> float:
+        """Compile time that fell inside the step just finished (0.0 for a normal step)."""
+        ms, self._in_step_s = self._in_step_s * 1000.0, 0.0
+        return ms

@@ -1,0 +1,216 @@
+"""The training loop of one variant: compile mode, precision, warm-up, steps, events.
+
+Step events are buffered and flushed a few times a second. On CUDA nothing here synchronises
+per step: step times come from CUDA events and the loss from an async copy into pinned memory,
+both read once the GPU has passed them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import torch
+
+from tuimon import events
+from tuimon.recipe import Recipe, RecipeError
+from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner.emitter import Emitter
+from tuimon.runner.timing import CpuClock, CudaClock
+
+
+@dataclass
+class LoopSettings:
+    mode: str
+    precision: str
+    steps: int | None
+    duration: float | None
+    warmup: int
+
+
+class BatchCycle:
+    """Endless batches from a recipe's iterable, restarting it when it ends."""
+
+    def __init__(self, batches) -> None:
+        self._source = batches
+        self._it = iter(batches)
+
+    def __next__(self):
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._it = iter(self._source)
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise RecipeError(
+                "Recipe.batches is empty or a one-shot generator; return a list or re-iterable"
+            ) from None
+
+
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(o, device) for o in obj)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    return obj
+
+
+def amp_dtype(device: str):
+    """bf16 autocast on CPU and on GPUs that support it; fp16 (with a GradScaler) otherwise."""
+    if device.startswith("cuda") and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
+class Trainer:
+    """One variant's model, optimiser and step function, ready to run."""
+
+    def __init__(self, recipe: Recipe, device: str, settings: LoopSettings) -> None:
+        self.recipe = recipe
+        self.device = device
+        self.settings = settings
+        self.device_type = "cuda" if device.startswith("cuda") else "cpu"
+        self.dtype = amp_dtype(device) if settings.precision == "amp" else None
+        use_scaler = self.dtype == torch.float16
+        self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        model = recipe.model
+        self.model = model if settings.mode == "eager" else torch.compile(model, mode=settings.mode)
+
+    def autocast(self):
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype)
+
+    def step(self, batch):
+        inputs, targets = batch
+        opt = self.recipe.optimizer
+        with self.autocast():
+            if self.recipe.forward_loss is not None:
+                loss = self.recipe.forward_loss(self.model, inputs, targets)
+            else:
+                loss = self.recipe.loss_fn(self.model(inputs), targets)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(opt)
+            self.scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+
+class LossReader:
+    """Loss values without a per-step sync: on CUDA, an async copy into a pinned ring buffer."""
+
+    def __init__(self, on_cuda: bool, size: int = 4096) -> None:
+        self.on_cuda = on_cuda
+        self.size = size
+        self._ring = torch.empty(size, dtype=torch.float32, pin_memory=True) if on_cuda else None
+
+    def capture(self, i: int, loss):
+        if not self.on_cuda:
+            return float(loss)
+        self._ring[i % self.size].copy_(loss.float(), non_blocking=True)
+        return None
+
+    def read(self, i: int, captured):
+        return float(self._ring[i % self.size]) if self.on_cuda else captured
+
+
+def samples_in(batch, recipe: Recipe) -> int:
+    if recipe.samples_per_batch:
+        return recipe.samples_per_batch
+    inputs = batch[0]
+    return int(inputs.shape[0]) if isinstance(inputs, torch.Tensor) and inputs.dim() else 1
+
+
+def peak_memory(device: str) -> dict:
+    # ru_maxrss is KiB on Linux; a host-side counter, no sync.
+    out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if device.startswith("cuda"):
+        out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)
+        out["cuda_peak_reserved"] = torch.cuda.max_memory_reserved(device)
+    return out
+
+
+def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
+    """Train until the step count or duration is reached; returns why it stopped."""
+    s = trainer.settings
+    on_cuda = trainer.device_type == "cuda"
+    clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
+    losses = LossReader(on_cuda)
+    batches = BatchCycle(trainer.recipe.batches)
+    pending: deque = deque()  # steps whose time (and loss, on CUDA) is not known yet
+    phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
+    emitter.emit_now(events.PHASE, phase=phase["now"])
+
+    def compiling(compile_id: str) -> None:
+        # Said at once (not buffered): a compile can take minutes and the viewer should know.
+        phase["now"] = "compiling"
+        emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id)
+
+    watch.on_start = compiling
+    started = time.monotonic()
+    reason = "steps"
+    i = 0
+    try:
+        while s.steps is None or i < s.steps:
+            clock.start()
+            t_data = time.perf_counter()
+            batch = to_device(next(batches), trainer.device)
+            data_ms = (time.perf_counter() - t_data) * 1000.0
+            loss = trainer.step(batch)
+            captured = losses.capture(i, loss)
+            clock.stop()
+            compile_ms = watch.take_step_compile_ms()
+            step_phase = "warmup" if i < s.warmup else "steady"
+            pending.append((i, time.time(), data_ms, samples_in(batch, trainer.recipe), captured,
+                            compile_ms, step_phase))
+            if step_phase != phase["now"]:
+                phase["now"] = step_phase
+                emitter.emit(events.PHASE, phase=step_phase)
+            i += 1
+            if emitter.flush_due():
+                _emit_ready(emitter, clock.ready(), pending, losses)
+                emitter.emit(events.MEMORY, **peak_memory(trainer.device))
+                emitter.flush()
+            if s.duration is not None and time.monotonic() - started >= s.duration:
+                reason = "duration"
+                break
+    except KeyboardInterrupt:
+        # Stopped by the supervisor: keep every step already measured.
+        reason = "stopped"
+    _emit_ready(emitter, clock.drain(), pending, losses)
+    emitter.emit(events.MEMORY, **peak_memory(trainer.device))
+    emitter.flush()
+    return reason
+
+
+def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses: LossReader) -> None:
+    for ms in times_ms:
+        if not pending:  # interrupted between the clock's stop and the bookkeeping
+            break
+        i, t, data_ms, n, captured, compile_ms, phase = pending.popleft()
+        step = {"i": i, "t": t, "ms": round(ms, 4), "data_ms": round(data_ms, 4), "n": n,
+                "loss": losses.read(i, captured), "phase": phase}
+        if compile_ms:
+            step["compile_ms"] = round(compile_ms, 3)
+        emitter.emit(events.STEP, **step)
+
+
+def param_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()

@@ -1,0 +1,1 @@
+"""Parent side: supervisor, session store, statistics and export. Never imports torch."""

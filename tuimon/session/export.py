@@ -1,0 +1,168 @@
+"""summary.md, summary.json and steps.csv, from the session directory alone."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from tuimon import events
+from tuimon.session import store
+from tuimon.session.stats import RunStats, SessionSummary, summarize
+
+DASH = "–"
+
+
+def load(path: str | Path) -> tuple[dict, list[dict], SessionSummary]:
+    meta = store.read_meta(path)
+    evs, bad = store.read_events(path)
+    return meta, evs, summarize(evs, bad)
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return DASH
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    return f"{ms:.3g} ms" if ms < 10 else f"{ms:.1f} ms"
+
+
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return DASH
+    if s >= 120:
+        return f"{s / 60:.1f} min"
+    return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if not n:
+        return DASH
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return DASH
+
+
+def breakeven_text(r: RunStats) -> str:
+    if not r.compiled:
+        return DASH
+    if r.breakeven_never:
+        return "never (not faster per step)"
+    if r.breakeven_steps is None:
+        return DASH
+    if r.breakeven_steps == 0:
+        return "at once"
+    return f"{r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)})"
+
+
+def peak_memory_text(r: RunStats) -> str:
+    if r.cuda_peak_allocated:
+        return f"{fmt_bytes(r.cuda_peak_allocated)} CUDA alloc ({fmt_bytes(r.cuda_peak_reserved)} reserved)"
+    return f"{fmt_bytes(r.peak_rss)} RSS" if r.peak_rss else DASH
+
+
+def compile_text(r: RunStats) -> str:
+    if r.overhead_s is None and r.compile_s is None:
+        return DASH
+    warm = fmt_s(r.overhead_s)
+    if r.compiled and r.compile_s is not None:
+        return f"{warm} (compile {fmt_s(r.compile_s)})"
+    return warm
+
+
+def loss_text(r: RunStats) -> str:
+    if r.final_loss is None:
+        return DASH
+    text = f"{r.final_loss:.4g}"
+    if r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
+        text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
+    return text
+
+
+def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
+    """The blog-post table: header and rows, shared by markdown and the terminal."""
+    runs = summary.runs
+    rows = [
+        ("status", lambda r: r.status + (f": {r.error}" if r.error else "")),
+        ("steps measured", lambda r: f"{r.measured} of {r.steps}"),
+        ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
+         f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
+        ("throughput", lambda r: DASH if r.throughput is None else f"{r.throughput:,.1f} samples/s"),
+        ("speedup vs eager", lambda r: DASH if r.speedup is None else f"{r.speedup:.2f}×"),
+        ("compile / warm-up time", compile_text),
+        ("compile pays off after", breakeven_text),
+        ("peak memory", peak_memory_text),
+        ("final loss (same seed, same batches)", loss_text),
+    ]
+    header = [""] + [r.label for r in runs]
+    return header, [[name] + [fn(r) for r in runs] for name, fn in rows]
+
+
+def to_markdown(meta: dict, summary: SessionSummary) -> str:
+    header, rows = table(summary)
+    out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
+    if meta:
+        out += [f"- recipe: `{meta.get('recipe', '?')}`",
+                f"- command: `{' '.join(meta.get('argv', []))}`",
+                f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
+                f"started {meta.get('started', '?')}",
+                f"- device: {device_line(summary)}",
+                f"- Inductor cache: {meta.get('cache', '?')}", ""]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "---|" * len(header))
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    notes = [f"- {r.label}: {n}" for r in summary.runs for n in r.notes]
+    if summary.unreadable_lines:
+        notes.append(f"- {summary.unreadable_lines} unreadable line(s) in events.jsonl were skipped")
+    if notes:
+        out += ["", "Notes:", *notes]
+    out += ["", "Median over steady-state steps (warm-up and any step that compiled are kept apart); "
+            "speedup against eager of the same precision."]
+    return "\n".join(out) + "\n"
+
+
+def device_line(summary: SessionSummary) -> str:
+    names = {f"{r.device} ({r.device_name})" for r in summary.runs if r.device}
+    return ", ".join(sorted(names)) or "?"
+
+
+def to_json(meta: dict, summary: SessionSummary) -> str:
+    return json.dumps({"meta": meta, **summary.to_dict()}, indent=2, default=str) + "\n"
+
+
+STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase",
+                "compile_ms"]
+
+
+def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
+    variant = {r.run: (r.mode, r.precision) for r in summary.runs}
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(STEP_COLUMNS)
+    for e in session_events:
+        if e["type"] != events.STEP:
+            continue
+        mode, precision = variant.get(e.get("run"), ("", ""))
+        row = {**e, "mode": mode, "precision": precision}
+        writer.writerow(["" if row.get(c) is None else row.get(c) for c in STEP_COLUMNS])
+    return buf.getvalue()
+
+
+FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
+
+
+def write_all(path: str | Path) -> dict[str, Path]:
+    """(Re)write every export into the session directory; returns format -> file."""
+    path = Path(path)
+    meta, evs, summary = load(path)
+    texts = {"md": to_markdown(meta, summary), "json": to_json(meta, summary),
+             "csv": to_csv(evs, summary)}
+    written = {}
+    for fmt, text in texts.items():
+        target = path / FORMATS[fmt]
+        target.write_text(text, encoding="utf-8")
+        written[fmt] = target
+    return written

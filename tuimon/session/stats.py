@@ -1,0 +1,192 @@
+"""Every statistic tuimon reports, computed in one place from a session's events.
+
+The UI and the exporters call ``summarize``; none of them recomputes a number.
+
+Definitions:
+- measured steps: steps past warm-up in which no compile ran (a recompile is kept apart too);
+- warm-up overhead: time of the steps kept apart minus what they would have cost at the
+  steady-state median;
+- speedup: eager median / variant median, against the eager run of the same precision;
+- break-even: the step at which the variant's total time drops below eager's, i.e.
+  (overhead_variant - overhead_eager) / (median_eager - median_variant); "never" when the
+  variant is not faster per step.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from tuimon import events
+
+
+@dataclass
+class RunStats:
+    run: str
+    mode: str
+    precision: str
+    status: str = "queued"  # queued | running | done | stopped | failed
+    device: str | None = None
+    device_name: str | None = None
+    params: int | None = None
+    batch_size: int | None = None
+    notes: list[str] = field(default_factory=list)
+    steps: int = 0
+    measured: int = 0
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    mean_data_ms: float | None = None
+    throughput: float | None = None  # samples per second at the median step
+    first_step_ms: float | None = None
+    warmup_steps: int = 0
+    overhead_s: float | None = None
+    compile_s: float | None = None
+    compiles: int = 0
+    speedup: float | None = None
+    baseline: str | None = None
+    breakeven_steps: int | None = None  # None with breakeven_never False: not computable
+    breakeven_s: float | None = None
+    breakeven_never: bool = False
+    peak_rss: int | None = None
+    cuda_peak_allocated: int | None = None
+    cuda_peak_reserved: int | None = None
+    final_loss: float | None = None
+    max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
+    common_steps: int = 0
+    wall_s: float | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}/{self.precision}"
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode != "eager"
+
+
+@dataclass
+class SessionSummary:
+    runs: list[RunStats]
+    unreadable_lines: int = 0
+
+    def to_dict(self) -> dict:
+        return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
+                "unreadable_lines": self.unreadable_lines}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), on a sorted list."""
+    if not sorted_values:
+        raise ValueError("no values")
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def is_measured(step: dict) -> bool:
+    return step.get("phase") == "steady" and not step.get("compile_ms")
+
+
+def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
+    runs: dict[str, RunStats] = {}
+    steps: dict[str, list[dict]] = {}
+    for e in session_events:
+        run = e.get("run")
+        if run is None:
+            continue
+        r = runs.get(run)
+        if r is None:
+            r = runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
+            steps[run] = []
+        _apply(r, e, steps[run])
+    for run, r in runs.items():
+        _step_stats(r, steps[run])
+    for r in runs.values():
+        _compare(r, runs, steps)
+    return SessionSummary(list(runs.values()), unreadable_lines)
+
+
+def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
+    kind = e["type"]
+    if kind == events.STEP:
+        run_steps.append(e)
+    elif kind == events.RUN_STARTED:
+        r.status = "running"
+        for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
+            if e.get(key) is not None:
+                setattr(r, key, e[key])
+        r.notes = list(e.get("notes") or [])
+    elif kind == events.MEMORY:
+        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
+            if e.get(key) is not None:
+                setattr(r, key, max(getattr(r, key) or 0, e[key]))
+    elif kind == events.FINISHED:
+        r.status = "stopped" if e.get("reason") == "stopped" else "done"
+        r.compiles = e.get("compiles", r.compiles)
+        if e.get("compile_s") is not None and r.compiled:
+            r.compile_s = e["compile_s"]
+    elif kind == events.FAILED:
+        r.status = "failed"
+        r.error = f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+    elif kind == events.RUN_EXITED:
+        r.wall_s = e.get("seconds")
+    elif kind == events.PHASE and r.status == "queued":
+        r.status = "running"
+
+
+def _step_stats(r: RunStats, run_steps: list[dict]) -> None:
+    r.steps = len(run_steps)
+    if not run_steps:
+        return
+    r.first_step_ms = run_steps[0]["ms"]
+    if r.compiled and r.compile_s is None:
+        total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
+        r.compile_s = round(total, 3) if total else None
+    losses = [s.get("loss") for s in run_steps]
+    r.final_loss = next((x for x in reversed(losses) if x is not None), None)
+    measured = sorted(s["ms"] for s in run_steps if is_measured(s))
+    r.measured = len(measured)
+    r.warmup_steps = r.steps - r.measured
+    if not measured:
+        return
+    r.median_ms = statistics.median(measured)
+    r.p10_ms = percentile(measured, 0.10)
+    r.p90_ms = percentile(measured, 0.90)
+    r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in run_steps if is_measured(s))
+    samples = statistics.median(s.get("n", 0) for s in run_steps if is_measured(s))
+    r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
+    kept_apart = [s["ms"] for s in run_steps if not is_measured(s)]
+    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
+
+
+def _compare(r: RunStats, runs: dict[str, RunStats], steps: dict[str, list[dict]]) -> None:
+    base = next((b for b in runs.values()
+                 if b.mode == "eager" and b.precision == r.precision and b.median_ms), None)
+    if base is None:
+        return
+    r.baseline = base.label
+    a, b = steps[r.run], steps[base.run]
+    pairs = [(x.get("loss"), y.get("loss")) for x, y in zip(a, b, strict=False)
+             if x["i"] == y["i"]]
+    diffs = [abs(x - y) for x, y in pairs if x is not None and y is not None]
+    r.common_steps = len(diffs)
+    r.max_loss_diff = max(diffs) if diffs else None
+    if not r.median_ms:
+        return
+    r.speedup = base.median_ms / r.median_ms
+    if r is base:
+        return
+    gain_ms = base.median_ms - r.median_ms
+    extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
+    if gain_ms <= 0:
+        r.breakeven_never = extra_s > 0 or gain_ms < 0
+        if not r.breakeven_never:
+            r.breakeven_steps = 0
+        return
+    n = max(0, math.ceil(extra_s * 1000.0 / gain_ms))
+    r.breakeven_steps = n
+    # Wall time of the variant's run when it gets there: its warm-up, then steady steps.
+    r.breakeven_s = (r.overhead_s or 0.0) + n * r.median_ms / 1000.0
