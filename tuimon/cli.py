@@ -141,7 +141,7 @@ def summary_command(args: argparse.Namespace) -> int:
     try:
         written = export.write_all(args.session)
     except OSError as exc:
-        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}")
+        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}") from None
     sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
     return EXIT_OK
 
@@ -164,7 +164,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         try:
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}")
+            raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
 
     from tuimon.headless import HeadlessView, print_summary
     from tuimon.session import export
@@ -198,9 +198,13 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     if supervisor.build_failure is not None:
         e = supervisor.build_failure
-        where = f" ({e['where']})" if e.get("where") else ""
-        print(f"tuimon: error: recipe {recipe} failed to build: {e.get('error')}: "
-              f"{e.get('message')}{where} (log: {store.log_path(e['run'])})", file=sys.stderr)
+        if e.get("error") in ("RecipeError", "SetupError"):  # already a complete sentence
+            line = e.get("message")
+        else:
+            where = f" at {e['where']}" if e.get("where") else ""
+            line = (f"recipe {args.recipe or recipe} raised while building{where}: "
+                    f"{e.get('error')}: {e.get('message')}")
+        print(f"tuimon: error: {line} (log: {store.log_path(e['run'])})", file=sys.stderr)
         return EXIT_USAGE
     _, _, summary = export.load(store.path)
     print_summary(view.console, summary)

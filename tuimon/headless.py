@@ -92,13 +92,19 @@ class HeadlessView:
             for note in e.get("notes") or []:
                 self._say(f"{label}: note: {note}", style="yellow")
         elif kind == events.FINISHED:
-            self._progress.update(task, phase=e.get("reason") == "stopped" and "stopped" or "done")
+            stopped = e.get("reason") == "stopped"
+            self._progress.update(task, phase="stopped" if stopped else "done")
+            if e.get("seconds") is None:
+                self._say(f"{label}: stopped before its first step")
+                return
             extra = f", compile {fmt_s(e['compile_s'])}" if e.get("compile_s") else ""
             self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
         elif kind == events.FAILED:
             self._progress.update(task, phase="failed")
+            if e.get("stage") == "build":
+                return  # the command ends with one line about it
             self._say(f"{label}: FAILED ({e.get('stage')}): {e.get('error')}: {e.get('message')}",
-                      style="red", always=True)
+                      style="red")
 
     def _say(self, text: str, style: str | None = None) -> None:
         # On a terminal the progress rows tell the story; milestones print above them.

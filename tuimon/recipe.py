@@ -15,9 +15,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 # Used when a recipe's DEFAULTS says nothing about a knob and the command line is silent too.
 FALLBACK_DEFAULTS = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import platform
 import random
@@ -33,12 +34,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class SetupError(Exception):
+    """The variant cannot be set up here (e.g. CUDA asked for and absent); one-line message."""
+
+
 def tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     emitter = Emitter(args.event_fd, args.run_id)
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
@@ -116,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             error=type(exc).__name__,
             message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
             traceback=tail(traceback.format_exc(), 20),
+            where=recipe_frame(exc, args.recipe),
         )
         traceback.print_exc()
         return 2 if stage == "build" else 1
@@ -124,11 +131,21 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
 
 
+def recipe_frame(exc: BaseException, recipe_path: str) -> str | None:
+    """'bad.py:7' for the deepest traceback frame inside the recipe file, if any."""
+    target = os.path.realpath(recipe_path)
+    where = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.realpath(frame.filename) == target:
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return where
+
+
 def resolve_device(torch, requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {requested} requested but CUDA is not available here")
+        raise SetupError(f"--device {requested} asked for, but CUDA is not available here")
     return requested
 
 

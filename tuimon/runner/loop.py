@@ -186,12 +186,20 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
                 reason = "duration"
                 break
     except KeyboardInterrupt:
-        # Stopped by the supervisor: keep every step already measured.
-        reason = "stopped"
-    _emit_ready(emitter, clock.drain(), pending, losses)
-    emitter.emit(events.MEMORY, **peak_memory(trainer.device))
-    emitter.flush()
+        reason = "stopped"  # by the supervisor, at its request
+    except BaseException:
+        # The step failed: still hand over every step measured before it, then report.
+        with contextlib.suppress(Exception):
+            _emit_measured(emitter, clock, pending, losses, trainer.device)
+        raise
+    _emit_measured(emitter, clock, pending, losses, trainer.device)
     return reason
+
+
+def _emit_measured(emitter, clock, pending, losses, device) -> None:
+    _emit_ready(emitter, clock.drain(), pending, losses)
+    emitter.emit(events.MEMORY, **peak_memory(device))
+    emitter.flush()
 
 
 def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses: LossReader) -> None:

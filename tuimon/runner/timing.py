@@ -29,10 +29,6 @@ class CpuClock:
     def drain(self) -> list[float]:
         return self.ready()
 
-    @property
-    def pending(self) -> int:
-        return len(self._done)
-
 
 class CudaClock:
     """``cuda`` is ``torch.cuda`` (or a fake with ``Event`` and ``synchronize`` for tests)."""
@@ -40,6 +36,7 @@ class CudaClock:
     def __init__(self, cuda, max_pending: int = 1024) -> None:
         self._cuda = cuda
         self._pairs: deque = deque()
+        self._done: list[float] = []
         self._start = None
         self.max_pending = max_pending
 
@@ -54,12 +51,16 @@ class CudaClock:
         if len(self._pairs) > self.max_pending:
             # The GPU is far behind; waiting on the oldest bounds memory without a full sync.
             self._pairs[0][1].synchronize()
+            self._collect()
 
-    def ready(self) -> list[float]:
-        out = []
+    def _collect(self) -> None:
         while self._pairs and self._pairs[0][1].query():
             start, end = self._pairs.popleft()
-            out.append(start.elapsed_time(end))
+            self._done.append(start.elapsed_time(end))
+
+    def ready(self) -> list[float]:
+        self._collect()
+        out, self._done = self._done, []
         return out
 
     def drain(self) -> list[float]:
@@ -67,7 +68,3 @@ class CudaClock:
         if self._pairs:
             self._pairs[-1][1].synchronize()
         return self.ready()
-
-    @property
-    def pending(self) -> int:
-        return len(self._pairs)

@@ -25,7 +25,8 @@ def fmt_ms(ms: float | None) -> str:
         return DASH
     if ms >= 1000:
         return f"{ms / 1000:.2f} s"
-    return f"{ms:.3g} ms" if ms < 10 else f"{ms:.1f} ms"
+    decimals = 3 if ms < 1 else 2 if ms < 10 else 1 if ms < 100 else 0
+    return f"{ms:.{decimals}f} ms"
 
 
 def fmt_s(s: float | None) -> str:
@@ -76,10 +77,14 @@ def compile_text(r: RunStats) -> str:
 def loss_text(r: RunStats) -> str:
     if r.final_loss is None:
         return DASH
-    text = f"{r.final_loss:.4g}"
+    text = fmt_loss(r.final_loss)
     if r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
         text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
     return text
+
+
+def fmt_loss(x: float) -> str:
+    return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.3e}"
 
 
 def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:

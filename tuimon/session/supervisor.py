@@ -7,6 +7,7 @@ stops the children at a step boundary and still writes everything they measured.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -14,9 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from tuimon import events
 from tuimon.session.store import SessionStore
@@ -73,6 +74,9 @@ class Supervisor:
         except KeyboardInterrupt:
             self.interrupted = True
             self.stop_all()
+        except BaseException:
+            self.stop_all()  # a bug on this side must not leave orphans behind
+            raise
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure else "done")
         self._record([events.make(events.SESSION_ENDED, status=status)])
@@ -174,10 +178,8 @@ class Supervisor:
 
     def _signal_all(self, sig: int) -> None:
         for child in self._children.values():
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     def _record(self, batch: list[dict]) -> None:
         self.store.append(batch)

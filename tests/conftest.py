@@ -1,0 +1,43 @@
+"""Shared fixtures: run the real CLI in a subprocess, with one warm Inductor cache per test run.
+
+The first compiled run of the suite pays the cold compile (~10 s on 2 cores); the rest reuse
+the cache, so the suite stays fast while every compile is a real torch.compile.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPES = ROOT / "recipes"
+TEST_RECIPES = Path(__file__).resolve().parent / "recipes"
+
+
+@pytest.fixture(scope="session")
+def inductor_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("inductor-cache")
+
+
+@pytest.fixture
+def tuimon(tmp_path, inductor_cache):
+    """Run ``tuimon ARGS`` as a user would; returns (CompletedProcess, session dir or None)."""
+
+    def run(*args: str, cache: bool = True, timeout: float = 300, **kwargs):
+        out = tmp_path / "sessions"
+        cmd = [sys.executable, "-m", "tuimon", *args]
+        if "--out" not in args and (not args or args[0] != "summary"):
+            cmd += ["--out", str(out)]
+        if cache and (not args or args[0] != "summary"):
+            cmd += ["--cache-dir", str(inductor_cache)]
+        env = {**os.environ, "COLUMNS": "200"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=tmp_path, **kwargs)
+        sessions = sorted(out.glob("*")) if out.exists() else []
+        return proc, (sessions[-1] if sessions else None)
+
+    return run

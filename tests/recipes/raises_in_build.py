@@ -1,0 +1,2 @@
+def build(cfg):
+    raise ValueError("boom: this recipe cannot build")

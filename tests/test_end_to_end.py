@@ -1,0 +1,164 @@
+"""Real sessions, real child processes, real torch.compile on CPU, read back from the store."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import RECIPES, TEST_RECIPES
+
+from tuimon.session import store
+from tuimon.session.stats import percentile
+
+TINY = str(RECIPES / "tiny_mlp.py")
+
+
+def runs_of(session):
+    evs, bad = store.read_events(session)
+    assert bad == 0
+    by_run: dict[str, dict[str, list]] = {}
+    for e in evs:
+        if "run" in e:
+            by_run.setdefault(e["run"], {}).setdefault(e["type"], []).append(e)
+    return evs, by_run
+
+
+def test_tiny_mlp_eager_vs_compiled(tuimon):
+    proc, session = tuimon(TINY, "--headless", "--modes", "eager,default", "--steps", "80")
+    assert proc.returncode == 0, proc.stderr
+    evs, runs = runs_of(session)
+    assert set(runs) == {"eager-fp32", "default-fp32"}
+    for _run, kinds in runs.items():
+        started = kinds["run_started"][0]
+        assert started["device"] == "cpu" and started["params"] > 0 and started["torch"]
+        assert started["pid"] != os.getpid()
+        assert [s["i"] for s in kinds["step"]] == list(range(80))
+        assert all(s["ms"] > 0 and s["n"] == 32 for s in kinds["step"])
+        assert kinds["finished"][0]["reason"] == "steps"
+        assert kinds["run_exited"][0]["returncode"] == 0
+    # A real compile happened inside the compiled run's first step, and only there.
+    comp_steps = runs["default-fp32"]["step"]
+    assert comp_steps[0].get("compile_ms", 0) > 0
+    assert not any(s.get("compile_ms") for s in comp_steps[1:])
+    assert "compile_ms" not in runs["eager-fp32"]["step"][0]
+    assert any(p["phase"] == "compiling" for p in runs["default-fp32"]["phase"])
+    # Same seed, same batches: the losses agree step by step.
+    e_loss = [s["loss"] for s in runs["eager-fp32"]["step"]]
+    c_loss = [s["loss"] for s in comp_steps]
+    assert e_loss[0] == pytest.approx(c_loss[0], rel=1e-4)
+    assert max(abs(a - b) for a, b in zip(e_loss, c_loss, strict=True)) < 1e-3
+    assert e_loss[-1] < e_loss[0]  # it trains
+
+    # Exports exist, and their numbers are the raw step times' numbers.
+    for name in ("meta.json", "summary.md", "summary.json", "steps.csv", "logs/eager-fp32.log"):
+        assert (session / name).is_file(), name
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["meta"]["status"] == "done"
+    for r in summary["runs"]:
+        steady = sorted(s["ms"] for s in runs[r["run"]]["step"]
+                        if s["phase"] == "steady" and not s.get("compile_ms"))
+        assert r["measured"] == len(steady) == 77
+        assert r["median_ms"] == pytest.approx(statistics.median(steady))
+        assert r["p90_ms"] == pytest.approx(percentile(steady, 0.9))
+        assert r["final_loss"] == pytest.approx(runs[r["run"]]["step"][-1]["loss"])
+    comp = next(r for r in summary["runs"] if r["run"] == "default-fp32")
+    eager = next(r for r in summary["runs"] if r["run"] == "eager-fp32")
+    assert comp["speedup"] == pytest.approx(eager["median_ms"] / comp["median_ms"])
+    assert comp["compile_s"] > 0 and comp["baseline"] == "eager/fp32"
+    with open(session / "steps.csv") as f:
+        assert len(list(csv.DictReader(f))) == 160
+
+    # The terminal got the table; `tuimon summary` rebuilds the same files from the store alone.
+    assert "median step (p10–p90)" in proc.stdout and "speedup vs eager" in proc.stdout
+    md_before = (session / "summary.md").read_text()
+    (session / "summary.md").unlink()
+    again, _ = tuimon("summary", str(session))
+    assert again.returncode == 0 and again.stdout == md_before
+    as_json, _ = tuimon("summary", str(session), "--format", "json")
+    assert json.loads(as_json.stdout)["runs"] == summary["runs"]
+
+
+def test_a_failing_variant_does_not_stop_the_others(tuimon):
+    proc, session = tuimon(str(TEST_RECIPES / "crash_at_step.py"), "--modes", "eager",
+                           "--precision", "fp32,amp", "--steps", "20", "--set", "crash_at=6")
+    assert proc.returncode == 1
+    _, runs = runs_of(session)
+    failed = runs["eager-amp"]["failed"][0]
+    assert failed["stage"] == "step" and "deliberate failure after 6 steps" in failed["message"]
+    assert "Traceback" in failed["traceback"]
+    assert len(runs["eager-amp"]["step"]) == 6  # what it measured before failing is kept
+    assert len(runs["eager-fp32"]["step"]) == 20
+    md = (session / "summary.md").read_text()
+    assert "failed: RuntimeError: deliberate failure" in md
+    assert "FAILED" in proc.stdout
+
+
+def test_a_runner_that_dies_is_reported_with_its_log_tail(tuimon):
+    proc, session = tuimon(str(TEST_RECIPES / "hard_exit.py"), "--modes", "eager", "--steps", "10")
+    assert proc.returncode == 1
+    _, runs = runs_of(session)
+    failed = runs["eager-fp32"]["failed"][0]
+    assert failed["stage"] == "crash" and failed["returncode"] == 7
+    assert "exited with code 7" in failed["message"]
+    assert "about to die" in failed["traceback"]
+    assert len(runs["eager-fp32"]["step"]) == 3
+    assert (session / "summary.md").is_file()
+
+
+def test_duration_limit_and_built_in_demo(tuimon):
+    proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
+                           "--duration", "1", "--set", "sleep_ms=40")
+    assert proc.returncode == 0, proc.stderr
+    _, runs = runs_of(session)
+    assert runs["eager-fp32"]["finished"][0]["reason"] == "duration"
+    assert 10 <= len(runs["eager-fp32"]["step"]) <= 26
+    assert statistics.median(s["ms"] for s in runs["eager-fp32"]["step"]) >= 40
+
+    demo, session = tuimon("--modes", "eager", "--steps", "20")
+    assert demo.returncode == 0, demo.stderr
+    assert "tuimon demo" in demo.stdout and session.name.endswith("-demo")
+
+
+def test_parallel_schedule_splits_the_cores(tuimon):
+    proc, session = tuimon(TINY, "--modes", "eager", "--precision", "fp32,amp",
+                           "--schedule", "parallel", "--steps", "30")
+    assert proc.returncode == 0, proc.stderr
+    _, runs = runs_of(session)
+    cores = os.cpu_count() or 1
+    for run in ("eager-fp32", "eager-amp"):
+        assert len(runs[run]["step"]) == 30
+        assert runs[run]["run_started"][0]["threads"] == max(1, cores // 2)
+    assert runs["eager-amp"]["run_started"][0]["amp_dtype"] == "bfloat16"
+
+
+def test_ctrl_c_stops_children_and_keeps_the_measurements(tmp_path, inductor_cache):
+    out = tmp_path / "sessions"
+    cmd = [sys.executable, "-m", "tuimon", str(TEST_RECIPES / "slow_steps.py"), "--modes",
+           "eager", "--steps", "100000", "--set", "sleep_ms=20", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    steps = 0
+    while time.monotonic() < deadline and steps < 20:
+        time.sleep(0.2)
+        sessions = list(out.glob("*/events.jsonl"))
+        steps = sessions[0].read_text().count('"type":"step"') if sessions else 0
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    session = sessions[0].parent
+    _, runs = runs_of(session)
+    assert runs["eager-fp32"]["finished"][0]["reason"] == "stopped"
+    assert len(runs["eager-fp32"]["step"]) >= 20
+    child = runs["eager-fp32"]["run_started"][0]["pid"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert "stopped" in (session / "summary.md").read_text()

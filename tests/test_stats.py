@@ -1,0 +1,138 @@
+"""Statistics on synthetic event streams with answers known by construction."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tuimon import events
+from tuimon.session import export
+from tuimon.session.stats import percentile, summarize
+
+
+def run_events(run, mode, precision, step_ms, *, warmup=3, first_ms=None, compile_at=(),
+               losses=None, n=32, peak_rss=None):
+    out = [events.make(events.RUN_QUEUED, run, mode=mode, precision=precision),
+           events.make(events.RUN_STARTED, run, mode=mode, precision=precision, device="cpu",
+                       device_name="x86_64", params=1000, batch_size=n)]
+    for i, ms in enumerate(step_ms):
+        if i == 0 and first_ms is not None:
+            ms = first_ms
+        step = {"i": i, "t": 1000.0 + i, "ms": ms, "data_ms": 0.1, "n": n,
+                "loss": None if losses is None else losses[i],
+                "phase": "warmup" if i < warmup else "steady"}
+        if i in compile_at or (i == 0 and mode != "eager" and first_ms is not None):
+            step["compile_ms"] = ms * 0.9
+        out.append(events.make(events.STEP, run, **step))
+    if peak_rss:
+        out.append(events.make(events.MEMORY, run, peak_rss=peak_rss))
+    out.append(events.make(events.FINISHED, run, reason="steps",
+                           compile_s=(first_ms * 0.9 / 1000) if mode != "eager" and first_ms else 0))
+    return out
+
+
+def by_label(summary):
+    return {r.label: r for r in summary.runs}
+
+
+def test_medians_percentiles_and_throughput_from_steady_steps_only():
+    ms = [50.0, 12.0, 11.0] + [10.0 + (i % 5) for i in range(100)]
+    s = by_label(summarize(run_events("e", "eager", "fp32", ms)))["eager/fp32"]
+    steady = sorted(ms[3:])
+    assert s.measured == 100 and s.steps == 103 and s.warmup_steps == 3
+    assert s.median_ms == statistics.median(steady)
+    assert s.p10_ms == pytest.approx(percentile(steady, 0.1))
+    assert s.p90_ms == pytest.approx(percentile(steady, 0.9))
+    assert s.throughput == pytest.approx(32 / (s.median_ms / 1000))
+    assert s.overhead_s == pytest.approx((50 + 12 + 11 - 3 * s.median_ms) / 1000)
+    assert s.speedup == 1.0 and s.baseline == "eager/fp32"
+
+
+def test_percentile_matches_linear_interpolation():
+    assert percentile([1, 2, 3, 4], 0.5) == 2.5
+    assert percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 0.1) == 2.0
+    assert percentile([7.0], 0.9) == 7.0
+
+
+def test_known_speedup_and_break_even():
+    # eager: 10 ms steady, no extra warm-up; compiled: 8 ms steady after a 1 s first step.
+    eager = run_events("eager-fp32", "eager", "fp32", [10.0] * 200)
+    comp = run_events("default-fp32", "default", "fp32", [8.0] * 200, first_ms=1008.0)
+    r = by_label(summarize(eager + comp))
+    c = r["default/fp32"]
+    assert c.speedup == pytest.approx(1.25)
+    assert c.overhead_s == pytest.approx(1.0)  # 1008 ms first step, 8 ms would have done
+    assert c.breakeven_steps == 500  # 1 s extra / 2 ms saved per step
+    assert c.breakeven_s == pytest.approx(1.0 + 500 * 0.008)
+    assert c.compile_s == pytest.approx(1008 * 0.9 / 1000)
+    assert "500 steps" in export.breakeven_text(c)
+
+
+def test_slower_compiled_variant_never_pays_off():
+    eager = run_events("eager-amp", "eager", "amp", [10.0] * 50)
+    comp = run_events("default-amp", "default", "amp", [11.0] * 50, first_ms=500.0)
+    c = by_label(summarize(eager + comp))["default/amp"]
+    assert c.speedup == pytest.approx(10 / 11)
+    assert c.breakeven_never and export.breakeven_text(c).startswith("never")
+
+
+def test_baseline_is_eager_of_the_same_precision():
+    evs = (run_events("eager-fp32", "eager", "fp32", [20.0] * 30)
+           + run_events("eager-amp", "eager", "amp", [10.0] * 30)
+           + run_events("default-amp", "default", "amp", [5.0] * 30, first_ms=100.0))
+    r = by_label(summarize(evs))
+    assert r["default/amp"].baseline == "eager/amp"
+    assert r["default/amp"].speedup == pytest.approx(2.0)
+    assert r["eager/amp"].speedup == pytest.approx(1.0)
+
+
+def test_recompile_steps_are_kept_out_of_the_steady_state():
+    ms = [10.0] * 50
+    ms[30] = 900.0  # a recompile in the middle of the run
+    s = by_label(summarize(run_events("d", "default", "fp32", ms, compile_at=(30,))))["default/fp32"]
+    assert s.measured == 46 and s.median_ms == 10.0 and s.p90_ms == 10.0
+
+
+def test_loss_agreement_between_variants():
+    base = [2.0 - 0.01 * i for i in range(40)]
+    other = list(base)
+    other[17] += 0.003
+    evs = (run_events("eager-fp32", "eager", "fp32", [5.0] * 40, losses=base)
+           + run_events("default-fp32", "default", "fp32", [4.0] * 30, losses=other[:30]))
+    c = by_label(summarize(evs))["default/fp32"]
+    assert c.final_loss == other[29]
+    assert c.common_steps == 30
+    assert c.max_loss_diff == pytest.approx(0.003)
+
+
+def test_failed_run_and_unfinished_run_are_reported():
+    evs = run_events("eager-fp32", "eager", "fp32", [5.0] * 10)
+    evs += [events.make(events.RUN_QUEUED, "default-fp32", mode="default", precision="fp32"),
+            events.make(events.FAILED, "default-fp32", stage="step", error="RuntimeError",
+                        message="boom")]
+    r = by_label(summarize(evs))
+    assert r["default/fp32"].status == "failed"
+    assert r["default/fp32"].error == "RuntimeError: boom"
+    assert r["default/fp32"].median_ms is None and r["default/fp32"].speedup is None
+    header, rows = export.table(summarize(evs))
+    assert header == ["", "eager/fp32", "default/fp32"]
+    assert rows[0][2] == "failed: RuntimeError: boom"
+
+
+def test_markdown_and_csv_exports():
+    evs = (run_events("eager-fp32", "eager", "fp32", [10.0] * 20, losses=[1.0] * 20,
+                      peak_rss=300 * 2**20)
+           + run_events("default-fp32", "default", "fp32", [8.0] * 20, first_ms=400.0,
+                        losses=[1.0] * 20))
+    summary = summarize(evs)
+    md = export.to_markdown({"name": "s", "recipe": "r.py", "argv": ["tuimon", "r.py"]}, summary)
+    assert "| median step (p10–p90) | 10.0 ms (10.0 ms–10.0 ms) | 8.00 ms (8.00 ms–8.00 ms) |" in md
+    assert "| speedup vs eager | 1.00× | 1.25× |" in md
+    assert "1.0000 (max Δ 0 vs eager/fp32 over 20 steps)" in md
+    assert "300.0 MiB RSS" in md
+    csv_text = export.to_csv(evs, summary)
+    lines = csv_text.strip().splitlines()
+    assert lines[0].startswith("run,mode,precision,i,t,ms")
+    assert len(lines) == 41
+    assert lines[1].startswith("eager-fp32,eager,fp32,0,")

@@ -1,0 +1,141 @@
+"""Unit tests of the pure pieces: events, variants, recipe checks, clocks, store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tuimon import events
+from tuimon.recipe import RecipeError, check_recipe_file, resolve_defaults
+from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.session import store
+from tuimon.variants import MODES, parse_list, product
+
+
+def test_event_round_trip_and_non_finite_loss():
+    e = events.make(events.STEP, "eager-fp32", i=3, ms=1.5, loss=float("nan"))
+    line = events.encode(e)
+    assert line.endswith("\n") and "NaN" not in line
+    back = events.decode(line)
+    assert back["loss"] is None and back["i"] == 3 and back["run"] == "eager-fp32"
+
+
+@pytest.mark.parametrize("line", ["", "   ", '{"type": "step", "i"', "[1, 2]", '{"no_type": 1}'])
+def test_decode_rejects_torn_or_foreign_lines(line):
+    assert events.decode(line) is None
+
+
+def test_variants_parse_and_order():
+    assert parse_list(" eager, default ,eager", MODES, "mode") == ["eager", "default"]
+    with pytest.raises(ValueError, match="unknown mode 'fast'"):
+        parse_list("fast", MODES, "mode")
+    vs = product(["eager", "default"], ["fp32", "amp"])
+    assert [v.label for v in vs] == ["eager/fp32", "default/fp32", "eager/amp", "default/amp"]
+    assert vs[1].run_id == "default-fp32" and vs[1].compiled and not vs[0].compiled
+
+
+def test_recipe_file_checks(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text("import torch\ndef build(cfg):\n    return None\n")
+    assert check_recipe_file(good) == good.resolve()
+    assigned = tmp_path / "assigned.py"
+    assigned.write_text("def _b(cfg):\n    pass\nbuild = _b\n")
+    assert check_recipe_file(assigned)
+    nested = tmp_path / "nested.py"
+    nested.write_text("class A:\n    def build(self, cfg):\n        pass\n")
+    with pytest.raises(RecipeError, match="does not define build"):
+        check_recipe_file(nested)
+
+
+def test_defaults_merge_per_device():
+    d = resolve_defaults({"cpu": {"batch_size": 4}, "cuda": {"batch_size": 128}}, "cuda:1")
+    assert d["batch_size"] == 128 and d["steps"] > 0 and d["image_size"] == 224
+    assert resolve_defaults(None, "cpu")["batch_size"] == 16
+
+
+def test_cpu_clock_measures_each_step():
+    clock = CpuClock()
+    for _ in range(3):
+        clock.start()
+        clock.stop()
+    times = clock.ready()
+    assert len(times) == 3 and all(t >= 0 for t in times)
+    assert clock.ready() == []
+
+
+class FakeEvent:
+    """Mimics torch.cuda.Event: a 'GPU' that completes events only when told to."""
+
+    gpu_time = 0.0
+    completed_upto = -1
+    recorded: list = []
+    syncs = 0
+
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        self.seq = None
+
+    def record(self):
+        self.seq = len(FakeEvent.recorded)
+        FakeEvent.recorded.append(self)
+        FakeEvent.gpu_time += 2.5  # every event lands 2.5 ms after the one before
+        self.at = FakeEvent.gpu_time
+
+    def query(self):
+        return self.seq <= FakeEvent.completed_upto
+
+    def synchronize(self):
+        FakeEvent.syncs += 1
+        FakeEvent.completed_upto = max(FakeEvent.completed_upto, self.seq)
+
+    def elapsed_time(self, end):
+        assert self.query() and end.query(), "elapsed_time on an unfinished event syncs"
+        return end.at - self.at
+
+
+class FakeCuda:
+    Event = FakeEvent
+
+
+def test_cuda_clock_never_syncs_per_step_and_reads_lazily():
+    FakeEvent.recorded, FakeEvent.completed_upto, FakeEvent.syncs = [], -1, 0
+    clock = CudaClock(FakeCuda)
+    for _ in range(4):
+        clock.start()
+        clock.stop()
+    assert clock.ready() == []  # the GPU has finished nothing yet: nothing read, no wait
+    FakeEvent.completed_upto = 3  # the first two steps' events are done
+    assert clock.ready() == [2.5, 2.5]
+    assert FakeEvent.syncs == 0
+    assert clock.drain() == [2.5, 2.5]  # end of run: one wait on the last event
+    assert FakeEvent.syncs == 1
+
+
+def test_cuda_clock_bounds_pending_steps():
+    FakeEvent.recorded, FakeEvent.completed_upto, FakeEvent.syncs = [], -1, 0
+    clock = CudaClock(FakeCuda, max_pending=8)
+    for _ in range(20):
+        clock.start()
+        clock.stop()
+    assert FakeEvent.syncs > 0 and len(clock._pairs) <= 8
+    assert len(clock.drain()) == 20  # nothing measured is dropped
+
+
+def test_store_tolerates_torn_last_line(tmp_path):
+    s = store.SessionStore.create(tmp_path, "x")
+    s.append([events.make(events.STEP, "r", i=0, ms=1.0), events.make(events.STEP, "r", i=1, ms=2.0)])
+    s.close()
+    with open(s.path / store.EVENTS, "a") as f:
+        f.write('{"type": "step", "run": "r", "i": 2, "m')  # power cut mid-line
+    evs, bad = store.read_events(s.path)
+    assert [e["i"] for e in evs] == [0, 1] and bad == 1
+    assert oct(s.path.stat().st_mode & 0o777) == "0o700"
+
+
+def test_store_names_do_not_collide(tmp_path):
+    a = store.SessionStore.create(tmp_path, "same")
+    b = store.SessionStore.create(tmp_path, "same")
+    assert a.path != b.path
+    store.write_json_atomic(a.path / "meta.json", {"k": 1})
+    assert json.loads((a.path / "meta.json").read_text()) == {"k": 1}
