@@ -1,0 +1,31 @@
+# Everything a fresh machine needs: `make demo` (set up + run) and `make test` (set up + tests).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# torch first, pinned to the builds this project is tested with (pip finds them on local disk
+# here); override with e.g. `make TORCH="torch torchvision"` elsewhere.
+TORCH ?= torch==2.14.1 torchvision==0.29.1
+
+.PHONY: venv demo test lint bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+demo: venv
+	$(VENV)/bin/tuimon --headless
+
+test: venv
+	$(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check tuimon tests recipes bench
+
+bench: venv
+	$(PY) bench/run_recipes.py
+
+clean:
+	rm -rf $(VENV) tuimon-sessions .pytest_cache
