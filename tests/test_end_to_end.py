@@ -114,12 +114,24 @@ def test_a_runner_that_dies_is_reported_with_its_log_tail(tuimon):
 
 def test_duration_limit_and_built_in_demo(tuimon):
     proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
-                           "--duration", "1", "--set", "sleep_ms=40")
+                           "--duration", "1.5", "--set", "sleep_ms=40", "--interval", "0.2")
     assert proc.returncode == 0, proc.stderr
-    _, runs = runs_of(session)
+    evs, runs = runs_of(session)
     assert runs["eager-fp32"]["finished"][0]["reason"] == "duration"
-    assert 10 <= len(runs["eager-fp32"]["step"]) <= 26
+    assert 15 <= len(runs["eager-fp32"]["step"]) <= 38
     assert statistics.median(s["ms"] for s in runs["eager-fp32"]["step"]) >= 40
+    # The supervisor sampled the runner's process tree while it ran (no GPU here: a note).
+    samples = [e for e in evs if e["type"] == "sample" and "eager-fp32" in e["runs"]]
+    assert len(samples) >= 5
+    cpu = [e["runs"]["eager-fp32"]["cpu_percent"] for e in samples]
+    assert all(c is None or 0 <= c <= 100 * (os.cpu_count() or 1) + 20 for c in cpu)
+    assert max(e["runs"]["eager-fp32"]["rss"] or 0 for e in samples) > 50 * 2**20
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["runs"][0]["samples"] >= 3 and summary["runs"][0]["cpu_mean"] is not None
+    md = (session / "summary.md").read_text()
+    assert "| CPU, process tree (100 % = 1 core) |" in md
+    if not summary["gpu_available"]:
+        assert "GPU metrics: n/a" in md
 
     demo, session = tuimon("--modes", "eager", "--steps", "20")
     assert demo.returncode == 0, demo.stderr

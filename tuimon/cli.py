@@ -59,6 +59,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def interval_arg(text: str) -> float:
+    value = positive_float(text)
+    if value < 0.2:
+        raise argparse.ArgumentTypeError(f"must be at least 0.2 s, got {text}")
+    return value
+
+
 def device_arg(text: str) -> str:
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
         raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
@@ -99,6 +106,8 @@ def run_parser() -> Parser:
                    help="one variant at a time (default; fair on a shared device) or all at once")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
+    p.add_argument("--interval", type=interval_arg, default=1.0, metavar="SECONDS",
+                   help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
     p.add_argument("--out", default="tuimon-sessions", metavar="DIR",
                    help="where session directories go (default: ./tuimon-sessions)")
     cache = p.add_mutually_exclusive_group()
@@ -186,7 +195,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.recipe is None:
         view.console.print("tuimon demo: a small MLP, eager vs torch.compile "
                            "(run 'tuimon RECIPE' for your own model)", highlight=False)
-    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir)
+    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=args.interval)
     supervisor = Supervisor(store, plan, view)
     view.console.print(f"session: {store.path}", highlight=False)
     with view:
@@ -241,7 +250,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "recipe": str(recipe),
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
-                                                  "image_size", "seed", "device", "schedule", "set")},
+                                                  "image_size", "seed", "device", "schedule", "set",
+                                                  "interval")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...
 PHASE = "phase"  # phase: building | compiling | warmup | steady
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
-MEMORY = "memory"  # peak_rss, cuda_peak_allocated, cuda_peak_reserved (bytes; None when n/a)
+MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
 FINISHED = "finished"  # steps, reason: steps | duration | stopped
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback
 
@@ -26,6 +26,9 @@ SESSION_STARTED = "session_started"
 RUN_QUEUED = "run_queued"  # mode, precision
 RUN_EXITED = "run_exited"  # returncode, seconds
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
+SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
+PROBE_INFO = "probe_info"  # gpu_available, reason, devices; or unsupported: [metric] (said once)
+WARNING = "warning"  # text (run-tagged, or session-wide without run): throttling, memory, CPU share
 
 PHASES = ("building", "compiling", "warmup", "steady")
 

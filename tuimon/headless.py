@@ -34,13 +34,14 @@ class HeadlessView:
             TextColumn("{task.completed:>6.0f} steps"),
             TextColumn("{task.fields[median]:>10} median"),
             TextColumn("loss {task.fields[loss]:>8}"),
+            TextColumn("{task.fields[system]}"),
             TimeElapsedColumn(),
             console=self.console,
             refresh_per_second=4,
         )
         self._tasks = {
             run: self._progress.add_task(label, total=total_steps, start=False,
-                                         phase="queued", median="–", loss="–")
+                                         phase="queued", median="–", loss="–", system="")
             for run, label in labels.items()
         }
 
@@ -57,9 +58,14 @@ class HeadlessView:
         last_step: dict[str, dict] = {}
         for e in batch:
             run = e.get("run")
-            if run not in self._tasks:
-                continue
             kind = e["type"]
+            if kind == events.SAMPLE:
+                self._sample(e)
+                continue
+            if run not in self._tasks:
+                if kind in (events.PROBE_INFO, events.WARNING):
+                    self._session_note(e)
+                continue
             if kind == events.STEP:
                 last_step[run] = e
                 if e.get("phase") == "steady" and not e.get("compile_ms"):
@@ -72,6 +78,32 @@ class HeadlessView:
             self._progress.update(self._tasks[run], completed=e["i"] + 1,
                                   median=fmt_ms(statistics.median(recent)) if recent else "–",
                                   loss=f"{loss:.4g}" if loss is not None else "–")
+
+    def _sample(self, e: dict) -> None:
+        devices = {d["index"]: d for d in e.get("devices", [])}
+        for run, v in e.get("runs", {}).items():
+            if run not in self._tasks or v.get("cpu_percent") is None:
+                continue
+            text = f"cpu {v['cpu_percent']:.0f}%"
+            for i in v.get("gpus", []):
+                d = devices.get(i, {})
+                if d.get("util_gpu") is not None:
+                    text += f" gpu{i} {d['util_gpu']}%"
+                if d.get("temp_c") is not None:
+                    text += f" {d['temp_c']}°C"
+            self._progress.update(self._tasks[run], system=text)
+
+    def _session_note(self, e: dict) -> None:
+        if e["type"] == events.WARNING:
+            self._say(f"warning: {e.get('text')}", style="yellow")
+        elif e.get("gpu_available") is False:
+            self._say(f"GPU metrics: n/a ({e.get('reason')})", style="dim")
+        elif e.get("gpu_available"):
+            names = ", ".join(f"{d['index']}: {d['name']}" for d in e.get("devices", []))
+            self._say(f"GPU metrics from NVML: {names}", style="dim")
+        elif e.get("unsupported"):
+            self._say(f"GPU metrics not reported by this device: {', '.join(e['unsupported'])}",
+                      style="dim")
 
     def _milestone(self, run: str, e: dict) -> None:
         task = self._tasks[run]
@@ -99,6 +131,8 @@ class HeadlessView:
                 return
             extra = f", compile {fmt_s(e['compile_s'])}" if e.get("compile_s") else ""
             self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
+        elif kind == events.WARNING:
+            self._say(f"{label}: warning: {e.get('text')}", style="yellow")
         elif kind == events.FAILED:
             self._progress.update(task, phase="failed")
             if e.get("stage") == "build":

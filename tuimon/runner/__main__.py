@@ -152,7 +152,14 @@ def resolve_device(torch, requested: str) -> str:
 def device_name(torch, device: str) -> str:
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores"
 
 
 def seed_everything(torch, seed: int) -> None:

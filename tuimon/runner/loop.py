@@ -133,11 +133,13 @@ def samples_in(batch, recipe: Recipe) -> int:
 
 
 def peak_memory(device: str) -> dict:
-    # ru_maxrss is KiB on Linux; a host-side counter, no sync.
+    # ru_maxrss: the process's peak so far, KiB on Linux.
     out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     if device.startswith("cuda"):
+        # Peaks of this reporting window (host-side counters, no sync), then start a new window.
         out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)
         out["cuda_peak_reserved"] = torch.cuda.max_memory_reserved(device)
+        torch.cuda.reset_peak_memory_stats(device)
     return out
 
 

@@ -87,6 +87,38 @@ def fmt_loss(x: float) -> str:
     return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.3e}"
 
 
+def cpu_text(r: RunStats) -> str:
+    if r.cpu_mean is None and r.tree_rss_max is None:
+        return DASH
+    parts = [f"{r.cpu_mean:.0f} % mean, {r.cpu_max:.0f} % max" if r.cpu_mean is not None else "",
+             f"RSS {fmt_bytes(r.tree_rss_max)}" if r.tree_rss_max else "",
+             f"{r.children_max} child proc." if r.children_max else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def throttle_text(r: RunStats) -> str:
+    if r.throttled_share is None:
+        return "n/a"
+    if not r.throttle_reasons:
+        return "no"
+    why = ", ".join(sorted(r.throttle_reasons, key=r.throttle_reasons.get, reverse=True))
+    return f"{r.throttled_share:.0%} of the time ({why})"
+
+
+def _or_na(value, fmt) -> str:
+    return "n/a" if value is None else fmt(value)
+
+
+GPU_ROWS = [
+    ("GPU util (mean)", lambda r: _or_na(r.gpu_util_mean, lambda v: f"{v:.0f} %")),
+    ("VRAM used (NVML peak)", lambda r: _or_na(r.vram_max, fmt_bytes)
+     + (f" (run: {fmt_bytes(r.gpu_proc_mem_max)})" if r.gpu_proc_mem_max else "")),
+    ("GPU temperature (max)", lambda r: _or_na(r.temp_max, lambda v: f"{v:.0f} °C")),
+    ("GPU power (mean)", lambda r: _or_na(r.power_mean, lambda v: f"{v:.0f} W")),
+    ("throttled", throttle_text),
+]
+
+
 def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     """The blog-post table: header and rows, shared by markdown and the terminal."""
     runs = summary.runs
@@ -101,7 +133,12 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("compile pays off after", breakeven_text),
         ("peak memory", peak_memory_text),
         ("final loss (same seed, same batches)", loss_text),
+        ("CPU, process tree (100 % = 1 core)", cpu_text),
     ]
+    if summary.gpu_available:
+        rows += GPU_ROWS
+    if any(r.warnings for r in runs):
+        rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
     header = [""] + [r.label for r in runs]
     return header, [[name] + [fn(r) for r in runs] for name, fn in rows]
 
@@ -120,6 +157,11 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     notes = [f"- {r.label}: {n}" for r in summary.runs for n in r.notes]
+    if summary.gpu_available is False:
+        notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
+    if summary.unsupported:
+        notes.append(f"- GPU metrics this device does not report: {', '.join(summary.unsupported)}")
+    notes += [f"- warning: {w}" for w in summary.warnings]
     if summary.unreadable_lines:
         notes.append(f"- {summary.unreadable_lines} unreadable line(s) in events.jsonl were skipped")
     if notes:

@@ -19,6 +19,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from tuimon import events
+from tuimon.probes.alerts import BENIGN_REASONS
 
 
 @dataclass
@@ -57,6 +58,20 @@ class RunStats:
     common_steps: int = 0
     wall_s: float | None = None
     error: str | None = None
+    # From the probes, over the steady state (the whole run when it has none).
+    cpu_mean: float | None = None  # % of one core, the runner's whole process tree
+    cpu_max: float | None = None
+    tree_rss_max: int | None = None
+    children_max: int | None = None
+    gpu_util_mean: float | None = None  # of the device(s) the run used
+    vram_max: int | None = None  # NVML memory used on those devices (every process)
+    gpu_proc_mem_max: int | None = None  # NVML memory of the run's own processes
+    temp_max: float | None = None
+    power_mean: float | None = None
+    throttled_share: float | None = None  # share of samples with a non-benign throttle reason
+    throttle_reasons: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -71,10 +86,15 @@ class RunStats:
 class SessionSummary:
     runs: list[RunStats]
     unreadable_lines: int = 0
+    gpu_available: bool | None = None  # None: no probe ran
+    gpu_reason: str | None = None
+    unsupported: list[str] = field(default_factory=list)  # GPU metrics that were n/a
+    warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
 
     def to_dict(self) -> dict:
         return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
-                "unreadable_lines": self.unreadable_lines}
+                **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
+                                                 "unsupported", "warnings")}}
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -93,9 +113,15 @@ def is_measured(step: dict) -> bool:
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
     runs: dict[str, RunStats] = {}
     steps: dict[str, list[dict]] = {}
+    samples: list[dict] = []
+    summary = SessionSummary([], unreadable_lines)
     for e in session_events:
         run = e.get("run")
+        if e["type"] == events.SAMPLE:
+            samples.append(e)
+            continue
         if run is None:
+            _apply_session(summary, e)
             continue
         r = runs.get(run)
         if r is None:
@@ -106,7 +132,18 @@ def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionS
         _step_stats(r, steps[run])
     for r in runs.values():
         _compare(r, runs, steps)
-    return SessionSummary(list(runs.values()), unreadable_lines)
+        _probe_stats(r, steps[r.run], samples)
+    summary.runs = list(runs.values())
+    return summary
+
+
+def _apply_session(summary: SessionSummary, e: dict) -> None:
+    if e["type"] == events.PROBE_INFO:
+        if "gpu_available" in e:
+            summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
+        summary.unsupported += [m for m in e.get("unsupported", []) if m not in summary.unsupported]
+    elif e["type"] == events.WARNING and e.get("text") not in summary.warnings:
+        summary.warnings.append(e.get("text"))
 
 
 def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
@@ -135,6 +172,8 @@ def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
         r.wall_s = e.get("seconds")
     elif kind == events.PHASE and r.status == "queued":
         r.status = "running"
+    elif kind == events.WARNING and e.get("text") not in r.warnings:
+        r.warnings.append(e.get("text"))
 
 
 def _step_stats(r: RunStats, run_steps: list[dict]) -> None:
@@ -190,3 +229,53 @@ def _compare(r: RunStats, runs: dict[str, RunStats], steps: dict[str, list[dict]
     r.breakeven_steps = n
     # Wall time of the variant's run when it gets there: its warm-up, then steady steps.
     r.breakeven_s = (r.overhead_s or 0.0) + n * r.median_ms / 1000.0
+
+
+def _window(run_steps: list[dict]) -> tuple[float, float] | None:
+    """Wall-clock span of the steady state: first measured step's start to the last step's end."""
+    measured = [s for s in run_steps if is_measured(s)]
+    if not measured:
+        return None
+    return measured[0]["t"] - measured[0]["ms"] / 1000.0, run_steps[-1]["t"]
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _max(values: list):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def _probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict]) -> None:
+    mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})]
+    span = _window(run_steps)
+    if span is not None:
+        steady = [(s, v) for s, v in mine if span[0] <= s["t"] <= span[1]]
+        mine = steady or mine  # a run shorter than a sampling period: use what there is
+    r.samples = len(mine)
+    if not mine:
+        return
+    host = [v for _, v in mine]
+    r.cpu_mean = _mean([v.get("cpu_percent") for v in host])
+    r.cpu_max = _max([v.get("cpu_percent") for v in host])
+    r.tree_rss_max = _max([v.get("rss") for v in host])
+    r.children_max = _max([v.get("descendants") for v in host])
+    r.gpu_proc_mem_max = _max([v.get("gpu_mem") for v in host])
+    devices = [d for s, v in mine for d in s.get("devices", []) if d.get("index") in v.get("gpus", [])]
+    if not devices:
+        return
+    r.gpu_util_mean = _mean([d.get("util_gpu") for d in devices])
+    r.vram_max = _max([d.get("mem_used") for d in devices])
+    r.temp_max = _max([d.get("temp_c") for d in devices])
+    r.power_mean = _mean([d.get("power_w") for d in devices])
+    known = [d for d in devices if d.get("throttle_reasons") is not None]
+    throttled = 0
+    for d in known:
+        active = [x for x in d["throttle_reasons"] if x not in BENIGN_REASONS]
+        throttled += bool(active)
+        for reason in active:
+            r.throttle_reasons[reason] = r.throttle_reasons.get(reason, 0) + 1
+    r.throttled_share = throttled / len(known) if known else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon import events
+from tuimon.session.sampler import Sampler
 from tuimon.session.store import SessionStore
 from tuimon.variants import Variant
 
@@ -34,6 +35,7 @@ class Plan:
     runner_args: list[str] = field(default_factory=list)  # --steps, --seed, ... for every run
     cache_dir: Path | None = None  # None: a fresh Inductor cache per run (honest cold compile)
     stop_grace_s: float = 10.0
+    interval: float = 1.0  # probe sampling period, seconds
 
 
 @dataclass
@@ -46,7 +48,8 @@ class Child:
 
 
 class Supervisor:
-    def __init__(self, store: SessionStore, plan: Plan, sink: Sink | None = None) -> None:
+    def __init__(self, store: SessionStore, plan: Plan, sink: Sink | None = None,
+                 gpu_probe=None) -> None:
         self.store = store
         self.plan = plan
         self.sink = sink or (lambda batch: None)
@@ -55,6 +58,8 @@ class Supervisor:
         self.build_failure: dict | None = None  # the first build-stage failure, if any
         self.failed_runs: list[str] = []
         self.interrupted = False
+        self._sampler = Sampler(plan.interval, self.live_pids,
+                                lambda batch: self._inbox.put((None, batch)), gpu=gpu_probe)
 
     # ---- public -------------------------------------------------------------------------
     def run(self) -> str:
@@ -64,6 +69,7 @@ class Supervisor:
                       for v in queued])
         parallel = self.plan.schedule == "parallel"
         threads = max(1, (os.cpu_count() or 1) // len(queued)) if parallel else None
+        self._sampler.start()
         try:
             while queued or self._children:
                 while queued and (parallel or not self._children) and not self._aborting:
@@ -77,6 +83,9 @@ class Supervisor:
         except BaseException:
             self.stop_all()  # a bug on this side must not leave orphans behind
             raise
+        finally:
+            self._sampler.stop()
+        self._pump(0)  # the last samples
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure else "done")
         self._record([events.make(events.SESSION_ENDED, status=status)])
@@ -94,6 +103,10 @@ class Supervisor:
         self._signal_all(signal.SIGKILL)
         while self._children:
             self._pump(0.1)
+
+    def live_pids(self) -> dict[str, int]:
+        """Run id -> runner pid of the children alive now (read by the sampler thread)."""
+        return {run: child.proc.pid for run, child in list(self._children.items())}
 
     # ---- internals ----------------------------------------------------------------------
     @property
@@ -142,9 +155,10 @@ class Supervisor:
             if batch is None:
                 self._reap(run)
             else:
-                for e in batch:
-                    e["run"] = run  # the supervisor, not the child, decides who said it
-                    self._note(run, e)
+                if run is not None:  # a child's events (None: the sampler's)
+                    for e in batch:
+                        e["run"] = run  # the supervisor, not the child, decides who said it
+                        self._note(run, e)
                 self._record(batch)
             try:
                 item = self._inbox.get_nowait()

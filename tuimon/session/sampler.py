@@ -1,0 +1,95 @@
+"""Samples the probes on a fixed period in a thread of the supervisor, never in a runner.
+
+Each tick becomes one ``sample`` event (system, per-run host and GPU values, devices). What
+cannot be measured is said once in a ``probe_info`` event; a new alert for a run becomes one
+``warning`` event (said again only after it cleared). Ticks are scheduled from the previous
+deadline, so the period does not drift with the time a sample takes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from tuimon import events
+from tuimon.probes import GpuProbe, HostProbe, run_alerts, system_alerts
+
+HOST_KEYS = ("cpu_percent", "cpu_time_s", "rss", "descendants")
+MIN_INTERVAL = 0.2
+
+
+class Sampler:
+    def __init__(self, interval: float, pids: Callable[[], dict[str, int]],
+                 deliver: Callable[[list[dict]], None], gpu: GpuProbe | None = None,
+                 host: HostProbe | None = None) -> None:
+        self.interval = max(MIN_INTERVAL, interval)
+        self._pids = pids
+        self._deliver = deliver
+        self._gpu = gpu
+        self._host = host or HostProbe()
+        self._active: set[tuple[str | None, str]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tuimon-sampler", daemon=True)
+        self._said_gpu = False
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            self._deliver(self.tick())
+            deadline += self.interval
+            now = time.monotonic()
+            if deadline < now:  # a slow sample: skip the missed ticks rather than burst
+                deadline = now + self.interval
+            self._stop.wait(deadline - now)
+
+    def tick(self) -> list[dict]:
+        if self._gpu is None:
+            self._gpu = GpuProbe()  # NVML init on the sampling thread, off the caller's
+        pids = self._pids()
+        host = self._host.sample(pids)
+        gpu = self._gpu.sample({run: self._host.tree_pids(run) for run in pids})
+        batch = self._info(gpu)
+        runs = {}
+        for run, h in host["runs"].items():
+            g = gpu["runs"].get(run, {})
+            runs[run] = {**{k: h.get(k) for k in HOST_KEYS}, "gpu_mem": g.get("gpu_mem"),
+                         "sm_util": g.get("sm_util"),
+                         "gpus": [d["index"] for d in g.get("per_device", [])]}
+        batch.append(events.make(events.SAMPLE, system=host["system"], runs=runs,
+                                 devices=gpu["devices"]))
+        batch += self._warnings(host, gpu, runs)
+        return batch
+
+    def _info(self, gpu: dict) -> list[dict]:
+        out = []
+        if not self._said_gpu:
+            self._said_gpu = True
+            out.append(events.make(events.PROBE_INFO, gpu_available=gpu["available"],
+                                   reason=gpu["reason"],
+                                   devices=[{k: d.get(k) for k in ("index", "name", "uuid")}
+                                            for d in gpu["devices"]]))
+        if gpu["unsupported_new"]:
+            out.append(events.make(events.PROBE_INFO, unsupported=gpu["unsupported_new"]))
+        return out
+
+    def _warnings(self, host: dict, gpu: dict, runs: dict) -> list[dict]:
+        now: set[tuple[str | None, str]] = {(None, text) for text in system_alerts(host["system"])}
+        devices = {d["index"]: d for d in gpu["devices"]}
+        cpus = host["system"].get("cpu_count") or 1
+        for run, values in runs.items():
+            for device in [devices.get(i) for i in values["gpus"]] or [None]:
+                for text in run_alerts(device, host["runs"][run], cpu_count=cpus,
+                                       concurrent_runs=len(runs)):
+                    now.add((run, text))
+        new = now - self._active
+        self._active = now
+        return [events.make(events.WARNING, run, text=text) for run, text in sorted(new, key=str)]
