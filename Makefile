@@ -25,7 +25,7 @@ lint: venv
 	$(VENV)/bin/ruff check tuimon tests recipes bench
 
 bench: venv
-	$(PY) bench/run_recipes.py
+	bash bench/sessions.sh
 
 clean:
 	rm -rf $(VENV) tuimon-sessions .pytest_cache

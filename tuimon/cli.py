@@ -201,9 +201,11 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     with view:
         status = supervisor.run()
     store.close()
-    meta.update(status=status, ended=now_iso())
+    _, evs, summary = export.load(store.path)
+    meta.update(status=status, ended=now_iso(), devices=export.device_line(summary),
+                gpu=summary.gpu_reason or summary.gpu_available)
     write_json_atomic(store.path / "meta.json", meta)
-    written = export.write_all(store.path)
+    written = export.write(store.path, meta, evs, summary)
 
     if supervisor.build_failure is not None:
         e = supervisor.build_failure
@@ -215,7 +217,6 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
                     f"{e.get('error')}: {e.get('message')}")
         print(f"tuimon: error: {line} (log: {store.log_path(e['run'])})", file=sys.stderr)
         return EXIT_USAGE
-    _, _, summary = export.load(store.path)
     print_summary(view.console, summary)
     view.console.print(f"summary: {written['md']}  (also {written['json'].name}, "
                        f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)

@@ -203,8 +203,10 @@ FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
 
 def write_all(path: str | Path) -> dict[str, Path]:
     """(Re)write every export into the session directory; returns format -> file."""
-    path = Path(path)
-    meta, evs, summary = load(path)
+    return write(Path(path), *load(path))
+
+
+def write(path: Path, meta: dict, evs: list[dict], summary: SessionSummary) -> dict[str, Path]:
     texts = {"md": to_markdown(meta, summary), "json": to_json(meta, summary),
              "csv": to_csv(evs, summary)}
     written = {}

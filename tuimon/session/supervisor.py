@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,7 +122,7 @@ class Supervisor:
                "--event-fd", str(write_fd), *self.plan.runner_args]
         if threads:
             cmd += ["--threads", str(threads)]
-        cache = self.plan.cache_dir or (self.store.path / "inductor-cache" / run)
+        cache = self.plan.cache_dir or self._fresh_cache(run)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
                "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
         with open(self.store.log_path(run), "ab") as log:
@@ -131,6 +132,9 @@ class Supervisor:
         os.close(write_fd)
         self._children[run] = Child(variant, proc, time.monotonic())
         threading.Thread(target=self._read, args=(run, read_fd), daemon=True).start()
+
+    def _fresh_cache(self, run: str) -> Path:
+        return self.store.path / "inductor-cache" / run
 
     def _read(self, run: str, fd: int) -> None:
         """Reader thread: whole lines from the child's pipe into the inbox; None at EOF."""
@@ -180,6 +184,8 @@ class Supervisor:
     def _reap(self, run: str) -> None:
         child = self._children.pop(run)
         rc = child.proc.wait()
+        if self.plan.cache_dir is None:  # a cold-compile cache is of no use afterwards
+            shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
         seconds = round(time.monotonic() - child.started, 3)
         batch = [events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds)]
         if not child.ended:
