@@ -174,3 +174,31 @@ def test_ctrl_c_stops_children_and_keeps_the_measurements(tmp_path, inductor_cac
     meta = json.loads((session / "meta.json").read_text())
     assert meta["status"] == "interrupted"
     assert "stopped" in (session / "summary.md").read_text()
+
+
+def test_headless_tiny_mlp_records_host_samples_and_na_gpu_rows(tuimon):
+    proc, session = tuimon(TINY, "--headless", "--modes", "eager", "--steps", "4000",
+                           "--interval", "0.2")
+    assert proc.returncode == 0, proc.stderr
+    evs, _ = runs_of(session)
+    samples = [e for e in evs if e["type"] == "sample" and "eager-fp32" in e["runs"]]
+    assert samples and any(e["runs"]["eager-fp32"]["rss"] for e in samples)
+    assert all(e["system"]["mem_total"] > 0 for e in samples)
+    info = [e for e in evs if e["type"] == "probe_info"]
+    assert len(info) == 1
+    md = (session / "summary.md").read_text()
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip()
+            for line in md.splitlines() if line.startswith("| ")}
+    assert rows["CPU, process tree (100 % = 1 core)"] != "–"
+    if not info[0]["gpu_available"]:  # this CI machine: no NVIDIA driver
+        for name in ("GPU util (mean)", "VRAM used (NVML peak)", "GPU temperature (max)",
+                     "GPU power (mean)", "throttled"):
+            assert rows[name] == "n/a"
+        assert "GPU metrics: n/a" in md and "GPU metrics: n/a" in proc.stdout
+
+
+def test_no_probes_means_no_samples(tuimon):
+    proc, session = tuimon(TINY, "--modes", "eager", "--steps", "50", "--no-probes")
+    assert proc.returncode == 0, proc.stderr
+    evs, _ = runs_of(session)
+    assert not [e for e in evs if e["type"] in ("sample", "probe_info")]

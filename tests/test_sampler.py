@@ -100,11 +100,11 @@ def test_probe_rows_over_the_steady_state_only():
     assert dict((row[0], row[1]) for row in rows)["throttled"] == "25% of the time (sw_thermal_slowdown)"
 
 
-def test_no_gpu_is_a_note_not_rows():
+def test_no_gpu_gives_na_rows_and_a_note():
     evs = [events.make(events.RUN_STARTED, "eager-fp32", mode="eager", precision="fp32"),
            events.make(events.PROBE_INFO, gpu_available=False, reason="NVML unavailable: x")]
     evs += [step("eager-fp32", i, 100.0 + i) for i in range(10)]
     summary = summarize(evs)
     _, rows = export.table(summary)
-    assert not any(row[0].startswith("GPU") for row in rows)
+    assert dict((row[0], row[1]) for row in rows)["GPU util (mean)"] == "n/a"
     assert "GPU metrics: n/a (NVML unavailable: x)" in export.to_markdown({}, summary)

@@ -108,6 +108,8 @@ def run_parser() -> Parser:
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
     p.add_argument("--interval", type=interval_arg, default=1.0, metavar="SECONDS",
                    help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
+    p.add_argument("--no-probes", action="store_true",
+                   help="do not sample CPU/GPU metrics (to measure what the probes cost)")
     p.add_argument("--out", default="tuimon-sessions", metavar="DIR",
                    help="where session directories go (default: ./tuimon-sessions)")
     cache = p.add_mutually_exclusive_group()
@@ -195,7 +197,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.recipe is None:
         view.console.print("tuimon demo: a small MLP, eager vs torch.compile "
                            "(run 'tuimon RECIPE' for your own model)", highlight=False)
-    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=args.interval)
+    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=None if args.no_probes else args.interval)
     supervisor = Supervisor(store, plan, view)
     view.console.print(f"session: {store.path}", highlight=False)
     with view:
@@ -252,7 +254,7 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule", "set",
-                                                  "interval")},
+                                                  "interval", "no_probes")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -135,8 +135,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
     ]
-    if summary.gpu_available:
-        rows += GPU_ROWS
+    rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
     header = [""] + [r.label for r in runs]

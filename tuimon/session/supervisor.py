@@ -36,7 +36,7 @@ class Plan:
     runner_args: list[str] = field(default_factory=list)  # --steps, --seed, ... for every run
     cache_dir: Path | None = None  # None: a fresh Inductor cache per run (honest cold compile)
     stop_grace_s: float = 10.0
-    interval: float = 1.0  # probe sampling period, seconds
+    interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
 
 
 @dataclass
@@ -60,7 +60,8 @@ class Supervisor:
         self.failed_runs: list[str] = []
         self.interrupted = False
         self._sampler = Sampler(plan.interval, self.live_pids,
-                                lambda batch: self._inbox.put((None, batch)), gpu=gpu_probe)
+                                lambda batch: self._inbox.put((None, batch)),
+                                gpu=gpu_probe) if plan.interval else None
 
     # ---- public -------------------------------------------------------------------------
     def run(self) -> str:
@@ -70,7 +71,8 @@ class Supervisor:
                       for v in queued])
         parallel = self.plan.schedule == "parallel"
         threads = max(1, (os.cpu_count() or 1) // len(queued)) if parallel else None
-        self._sampler.start()
+        if self._sampler:
+            self._sampler.start()
         try:
             while queued or self._children:
                 while queued and (parallel or not self._children) and not self._aborting:
@@ -85,7 +87,8 @@ class Supervisor:
             self.stop_all()  # a bug on this side must not leave orphans behind
             raise
         finally:
-            self._sampler.stop()
+            if self._sampler:
+                self._sampler.stop()
         self._pump(0)  # the last samples
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure else "done")
