@@ -44,9 +44,10 @@ def sample_cost() -> None:
             host = HostProbe()
             host_ms = per_sample_ms(lambda pids=pids, host=host: host.sample(pids))
             gpu = GpuProbe(fake.make([fake.FakeDevice(procs=[(p, 2**30) for p in pids.values()])]))
-            fake_ms = per_sample_ms(lambda gpu=gpu, pids=pids: gpu.sample({r: [p] for r, p in pids.items()}))
+            trees = {r: [p] for r, p in pids.items()}
+            fake_ms = per_sample_ms(lambda gpu=gpu, trees=trees: gpu.sample(trees))
             real = GpuProbe()
-            real_ms = per_sample_ms(lambda real=real, pids=pids: real.sample({r: [p] for r, p in pids.items()}))
+            real_ms = per_sample_ms(lambda real=real, trees=trees: real.sample(trees))
             print(f"{n} run(s): host {host_ms:.3f} ms, GPU (fake NVML, 1 device) {fake_ms:.3f} ms, "
                   f"GPU (this machine's NVML: {'available' if real.available else real.reason}) "
                   f"{real_ms:.4f} ms")

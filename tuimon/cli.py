@@ -197,7 +197,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.recipe is None:
         view.console.print("tuimon demo: a small MLP, eager vs torch.compile "
                            "(run 'tuimon RECIPE' for your own model)", highlight=False)
-    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=None if args.no_probes else args.interval)
+    interval = None if args.no_probes else args.interval
+    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval)
     supervisor = Supervisor(store, plan, view)
     view.console.print(f"session: {store.path}", highlight=False)
     with view:
