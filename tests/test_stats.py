@@ -136,3 +136,21 @@ def test_markdown_and_csv_exports():
     assert lines[0].startswith("run,mode,precision,i,t,ms")
     assert len(lines) == 41
     assert lines[1].startswith("eager-fp32,eager,fp32,0,")
+
+
+def test_bounded_collector_keeps_counts_exact_and_memory_bounded():
+    from tuimon.session.stats import Collector
+
+    ms = [500.0, 20.0, 20.0] + [10.0] * 5000 + [8.0] * 200
+    evs = run_events("eager-fp32", "eager", "fp32", ms, losses=[1.0] * len(ms))
+    bounded = Collector(keep_steps=200)
+    bounded.extend(evs)
+    assert len(bounded.steps("eager-fp32")) == 3 + 200
+    r = bounded.summary().runs[0]
+    assert r.steps == 5203 and r.measured == 5200
+    assert r.median_ms == 8.0  # the recent window
+    assert r.overhead_s == pytest.approx((500 + 20 + 20 - 3 * 8.0) / 1000)
+    full = summarize(evs).runs[0]
+    assert full.median_ms == 10.0 and full.steps == 5203
+    # Summaries do not disturb the collector: asking twice gives the same answer.
+    assert bounded.summary().runs[0] == r

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
 
 from tuimon import events
 from tuimon.probes.alerts import BENIGN_REASONS
@@ -111,30 +112,79 @@ def is_measured(step: dict) -> bool:
 
 
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
-    runs: dict[str, RunStats] = {}
-    steps: dict[str, list[dict]] = {}
-    samples: list[dict] = []
-    summary = SessionSummary([], unreadable_lines)
-    for e in session_events:
-        run = e.get("run")
+    """Every statistic of a whole session (the exports: every step is kept)."""
+    collector = Collector(unreadable_lines=unreadable_lines)
+    collector.extend(session_events)
+    return collector.summary()
+
+
+class Collector:
+    """Folds events one at a time; ``summary()`` computes every statistic from what it holds.
+
+    ``keep_steps=None`` keeps every step. With a number (the live UI) it keeps each run's
+    kept-apart steps (warm-up, compiles: few, and needed for overheads) and its last
+    ``keep_steps`` measured steps, so memory stays bounded however long a session runs; the
+    step counts stay exact, medians are then over the recent window.
+    """
+
+    def __init__(self, keep_steps: int | None = None, keep_samples: int | None = None,
+                 unreadable_lines: int = 0) -> None:
+        self.keep_steps = keep_steps
+        self.runs: dict[str, RunStats] = {}
+        self._apart: dict[str, list[dict]] = {}
+        self._measured: dict[str, deque] = {}
+        self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
+        self._samples: deque = deque(maxlen=keep_samples)
+        self._session = SessionSummary([], unreadable_lines)
+
+    def extend(self, evs) -> None:
+        for e in evs:
+            self.add(e)
+
+    def add(self, e: dict) -> None:
         if e["type"] == events.SAMPLE:
-            samples.append(e)
-            continue
+            self._samples.append(e)
+            return
+        run = e.get("run")
         if run is None:
-            _apply_session(summary, e)
-            continue
-        r = runs.get(run)
+            _apply_session(self._session, e)
+            return
+        r = self.runs.get(run)
         if r is None:
-            r = runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
-            steps[run] = []
-        _apply(r, e, steps[run])
-    for run, r in runs.items():
-        _step_stats(r, steps[run])
-    for r in runs.values():
-        _compare(r, runs, steps)
-        _probe_stats(r, steps[r.run], samples)
-    summary.runs = list(runs.values())
-    return summary
+            r = self.runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
+            self._apart[run], self._measured[run] = [], deque(maxlen=self.keep_steps)
+            self._counts[run] = [0, 0]
+        if e["type"] == events.STEP:
+            counts = self._counts[run]
+            counts[0] += 1
+            if is_measured(e):
+                counts[1] += 1
+                self._measured[run].append(e)
+            else:
+                self._apart[run].append(e)
+        else:
+            _apply(r, e)
+
+    def steps(self, run: str) -> list[dict]:
+        """The steps held for a run, in order."""
+        apart, measured = self._apart[run], self._measured[run]
+        if not apart or not measured or apart[-1]["i"] < measured[0]["i"]:
+            return apart + list(measured)
+        return sorted(apart + list(measured), key=lambda s: s["i"])
+
+    def summary(self) -> SessionSummary:
+        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings))
+                for run, r in self.runs.items()}
+        steps = {run: self.steps(run) for run in runs}
+        for run, r in runs.items():
+            _step_stats(r, steps[run], *self._counts[run])
+        samples = list(self._samples)
+        for r in runs.values():
+            _compare(r, runs, steps)
+            _probe_stats(r, steps[r.run], samples)
+        return replace(self._session, runs=list(runs.values()),
+                       unsupported=list(self._session.unsupported),
+                       warnings=list(self._session.warnings))
 
 
 def _apply_session(summary: SessionSummary, e: dict) -> None:
@@ -146,11 +196,9 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
         summary.warnings.append(e.get("text"))
 
 
-def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
+def _apply(r: RunStats, e: dict) -> None:
     kind = e["type"]
-    if kind == events.STEP:
-        run_steps.append(e)
-    elif kind == events.RUN_STARTED:
+    if kind == events.RUN_STARTED:
         r.status = "running"
         for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
             if e.get(key) is not None:
@@ -176,8 +224,8 @@ def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
         r.warnings.append(e.get("text"))
 
 
-def _step_stats(r: RunStats, run_steps: list[dict]) -> None:
-    r.steps = len(run_steps)
+def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int) -> None:
+    r.steps = total
     if not run_steps:
         return
     r.first_step_ms = run_steps[0]["ms"]
@@ -187,7 +235,7 @@ def _step_stats(r: RunStats, run_steps: list[dict]) -> None:
     losses = [s.get("loss") for s in run_steps]
     r.final_loss = next((x for x in reversed(losses) if x is not None), None)
     measured = sorted(s["ms"] for s in run_steps if is_measured(s))
-    r.measured = len(measured)
+    r.measured = measured_total
     r.warmup_steps = r.steps - r.measured
     if not measured:
         return
@@ -207,9 +255,8 @@ def _compare(r: RunStats, runs: dict[str, RunStats], steps: dict[str, list[dict]
     if base is None:
         return
     r.baseline = base.label
-    a, b = steps[r.run], steps[base.run]
-    pairs = [(x.get("loss"), y.get("loss")) for x, y in zip(a, b, strict=False)
-             if x["i"] == y["i"]]
+    base_loss = {s["i"]: s.get("loss") for s in steps[base.run]}
+    pairs = [(s.get("loss"), base_loss.get(s["i"])) for s in steps[r.run]]
     diffs = [abs(x - y) for x, y in pairs if x is not None and y is not None]
     r.common_steps = len(diffs)
     r.max_loss_diff = max(diffs) if diffs else None
