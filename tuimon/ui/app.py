@@ -1,0 +1,284 @@
+"""The Textual app: one panel per run, a comparison strip, a log pane, keys that steer the runs.
+
+Events arrive on another thread (the supervisor's, or the replay reader's) and are only
+appended to a deque there; a timer drains it a few times a second, folds it into the model
+and redraws. Nothing is drawn per event, so a fast run cannot flood the screen.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Footer, Header, RichLog, Static
+
+from tuimon.session import export
+from tuimon.ui.model import RunLive, SessionModel
+from tuimon.ui.screens import HelpScreen, QuitScreen
+from tuimon.ui.widgets.comparison import ComparisonStrip
+from tuimon.ui.widgets.run_panel import RunPanel
+from tuimon.variants import MODES, PRECISIONS, Variant
+
+MAX_COLUMNS = 3
+LOG_LINES = 200
+
+
+class TuimonApp(App[str]):
+    CSS_PATH = "app.tcss"
+    TITLE = "tuimon"
+    BINDINGS = [
+        Binding("m", "mode(1)", "mode→", tooltip="next compile mode of the focused panel"),
+        Binding("M", "mode(-1)", "mode←", show=False),
+        Binding("a", "precision", "fp32/amp"),
+        Binding("r", "restart", "restart"),
+        Binding("space", "pause", "pause"),
+        Binding("n", "add", "add"),
+        Binding("x", "close_panel", "close"),
+        Binding("e", "export", "export"),
+        Binding("l", "toggle_log", "log"),
+        Binding("left", "focus_previous", "←", show=False),
+        Binding("right", "focus_next", "→", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit_app", "quit"),
+    ]
+    # What each key does, for the help screen and the palette (one source of truth).
+    KEYS = [
+        ("m / M", "next / previous compile mode of the focused panel (restarts it)"),
+        ("a", "toggle the focused panel's precision fp32 ↔ amp (restarts it)"),
+        ("r", "restart the focused run"),
+        ("space", "pause / resume the focused run (at a step boundary)"),
+        ("n", "add a panel with a variant not shown yet"),
+        ("x", "stop the focused run and close its panel"),
+        ("e", "export summary.md / .json / steps.csv now"),
+        ("l", "show / hide the focused run's log"),
+        ("tab ← →", "move focus between panels"),
+        ("?", "this help"),
+        ("q", "quit (asks whether to stop the runs)"),
+    ]
+    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel"}
+
+    def __init__(self, source, fps: float = 4.0, title: str | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.fps = fps
+        self.model = SessionModel()
+        self.inbox: deque = deque()
+        self.session_path: Path = source.path
+        self.sub_title = title or self.session_path.name
+        self._log_run: str | None = None
+        self._log_offset = 0
+        self._summary_due = 0.0
+
+    # ---- layout ----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("waiting for the first run…", id="empty")
+        yield Grid(id="panels")
+        yield ComparisonStrip(id="comparison")
+        yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.source.start(self.inbox.append)
+        self.set_interval(1.0 / self.fps, self.tick)
+
+    # ---- the redraw tick -----------------------------------------------------------------
+    def tick(self) -> None:
+        batch = []
+        while self.inbox:
+            batch.extend(self.inbox.popleft())
+        if batch:
+            self.model.add_all(batch)
+        self.redraw()
+
+    def redraw(self) -> None:
+        now = time.time()
+        grid = self.query_one("#panels", Grid)
+        panels = list(grid.query(RunPanel))
+        runs = self.model.panel_runs()
+        if len(panels) != len(runs):
+            self._relayout(grid, panels, len(runs))
+            self.call_after_refresh(self.redraw)  # new panels draw once they are composed
+            return
+        summary = self.model.summary()
+        by_run = {r.run: r for r in summary.runs}
+        for panel, live in zip(panels, runs, strict=True):
+            panel.show(live, by_run.get(live.run), now)
+        self.query_one("#empty").display = not runs
+        self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
+        state = self.model.ended or ("replay" if self.source.read_only else "live")
+        self.sub_title = f"{self.session_path.name} · {state}"
+        self._tail_log()
+
+    def _relayout(self, grid: Grid, panels: list[RunPanel], count: int) -> None:
+        for panel in panels[count:]:
+            panel.remove()
+        if count > len(panels):
+            grid.mount_all(RunPanel(run) for run in self.model.panels[len(panels):])
+        columns = min(max(count, 1), MAX_COLUMNS)
+        grid.styles.grid_size_columns = columns
+        grid.styles.grid_size_rows = max(1, math.ceil(count / columns))
+        if self.focused is None and count:
+            self.call_after_refresh(self._focus_first)
+
+    def _focus_first(self) -> None:
+        panels = self.query(RunPanel)
+        if panels:
+            panels.first().focus()
+
+    # ---- which run the keys act on ---------------------------------------------------------
+    def focused_run(self) -> RunLive | None:
+        widget = self.focused
+        if isinstance(widget, RunPanel):
+            return self.model.runs.get(widget.run)
+        runs = self.model.panel_runs()
+        return runs[0] if runs else None
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in self.CHANGES_RUNS and self.source.read_only:
+            return None  # shown greyed out in the footer and refused
+        return True
+
+    def _steer(self) -> RunLive | None:
+        live = self.focused_run()
+        if live is None:
+            self.notify("no run to act on yet", severity="warning")
+        return live
+
+    # ---- actions -----------------------------------------------------------------------
+    def action_mode(self, step: int) -> None:
+        if (live := self._steer()) is None:
+            return
+        mode = MODES[(MODES.index(live.mode) + step) % len(MODES)] if live.mode in MODES else MODES[0]
+        new = self.source.restart(live.run, Variant(mode, live.precision))
+        self.notify(f"{live.label} → {mode}/{live.precision} ({new})")
+
+    def action_precision(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        precision = "amp" if live.precision == "fp32" else "fp32"
+        new = self.source.restart(live.run, Variant(live.mode, precision))
+        self.notify(f"{live.label} → {live.mode}/{precision} ({new})")
+
+    def action_restart(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        new = self.source.restart(live.run, Variant(live.mode, live.precision))
+        self.notify(f"restarting {live.label} as {new}")
+
+    def action_pause(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        if live.state == "paused":
+            self.source.resume(live.run)
+            self.notify(f"resuming {live.label}")
+        elif live.active:
+            self.source.pause(live.run)
+            self.notify(f"pausing {live.label} at the next step boundary")
+        else:
+            self.notify(f"{live.label} has ended; r restarts it", severity="warning")
+
+    def action_add(self) -> None:
+        shown = {(r.mode, r.precision) for r in self.model.panel_runs()}
+        focused = self.focused_run()
+        precisions = [focused.precision] if focused else []
+        precisions += [p for p in PRECISIONS if p not in precisions]
+        variant = next((Variant(m, p) for p in precisions for m in MODES if (m, p) not in shown),
+                       None)
+        if variant is None:
+            variant = Variant(focused.mode, focused.precision) if focused else Variant("eager", "fp32")
+        new = self.source.add(variant)
+        self.notify(f"added {variant.label} ({new})")
+
+    def action_close_panel(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        if live.active:
+            self.source.stop(live.run)
+        self.model.close_panel(live.run)
+        self.notify(f"closed {live.label}; its run stays in the session and the summary")
+
+    def action_export(self) -> None:
+        try:
+            written = export.write_all(self.session_path)
+        except OSError as exc:
+            self.notify(f"export failed: {exc}", severity="error")
+            return
+        self.notify(f"summary written: {written['md']}", timeout=8)
+
+    def action_toggle_log(self) -> None:
+        log = self.query_one("#log", RichLog)
+        log.toggle_class("visible")
+        self._log_run = None  # reload for the focused run
+        self._tail_log()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
+
+    def action_quit_app(self) -> None:
+        active = [r for r in self.model.runs.values() if r.active]
+        if self.source.read_only or not active or self.model.ended:
+            self._stop_and_exit()
+            return
+
+        def answered(stop: bool | None) -> None:
+            if stop:
+                self.notify("stopping the runs…")
+                self._stop_and_exit()
+
+        self.push_screen(QuitScreen(len(active)), answered)
+
+    def _stop_and_exit(self) -> None:
+        self.run_worker(self._close_source, thread=True, exclusive=True, group="shutdown")
+
+    def _close_source(self) -> None:
+        self.source.close()
+        self.call_from_thread(self.exit, self.model.ended or "closed")
+
+    # ---- log pane --------------------------------------------------------------------------
+    def _tail_log(self) -> None:
+        log = self.query_one("#log", RichLog)
+        if not log.has_class("visible"):
+            return
+        live = self.focused_run()
+        if live is None:
+            return
+        path = self.source.log_path(live.run)
+        if live.run != self._log_run:
+            self._log_run, self._log_offset = live.run, 0
+            log.clear()
+            log.write(f"── {live.label} ({live.run}): {path}")
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            self._log_offset = max(0, size - 64 * 1024)
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._log_offset)
+                data = f.read()
+        except OSError:
+            return
+        self._log_offset += len(data)
+        for line in data.decode("utf-8", "replace").splitlines()[-LOG_LINES:]:
+            log.write(line)
+
+    # ---- command palette -------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
+                   "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
+                   "?": "help", "q": "quit_app"}
+        for key, text in self.KEYS:
+            action = actions.get(key)
+            if action is None or (self.source.read_only and action.split("(")[0] in self.CHANGES_RUNS):
+                continue
+            yield SystemCommand(f"{text} [{key}]", text,
+                                lambda action=action: self.run_action(action))

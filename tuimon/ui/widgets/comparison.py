@@ -1,0 +1,31 @@
+"""The strip under the panels: each run against its eager baseline, in one line each."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tuimon.session.export import breakeven_text, fmt_s
+from tuimon.session.stats import SessionSummary
+
+
+class ComparisonStrip(Static):
+    def show(self, summary: SessionSummary, gpu_note: str | None) -> None:
+        t = Text()
+        compared = [r for r in summary.runs if r.baseline and r.baseline != r.label and r.speedup]
+        if not compared:
+            t.append("comparison: waiting for an eager run and a variant to reach steady state",
+                     style="dim")
+        for i, r in enumerate(compared):
+            if i:
+                t.append("\n")
+            t.append(f"{r.label}", style="bold")
+            t.append(f" vs {r.baseline}: ", style="dim")
+            t.append(f"{r.speedup:.2f}×", style="bold green" if r.speedup >= 1 else "bold red")
+            if r.compiled:
+                t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
+            if r.max_loss_diff is not None:
+                t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
+        if gpu_note:
+            t.append(f"\n{gpu_note}", style="dim")
+        self.update(t)

@@ -1,0 +1,111 @@
+"""One run's panel: state, the big numbers, step-time and loss plots, system metrics."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from tuimon.session.export import breakeven_text, fmt_bytes, fmt_loss, fmt_ms, fmt_s
+from tuimon.session.stats import RunStats
+from tuimon.ui.model import RunLive
+
+STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",
+               "compiling": "bold magenta", "steady": "bold green", "warmup": "cyan"}
+
+
+class RunPanel(Vertical, can_focus=True):
+    """Shows whichever run the model puts in this panel's slot."""
+
+    def __init__(self, run: str) -> None:
+        super().__init__(classes="run-panel")
+        self.run = run
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="numbers")
+        yield Static(classes="caption steps-caption")
+        yield Sparkline([], classes="steps")
+        yield Static(classes="caption loss-caption")
+        yield Sparkline([], classes="loss")
+        yield Static(classes="system")
+
+    def show(self, live: RunLive, stats: RunStats | None, now: float) -> None:
+        self.run = live.run
+        self.border_title = f"{live.label} · {live.device or '…'}"
+        elapsed = live.elapsed(now)
+        state = live.state
+        if state == "compiling" and live.compile_id:
+            state = f"compiling {live.compile_id}"
+        self.border_subtitle = f"{state} · {live.steps} steps" + (
+            f" · {fmt_s(elapsed)}" if elapsed is not None else "")
+        self.set_class(live.state == "failed", "failed")
+        self.set_class(live.state in ("done", "stopped"), "ended")
+        self.query_one(".numbers", Static).update(numbers(live, stats))
+        series = list(live.step_ms)
+        self.query_one(".steps-caption", Static).update(
+            f"steady step time, last {len(series)}: {fmt_ms(min(series))}–{fmt_ms(max(series))}"
+            if series else "steady step time: after warm-up")
+        self.query_one(".steps", Sparkline).data = series
+        losses = list(live.loss)
+        self.query_one(".loss-caption", Static).update(
+            f"loss {fmt_loss(losses[-1])}" if losses else "loss")
+        self.query_one(".loss", Sparkline).data = losses
+        self.query_one(".system", Static).update(system(live))
+
+
+def numbers(live: RunLive, r: RunStats | None) -> Text:
+    t = Text()
+    if live.error:
+        t.append(live.error + "\n", style="bold red")
+    if r is None or r.median_ms is None:
+        t.append("median –  (warming up)\n", style="dim")
+    else:
+        t.append("median ", style="dim")
+        t.append(fmt_ms(r.median_ms), style="bold")
+        t.append(f"  p10–p90 {fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)}\n", style="dim")
+        t.append(f"{r.throughput:,.0f} samples/s  " if r.throughput else "")
+        if r.speedup is not None:
+            style = "bold green" if r.speedup >= 1.0 else "bold red"
+            t.append(f"{r.speedup:.2f}×", style=style)
+            t.append(f" vs {r.baseline}" if r.baseline and r.baseline != r.label else " (baseline)",
+                     style="dim")
+        t.append("\n")
+    if r is not None and r.compiled:
+        t.append("compile ", style="dim")
+        t.append(fmt_s(r.compile_s) if r.compile_s is not None else "–")
+        t.append("  pays off ", style="dim")
+        t.append(breakeven_text(r) if r.speedup is not None else "–")
+    elif r is not None and r.overhead_s is not None:
+        t.append(f"warm-up {fmt_s(r.overhead_s)}", style="dim")
+    for note in live.notes:
+        t.append(f"\nnote: {note}", style="dim italic")
+    return t
+
+
+def system(live: RunLive) -> Text:
+    t = Text()
+    s = live.sample or {}
+    if s.get("cpu_percent") is not None:
+        t.append(f"CPU {s['cpu_percent']:.0f}%", style="bold")
+    else:
+        t.append("CPU –", style="dim")
+    if s.get("rss"):
+        t.append(f" · RSS {fmt_bytes(s['rss'])}")
+    if s.get("descendants"):
+        t.append(f" · {s['descendants']} child proc.")
+    for d in live.devices:
+        t.append(f"\nGPU{d.get('index')} ")
+        t.append(f"{d['util_gpu']}%" if d.get("util_gpu") is not None else "n/a", style="bold")
+        if d.get("mem_used") is not None and d.get("mem_total"):
+            t.append(f" · VRAM {fmt_bytes(d['mem_used'])}/{fmt_bytes(d['mem_total'])}")
+        if d.get("temp_c") is not None:
+            t.append(f" · {d['temp_c']}°C")
+        if d.get("power_w") is not None:
+            t.append(f" · {d['power_w']:.0f} W")
+        active = [x for x in d.get("throttle_reasons") or [] if x != "idle"]
+        if active:
+            t.append(f" · throttled: {', '.join(active)}", style="bold yellow")
+    for w in live.warnings[-2:]:
+        t.append(f"\n⚠ {w}", style="yellow")
+    return t
