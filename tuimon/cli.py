@@ -66,6 +66,13 @@ def interval_arg(text: str) -> float:
     return value
 
 
+def fps_arg(text: str) -> float:
+    value = positive_float(text)
+    if not 1 <= value <= 30:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 30, got {text}")
+    return value
+
+
 def device_arg(text: str) -> str:
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
         raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
@@ -83,7 +90,8 @@ def run_parser() -> Parser:
         prog="tuimon",
         description="Run a training recipe as eager and torch.compile variants, side by side, "
         "and export the eager-vs-compiled summary. With no RECIPE, runs a built-in demo.",
-        epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary.",
+        epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
+        "'tuimon replay SESSION_DIR' opens the TUI on a recorded session.",
     )
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
     p.add_argument("--modes", default="eager,default",
@@ -119,7 +127,10 @@ def run_parser() -> Parser:
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
     p.add_argument("--headless", action="store_true",
-                   help="progress lines and a summary table instead of the TUI")
+                   help="progress lines and a summary table instead of the TUI (also when "
+                   "stdout is not a terminal)")
+    p.add_argument("--fps", type=fps_arg, default=4.0,
+                   help="TUI redraws per second (default: 4; 1-30)")
     p.add_argument("--version", action="version", version=f"tuimon {__version__}")
     return p
 
@@ -133,11 +144,21 @@ def summary_parser() -> Parser:
     return p
 
 
+def replay_parser() -> Parser:
+    p = Parser(prog="tuimon replay",
+               description="Open the TUI on a recorded (or still running) session, read-only.")
+    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["summary"]:
             return summary_command(summary_parser().parse_args(argv[1:]))
+        if argv[:1] == ["replay"]:
+            return replay_command(replay_parser().parse_args(argv[1:]))
         return run_command(run_parser().parse_args(argv), argv)
     except UsageError as exc:
         print(f"tuimon: error: {exc}", file=sys.stderr)
@@ -177,6 +198,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         except OSError as exc:
             raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
 
+    from rich.console import Console
+
     from tuimon.headless import HeadlessView, print_summary
     from tuimon.session import export
     from tuimon.session.store import SessionStore, StoreError, write_json_atomic
@@ -192,17 +215,25 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
     write_json_atomic(store.path / "meta.json", meta)
 
-    labels = {v.run_id: v.label for v in variants}
-    view = HeadlessView(labels, args.steps)
-    if args.recipe is None:
-        view.console.print("tuimon demo: a small MLP, eager vs torch.compile "
-                           "(run 'tuimon RECIPE' for your own model)", highlight=False)
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval)
-    supervisor = Supervisor(store, plan, view)
-    view.console.print(f"session: {store.path}", highlight=False)
-    with view:
-        status = supervisor.run()
+    console = Console()
+    if use_tui(args):
+        from tuimon.ui.app import TuimonApp
+        from tuimon.ui.sources import LiveSource
+
+        source = LiveSource(Supervisor(store, plan))
+        TuimonApp(source, fps=args.fps).run()
+        supervisor, status = source.supervisor, source.status or "interrupted"
+    else:
+        view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
+        if args.recipe is None:
+            console.print("tuimon demo: a small MLP, eager vs torch.compile "
+                          "(run 'tuimon RECIPE' for your own model)", highlight=False)
+        supervisor = Supervisor(store, plan, view)
+        console.print(f"session: {store.path}", highlight=False)
+        with view:
+            status = supervisor.run()
     store.close()
     _, evs, summary = export.load(store.path)
     meta.update(status=status, ended=now_iso(), devices=export.device_line(summary),
@@ -220,12 +251,30 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
                     f"{e.get('error')}: {e.get('message')}")
         print(f"tuimon: error: {line} (log: {store.log_path(e['run'])})", file=sys.stderr)
         return EXIT_USAGE
-    print_summary(view.console, summary)
-    view.console.print(f"summary: {written['md']}  (also {written['json'].name}, "
+    print_summary(console, summary)
+    console.print(f"summary: {written['md']}  (also {written['json'].name}, "
                        f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)
     if status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_FAILED if status == "failed" else EXIT_OK
+
+
+def use_tui(args: argparse.Namespace) -> bool:
+    """The TUI on an interactive terminal; the headless display otherwise (CI, pipes, logs)."""
+    return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    from tuimon.session import store
+    from tuimon.ui.app import TuimonApp
+    from tuimon.ui.sources import ReplaySource
+
+    if not store.is_session(args.session):
+        raise UsageError(f"not a tuimon session directory (no events.jsonl): {args.session}")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("replay needs an interactive terminal (use 'tuimon summary' for text)")
+    TuimonApp(ReplaySource(args.session), fps=args.fps).run()
+    return EXIT_OK
 
 
 def runner_flags(args: argparse.Namespace) -> list[str]:
@@ -255,7 +304,7 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule", "set",
-                                                  "interval", "no_probes")},
+                                                  "interval", "no_probes", "fps")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -33,6 +33,7 @@ LOG_LINES = 200
 class TuimonApp(App[str]):
     CSS_PATH = "app.tcss"
     TITLE = "tuimon"
+    AUTO_FOCUS = None
     BINDINGS = [
         Binding("m", "mode(1)", "mode→", tooltip="next compile mode of the focused panel"),
         Binding("M", "mode(-1)", "mode←", show=False),
@@ -86,6 +87,7 @@ class TuimonApp(App[str]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#log", RichLog).can_focus = False  # focus moves between panels only
         self.source.start(self.inbox.append)
         self.set_interval(1.0 / self.fps, self.tick)
 

@@ -32,6 +32,8 @@ class RunPanel(Vertical, can_focus=True):
 
     def show(self, live: RunLive, stats: RunStats | None, now: float) -> None:
         self.run = live.run
+        if not self.children:  # mounted but not composed yet: the next tick draws it
+            return
         self.border_title = f"{live.label} · {live.device or '…'}"
         elapsed = live.elapsed(now)
         state = live.state
@@ -55,6 +57,7 @@ class RunPanel(Vertical, can_focus=True):
 
 
 def numbers(live: RunLive, r: RunStats | None) -> Text:
+    """Three short lines, so they fit a 36-column panel at 80x24."""
     t = Text()
     if live.error:
         t.append(live.error + "\n", style="bold red")
@@ -63,24 +66,31 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
     else:
         t.append("median ", style="dim")
         t.append(fmt_ms(r.median_ms), style="bold")
-        t.append(f"  p10–p90 {fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)}\n", style="dim")
-        t.append(f"{r.throughput:,.0f} samples/s  " if r.throughput else "")
+        t.append(f"  p90 {fmt_ms(r.p90_ms)}\n", style="dim")
+        t.append(f"{r.throughput:,.0f}/s  " if r.throughput else "")
         if r.speedup is not None:
-            style = "bold green" if r.speedup >= 1.0 else "bold red"
-            t.append(f"{r.speedup:.2f}×", style=style)
-            t.append(f" vs {r.baseline}" if r.baseline and r.baseline != r.label else " (baseline)",
+            t.append(f"{r.speedup:.2f}×", style="bold green" if r.speedup >= 1.0 else "bold red")
+            t.append(f" vs {r.baseline.split('/')[0]}" if r.baseline != r.label else " baseline",
                      style="dim")
         t.append("\n")
     if r is not None and r.compiled:
         t.append("compile ", style="dim")
         t.append(fmt_s(r.compile_s) if r.compile_s is not None else "–")
-        t.append("  pays off ", style="dim")
-        t.append(breakeven_text(r) if r.speedup is not None else "–")
+        t.append(" · pays off ", style="dim")
+        t.append(short_breakeven(r))
     elif r is not None and r.overhead_s is not None:
         t.append(f"warm-up {fmt_s(r.overhead_s)}", style="dim")
     for note in live.notes:
         t.append(f"\nnote: {note}", style="dim italic")
     return t
+
+
+def short_breakeven(r: RunStats) -> str:
+    if r.speedup is None:
+        return "–"
+    if r.breakeven_never:
+        return "never"
+    return breakeven_text(r).replace(" steps (≈ ", " steps ≈").rstrip(")")
 
 
 def system(live: RunLive) -> Text:
