@@ -46,7 +46,7 @@ class RunPanel(Vertical, can_focus=True):
         self.query_one(".numbers", Static).update(numbers(live, stats))
         series = list(live.step_ms)
         self.query_one(".steps-caption", Static).update(
-            f"steady step time, last {len(series)}: {fmt_ms(min(series))}–{fmt_ms(max(series))}"
+            f"steady steps {fmt_ms(min(series))}–{fmt_ms(max(series))} (last {len(series)})"
             if series else "steady step time: after warm-up")
         self.query_one(".steps", Sparkline).data = series
         losses = list(live.loss)

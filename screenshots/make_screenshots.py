@@ -1,0 +1,79 @@
+"""Screenshots for README, made from the real app: .venv/bin/python screenshots/make_screenshots.py
+
+- main-80x24 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a recorded session);
+- live-120x32: a real tiny_mlp session (eager vs default) mid-run, then its end with the
+  comparison strip.
+Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
+rsvg would otherwise drop between differently styled runs of text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from tuimon.ui.app import TuimonApp  # noqa: E402
+from tuimon.ui.sources import LiveSource, ReplaySource  # noqa: E402
+
+
+def to_png(svg: Path) -> None:
+    text = svg.read_text(encoding="utf-8").replace("<svg ", '<svg xml:space="preserve" ', 1)
+    svg.write_text(text, encoding="utf-8")
+    if shutil.which("rsvg-convert"):
+        subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))], check=True)
+    else:
+        print("rsvg-convert not found (apt-get install librsvg2-bin): SVG only")
+
+
+async def settle(app, pilot, seconds: float) -> None:
+    for _ in range(int(seconds / 0.25)):
+        await pilot.pause(0.25)
+        app.tick()
+    await pilot.pause(0.3)
+
+
+async def replay(tmp: Path) -> None:
+    session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp / "session_tiny_mlp"))
+    for w, h in ((80, 24), (160, 45)):
+        app = TuimonApp(ReplaySource(session, follow=False))
+        async with app.run_test(size=(w, h)) as pilot:
+            await settle(app, pilot, 2)
+            out = HERE / f"main-{w}x{h}.svg"
+            app.save_screenshot(out.name, str(HERE))
+            to_png(out)
+
+
+async def live(tmp: Path) -> None:
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import product
+
+    store = SessionStore.create(tmp, "tiny_mlp")
+    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager", "default"], ["fp32"]), "parallel",
+                ["--steps", "30000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await settle(app, pilot, 20)
+        out = HERE / "live-120x32.svg"
+        app.save_screenshot(out.name, str(HERE))
+        to_png(out)
+        app.source.close()
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        await replay(Path(tmp))
+        if "--replay-only" not in sys.argv:
+            await live(Path(tmp))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
