@@ -57,6 +57,7 @@ class RunStats:
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
     common_steps: int = 0
     wall_s: float | None = None
+    paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
     error: str | None = None
     # From the probes, over the steady state (the whole run when it has none).
     cpu_mean: float | None = None  # % of one core, the runner's whole process tree
@@ -113,6 +114,7 @@ def is_measured(step: dict) -> bool:
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
     runs: dict[str, RunStats] = {}
     steps: dict[str, list[dict]] = {}
+    pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
     samples: list[dict] = []
     summary = SessionSummary([], unreadable_lines)
     for e in session_events:
@@ -120,6 +122,8 @@ def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionS
         if e["type"] == events.SAMPLE:
             samples.append(e)
             continue
+        if e["type"] == events.CONTROL:
+            continue  # what the user asked; the runs' own events say what it changed
         if run is None:
             _apply_session(summary, e)
             continue
@@ -127,12 +131,15 @@ def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionS
         if r is None:
             r = runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
             steps[run] = []
+            pauses[run] = []
         _apply(r, e, steps[run])
+        _track_pause(pauses[run], e)
     for run, r in runs.items():
         _step_stats(r, steps[run])
+        r.paused_s = round(sum(b - a for a, b in pauses[run] if b is not None), 3)
     for r in runs.values():
         _compare(r, runs, steps)
-        _probe_stats(r, steps[r.run], samples)
+        _probe_stats(r, steps[r.run], samples, pauses[r.run])
     summary.runs = list(runs.values())
     return summary
 
@@ -174,6 +181,16 @@ def _apply(r: RunStats, e: dict, run_steps: list[dict]) -> None:
         r.status = "running"
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+
+
+def _track_pause(windows: list[list], e: dict) -> None:
+    paused = e["type"] == events.PHASE and e.get("phase") == "paused"
+    open_ = bool(windows) and windows[-1][1] is None
+    if paused and not open_:
+        windows.append([e["t"], None])
+    elif open_ and not paused and e["type"] in (events.PHASE, events.FINISHED, events.FAILED,
+                                                 events.RUN_EXITED):
+        windows[-1][1] = e["t"]
 
 
 def _step_stats(r: RunStats, run_steps: list[dict]) -> None:
@@ -249,8 +266,10 @@ def _max(values: list):
     return max(values) if values else None
 
 
-def _probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict]) -> None:
-    mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})]
+def _probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses: list[list]) -> None:
+    # A paused runner idles: its samples would pull the load figures down.
+    mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})
+            and not any(a <= s["t"] and (b is None or s["t"] <= b) for a, b in pauses)]
     span = _window(run_steps)
     if span is not None:
         steady = [(s, v) for s, v in mine if span[0] <= s["t"] <= span[1]]
