@@ -154,3 +154,23 @@ def test_bounded_collector_keeps_counts_exact_and_memory_bounded():
     assert full.median_ms == 10.0 and full.steps == 5203
     # Summaries do not disturb the collector: asking twice gives the same answer.
     assert bounded.summary().runs[0] == r
+
+
+def test_paused_time_is_summed_and_kept_out_of_the_probe_figures():
+    evs = run_events("e", "eager", "fp32", [10.0] * 40)  # steps at t = 1000 .. 1039
+    finished = evs.pop()
+    evs += [events.make(events.CONTROL, "e", action="pause"),  # a user's command: no effect here
+            events.make(events.PHASE, "e", phase="paused"), events.make(events.PHASE, "e", phase="steady"),
+            finished]
+    evs[-3]["t"], evs[-2]["t"] = 1010.5, 1020.5
+    for t in range(1000, 1040):  # busy while stepping, idle while paused
+        cpu = 5.0 if 1010.5 <= t <= 1020.5 else 100.0
+        evs.append(events.make(events.SAMPLE, system={}, runs={"e": {"cpu_percent": cpu}}, devices=[]))
+        evs[-1]["t"] = float(t)
+    r = summarize(evs).runs[0]
+    assert r.paused_s == pytest.approx(10.0)
+    assert r.cpu_mean == pytest.approx(100.0) and r.samples == 40 - 10 - 3  # paused, warm-up
+    # Two runs of one variant (a restart) get columns that say which is which.
+    again = run_events("e-2", "eager", "fp32", [10.0] * 5)
+    header, _ = export.table(summarize(evs + again))
+    assert header == ["", "eager/fp32 (e)", "eager/fp32 (e-2)"]

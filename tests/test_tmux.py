@@ -7,11 +7,9 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import RECIPES
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")

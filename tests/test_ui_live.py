@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 import psutil
-import pytest
-
 from conftest import RECIPES, TEST_RECIPES
+
 from tuimon.session import store as store_mod
 from tuimon.session.store import SessionStore
 from tuimon.session.supervisor import Plan, Supervisor

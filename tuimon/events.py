@@ -15,22 +15,29 @@ SCHEMA_VERSION = 1
 
 # Written by the runner (child process).
 RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...
-PHASE = "phase"  # phase: building | compiling | warmup | steady
+PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
-FINISHED = "finished"  # steps, reason: steps | duration | stopped
+FINISHED = "finished"  # reason: steps | duration | stopped; seconds, paused_s, compiles, compile_s
+# (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
-RUN_QUEUED = "run_queued"  # mode, precision
+RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart)
 RUN_EXITED = "run_exited"  # returncode, seconds
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
 PROBE_INFO = "probe_info"  # gpu_available, reason, devices; or unsupported: [metric] (said once)
 WARNING = "warning"  # text (run-tagged, or session-wide without run): throttling, memory, CPU share
+# A user's command, recorded when the supervisor applied it, before its effects:
+#   action: pause | resume | stop (run-tagged);
+#   add (run: the new run; mode, precision, replaces when given);
+#   restart (run: the old run; new_run, mode, precision of the new one);
+#   stop_all | close (session-wide, no run).
+CONTROL = "control"
 
-PHASES = ("building", "compiling", "warmup", "steady")
+PHASES = ("building", "compiling", "warmup", "steady", "paused")
 
 
 def make(type_: str, run: str | None = None, **fields: Any) -> dict[str, Any]:

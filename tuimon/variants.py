@@ -23,7 +23,7 @@ class Variant:
 
     @property
     def run_id(self) -> str:
-        """File-system safe and unique within a session (one run per variant for now)."""
+        """File-system safe; a session's first run of this variant (later ones add -2, -3, ...)."""
         return f"{self.mode}-{self.precision}"
 
 

@@ -12,6 +12,7 @@ import time
 import traceback
 
 from tuimon import events
+from tuimon.runner.control import Control
 from tuimon.runner.emitter import Emitter
 
 
@@ -31,6 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--event-fd", type=int)
+    p.add_argument("--control-fd", type=int,
+                   help="read pause / resume / stop lines from this fd (EOF: the parent is gone, stop)")
     return p.parse_args(argv)
 
 
@@ -46,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     emitter = Emitter(args.event_fd, args.run_id)
+    control = Control(args.control_fd)
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
     try:
@@ -103,11 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         stage = "step"
         started = time.monotonic()
-        reason = loop.run(trainer, emitter, watch)
+        reason = loop.run(trainer, emitter, watch, control)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,
             seconds=round(time.monotonic() - started, 3),
+            paused_s=round(control.paused_s, 3),
             compiles=watch.count,
             compile_s=round(watch.total_s, 3),
         )

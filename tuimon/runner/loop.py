@@ -3,6 +3,9 @@
 Step events are buffered and flushed a few times a second. On CUDA nothing here synchronises
 per step: step times come from CUDA events and the loss from an async copy into pinned memory,
 both read once the GPU has passed them.
+
+Control lines from the parent (pause / resume / stop) are read at each step boundary, after the
+step's clock stopped and before the next one starts, so a pause never lands inside a step time.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 from tuimon import events
 from tuimon.recipe import Recipe, RecipeError
 from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner.control import EOF, Control
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.timing import CpuClock, CudaClock
 
@@ -143,9 +147,10 @@ def peak_memory(device: str) -> dict:
     return out
 
 
-def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
-    """Train until the step count or duration is reached; returns why it stopped."""
+def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None) -> str:
+    """Train until the step count or duration is reached, or the parent says stop; returns why."""
     s = trainer.settings
+    control = control or Control(None)
     on_cuda = trainer.device_type == "cuda"
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
     losses = LossReader(on_cuda)
@@ -165,6 +170,12 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
     i = 0
     try:
         while s.steps is None or i < s.steps:
+            command = control.poll()  # a step boundary: the clock is not running
+            if command is not None and _obey(command, control, emitter, phase["now"],
+                                             lambda: _emit_measured(emitter, clock, pending, losses,
+                                                                    trainer.device)):
+                reason = "stopped"
+                break
             clock.start()
             t_data = time.perf_counter()
             batch = to_device(next(batches), trainer.device)
@@ -184,7 +195,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
                 _emit_ready(emitter, clock.ready(), pending, losses)
                 emitter.emit(events.MEMORY, **peak_memory(trainer.device))
                 emitter.flush()
-            if s.duration is not None and time.monotonic() - started >= s.duration:
+            if s.duration is not None and time.monotonic() - started - control.paused_s >= s.duration:
                 reason = "duration"
                 break
     except KeyboardInterrupt:
@@ -196,6 +207,27 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch) -> str:
         raise
     _emit_measured(emitter, clock, pending, losses, trainer.device)
     return reason
+
+
+def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush) -> bool:
+    """Apply one control line at a step boundary; True when the run must stop now."""
+    if command in ("stop", EOF):
+        return True
+    if command != "pause":
+        return False  # resume while running, or a line this runner does not know
+    flush()  # the viewer gets every step measured before the pause
+    emitter.emit_now(events.PHASE, phase="paused")
+    since = time.monotonic()
+    try:
+        while True:
+            command = control.wait()
+            if command in ("stop", EOF):
+                return True
+            if command == "resume":
+                emitter.emit_now(events.PHASE, phase=phase)
+                return False
+    finally:
+        control.paused_s += time.monotonic() - since
 
 
 def _emit_measured(emitter, clock, pending, losses, device) -> None:

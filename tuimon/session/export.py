@@ -138,7 +138,9 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
-    header = [""] + [r.label for r in runs]
+    labels = [r.label for r in runs]
+    # A restarted variant has several runs: name those columns by run id too.
+    header = [""] + [f"{r.label} ({r.run})" if labels.count(r.label) > 1 else r.label for r in runs]
     return header, [[name] + [fn(r) for r in runs] for name, fn in rows]
 
 

@@ -58,6 +58,7 @@ class RunStats:
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
     common_steps: int = 0
     wall_s: float | None = None
+    paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
     error: str | None = None
     # From the probes, over the steady state (the whole run when it has none).
     cpu_mean: float | None = None  # % of one core, the runner's whole process tree
@@ -134,6 +135,7 @@ class Collector:
         self._apart: dict[str, list[dict]] = {}
         self._measured: dict[str, deque] = {}
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
+        self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines)
 
@@ -145,6 +147,8 @@ class Collector:
         if e["type"] == events.SAMPLE:
             self._samples.append(e)
             return
+        if e["type"] == events.CONTROL:
+            return  # what the user asked; the runs' own events say what it changed
         run = e.get("run")
         if run is None:
             _apply_session(self._session, e)
@@ -154,6 +158,7 @@ class Collector:
             r = self.runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
             self._apart[run], self._measured[run] = [], deque(maxlen=self.keep_steps)
             self._counts[run] = [0, 0]
+            self._pauses[run] = []
         if e["type"] == events.STEP:
             counts = self._counts[run]
             counts[0] += 1
@@ -164,6 +169,7 @@ class Collector:
                 self._apart[run].append(e)
         else:
             _apply(r, e)
+            _track_pause(self._pauses[run], e)
 
     def steps(self, run: str) -> list[dict]:
         """The steps held for a run, in order."""
@@ -178,10 +184,11 @@ class Collector:
         steps = {run: self.steps(run) for run in runs}
         for run, r in runs.items():
             _step_stats(r, steps[run], *self._counts[run])
+            r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         samples = list(self._samples)
         for r in runs.values():
             _compare(r, runs, steps)
-            _probe_stats(r, steps[r.run], samples)
+            _probe_stats(r, steps[r.run], samples, self._pauses[r.run])
         return replace(self._session, runs=list(runs.values()),
                        unsupported=list(self._session.unsupported),
                        warnings=list(self._session.warnings))
@@ -222,6 +229,16 @@ def _apply(r: RunStats, e: dict) -> None:
         r.status = "running"
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+
+
+def _track_pause(windows: list[list], e: dict) -> None:
+    paused = e["type"] == events.PHASE and e.get("phase") == "paused"
+    open_ = bool(windows) and windows[-1][1] is None
+    if paused and not open_:
+        windows.append([e["t"], None])
+    elif open_ and not paused and e["type"] in (events.PHASE, events.FINISHED, events.FAILED,
+                                                 events.RUN_EXITED):
+        windows[-1][1] = e["t"]
 
 
 def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int) -> None:
@@ -296,8 +313,10 @@ def _max(values: list):
     return max(values) if values else None
 
 
-def _probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict]) -> None:
-    mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})]
+def _probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses: list[list]) -> None:
+    # A paused runner idles: its samples would pull the load figures down.
+    mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})
+            and not any(a <= s["t"] and (b is None or s["t"] <= b) for a, b in pauses)]
     span = _window(run_steps)
     if span is not None:
         steady = [(s, v) for s, v in mine if span[0] <= s["t"] <= span[1]]

@@ -1,19 +1,36 @@
-"""Starts one runner child per variant, reads their events, writes the store, reports to a sink.
+"""Runs a session: queues runner children, starts them per the schedule, applies control
+commands, writes the store and hands every event to a sink.
 
-Each child gets a pipe for events (``--event-fd``; stdout and stderr go to its log file) and
-its own process group, so a Ctrl-C in the terminal reaches the supervisor alone, which then
-stops the children at a step boundary and still writes everything they measured.
+Threads. ``run()`` is the loop thread: the only one that writes the store, calls the sink,
+or starts, signals and reaps children. Each child's reader thread (session/child.py) and the
+probe sampler only put into the inbox. The control methods (``add``, ``stop``, ``pause``,
+``resume``, ``restart``, ``stop_all``, ``close``) may be called from any thread, e.g. the TUI's:
+they put a command into the same inbox and return at once; the loop applies it within a tick
+(0.1 s) and records a ``control`` event. A command that no longer applies when it arrives
+(pause a finished run, stop a stopped one) is dropped without an event. ``states()`` is a
+thread-safe snapshot. The sink is called on the loop thread: a UI must hand batches over to
+its own thread rather than draw from there.
+
+Run states: queued -> running (building, compiling, stepping) <-> paused, then done, stopped
+or failed. "paused" is set when the runner says it paused (at its next step boundary), not
+when asked. In the sequential schedule a paused run keeps the slot: the next run does not
+start, since the paused one may resume and would then share the machine with it.
+
+Stopping a run: a ``stop`` line first, so it ends at the next step boundary and loses nothing;
+one whose step outlasts ``Plan.stop_line_s`` (a long compile) gets SIGINT (it stops mid-step and
+still reports what it measured); ``Plan.stop_grace_s`` later, SIGKILL. A runner still building
+(no run_started yet) has measured nothing and gets SIGKILL at once: a SIGINT inside ``import
+torch`` can be swallowed by an optional import and resurface as a bogus build failure (seen:
+RecursionError in a half-imported numpy), which would abort the session. A queued run that is
+stopped never starts. Either way it is recorded as finished, reason "stopped".
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,11 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon import events
+from tuimon.session.child import Child, log_tail
 from tuimon.session.sampler import Sampler
 from tuimon.session.store import SessionStore
 from tuimon.variants import Variant
 
 Sink = Callable[[list[dict]], None]
+
+QUEUED, RUNNING, PAUSED, DONE, FAILED, STOPPED = "queued", "running", "paused", "done", "failed", "stopped"
+TICK = 0.1  # seconds the loop waits for news before it looks at the queue and stop deadlines
+_EVENTS, _EOF, _COMMAND = "events", "eof", "command"  # kinds of inbox items
 
 
 @dataclass
@@ -35,17 +57,26 @@ class Plan:
     schedule: str = "sequential"  # or "parallel"
     runner_args: list[str] = field(default_factory=list)  # --steps, --seed, ... for every run
     cache_dir: Path | None = None  # None: a fresh Inductor cache per run (honest cold compile)
-    stop_grace_s: float = 10.0
+    stop_grace_s: float = 10.0  # after SIGINT, before SIGKILL
     interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
+    stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
 
 
 @dataclass
-class Child:
+class Run:
+    """The loop thread's record of one run."""
+
+    id: str
     variant: Variant
-    proc: subprocess.Popen
-    started: float
-    ended: bool = False  # finished or failed event seen
-    failed_build: bool = False
+    replaces: str | None = None
+    after: str | None = None  # a restart starts only once the run it replaces has exited
+    child: Child | None = None
+    stepping: bool = False  # run_started seen: the runner reads control lines from now on
+    ended: bool = False  # its finished or failed event seen
+    pause_asked: bool = False
+    stop_asked: bool = False
+    escalation: int = 0  # 1: SIGINT sent, 2: SIGKILL sent
+    deadline: float | None = None  # when to escalate the stop, time.monotonic()
 
 
 class Supervisor:
@@ -54,39 +85,100 @@ class Supervisor:
         self.store = store
         self.plan = plan
         self.sink = sink or (lambda batch: None)
-        self._inbox: queue.Queue = queue.Queue()
-        self._children: dict[str, Child] = {}
         self.build_failure: dict | None = None  # the first build-stage failure, if any
         self.failed_runs: list[str] = []
         self.interrupted = False
+        self._inbox: queue.Queue = queue.Queue()
+        # Touched by callers' threads too, under the lock.
+        self._lock = threading.Lock()
+        self._states: dict[str, str] = {}
+        self._variants: dict[str, Variant] = {}
+        self._closed = False
+        # The loop thread's alone.
+        self._runs: dict[str, Run] = {}
+        self._queue: list[str] = []  # run ids in start order
+        self._live: dict[str, Run] = {}  # runs with a process (read by the sampler: live_pids)
+        self._closing = False
+        self._accepting = False  # commands are applied only while the loop runs
+        self._initial = [(self._allocate(v), v) for v in plan.variants]
         self._sampler = Sampler(plan.interval, self.live_pids,
-                                lambda batch: self._inbox.put((None, batch)),
+                                lambda batch: self._inbox.put((_EVENTS, None, batch)),
                                 gpu=gpu_probe) if plan.interval else None
 
-    # ---- public -------------------------------------------------------------------------
-    def run(self) -> str:
-        """Run every variant per the schedule; returns 'done', 'failed' or 'interrupted'."""
-        queued = list(self.plan.variants)
-        self._record([events.make(events.RUN_QUEUED, v.run_id, mode=v.mode, precision=v.precision)
-                      for v in queued])
-        parallel = self.plan.schedule == "parallel"
-        threads = max(1, (os.cpu_count() or 1) // len(queued)) if parallel else None
+    # ---- control, from any thread --------------------------------------------------------
+    def add(self, variant: Variant, replaces: str | None = None) -> str:
+        """Queue a new run of ``variant``; returns its run id. ``replaces`` is recorded in its
+        ``run_queued`` event (a viewer shows it in that run's place); it stops nothing."""
+        if replaces is not None:
+            self._variant_of(replaces)  # must be a run of this session
+        run = self._allocate(variant)
+        self._inbox.put((_COMMAND, "add", run, variant, replaces))
+        return run
+
+    def restart(self, run: str, variant: Variant | None = None) -> str:
+        """Stop ``run`` gracefully (if it is queued or live) and queue a new run of ``variant``
+        (default: the same) that replaces it; returns the new run id. The new run goes to the
+        front of the queue and starts once the old process has exited."""
+        new = self._allocate(variant or self._variant_of(run))
+        self._inbox.put((_COMMAND, "restart", run, new, self._variant_of(new)))
+        return new
+
+    def stop(self, run: str) -> None:
+        """Stop a run at its next step boundary (a queued one never starts)."""
+        self._command("stop", run)
+
+    def pause(self, run: str) -> None:
+        """Pause a live run at its next step boundary (a run still building: at its first)."""
+        self._command("pause", run)
+
+    def resume(self, run: str) -> None:
+        self._command("resume", run)
+
+    def stop_all(self) -> None:
+        """Stop every live run and drop the queue; a kept-open session goes on (add works)."""
+        self._inbox.put((_COMMAND, "stop_all", None))
+
+    def close(self) -> None:
+        """Stop everything and end ``run()`` once every child has exited; add() is refused."""
+        with self._lock:
+            self._closed = True
+        self._inbox.put((_COMMAND, "close", None))
+
+    def states(self) -> dict[str, str]:
+        """Run id -> queued | running | paused | done | failed | stopped, in the order added.
+
+        The last three follow the runner's own finished / failed event (its process may take a
+        moment more to exit; in the sequential schedule the next run starts after that)."""
+        with self._lock:
+            return dict(self._states)
+
+    def live_pids(self) -> dict[str, int]:
+        """Run id -> runner pid of the children alive now (read by the sampler thread)."""
+        return {run: r.child.proc.pid for run, r in list(self._live.items())}
+
+    # ---- the loop ------------------------------------------------------------------------
+    def run(self, keep_open: bool = False) -> str:
+        """Run the plan's variants per the schedule, and whatever is added meanwhile.
+
+        keep_open=False (headless): returns once nothing is running or queued.
+        keep_open=True (a TUI): keeps sampling and taking commands until ``close()``.
+        Returns 'done', 'failed' (a run failed) or 'interrupted' (Ctrl-C).
+        """
+        for run, variant in self._initial:
+            self._enqueue(run, variant)
         if self._sampler:
             self._sampler.start()
         try:
-            while queued or self._children:
-                while queued and (parallel or not self._children) and not self._aborting:
-                    self._start(queued.pop(0), threads)
-                if self._aborting and not self._children:
-                    break
-                self._pump(0.2)
-        except KeyboardInterrupt:
+            self._loop(keep_open)
+        except KeyboardInterrupt:  # Ctrl-C in the terminal: the CLI runs this on the main thread
             self.interrupted = True
-            self.stop_all()
+            self._wind_down()
         except BaseException:
-            self.stop_all()  # a bug on this side must not leave orphans behind
+            self._wind_down()  # a bug on this side must not leave orphans behind
             raise
         finally:
+            with self._lock:
+                self._closed = True
             if self._sampler:
                 self._sampler.stop()
         self._pump(0)  # the last samples
@@ -95,125 +187,251 @@ class Supervisor:
         self._record([events.make(events.SESSION_ENDED, status=status)])
         return status
 
-    def stop_all(self) -> None:
-        """SIGINT each child's group (it finishes its step and flushes), then escalate."""
-        self._signal_all(signal.SIGINT)
-        deadline = time.monotonic() + self.plan.stop_grace_s
-        while self._children and time.monotonic() < deadline:
-            try:
-                self._pump(0.1)
-            except KeyboardInterrupt:
-                break  # a second Ctrl-C: stop waiting
-        self._signal_all(signal.SIGKILL)
-        while self._children:
-            self._pump(0.1)
+    def _loop(self, keep_open: bool) -> None:
+        self._accepting = True
+        try:
+            self._pump(0)  # commands given before run(), e.g. close(): apply them before starting
+            while True:
+                self._schedule()
+                self._escalate()
+                if not self._live and (self._closing or not (keep_open or self._queue)):
+                    return
+                self._pump(TICK)
+        finally:
+            self._accepting = False
 
-    def live_pids(self) -> dict[str, int]:
-        """Run id -> runner pid of the children alive now (read by the sampler thread)."""
-        return {run: child.proc.pid for run, child in list(self._children.items())}
+    def _wind_down(self) -> None:
+        """Stop every run and wait for the children; a second Ctrl-C kills them at once."""
+        try:
+            self._stop_everything()
+            while self._live:
+                self._escalate()
+                self._pump(TICK)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for r in self._live.values():
+                r.child.signal(signal.SIGKILL)
+            while self._live:
+                self._pump(TICK)
 
-    # ---- internals ----------------------------------------------------------------------
-    @property
-    def _aborting(self) -> bool:
-        return self.build_failure is not None or self.interrupted
+    def _schedule(self) -> None:
+        ready = [run for run in self._queue if self._runs[run].after not in self._live]
+        if not ready:
+            return
+        if self.plan.schedule == "parallel":
+            # Split the cores among the runs live from now on; running ones keep their count.
+            threads = max(1, (os.cpu_count() or 1) // (len(self._live) + len(ready)))
+        elif self._live:
+            return  # sequential: one at a time (a paused run keeps the slot)
+        else:
+            ready, threads = ready[:1], None
+        for run in ready:
+            self._queue.remove(run)
+            self._start(self._runs[run], threads)
 
-    def _start(self, variant: Variant, threads: int | None) -> None:
-        run = variant.run_id
-        read_fd, write_fd = os.pipe()
-        cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(self.plan.recipe),
-               "--run-id", run, "--mode", variant.mode, "--precision", variant.precision,
-               "--event-fd", str(write_fd), *self.plan.runner_args]
-        if threads:
-            cmd += ["--threads", str(threads)]
-        cache = self.plan.cache_dir or self._fresh_cache(run)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
-               "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
-        with open(self.store.log_path(run), "ab") as log:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env,
-                                    start_new_session=True)
-        os.close(write_fd)
-        self._children[run] = Child(variant, proc, time.monotonic())
-        threading.Thread(target=self._read, args=(run, read_fd), daemon=True).start()
+    def _start(self, r: Run, threads: int | None) -> None:
+        r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe,
+                              runner_args=self.plan.runner_args, threads=threads,
+                              cache=self.plan.cache_dir or self._fresh_cache(r.id),
+                              log_path=self.store.log_path(r.id), deliver=self._deliver)
+        self._live[r.id] = r
+        self._set_state(r.id, RUNNING)
 
-    def _fresh_cache(self, run: str) -> Path:
-        return self.store.path / "inductor-cache" / run
-
-    def _read(self, run: str, fd: int) -> None:
-        """Reader thread: whole lines from the child's pipe into the inbox; None at EOF."""
-        rest = b""
-        with os.fdopen(fd, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(65536):
-                lines = (rest + chunk).split(b"\n")
-                rest = lines.pop()
-                batch = [e for e in (events.decode(x.decode("utf-8", "replace")) for x in lines) if e]
-                if batch:
-                    self._inbox.put((run, batch))
-        self._inbox.put((run, None))
+    def _deliver(self, run: str, batch: list[dict] | None) -> None:
+        """Called by a child's reader thread."""
+        self._inbox.put((_EVENTS, run, batch) if batch is not None else (_EOF, run))
 
     def _pump(self, timeout: float) -> None:
-        """Move what the children sent into the store and the sink; reap children at EOF."""
+        """Apply what arrived: events into the store and the sink, commands, exits."""
         try:
             item = self._inbox.get(timeout=timeout)
         except queue.Empty:
             return
         while True:
-            run, batch = item
-            if batch is None:
-                self._reap(run)
+            if item[0] == _EVENTS:
+                self._events(item[1], item[2])
+            elif item[0] == _EOF:
+                self._reap(item[1])
             else:
-                if run is not None:  # a child's events (None: the sampler's)
-                    for e in batch:
-                        e["run"] = run  # the supervisor, not the child, decides who said it
-                        self._note(run, e)
-                self._record(batch)
+                self._apply(*item[1:])
             try:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
 
-    def _note(self, run: str, e: dict) -> None:
-        child = self._children.get(run)
-        if child is None:
+    def _events(self, run: str | None, batch: list[dict]) -> None:
+        if run is None:  # the sampler's
+            self._record(batch)
             return
-        if e["type"] in (events.FINISHED, events.FAILED):
-            child.ended = True
-        if e["type"] == events.FAILED:
-            self.failed_runs.append(run)
+        for e in batch:
+            e["run"] = run  # the supervisor, not the child, decides who said it
+        self._record(batch)
+        for e in batch:
+            self._note(self._runs[run], e)
+
+    def _note(self, r: Run, e: dict) -> None:
+        kind = e["type"]
+        if kind == events.RUN_STARTED:
+            r.stepping = True
+        elif kind == events.PHASE:
+            if e.get("phase") == "paused":
+                self._set_state(r.id, PAUSED)
+            elif self._state(r.id) == PAUSED:
+                self._set_state(r.id, RUNNING)
+        elif kind == events.FINISHED:
+            r.ended = True
+            self._set_state(r.id, STOPPED if e.get("reason") == "stopped" else DONE)
+        elif kind == events.FAILED:
+            r.ended = True
+            self._set_state(r.id, FAILED)
+            self.failed_runs.append(r.id)
             if e.get("stage") == "build" and self.build_failure is None:
                 self.build_failure = e
-                self._signal_all(signal.SIGINT)  # same recipe, same fault: stop the others
+                self._stop_everything()  # same recipe, same fault: stop the others
 
     def _reap(self, run: str) -> None:
-        child = self._children.pop(run)
-        rc = child.proc.wait()
+        r = self._live.pop(run)
+        rc = r.child.reap()
         if self.plan.cache_dir is None:  # a cold-compile cache is of no use afterwards
             shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
-        seconds = round(time.monotonic() - child.started, 3)
-        batch = [events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds)]
-        if not child.ended:
-            how = (f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}")
-            batch.insert(0, events.make(events.FAILED, run, stage="crash", error="ChildExited",
-                                        message=f"runner {how} without a result",
-                                        returncode=rc, traceback=log_tail(self.store.log_path(run))))
-            self.failed_runs.append(run)
+        seconds = round(time.monotonic() - r.child.started, 3)
+        batch = []
+        if not r.ended:
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
+            if r.stop_asked:  # asked to stop and killed (still building, or deaf): still a stop
+                batch.append(events.make(events.FINISHED, run, reason="stopped", forced=how))
+                self._set_state(run, STOPPED)
+            else:
+                batch.append(events.make(events.FAILED, run, stage="crash", error="ChildExited",
+                                         message=f"runner {how} without a result", returncode=rc,
+                                         traceback=log_tail(self.store.log_path(run))))
+                self.failed_runs.append(run)
+                self._set_state(run, FAILED)
+        batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
         self._record(batch)
 
-    def _signal_all(self, sig: int) -> None:
-        for child in self._children.values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(child.proc.pid, sig)
+    # ---- commands, on the loop thread ----------------------------------------------------
+    def _apply(self, action: str, run: str | None, *extra) -> None:
+        if not self._accepting:  # the session is over: forget runs that were never queued
+            if action in ("add", "restart"):
+                with self._lock:
+                    self._states.pop(run if action == "add" else extra[0], None)
+            return
+        r = self._runs.get(run) if run is not None else None
+        if action == "add":
+            variant, replaces = extra
+            self._control(run, action, mode=variant.mode, precision=variant.precision,
+                          **({"replaces": replaces} if replaces else {}))
+            self._enqueue(run, variant, replaces)
+        elif action == "restart":
+            new, variant = extra
+            self._control(run, action, new_run=new, mode=variant.mode, precision=variant.precision)
+            if r is not None:
+                self._stop_run(r)
+            self._enqueue(new, variant, replaces=run, after=run, first=True)
+        elif action == "stop" and r is not None and self._stoppable(r):
+            self._control(run, action)
+            self._stop_run(r)
+        elif action == "pause" and r is not None and self._controllable(r) and not r.pause_asked:
+            self._control(run, action)
+            r.pause_asked = r.child.send("pause")
+        elif action == "resume" and r is not None and self._controllable(r) and r.pause_asked:
+            self._control(run, action)
+            r.pause_asked = not r.child.send("resume")
+        elif action in ("stop_all", "close"):
+            self._control(None, action)
+            self._stop_everything()
+            self._closing = self._closing or action == "close"
+
+    def _stoppable(self, r: Run) -> bool:
+        return r.id in self._queue or self._controllable(r)
+
+    def _controllable(self, r: Run) -> bool:
+        return r.id in self._live and not (r.ended or r.stop_asked)
+
+    def _stop_run(self, r: Run) -> None:
+        if r.id in self._queue:
+            self._queue.remove(r.id)
+            self._set_state(r.id, STOPPED)
+            self._record([events.make(events.FINISHED, r.id, reason="stopped")])  # never started
+            return
+        if not self._controllable(r):
+            return
+        r.stop_asked = True
+        if r.stepping:
+            r.child.send("stop")
+            r.deadline = time.monotonic() + self.plan.stop_line_s
+        else:  # still building: nothing to save, and a SIGINT there is not safe (see the top)
+            r.escalation = 1
+            self._escalate_run(r)
+
+    def _stop_everything(self) -> None:
+        for run in list(self._queue):  # first, so nothing starts in their place
+            self._stop_run(self._runs[run])
+        for r in list(self._live.values()):
+            self._stop_run(r)
+
+    def _escalate(self) -> None:
+        now = time.monotonic()
+        for r in list(self._live.values()):
+            if r.deadline is not None and now >= r.deadline:
+                self._escalate_run(r)
+
+    def _escalate_run(self, r: Run) -> None:
+        if r.escalation == 0:
+            r.child.signal(signal.SIGINT)
+            r.escalation, r.deadline = 1, time.monotonic() + self.plan.stop_grace_s
+        else:
+            r.child.signal(signal.SIGKILL)
+            r.escalation, r.deadline = 2, None
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _allocate(self, variant: Variant) -> str:
+        """A run id unique in the session: the variant's, then -2, -3, ..."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the session is closed")
+            run, n = variant.run_id, 1
+            while run in self._states:
+                n += 1
+                run = f"{variant.run_id}-{n}"
+            self._states[run] = QUEUED
+            self._variants[run] = variant
+            return run
+
+    def _variant_of(self, run: str) -> Variant:
+        with self._lock:
+            if run not in self._variants:
+                raise KeyError(f"no run {run!r} in this session")
+            return self._variants[run]
+
+    def _command(self, action: str, run: str) -> None:
+        self._variant_of(run)  # an unknown id is the caller's bug: say so in its thread
+        self._inbox.put((_COMMAND, action, run))
+
+    def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
+                 after: str | None = None, first: bool = False) -> None:
+        self._runs[run] = Run(run, variant, replaces, after)
+        self._queue.insert(0 if first else len(self._queue), run)
+        fields = {"replaces": replaces} if replaces else {}
+        self._record([events.make(events.RUN_QUEUED, run, mode=variant.mode,
+                                  precision=variant.precision, **fields)])
+
+    def _control(self, run: str | None, action: str, **fields) -> None:
+        self._record([events.make(events.CONTROL, run, action=action, **fields)])
+
+    def _state(self, run: str) -> str | None:
+        with self._lock:
+            return self._states.get(run)
+
+    def _set_state(self, run: str, state: str) -> None:
+        with self._lock:
+            self._states[run] = state
+
+    def _fresh_cache(self, run: str) -> Path:
+        return self.store.path / "inductor-cache" / run
 
     def _record(self, batch: list[dict]) -> None:
         self.store.append(batch)
         self.sink(batch)
-
-
-def log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 16384))
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])

@@ -1,0 +1,104 @@
+"""One runner child process: spawned with an event pipe and a control pipe, read by a thread.
+
+The child writes JSON lines on ``--event-fd`` (stdout and stderr go to its log file) and reads
+``pause`` / ``resume`` / ``stop`` lines on ``--control-fd``. The parent holds the only write end
+of the control pipe, so if the parent dies the child reads EOF and stops by itself. Each child
+gets its own process group: a Ctrl-C in the terminal reaches the supervisor alone, and a signal
+to the group also reaches Inductor's compiler children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tuimon import events
+from tuimon.variants import Variant
+
+# Called from the reader thread with (run, batch of events), and (run, None) at end of file.
+Deliver = Callable[[str, "list[dict] | None"], None]
+
+
+class Child:
+    def __init__(self, run: str, proc: subprocess.Popen, control_fd: int) -> None:
+        self.run = run
+        self.proc = proc
+        self.control_fd = control_fd
+        self.started = time.monotonic()
+
+    @classmethod
+    def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
+              threads: int | None, cache: Path, log_path: Path, deliver: Deliver) -> Child:
+        event_r, event_w = os.pipe()
+        control_r, control_w = os.pipe()
+        cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
+               "--mode", variant.mode, "--precision", variant.precision,
+               "--event-fd", str(event_w), "--control-fd", str(control_r), *runner_args]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+               "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
+        try:
+            with open(log_path, "ab") as log:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, pass_fds=(event_w, control_r),
+                                        env=env, start_new_session=True)
+        except BaseException:
+            for fd in (event_r, control_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(event_w)  # the child's copies are its own; ours would hide its EOF
+            os.close(control_r)
+        # A child that does not read (still building) must never block the supervisor's loop.
+        os.set_blocking(control_w, False)
+        threading.Thread(target=read_events, args=(run, event_r, deliver), daemon=True,
+                         name=f"tuimon-read-{run}").start()
+        return cls(run, proc, control_w)
+
+    def send(self, command: str) -> bool:
+        """Write one control line; False when the child is gone or its pipe is full."""
+        try:
+            return os.write(self.control_fd, (command + "\n").encode()) > 0
+        except OSError:  # BrokenPipeError: it exited; BlockingIOError: 64 KiB of unread lines
+            return False
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    def reap(self) -> int:
+        """Wait for the exit (its event pipe is at EOF, so it is ending); the return code."""
+        rc = self.proc.wait()
+        with contextlib.suppress(OSError):
+            os.close(self.control_fd)
+        return rc
+
+
+def read_events(run: str, fd: int, deliver: Deliver) -> None:
+    """Reader thread: whole lines from the child's pipe, one batch per read; None at EOF."""
+    rest = b""
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(65536):
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            batch = [e for e in (events.decode(x.decode("utf-8", "replace")) for x in lines) if e]
+            if batch:
+                deliver(run, batch)
+    deliver(run, None)
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
