@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # here); override with e.g. `make TORCH="torch torchvision"` elsewhere.
 TORCH ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench snapshots screenshots clean
 
 venv: $(VENV)/.installed
 
@@ -22,9 +22,17 @@ test: venv
 	$(PY) -m pytest -q
 
 lint: venv
-	$(VENV)/bin/ruff check tuimon tests recipes bench
+	$(VENV)/bin/ruff check tuimon tests recipes bench screenshots
+
+snapshots: venv
+	$(PY) -m pytest tests/test_ui_snapshots.py --snapshot-update
+
+screenshots: venv
+	$(PY) screenshots/make_screenshots.py
 
 bench: venv
+	$(PY) bench/probe_cost.py
+	$(PY) bench/ui_ingest.py --steps-10m
 	bash bench/sessions.sh
 
 clean:

@@ -57,7 +57,7 @@ def sample_cost() -> None:
         subprocess.run(["pkill", "-f", "time.sleep(60)"], check=False)
 
 
-def step_effect(recipe: str, steps: int, rounds: int = 3) -> None:
+def step_effect(recipe: str, steps: int, rounds: int = 5) -> None:
     print(f"## step time of {recipe} (eager, {steps} steps), probes off / 1 s / 0.2 s, interleaved")
     configs = {"off": ["--no-probes"], "1 s": ["--interval", "1"], "0.2 s": ["--interval", "0.2"]}
     medians: dict[str, list[float]] = {k: [] for k in configs}
@@ -73,7 +73,9 @@ def step_effect(recipe: str, steps: int, rounds: int = 3) -> None:
     base = statistics.median(medians["off"])
     for name, values in medians.items():
         m = statistics.median(values)
-        print(f"{name:>6}: median step {m:.4f} ms ({(m / base - 1) * 100:+.1f} % vs off); "
+        best, best_off = min(values), min(medians["off"])
+        print(f"{name:>6}: median step {m:.4f} ms ({(m / base - 1) * 100:+.1f} % vs off), "
+              f"best round {best:.4f} ms ({(best / best_off - 1) * 100:+.1f} %); "
               f"per round {', '.join(f'{v:.4f}' for v in values)}")
 
 

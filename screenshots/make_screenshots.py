@@ -1,8 +1,8 @@
 """Screenshots for README, made from the real app: .venv/bin/python screenshots/make_screenshots.py
 
 - main-80x24 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a recorded session);
-- live-120x32: a real tiny_mlp session (eager vs default) mid-run, then its end with the
-  comparison strip.
+- live-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in parallel) mid-run,
+  then at its end with the comparison strip.
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
@@ -46,9 +46,7 @@ async def replay(tmp: Path) -> None:
         app = TuimonApp(ReplaySource(session, follow=False))
         async with app.run_test(size=(w, h)) as pilot:
             await settle(app, pilot, 2)
-            out = HERE / f"main-{w}x{h}.svg"
-            app.save_screenshot(out.name, str(HERE))
-            to_png(out)
+            shoot(app, f"main-{w}x{h}")
 
 
 async def live(tmp: Path) -> None:
@@ -58,14 +56,26 @@ async def live(tmp: Path) -> None:
 
     store = SessionStore.create(tmp, "tiny_mlp")
     plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager", "default"], ["fp32"]), "parallel",
-                ["--steps", "30000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
+                ["--steps", "40000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(120, 32)) as pilot:
-        await settle(app, pilot, 20)
-        out = HERE / "live-120x32.svg"
-        app.save_screenshot(out.name, str(HERE))
-        to_png(out)
+        runs = app.model.runs
+        while not (len(runs) == 2 and all(r.state == "steady" and len(r.step_ms) > 200
+                                          for r in runs.values())):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 3)
+        shoot(app, "live-120x32")
+        while any(r.active for r in runs.values()):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 1)
+        shoot(app, "done-120x32")
         app.source.close()
+
+
+def shoot(app, name: str) -> None:
+    out = HERE / f"{name}.svg"
+    app.save_screenshot(out.name, str(HERE))
+    to_png(out)
 
 
 async def main() -> None:

@@ -174,3 +174,18 @@ def test_paused_time_is_summed_and_kept_out_of_the_probe_figures():
     again = run_events("e-2", "eager", "fp32", [10.0] * 5)
     header, _ = export.table(summarize(evs + again))
     assert header == ["", "eager/fp32 (e)", "eager/fp32 (e-2)"]
+
+
+def test_bounded_loss_comparison_uses_aligned_step_indices():
+    from tuimon.session.stats import Collector
+
+    n_eager, n_comp = 20000, 3000  # the eager run is far ahead, as in a live parallel session
+    evs = (run_events("eager-fp32", "eager", "fp32", [1.0] * n_eager,
+                      losses=[1.0 / (1 + i) for i in range(n_eager)])
+           + run_events("default-fp32", "default", "fp32", [1.0] * n_comp,
+                        losses=[1.0 / (1 + i) + (0.01 if i == 2048 else 0.0) for i in range(n_comp)]))
+    bounded = Collector(keep_steps=256)
+    bounded.extend(evs)
+    c = next(r for r in bounded.summary().runs if r.run == "default-fp32")
+    assert c.common_steps == 3000 // 128 + 1  # every 128th step: the eager track's stride
+    assert c.max_loss_diff == pytest.approx(0.01)  # step 2048 sits on every power-of-two stride

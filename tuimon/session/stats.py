@@ -136,6 +136,7 @@ class Collector:
         self._measured: dict[str, deque] = {}
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
         self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
+        self._loss: dict[str, LossTrack] = {}
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines)
 
@@ -159,7 +160,9 @@ class Collector:
             self._apart[run], self._measured[run] = [], deque(maxlen=self.keep_steps)
             self._counts[run] = [0, 0]
             self._pauses[run] = []
+            self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
         if e["type"] == events.STEP:
+            self._loss[run].add(e["i"], e.get("loss"))
             counts = self._counts[run]
             counts[0] += 1
             if is_measured(e):
@@ -187,11 +190,33 @@ class Collector:
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         samples = list(self._samples)
         for r in runs.values():
-            _compare(r, runs, steps)
+            _compare(r, runs, {run: track.points for run, track in self._loss.items()})
             _probe_stats(r, steps[r.run], samples, self._pauses[r.run])
         return replace(self._session, runs=list(runs.values()),
                        unsupported=list(self._session.unsupported),
                        warnings=list(self._session.warnings))
+
+
+class LossTrack:
+    """Losses by step index, for comparing runs step by step.
+
+    Unbounded: every step. Bounded to ``cap`` points: only steps at multiples of a stride that
+    doubles whenever the track fills, so every run keeps the *same* indices (they stay
+    comparable even when one run is far ahead of another) in bounded memory.
+    """
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.stride = 1
+        self.points: dict[int, float] = {}
+
+    def add(self, i: int, loss: float | None) -> None:
+        if loss is None or i % self.stride:
+            return
+        self.points[i] = loss
+        if self.cap is not None and len(self.points) > self.cap:
+            self.stride *= 2
+            self.points = {k: v for k, v in self.points.items() if k % self.stride == 0}
 
 
 def _apply_session(summary: SessionSummary, e: dict) -> None:
@@ -266,15 +291,14 @@ def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: 
     r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
 
 
-def _compare(r: RunStats, runs: dict[str, RunStats], steps: dict[str, list[dict]]) -> None:
+def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
     base = next((b for b in runs.values()
                  if b.mode == "eager" and b.precision == r.precision and b.median_ms), None)
     if base is None:
         return
     r.baseline = base.label
-    base_loss = {s["i"]: s.get("loss") for s in steps[base.run]}
-    pairs = [(s.get("loss"), base_loss.get(s["i"])) for s in steps[r.run]]
-    diffs = [abs(x - y) for x, y in pairs if x is not None and y is not None]
+    base_loss = losses[base.run]
+    diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
     r.common_steps = len(diffs)
     r.max_loss_diff = max(diffs) if diffs else None
     if not r.median_ms:
