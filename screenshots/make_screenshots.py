@@ -1,6 +1,7 @@
 """Screenshots for README, made from the real app: .venv/bin/python screenshots/make_screenshots.py
 
 - main-80x24 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a recorded session);
+- compile-pane-120x40: the compile pane (key c) of tiny_mlp with a deliberate graph break;
 - live-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in parallel) mid-run,
   then at its end with the comparison strip.
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
@@ -72,6 +73,20 @@ async def live(tmp: Path) -> None:
         app.source.close()
 
 
+async def compile_pane(tmp: Path) -> None:
+    out = tmp / "compiled"
+    subprocess.run([sys.executable, "-m", "tuimon", str(ROOT / "recipes/tiny_mlp.py"), "--headless",
+                    "--modes", "eager,default", "--steps", "2000", "--set", "graph_break=1",
+                    "--out", str(out)], check=True, capture_output=True)
+    session = next(out.iterdir())
+    app = TuimonApp(ReplaySource(session, follow=False))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot, 1.5)
+        await pilot.press("right", "c")
+        await settle(app, pilot, 0.5)
+        shoot(app, "compile-pane-120x40")
+
+
 def shoot(app, name: str) -> None:
     out = HERE / f"{name}.svg"
     app.save_screenshot(out.name, str(HERE))
@@ -81,6 +96,7 @@ def shoot(app, name: str) -> None:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         await replay(Path(tmp))
+        await compile_pane(Path(tmp))
         if "--replay-only" not in sys.argv:
             await live(Path(tmp))
 

@@ -126,6 +126,9 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
+    p.add_argument("--torch-trace", action="store_true",
+                   help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
+                   "(open it with tlparse)")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -216,7 +219,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     write_json_atomic(store.path / "meta.json", meta)
 
     interval = None if args.no_probes else args.interval
-    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval)
+    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
+                torch_trace=args.torch_trace)
     console = Console()
     if use_tui(args):
         from tuimon.ui.app import TuimonApp
@@ -304,7 +308,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule", "set",
-                                                  "interval", "no_probes", "fps")},
+                                                  "interval", "no_probes", "fps",
+                                                  "torch_trace")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -21,6 +21,12 @@ MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (
 FINISHED = "finished"  # reason: steps | duration | stopped; seconds, paused_s, compiles, compile_s
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback
+COMPILE_PHASE = "compile_phase"  # phase (dynamo trace, inductor codegen, ...), compile_id, backward
+COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, seconds, phases{dynamo,aot,
+#   inductor,codegen} (each alone, s), graph_ops, guards, graph_breaks, recompile_reason,
+#   fx/aot cache hits & misses, cache: cold | warm | none, failed, fail_reason
+GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
+RECOMPILE = "recompile"  # compile_id, reasons: [str]
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"

@@ -27,9 +27,10 @@ class HeadlessView:
         self.labels = labels  # run id -> "mode/precision"
         self.live = self.console.is_terminal
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
+        self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
-            TextColumn("{task.fields[phase]:<10}"),
+            TextColumn("{task.fields[phase]:<10.28}"),
             BarColumn(),
             TextColumn("{task.completed:>6.0f} steps"),
             TextColumn("{task.fields[median]:>10} median"),
@@ -133,6 +134,24 @@ class HeadlessView:
             self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
         elif kind == events.WARNING:
             self._say(f"{label}: warning: {e.get('text')}", style="yellow")
+        elif kind == events.COMPILE_PHASE:
+            back = " backward" if e.get("backward") else ""
+            self._progress.update(task, phase=f"{e.get('compile_id')}{back} {e.get('phase')}")
+        elif kind == events.COMPILE:
+            p = e.get("phases") or {}
+            main = max(p, key=p.get) if any(p.values()) else None
+            part = f", mostly {main} {fmt_s(p[main])}" if main else ""
+            what = f"{e['frame']}()" if e.get("frame") else "backward"
+            self._say(f"{label}: compiled {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
+                      f"{part} ({e.get('cache')} cache)", style="dim")
+        elif kind == events.GRAPH_BREAK:
+            where = f"{e.get('file')}:{e.get('line')}"
+            if where not in self._breaks.setdefault(run, set()):
+                self._breaks[run].add(where)
+                self._say(f"{label}: graph break at {where}: {e.get('reason')}", style="yellow")
+        elif kind == events.RECOMPILE:
+            self._say(f"{label}: recompile {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}",
+                      style="yellow")
         elif kind == events.FAILED:
             self._progress.update(task, phase="failed")
             if e.get("stage") == "build":

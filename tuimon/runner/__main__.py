@@ -82,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         trainer = loop.Trainer(recipe, device, settings)
         watch = CompileWatch()
         watch.install()
+        trace = None
+        if args.mode != "eager":
+            from tuimon.runner.compile_trace import TraceListener
+
+            trace = TraceListener(emitter)
+            trace.install()
         emitter.emit_now(
             events.RUN_STARTED,
             pid=os.getpid(),
@@ -114,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             seconds=round(time.monotonic() - started, 3),
             paused_s=round(control.paused_s, 3),
             compiles=watch.count,
+            graph_breaks=trace.graph_breaks if trace else 0,
+            recompiles=trace.recompiles if trace else 0,
             compile_s=round(watch.total_s, 3),
         )
         return 0
@@ -181,8 +189,8 @@ def seed_everything(torch, seed: int) -> None:
 def variant_notes(mode: str, device: str) -> list[str]:
     notes = []
     if not device.startswith("cuda") and mode in ("reduce-overhead", "max-autotune"):
-        notes.append(f"{mode} uses CUDA graphs on a GPU; on CPU it behaves like "
-                     f"{'default' if mode == 'reduce-overhead' else 'max-autotune-no-cudagraphs'}")
+        same = "default" if mode == "reduce-overhead" else "max-autotune-no-cudagraphs"
+        notes.append(f"{mode}: same as {same} on CPU (CUDA graphs need a GPU)")
     return notes
 
 

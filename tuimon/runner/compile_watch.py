@@ -16,7 +16,7 @@ class CompileWatch:
         self.total_s = 0.0
         self._since = 0.0
         self._in_step_s = 0.0
-        self.on_start = None  # optional callable(compile_id: str), e.g. to emit a phase event
+        self.on_start = None  # optional callable(compile_id: str, backward: bool): say it at once
 
     def install(self) -> bool:
         try:
@@ -33,7 +33,8 @@ class CompileWatch:
         self.active += 1
         self.count += 1
         if self.on_start is not None:
-            self.on_start(str(getattr(args, "compile_id", "")))
+            trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
+            self.on_start(str(getattr(args, "compile_id", "")), trigger == "LAZY_BACKWARD")
 
     def _end(self, args=None) -> None:
         self.active = max(0, self.active - 1)

@@ -159,10 +159,17 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
     emitter.emit_now(events.PHASE, phase=phase["now"])
 
-    def compiling(compile_id: str) -> None:
+    steady_compiles = [0]
+
+    def compiling(compile_id: str, backward: bool = False) -> None:
         # Said at once (not buffered): a compile can take minutes and the viewer should know.
+        if phase["now"] == "steady":
+            steady_compiles[0] += 1
+            if steady_compiles[0] in (2, 10, 100):  # a run that keeps recompiling is not measured
+                emitter.emit(events.WARNING, text=f"recompiled {steady_compiles[0]} times in steady "
+                             f"state (latest {compile_id}): its step times are unreliable")
         phase["now"] = "compiling"
-        emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id)
+        emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
 
     watch.on_start = compiling
     started = time.monotonic()

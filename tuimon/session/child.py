@@ -34,7 +34,8 @@ class Child:
 
     @classmethod
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
-              threads: int | None, cache: Path, log_path: Path, deliver: Deliver) -> Child:
+              threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
+              torch_trace: Path | None = None) -> Child:
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
         cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
@@ -44,6 +45,8 @@ class Child:
             cmd += ["--threads", str(threads)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
                "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
+        if torch_trace is not None:  # torch writes its structured trace there, for tlparse
+            env["TORCH_TRACE"] = str(torch_trace)
         try:
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,

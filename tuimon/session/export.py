@@ -105,6 +105,42 @@ def throttle_text(r: RunStats) -> str:
     return f"{r.throttled_share:.0%} of the time ({why})"
 
 
+def phases_text(r: RunStats) -> str:
+    if not r.compiled or not r.compile_phases:
+        return DASH
+    p = r.compile_phases
+    fwd = " · ".join(f"{name} {fmt_s(p[name])}" for name in ("dynamo", "aot", "inductor", "codegen")
+                     if p.get(name))
+    bwd = f"; backward {fmt_s(p['backward'])}" if p.get("backward") else ""
+    return f"{fwd}{bwd}"
+
+
+def graphs_text(r: RunStats) -> str:
+    if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
+        return DASH
+    breaks = sum(1 for _ in r.graph_breaks)
+    return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
+            f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}")
+
+
+def top_break_text(r: RunStats) -> str:
+    if not r.graph_breaks:
+        return DASH
+    b = r.graph_breaks[0]
+    reason = b["reason"] if len(b["reason"]) <= 90 else b["reason"][:89] + "…"
+    return f"{b['where']}: {reason}"
+
+
+def cache_text(r: RunStats) -> str:
+    if not r.compiled or not (r.fx_cache_hits or r.fx_cache_misses):
+        return DASH
+    if r.fx_cache_hits and not r.fx_cache_misses:
+        return f"warm: {r.fx_cache_hits} FX-graph cache hits"
+    if r.fx_cache_misses and not r.fx_cache_hits:
+        return f"cold: {r.fx_cache_misses} FX-graph cache misses"
+    return f"mixed: {r.fx_cache_hits} hits, {r.fx_cache_misses} misses"
+
+
 def _or_na(value, fmt) -> str:
     return "n/a" if value is None else fmt(value)
 
@@ -131,6 +167,10 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("speedup vs eager", lambda r: DASH if r.speedup is None else f"{r.speedup:.2f}×"),
         ("compile / warm-up time", compile_text),
         ("compile pays off after", breakeven_text),
+        ("compile time by phase", phases_text),
+        ("graphs / breaks / recompiles", graphs_text),
+        ("top graph break", top_break_text),
+        ("Inductor cache", cache_text),
         ("peak memory", peak_memory_text),
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
@@ -163,6 +203,10 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     if summary.unsupported:
         notes.append(f"- GPU metrics this device does not report: {', '.join(summary.unsupported)}")
     notes += [f"- warning: {w}" for w in summary.warnings]
+    for r in summary.runs:
+        notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
+                  for b in r.graph_breaks[1:]]
+        notes += [f"- {r.label}: recompile: {reason}" for reason in r.recompile_reasons]
     if summary.unreadable_lines:
         notes.append(f"- {summary.unreadable_lines} unreadable line(s) in events.jsonl were skipped")
     if notes:

@@ -18,6 +18,7 @@ import math
 import statistics
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 from tuimon import events
 from tuimon.probes.alerts import BENIGN_REASONS
@@ -74,6 +75,15 @@ class RunStats:
     throttle_reasons: dict[str, int] = field(default_factory=dict)
     samples: int = 0
     warnings: list[str] = field(default_factory=list)
+    # From the compile trace (compiled variants).
+    compile_phases: dict[str, float] = field(default_factory=dict)  # fwd dynamo/aot/inductor/codegen, bwd
+    graphs_fwd: int = 0
+    graphs_bwd: int = 0
+    graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, count}, most frequent first
+    recompiles: int = 0
+    recompile_reasons: list[str] = field(default_factory=list)
+    fx_cache_hits: int = 0
+    fx_cache_misses: int = 0
 
     @property
     def label(self) -> str:
@@ -182,7 +192,11 @@ class Collector:
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
     def summary(self) -> SessionSummary:
-        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings))
+        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings),
+                             compile_phases=dict(r.compile_phases),
+                             graph_breaks=sorted((dict(b) for b in r.graph_breaks),
+                                                 key=lambda b: -b["count"]),
+                             recompile_reasons=list(r.recompile_reasons))
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         for run, r in runs.items():
@@ -254,6 +268,34 @@ def _apply(r: RunStats, e: dict) -> None:
         r.status = "running"
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+    elif kind == events.COMPILE:
+        _apply_compile(r, e)
+    elif kind == events.GRAPH_BREAK:
+        where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
+        known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
+                     None)
+        if known is None:
+            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "", "count": 1})
+        else:
+            known["count"] += 1
+    elif kind == events.RECOMPILE:
+        r.recompiles += 1
+        for reason in e.get("reasons") or []:
+            if reason not in r.recompile_reasons:
+                r.recompile_reasons.append(reason)
+
+
+def _apply_compile(r: RunStats, e: dict) -> None:
+    forward = e.get("forward", True)
+    if forward:
+        r.graphs_fwd += 1
+        for phase, seconds in (e.get("phases") or {}).items():
+            r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
+    else:
+        r.graphs_bwd += 1
+        r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
+    r.fx_cache_hits += e.get("fx_cache_hits") or 0
+    r.fx_cache_misses += e.get("fx_cache_misses") or 0
 
 
 def _track_pause(windows: list[list], e: dict) -> None:

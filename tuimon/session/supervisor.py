@@ -60,6 +60,7 @@ class Plan:
     stop_grace_s: float = 10.0  # after SIGINT, before SIGKILL
     interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
     stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
+    torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
 
 
 @dataclass
@@ -234,7 +235,9 @@ class Supervisor:
         r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe,
                               runner_args=self.plan.runner_args, threads=threads,
                               cache=self.plan.cache_dir or self._fresh_cache(r.id),
-                              log_path=self.store.log_path(r.id), deliver=self._deliver)
+                              log_path=self.store.log_path(r.id), deliver=self._deliver,
+                              torch_trace=self.store.path / "torch-trace" / r.id
+                              if self.plan.torch_trace else None)
         self._live[r.id] = r
         self._set_state(r.id, RUNNING)
 

@@ -23,6 +23,7 @@ from tuimon.session import export
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
 from tuimon.ui.widgets.comparison import ComparisonStrip
+from tuimon.ui.widgets.compile_pane import CompilePane
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.variants import MODES, PRECISIONS, Variant
 
@@ -44,6 +45,7 @@ class TuimonApp(App[str]):
         Binding("x", "close_panel", "close"),
         Binding("e", "export", "export"),
         Binding("l", "toggle_log", "log"),
+        Binding("c", "toggle_compile", "compile"),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -59,6 +61,7 @@ class TuimonApp(App[str]):
         ("x", "stop the focused run and close its panel"),
         ("e", "export summary.md / .json / steps.csv now"),
         ("l", "show / hide the focused run's log"),
+        ("c", "show / hide the compile pane: compiles, phases, graph breaks, recompiles"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
         ("q", "quit (asks whether to stop the runs)"),
@@ -83,6 +86,7 @@ class TuimonApp(App[str]):
         yield Static("waiting for the first run…", id="empty")
         yield Grid(id="panels")
         yield ComparisonStrip(id="comparison")
+        yield CompilePane(id="compile")
         yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
         yield Footer()
 
@@ -118,6 +122,10 @@ class TuimonApp(App[str]):
         state = self.model.ended or ("replay" if self.source.read_only else "live")
         self.sub_title = f"{self.session_path.name} · {state}"
         self._tail_log()
+        pane = self.query_one(CompilePane)
+        if pane.has_class("visible"):
+            live = self.focused_run()
+            pane.show(live, by_run.get(live.run) if live else None)
 
     def _relayout(self, grid: Grid, panels: list[RunPanel], count: int) -> None:
         for panel in panels[count:]:
@@ -221,6 +229,10 @@ class TuimonApp(App[str]):
         self._log_run = None  # reload for the focused run
         self._tail_log()
 
+    def action_toggle_compile(self) -> None:
+        self.query_one(CompilePane).toggle_class("visible")
+        self.redraw()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
 
@@ -277,6 +289,7 @@ class TuimonApp(App[str]):
         yield from super().get_system_commands(screen)
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
+                   "c": "toggle_compile",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

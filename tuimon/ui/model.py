@@ -15,6 +15,7 @@ from tuimon import events
 from tuimon.session.stats import Collector, RunStats, SessionSummary, is_measured
 
 SERIES = 512  # points kept per plot; a plot decimates them to its width
+COMPILES = 200  # compile / recompile events kept per run for the compile pane
 
 
 @dataclass
@@ -36,6 +37,12 @@ class RunLive:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    # While compiling: what torch is doing now, and since when this compile id started.
+    compile_phase: str | None = None
+    compile_backward: bool = False
+    compile_since: float | None = None
+    compiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # compile events
+    recompiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # recompile events
 
     @property
     def label(self) -> str:
@@ -115,9 +122,25 @@ class SessionModel:
                 live.state = e.get("phase", live.state)
         elif kind == events.PHASE:
             live.state = e["phase"]
-            live.compile_id = e.get("compile_id") if e["phase"] == "compiling" else None
+            if e["phase"] == "compiling":
+                if e.get("compile_id") and e.get("compile_id") != live.compile_id:
+                    live.compile_since = t
+                live.compile_id = e.get("compile_id") or live.compile_id
+                live.compile_backward = bool(e.get("backward"))
+            else:
+                live.compile_id = live.compile_phase = live.compile_since = None
             if live.started_t is None:
                 live.started_t = t
+        elif kind == events.COMPILE_PHASE:
+            if e.get("compile_id") != live.compile_id or live.compile_since is None:
+                live.compile_since = t
+            live.compile_id = e.get("compile_id")
+            live.compile_phase = e.get("phase")
+            live.compile_backward = bool(e.get("backward"))
+        elif kind == events.COMPILE:
+            live.compiles.append(e)
+        elif kind == events.RECOMPILE:
+            live.recompiles.append(e)
         elif kind == events.RUN_STARTED:
             live.device = e.get("device_name") or e.get("device")
             live.notes = list(e.get("notes") or [])

@@ -37,8 +37,8 @@ class RunPanel(Vertical, can_focus=True):
         self.border_title = f"{live.label} · {live.device or '…'}"
         elapsed = live.elapsed(now)
         state = live.state
-        if state == "compiling" and live.compile_id:
-            state = f"compiling {live.compile_id}"
+        if state == "compiling":
+            state = compiling_text(live, now)
         self.border_subtitle = f"{state} · {live.steps} steps" + (
             f" · {fmt_s(elapsed)}" if elapsed is not None else "")
         self.set_class(live.state == "failed", "failed")
@@ -54,6 +54,18 @@ class RunPanel(Vertical, can_focus=True):
             f"loss {fmt_loss(losses[-1])}" if losses else "loss")
         self.query_one(".loss", Sparkline).data = losses
         self.query_one(".system", Static).update(system(live))
+
+
+def compiling_text(live: RunLive, now: float) -> str:
+    """'compiling 1/0 backward · inductor codegen · 23 s'"""
+    parts = [f"compiling {live.compile_id or ''}".rstrip()]
+    if live.compile_backward:
+        parts[0] += " backward"
+    if live.compile_phase:
+        parts.append(live.compile_phase)
+    if live.compile_since is not None:
+        parts.append(fmt_s(max(0.0, now - live.compile_since)))
+    return " · ".join(parts)
 
 
 def numbers(live: RunLive, r: RunStats | None) -> Text:

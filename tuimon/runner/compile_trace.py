@@ -1,0 +1,164 @@
+"""Live compile introspection from torch's structured trace (the data tlparse reads).
+
+A ``logging.Handler`` on the ``torch.__trace`` logger receives, while torch compiles:
+chromium B/E events (which phase is running), per-compile metrics (phase times, graph and guard
+counts, cache hits), and artifacts for graph breaks and recompile reasons. It turns them into
+tuimon events. Torch only builds these records while it compiles, so steady-state steps pay
+nothing; what listening adds to a compile is measured in bench/compile_listen_cost.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import time
+
+from tuimon import events
+
+# Chromium event names -> the phase a user should see. Nested spans: the innermost known wins.
+PHASES = {
+    "entire_frame_compile": "dynamo",
+    "bytecode_tracing": "dynamo trace",
+    "backend_compile": "backend",
+    "create_aot_dispatcher_function": "aot autograd",
+    "aot_collect_metadata": "aot autograd",
+    "aot_trace_joint_graph": "aot autograd",
+    "min_cut_rematerialization_partition": "aot partition",
+    "inductor_compile": "inductor lowering",
+    "fx_codegen_and_compile": "inductor lowering",
+    "code_gen": "inductor codegen",
+    "compile_file": "C++/Triton compile",
+    "async_compile.wait": "C++/Triton compile",
+    "entire_backward_compile": "backward",
+}
+LOCATION = re.compile(r"Graph break in user code at (.+?):(\d+)")
+TRACE_LOGGER = "torch.__trace"
+
+
+class TraceListener(logging.Handler):
+    def __init__(self, emitter) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.emitter = emitter
+        self._stack: list[str] = []  # open known phases, outermost first
+        self._shown: str | None = None
+        self._said: tuple | None = None  # (phase, compile id) last emitted
+        self._said_t = 0.0
+        self._compile_id: str | None = None
+        self.graph_breaks = 0
+        self.recompiles = 0
+
+    def install(self) -> None:
+        logger = logging.getLogger(TRACE_LOGGER)
+        logger.addHandler(self)
+        logger.setLevel(logging.DEBUG)
+
+    def emit(self, record: logging.LogRecord) -> None:  # never let a parse error hurt training
+        with contextlib.suppress(Exception):
+            self._handle(record)
+
+    def _handle(self, record: logging.LogRecord) -> None:
+        md = getattr(record, "metadata", None) or {}
+        compile_id = _compile_id(md)
+        if "chromium_event" in md:
+            self._chromium(_json(getattr(record, "payload", None)), compile_id)
+        elif "compilation_metrics" in md or "bwd_compilation_metrics" in md:
+            forward = "compilation_metrics" in md
+            self._metrics(md["compilation_metrics" if forward else "bwd_compilation_metrics"], forward)
+        elif "artifact" in md:
+            name = md["artifact"].get("name")
+            payload = getattr(record, "payload", None) or ""
+            if name == "dynamo_graph_break_reason":
+                self._graph_break(payload, compile_id)
+            elif name == "recompile_reasons":
+                self._recompile(payload, compile_id)
+
+    def _chromium(self, ev: dict | None, compile_id: str | None) -> None:
+        if not isinstance(ev, dict) or ev.get("name") not in PHASES:
+            return
+        phase = PHASES[ev["name"]]
+        compile_id = (ev.get("args") or {}).get("compile_id") or compile_id
+        if compile_id:
+            self._compile_id = compile_id
+        if ev.get("ph") == "B":
+            self._stack.append(phase)
+        elif ev.get("ph") == "E" and phase in self._stack:
+            del self._stack[len(self._stack) - 1 - self._stack[::-1].index(phase)]
+        shown = self._stack[-1] if self._stack else None
+        said = (shown, self._compile_id)
+        now = time.monotonic()
+        # Codegen and the C++ compiler alternate many times a second: say a change at most 4x/s,
+        # but a new compile at once.
+        if shown is not None and said != self._said and (
+                now - self._said_t >= 0.25 or self._said is None or said[1] != self._said[1]):
+            self._said, self._said_t = said, now
+            self.emitter.emit_now(events.COMPILE_PHASE, phase=shown, compile_id=self._compile_id,
+                                  backward="backward" in self._stack)
+
+    def _metrics(self, m: dict, forward: bool) -> None:
+        def s(key: str) -> float:
+            return (m.get(key) or 0) / 1e6
+
+        total, dynamo, aot = s("duration_us"), s("dynamo_cumulative_compile_time_us"), s(
+            "aot_autograd_cumulative_compile_time_us")
+        inductor, codegen = s("inductor_cumulative_compile_time_us"), s(
+            "inductor_code_gen_cumulative_compile_time_us")
+        # The cumulative times nest (dynamo ⊃ aot ⊃ inductor ⊃ codegen): report each phase alone.
+        phases = {"dynamo": max(0.0, dynamo - aot) if dynamo else 0.0,
+                  "aot": max(0.0, aot - inductor) if aot else 0.0,
+                  "inductor": max(0.0, inductor - codegen), "codegen": codegen}
+        hits = (m.get("inductor_fx_local_cache_hit_count") or 0)
+        misses = (m.get("inductor_fx_local_cache_miss_count") or 0)
+        where = None
+        if m.get("co_filename"):
+            where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
+        self.emitter.emit_now(
+            events.COMPILE, compile_id=m.get("compile_id"), forward=forward,
+            frame=m.get("co_name"), where=where, seconds=round(total, 4),
+            phases={k: round(v, 4) for k, v in phases.items()},
+            graph_ops=m.get("graph_op_count"), guards=m.get("guard_count"),
+            graph_breaks=m.get("num_graph_breaks"), recompile_reason=m.get("recompile_reason"),
+            fx_cache_hits=hits, fx_cache_misses=misses,
+            aot_cache_hits=m.get("aotautograd_local_cache_hit_count") or 0,
+            aot_cache_misses=m.get("aotautograd_local_cache_miss_count") or 0,
+            cache="warm" if hits and not misses else ("cold" if misses else "none"),
+            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
+
+    def _graph_break(self, payload: str, compile_id: str | None) -> None:
+        self.graph_breaks += 1
+        lines = [line.strip() for line in str(payload).splitlines() if line.strip()]
+        loc = LOCATION.search(lines[0]) if lines else None
+        reason = next((line.split(":", 1)[1].strip() for line in lines
+                       if line.startswith("Explanation:")), None)
+        if reason is None:
+            reason = next((line for line in lines if line.startswith("Graph Break Reason:")),
+                          lines[1] if len(lines) > 1 else "")
+            reason = reason.replace("Graph Break Reason:", "").strip()
+        self.emitter.emit_now(events.GRAPH_BREAK, compile_id=compile_id,
+                              file=loc.group(1) if loc else None,
+                              line=int(loc.group(2)) if loc else None,
+                              reason=reason[:300], detail="\n".join(lines[:12])[:1500])
+
+    def _recompile(self, payload: str, compile_id: str | None) -> None:
+        reasons = _json(payload)
+        if not isinstance(reasons, list):
+            reasons = [str(payload)]
+        self.recompiles += 1
+        self.emitter.emit_now(events.RECOMPILE, compile_id=compile_id,
+                              reasons=[str(r)[:300] for r in reasons][:5])
+
+
+def _compile_id(md: dict) -> str | None:
+    if md.get("frame_id") is None:
+        return None
+    return f"{md['frame_id']}/{md.get('frame_compile_id')}"
+
+
+def _json(payload):
+    if isinstance(payload, (dict, list)):
+        return payload
+    try:
+        return json.loads(payload)
+    except (TypeError, ValueError):
+        return None

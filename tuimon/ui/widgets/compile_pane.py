@@ -1,0 +1,86 @@
+"""The compile pane (key c): the focused run's compiles with their phase breakdown as bars,
+its graph breaks with reasons and locations, its recompiles, and the Inductor cache status."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tuimon.session.export import cache_text, fmt_s
+from tuimon.session.stats import RunStats
+from tuimon.ui.model import RunLive
+
+PHASE_STYLE = {"dynamo": "cyan", "aot": "magenta", "inductor": "yellow", "codegen": "green",
+               "backward": "blue"}
+BAR = 32
+
+
+class CompilePane(VerticalScroll, can_focus=False):  # focus stays on the panels
+    def compose(self):
+        yield Static(id="compile-body")
+
+    def show(self, live: RunLive | None, stats: RunStats | None) -> None:
+        self.query_one("#compile-body", Static).update(render(live, stats))
+
+
+def legend() -> Text:
+    t = Text("phases: ")
+    for name, style in PHASE_STYLE.items():
+        t.append("■ ", style=style)
+        t.append(f"{name}  ")
+    return t
+
+
+def bar(phases: dict[str, float], total: float, scale: float) -> Text:
+    t = Text()
+    for name, style in PHASE_STYLE.items():
+        seconds = phases.get(name, 0.0)
+        width = round(seconds / scale * BAR) if scale else 0
+        t.append("█" * width, style=style)
+    other = max(0.0, total - sum(phases.values()))
+    if scale and other / scale * BAR >= 1:
+        t.append("░" * round(other / scale * BAR), style="dim")
+    return t
+
+
+def render(live: RunLive | None, r: RunStats | None):
+    if live is None:
+        return Text("compile pane: no run focused", style="dim")
+    title = Text(f"compiles of {live.label} ({live.run})", style="bold")
+    if live.mode == "eager":
+        return Group(title, Text("eager: nothing is compiled", style="dim"))
+    compiles = list(live.compiles)
+    if not compiles:
+        return Group(title, Text("no compile finished yet" + (
+            f" · now: {live.compile_phase}" if live.compile_phase else ""), style="dim"))
+    total = sum(c.get("seconds") or 0 for c in compiles)
+    head = Text(f"{len(compiles)} compiles, {fmt_s(total)} in all")
+    if r is not None:
+        head.append(f" · cache {cache_text(r)}")
+    table = Table(box=None, pad_edge=False, expand=False, show_edge=False)
+    for col in ("id", "graph", "time", "phases", "ops", "guards", "cache"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("time", "ops", "guards") else "left")
+    scale = max((c.get("seconds") or 0) for c in compiles) or 1.0
+    for c in compiles:
+        forward = c.get("forward", True)
+        phases = dict(c.get("phases") or {}) if forward else {"backward": c.get("seconds") or 0.0}
+        frame = str(c.get("frame")).replace("torch_dynamo_resume_in_", "resume:")
+        graph = f"{frame}()" if forward else "backward"
+        if c.get("where"):
+            graph += f" {c['where'].rsplit('/', 1)[-1]}"
+        table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
+                      bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
+                      str(c.get("guards") or "–"), c.get("cache") or "")
+    parts = [title, head, legend(), table]
+    if r is not None and r.graph_breaks:
+        parts.append(Text(f"graph breaks ({len(r.graph_breaks)}):", style="bold"))
+        parts += [Text(f"  {b['where']} ×{b['count']}: {b['reason']}") for b in r.graph_breaks]
+    recompiles = list(live.recompiles)
+    if recompiles:
+        parts.append(Text(f"recompiles ({len(recompiles)}):", style="bold"))
+        parts += [Text(f"  {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}")
+                  for e in recompiles[-10:]]
+    return Group(*parts)
