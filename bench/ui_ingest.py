@@ -149,6 +149,8 @@ if __name__ == "__main__":
     print(f"machine: {os.cpu_count()} cores; {sys.version.split()[0]}")
     asyncio.run(first_frame())
     asyncio.run(stream(1000, 10))
+    for rate in (10_000, 25_000, 50_000):  # where do redraws pass 100 ms?
+        asyncio.run(stream(rate, 6))
     asyncio.run(stream(None, 5))
     if "--steps-10m" in sys.argv:
         memory()
