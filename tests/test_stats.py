@@ -128,7 +128,7 @@ def test_markdown_and_csv_exports():
     summary = summarize(evs)
     md = export.to_markdown({"name": "s", "recipe": "r.py", "argv": ["tuimon", "r.py"]}, summary)
     assert "| median step (p10–p90) | 10.0 ms (10.0 ms–10.0 ms) | 8.00 ms (8.00 ms–8.00 ms) |" in md
-    assert "| speedup vs eager | 1.00× | 1.25× |" in md
+    assert "| speedup vs eager | 1.00× | 1.25× (95 % CI 1.25–1.25) |" in md
     assert "1.0000 (max Δ 0 vs eager/fp32 over 20 steps)" in md
     assert "300.0 MiB RSS" in md
     csv_text = export.to_csv(evs, summary)
@@ -139,17 +139,17 @@ def test_markdown_and_csv_exports():
 
 
 def test_bounded_collector_keeps_counts_exact_and_memory_bounded():
-    from tuimon.session.stats import Collector
+    from tuimon.session.stats import HEAD, Collector
 
     ms = [500.0, 20.0, 20.0] + [10.0] * 5000 + [8.0] * 200
     evs = run_events("eager-fp32", "eager", "fp32", ms, losses=[1.0] * len(ms))
     bounded = Collector(keep_steps=200)
     bounded.extend(evs)
-    assert len(bounded.steps("eager-fp32")) == 3 + 200
+    assert len(bounded.steps("eager-fp32")) == 3 + HEAD + 200  # kept apart, head, recent window
     r = bounded.summary().runs[0]
     assert r.steps == 5203 and r.measured == 5200
-    assert r.median_ms == 8.0  # the recent window
-    assert r.overhead_s == pytest.approx((500 + 20 + 20 - 3 * 8.0) / 1000)
+    assert r.median_ms == 10.0  # over the head and the recent window
+    assert r.overhead_s == pytest.approx((500 + 20 + 20 - 3 * 10.0) / 1000)
     full = summarize(evs).runs[0]
     assert full.median_ms == 10.0 and full.steps == 5203
     # Summaries do not disturb the collector: asking twice gives the same answer.
@@ -189,3 +189,66 @@ def test_bounded_loss_comparison_uses_aligned_step_indices():
     c = next(r for r in bounded.summary().runs if r.run == "default-fp32")
     assert c.common_steps == 3000 // 128 + 1  # every 128th step: the eager track's stride
     assert c.max_loss_diff == pytest.approx(0.01)  # step 2048 sits on every power-of-two stride
+
+
+def noisy(n, median, sigma=0.05, seed=0, rho=0.0):
+    """Log-normal step times around ``median``, AR(1)-correlated in log space when rho > 0."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    out, z = [], 0.0
+    for _ in range(n):
+        z = rho * z + math.sqrt(1 - rho * rho) * rng.gauss(0, sigma)
+        out.append(median * math.exp(z))
+    return out
+
+
+def test_a_known_speedup_is_recovered_inside_its_interval():
+    evs = (run_events("eager-fp32", "eager", "fp32", noisy(2000, 10.0, seed=1))
+           + run_events("default-fp32", "default", "fp32", noisy(2000, 8.0, seed=2)))
+    c = by_label(summarize(evs))["default/fp32"]
+    assert c.speedup_lo < 1.25 < c.speedup_hi
+    assert c.speedup_hi - c.speedup_lo < 0.05 and not c.within_noise
+    assert c.breakeven_lo is not None and c.breakeven_hi is not None
+
+
+def test_no_difference_is_called_noise():
+    evs = (run_events("eager-fp32", "eager", "fp32", noisy(500, 10.0, sigma=0.2, seed=3))
+           + run_events("default-fp32", "default", "fp32", noisy(500, 10.0, sigma=0.2, seed=4)))
+    c = by_label(summarize(evs))["default/fp32"]
+    assert c.within_noise and c.speedup_lo < 1.0 < c.speedup_hi
+    assert "within noise" in export.table(summarize(evs))[1][4][2]
+
+
+def test_correlated_steps_widen_the_interval():
+    iid = (run_events("eager-fp32", "eager", "fp32", noisy(2000, 10.0, seed=5))
+           + run_events("default-fp32", "default", "fp32", noisy(2000, 8.0, seed=6)))
+    ar = (run_events("eager-fp32", "eager", "fp32", noisy(2000, 10.0, seed=5, rho=0.9))
+          + run_events("default-fp32", "default", "fp32", noisy(2000, 8.0, seed=6, rho=0.9)))
+    a, b = by_label(summarize(iid))["default/fp32"], by_label(summarize(ar))["default/fp32"]
+    assert b.autocorr > 0.8 > a.autocorr
+    assert (b.speedup_hi - b.speedup_lo) > 2 * (a.speedup_hi - a.speedup_lo)
+
+
+def test_a_planted_warm_up_is_found_where_it_was_planted():
+    import math
+
+    steady = noisy(1000, 10.0, seed=7)
+    warm = [10.0 + 30.0 * math.exp(-i / 8) for i in range(40)]  # settles around step 30–40
+    evs = run_events("eager-fp32", "eager", "fp32", warm + steady, warmup=1)
+    r = summarize(evs).runs[0]
+    assert 25 <= r.steady_from <= 60
+    assert r.median_ms == pytest.approx(10.0, rel=0.02)
+    fixed = run_events("eager-fp32", "eager", "fp32", warm + steady, warmup=1)
+    fixed[1]["warmup"] = "1"  # run_started: a fixed warm-up was asked for
+    assert summarize(fixed).runs[0].steady_from == 1
+
+
+def test_a_recompile_in_steady_state_flags_the_run():
+    ms = [10.0] * 300
+    ms[200] = 400.0
+    r = summarize(run_events("d", "default", "fp32", ms, compile_at=(200,))).runs[0]
+    assert r.unreliable and "step 200" in r.unreliable
+    assert "unreliable" in export.to_markdown({}, summarize(run_events("d", "default", "fp32", ms,
+                                                                       compile_at=(200,))))

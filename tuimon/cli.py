@@ -44,9 +44,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    value = positive_int(text) if text.strip() != "0" else 0
-    return value
+def warmup_arg(text: str) -> str:
+    """'auto' (found in the data) or a fixed number of steps, kept as text for the runner."""
+    if text == "auto":
+        return text
+    return str(positive_int(text) if text.strip() != "0" else 0)
 
 
 def positive_float(text: str) -> float:
@@ -103,8 +105,9 @@ def run_parser() -> Parser:
                    help="steps per variant (default: the recipe's, for its device)")
     p.add_argument("--duration", type=positive_float, metavar="SECONDS",
                    help="time limit per variant; with --steps, whichever comes first")
-    p.add_argument("--warmup", type=non_negative_int, default=3, metavar="STEPS",
-                   help="steps kept out of the steady state after the first (default: 3)")
+    p.add_argument("--warmup", type=warmup_arg, default="auto", metavar="STEPS|auto",
+                   help="steps kept out of the steady state: 'auto' finds where step times settle "
+                   "(MSER-5 on the step times), a number fixes it (default: auto)")
     p.add_argument("--batch-size", type=positive_int, help="override the recipe's batch size")
     p.add_argument("--image-size", type=positive_int, help="override the recipe's image size")
     p.add_argument("--seed", type=int, default=0, help="seed for model and data (default: 0)")

@@ -56,7 +56,11 @@ def breakeven_text(r: RunStats) -> str:
         return DASH
     if r.breakeven_steps == 0:
         return "at once"
-    return f"{r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)})"
+    text = f"{r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)})"
+    if r.breakeven_lo is not None:
+        hi = f"{r.breakeven_hi:,}" if r.breakeven_hi is not None else "never"
+        text += f", range {r.breakeven_lo:,}–{hi}"
+    return text
 
 
 def peak_memory_text(r: RunStats) -> str:
@@ -85,6 +89,26 @@ def loss_text(r: RunStats) -> str:
 
 def fmt_loss(x: float) -> str:
     return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.3e}"
+
+
+def speedup_text(r: RunStats) -> str:
+    if r.speedup is None:
+        return DASH
+    text = f"{r.speedup:.2f}×"
+    if r.speedup_lo is not None:
+        text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
+        if r.within_noise:
+            text += ", within noise"
+    if r.unreliable:
+        text += " — unreliable"
+    return text
+
+
+def measured_text(r: RunStats) -> str:
+    text = f"{r.measured} of {r.steps}"
+    if r.steady_from is not None:
+        text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
+    return text
 
 
 def cpu_text(r: RunStats) -> str:
@@ -160,11 +184,11 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     runs = summary.runs
     rows = [
         ("status", lambda r: r.status + (f": {r.error}" if r.error else "")),
-        ("steps measured", lambda r: f"{r.measured} of {r.steps}"),
+        ("steps measured", measured_text),
         ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
         ("throughput", lambda r: DASH if r.throughput is None else f"{r.throughput:,.1f} samples/s"),
-        ("speedup vs eager", lambda r: DASH if r.speedup is None else f"{r.speedup:.2f}×"),
+        ("speedup vs eager", speedup_text),
         ("compile / warm-up time", compile_text),
         ("compile pays off after", breakeven_text),
         ("compile time by phase", phases_text),
@@ -207,12 +231,15 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]
         notes += [f"- {r.label}: recompile: {reason}" for reason in r.recompile_reasons]
+        if r.unreliable:
+            notes.append(f"- {r.label}: unreliable: {r.unreliable}")
     if summary.unreadable_lines:
         notes.append(f"- {summary.unreadable_lines} unreadable line(s) in events.jsonl were skipped")
     if notes:
         out += ["", "Notes:", *notes]
-    out += ["", "Median over steady-state steps (warm-up and any step that compiled are kept apart); "
-            "speedup against eager of the same precision."]
+    out += ["", "Median over steady-state steps (warm-up, found in the data by MSER-5 unless fixed, and "
+            "any step that compiled are kept apart); speedup against eager of the same precision, "
+            "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
     return "\n".join(out) + "\n"
 
 

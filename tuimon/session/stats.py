@@ -44,14 +44,25 @@ class RunStats:
     throughput: float | None = None  # samples per second at the median step
     first_step_ms: float | None = None
     warmup_steps: int = 0
+    warmup_auto: bool = True  # warm-up found in the data (MSER-5) rather than fixed
+    steady_from: int | None = None  # index of the first steady-state step
+    median_ci_lo: float | None = None  # 95 % interval of the median step (ms)
+    median_ci_hi: float | None = None
+    autocorr: float | None = None  # lag-1 autocorrelation of the steady step times
     overhead_s: float | None = None
     compile_s: float | None = None
     compiles: int = 0
     speedup: float | None = None
+    speedup_lo: float | None = None  # 95 % interval of the speedup
+    speedup_hi: float | None = None
+    within_noise: bool = False  # the interval contains 1.0
+    unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
     baseline: str | None = None
     breakeven_steps: int | None = None  # None with breakeven_never False: not computable
     breakeven_s: float | None = None
     breakeven_never: bool = False
+    breakeven_lo: int | None = None  # range of the break-even step from the speedup's interval
+    breakeven_hi: int | None = None  # None with breakeven_lo set: may never pay off
     peak_rss: int | None = None
     cuda_peak_allocated: int | None = None
     cuda_peak_reserved: int | None = None
@@ -133,9 +144,10 @@ class Collector:
     """Folds events one at a time; ``summary()`` computes every statistic from what it holds.
 
     ``keep_steps=None`` keeps every step. With a number (the live UI) it keeps each run's
-    kept-apart steps (warm-up, compiles: few, and needed for overheads) and its last
-    ``keep_steps`` measured steps, so memory stays bounded however long a session runs; the
-    step counts stay exact, medians are then over the recent window.
+    kept-apart steps (warm-up, compiles: few, and needed for overheads), its first ``HEAD``
+    steps (where warm-up is detected) and its last ``keep_steps`` measured steps, so memory
+    stays bounded however long a session runs; the step counts stay exact, medians are then
+    over the head past warm-up and the recent window.
     """
 
     def __init__(self, keep_steps: int | None = None, keep_samples: int | None = None,
@@ -177,7 +189,11 @@ class Collector:
             counts[0] += 1
             if is_measured(e):
                 counts[1] += 1
-                self._measured[run].append(e)
+                # The first HEAD measured steps stay: warm-up detection looks at them.
+                if self.keep_steps is not None and counts[1] <= HEAD:
+                    self._apart[run].append(e)
+                else:
+                    self._measured[run].append(e)
             else:
                 self._apart[run].append(e)
         else:
@@ -249,6 +265,7 @@ def _apply(r: RunStats, e: dict) -> None:
         for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
             if e.get(key) is not None:
                 setattr(r, key, e[key])
+        r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
         r.notes = list(e.get("notes") or [])
     elif kind == events.MEMORY:
         for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
@@ -318,19 +335,87 @@ def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: 
         r.compile_s = round(total, 3) if total else None
     losses = [s.get("loss") for s in run_steps]
     r.final_loss = next((x for x in reversed(losses) if x is not None), None)
-    measured = sorted(s["ms"] for s in run_steps if is_measured(s))
-    r.measured = measured_total
+    candidates = [s for s in run_steps if is_measured(s)]  # in step order
+    cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.warmup_auto else 0
+    steady = candidates[cut:]
+    r.measured = measured_total - cut
     r.warmup_steps = r.steps - r.measured
-    if not measured:
+    if not steady:
         return
+    r.steady_from = steady[0]["i"]
+    in_order = [s["ms"] for s in steady]
+    measured = sorted(in_order)
     r.median_ms = statistics.median(measured)
     r.p10_ms = percentile(measured, 0.10)
     r.p90_ms = percentile(measured, 0.90)
-    r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in run_steps if is_measured(s))
-    samples = statistics.median(s.get("n", 0) for s in run_steps if is_measured(s))
+    r.autocorr = lag1_autocorr(in_order)
+    r.median_ci_lo, r.median_ci_hi = median_interval(measured, r.autocorr)
+    r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
+    samples = statistics.median(s.get("n", 0) for s in steady)
     r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
-    kept_apart = [s["ms"] for s in run_steps if not is_measured(s)]
+    kept_apart = [s["ms"] for s in run_steps if not is_measured(s)] + [s["ms"] for s in candidates[:cut]]
     r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
+    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from]
+    if late:
+        r.unreliable = (f"{len(late)} step(s) recompiled after warm-up (first at step {late[0]['i']}): "
+                        "shapes or guards keep changing")
+
+
+HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at most half of them)
+Z95 = 1.959964
+
+
+def mser5(series: list[float]) -> int:
+    """Warm-up length by MSER-5 (White, 1997): cut where the remaining batch means (of 5 steps)
+    have the smallest squared standard error; at most half the series. O(n)."""
+    b = 5
+    k = len(series) // b
+    if k < 4:
+        return 0
+    means = [statistics.fmean(series[i * b:(i + 1) * b]) for i in range(k)]
+    s1 = s2 = 0.0
+    suffix = []
+    for x in reversed(means):
+        s1 += x
+        s2 += x * x
+        suffix.append((s1, s2))
+    suffix.reverse()
+    best_d, best = 0, math.inf
+    for d in range(k // 2 + 1):
+        n = k - d
+        t1, t2 = suffix[d]
+        score = max(0.0, t2 - t1 * t1 / n) / (n * n)
+        if score < best:
+            best_d, best = d, score
+    return best_d * b
+
+
+def lag1_autocorr(xs: list[float]) -> float:
+    if len(xs) < 3:
+        return 0.0
+    m = statistics.fmean(xs)
+    den = sum((x - m) ** 2 for x in xs)
+    if den == 0:
+        return 0.0
+    return sum((a - m) * (b - m) for a, b in zip(xs, xs[1:], strict=False)) / den
+
+
+def median_interval(sorted_ms: list[float], rho: float) -> tuple[float, float]:
+    """Distribution-free 95 % interval of the median from order statistics, widened for
+    correlated neighbours: the effective sample size is n(1-rho)/(1+rho) (the AR(1) rule)."""
+    n = len(sorted_ms)
+    rho = min(max(rho, 0.0), 0.99)
+    n_eff = max(1.0, n * (1 - rho) / (1 + rho))
+    half = Z95 * n / (2 * math.sqrt(n_eff))  # in ranks
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return sorted_ms[lo], sorted_ms[max(lo, hi)]
+
+
+def _log_se(r: RunStats) -> float | None:
+    if not r.median_ci_lo or not r.median_ci_hi or r.median_ci_lo <= 0:
+        return None
+    return (math.log(r.median_ci_hi) - math.log(r.median_ci_lo)) / (2 * Z95)
 
 
 def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
@@ -348,8 +433,18 @@ def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int,
     r.speedup = base.median_ms / r.median_ms
     if r is base:
         return
+    se_a, se_b = _log_se(base), _log_se(r)
+    if se_a is not None and se_b is not None:
+        se = math.hypot(se_a, se_b)  # two independent samples: log-ratio variances add
+        r.speedup_lo = r.speedup * math.exp(-Z95 * se)
+        r.speedup_hi = r.speedup * math.exp(Z95 * se)
+        r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
     gain_ms = base.median_ms - r.median_ms
     extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
+    if r.speedup_lo is not None:
+        gains = sorted(base.median_ms - base.median_ms / x for x in (r.speedup_lo, r.speedup_hi))
+        r.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
+        r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
     if gain_ms <= 0:
         r.breakeven_never = extra_s > 0 or gain_ms < 0
         if not r.breakeven_never:

@@ -21,7 +21,13 @@ class ComparisonStrip(Static):
                 t.append("\n")
             t.append(f"{r.label}", style="bold")
             t.append(f" vs {r.baseline}: ", style="dim")
-            t.append(f"{r.speedup:.2f}×", style="bold green" if r.speedup >= 1 else "bold red")
+            style = "bold" if r.within_noise else ("bold green" if r.speedup >= 1 else "bold red")
+            t.append(f"{r.speedup:.2f}×", style=style)
+            if r.speedup_lo is not None:
+                t.append(f" (CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f}"
+                         f"{', within noise' if r.within_noise else ''})", style="dim")
+            if r.unreliable:
+                t.append(" unreliable: recompiles", style="bold yellow")
             if r.compiled:
                 t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
             if r.max_loss_diff is not None:
