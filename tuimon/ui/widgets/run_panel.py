@@ -102,7 +102,9 @@ def short_breakeven(r: RunStats) -> str:
         return "–"
     if r.breakeven_never:
         return "never"
-    return breakeven_text(r).replace(" steps (≈ ", " steps ≈").rstrip(")")
+    if not r.breakeven_steps:
+        return breakeven_text(r)
+    return f"{r.breakeven_steps:,} steps ≈{fmt_s(r.breakeven_s)}"
 
 
 def system(live: RunLive) -> Text:
