@@ -204,3 +204,24 @@ def test_no_probes_means_no_samples(tuimon):
     assert proc.returncode == 0, proc.stderr
     evs, _ = runs_of(session)
     assert not [e for e in evs if e["type"] in ("sample", "probe_info")]
+
+
+def test_interleaved_schedule_really_alternates(tuimon):
+    proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
+                           "--precision", "fp32,amp", "--schedule", "interleave",
+                           "--turn-steps", "10", "--steps", "40", "--set", "sleep_ms=5")
+    assert proc.returncode == 0, proc.stderr
+    evs, runs = runs_of(session)
+    order = [e["run"] for e in evs if e["type"] == "step"]
+    blocks = [order[0]]
+    for run in order[1:]:
+        if run != blocks[-1]:
+            blocks.append(run)
+    # 4 turns of 10 steps each, alternating (the first turn goes to whichever built first).
+    assert len(blocks) == 8 and set(blocks) == {"eager-fp32", "eager-amp"}
+    assert all(a != b for a, b in zip(blocks, blocks[1:], strict=False))
+    for run in ("eager-fp32", "eager-amp"):
+        assert [s["i"] for s in runs[run]["step"]] == list(range(40))
+    summary = json.loads((session / "summary.json").read_text())
+    assert all(r["turns"] == 4 for r in summary["runs"])
+    assert "in 4 turns" in (session / "summary.md").read_text()

@@ -252,3 +252,21 @@ def test_a_recompile_in_steady_state_flags_the_run():
     assert r.unreliable and "step 200" in r.unreliable
     assert "unreliable" in export.to_markdown({}, summarize(run_events("d", "default", "fp32", ms,
                                                                        compile_at=(200,))))
+
+
+def test_drift_misjudged_in_sequence_is_noise_under_interleaving():
+    # Two identical variants on a machine that slows down 20 % over the session.
+    n, drift = 2000, 0.2
+    base = noisy(2 * n, 10.0, sigma=0.03, seed=8)
+    slowed = [x * (1 + drift * k / (2 * n)) for k, x in enumerate(base)]  # in wall-clock order
+    sequential = (run_events("eager-fp32", "eager", "fp32", slowed[:n])
+                  + run_events("default-fp32", "default", "fp32", slowed[n:]))
+    a, b = [], []
+    for turn in range(2 * n // 50):  # turns of 50 steps, alternating
+        (a if turn % 2 == 0 else b).extend(slowed[turn * 50:(turn + 1) * 50])
+    interleaved = (run_events("eager-fp32", "eager", "fp32", a)
+                   + run_events("default-fp32", "default", "fp32", b))
+    seq = by_label(summarize(sequential))["default/fp32"]
+    inter = by_label(summarize(interleaved))["default/fp32"]
+    assert not seq.within_noise and seq.speedup < 0.95  # drift read as a slowdown
+    assert inter.within_noise and inter.speedup == pytest.approx(1.0, abs=0.02)

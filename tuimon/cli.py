@@ -113,8 +113,12 @@ def run_parser() -> Parser:
     p.add_argument("--seed", type=int, default=0, help="seed for model and data (default: 0)")
     p.add_argument("--device", type=device_arg, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
-    p.add_argument("--schedule", choices=("sequential", "parallel"), default="sequential",
-                   help="one variant at a time (default; fair on a shared device) or all at once")
+    p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
+                   default="sequential",
+                   help="sequential: one variant after the other (default); interleave: variants "
+                   "take turns of --turn-steps steps, so drift hits all alike; parallel: all at once")
+    p.add_argument("--turn-steps", type=positive_int, default=50, metavar="N",
+                   help="steps per turn with --schedule interleave (default: 50)")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
     p.add_argument("--interval", type=interval_arg, default=1.0, metavar="SECONDS",
@@ -223,7 +227,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
-                torch_trace=args.torch_trace)
+                torch_trace=args.torch_trace, turn_steps=args.turn_steps)
     console = Console()
     if use_tui(args):
         from tuimon.ui.app import TuimonApp
@@ -310,8 +314,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "recipe": str(recipe),
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
-                                                  "image_size", "seed", "device", "schedule", "set",
-                                                  "interval", "no_probes", "fps",
+                                                  "image_size", "seed", "device", "schedule",
+                                                  "turn_steps", "set", "interval", "no_probes", "fps",
                                                   "torch_trace")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),

@@ -34,6 +34,7 @@ class LoopSettings:
     steps: int | None
     duration: float | None
     warmup: int
+    turns: int = 0  # interleaved schedule: wait for a turn before step 0 and every `turns` steps
 
 
 class BatchCycle:
@@ -177,6 +178,11 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     i = 0
     try:
         while s.steps is None or i < s.steps:
+            if s.turns and i % s.turns == 0 and _obey(
+                    "pause", control, emitter, phase["now"],
+                    lambda: _emit_measured(emitter, clock, pending, losses, trainer.device), turn=True):
+                reason = "stopped"  # stopped while waiting for its turn
+                break
             command = control.poll()  # a step boundary: the clock is not running
             if command is not None and _obey(command, control, emitter, phase["now"],
                                              lambda: _emit_measured(emitter, clock, pending, losses,
@@ -216,14 +222,16 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     return reason
 
 
-def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush) -> bool:
-    """Apply one control line at a step boundary; True when the run must stop now."""
+def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush, turn: bool = False) -> bool:
+    """Apply one control line at a step boundary; True when the run must stop now.
+
+    ``turn``: not the user's pause but the end of a turn in the interleaved schedule."""
     if command in ("stop", EOF):
         return True
     if command != "pause":
         return False  # resume while running, or a line this runner does not know
     flush()  # the viewer gets every step measured before the pause
-    emitter.emit_now(events.PHASE, phase="paused")
+    emitter.emit_now(events.PHASE, phase="paused", **({"turn": True} if turn else {}))
     since = time.monotonic()
     try:
         while True:

@@ -108,6 +108,8 @@ def measured_text(r: RunStats) -> str:
     text = f"{r.measured} of {r.steps}"
     if r.steady_from is not None:
         text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
+    if r.turns > 1:
+        text += f", in {r.turns} turns"
     return text
 
 

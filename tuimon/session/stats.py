@@ -70,6 +70,7 @@ class RunStats:
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
     common_steps: int = 0
     wall_s: float | None = None
+    turns: int = 0  # interleaved schedule: turns it waited for (the first included)
     paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
     error: str | None = None
     # From the probes, over the steady state (the whole run when it has none).
@@ -283,6 +284,8 @@ def _apply(r: RunStats, e: dict) -> None:
         r.wall_s = e.get("seconds")
     elif kind == events.PHASE and r.status == "queued":
         r.status = "running"
+    if kind == events.PHASE and e.get("turn"):
+        r.turns += 1
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
     elif kind == events.COMPILE:

@@ -61,6 +61,7 @@ class Plan:
     interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
     stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
     torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
+    turn_steps: int = 50  # interleaved schedule: steps a run takes per turn
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Run:
     stop_asked: bool = False
     escalation: int = 0  # 1: SIGINT sent, 2: SIGKILL sent
     deadline: float | None = None  # when to escalate the stop, time.monotonic()
+    waiting_turn: bool = False  # interleaved schedule: paused at the end of a turn
 
 
 class Supervisor:
@@ -99,6 +101,8 @@ class Supervisor:
         self._runs: dict[str, Run] = {}
         self._queue: list[str] = []  # run ids in start order
         self._live: dict[str, Run] = {}  # runs with a process (read by the sampler: live_pids)
+        self._turn: str | None = None  # interleaved schedule: the run stepping now
+        self._last_turn: str | None = None
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
         self._initial = [(self._allocate(v), v) for v in plan.variants]
@@ -194,6 +198,7 @@ class Supervisor:
             self._pump(0)  # commands given before run(), e.g. close(): apply them before starting
             while True:
                 self._schedule()
+                self._pass_turn()
                 self._escalate()
                 if not self._live and (self._closing or not (keep_open or self._queue)):
                     return
@@ -220,7 +225,9 @@ class Supervisor:
         ready = [run for run in self._queue if self._runs[run].after not in self._live]
         if not ready:
             return
-        if self.plan.schedule == "parallel":
+        if self.plan.schedule == "interleave":
+            threads = None  # all start (build) now, but only the run holding the turn steps
+        elif self.plan.schedule == "parallel":
             # Split the cores among the runs live from now on; running ones keep their count.
             threads = max(1, (os.cpu_count() or 1) // (len(self._live) + len(ready)))
         elif self._live:
@@ -232,8 +239,11 @@ class Supervisor:
             self._start(self._runs[run], threads)
 
     def _start(self, r: Run, threads: int | None) -> None:
+        args = list(self.plan.runner_args)
+        if self.plan.schedule == "interleave":
+            args += ["--turns", str(self.plan.turn_steps)]
         r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe,
-                              runner_args=self.plan.runner_args, threads=threads,
+                              runner_args=args, threads=threads,
                               cache=self.plan.cache_dir or self._fresh_cache(r.id),
                               log_path=self.store.log_path(r.id), deliver=self._deliver,
                               torch_trace=self.store.path / "torch-trace" / r.id
@@ -278,7 +288,11 @@ class Supervisor:
         if kind == events.RUN_STARTED:
             r.stepping = True
         elif kind == events.PHASE:
-            if e.get("phase") == "paused":
+            if e.get("phase") == "paused" and e.get("turn"):
+                r.waiting_turn = True  # its turn is over (or it is ready for its first)
+                if self._turn == r.id:
+                    self._turn = None
+            elif e.get("phase") == "paused":
                 self._set_state(r.id, PAUSED)
             elif self._state(r.id) == PAUSED:
                 self._set_state(r.id, RUNNING)
@@ -292,6 +306,27 @@ class Supervisor:
             if e.get("stage") == "build" and self.build_failure is None:
                 self.build_failure = e
                 self._stop_everything()  # same recipe, same fault: stop the others
+
+    def _pass_turn(self) -> None:
+        """Interleaved schedule: when no run holds the turn, give it to the next waiting one,
+        round-robin in the order the runs were started, so drift hits every variant alike."""
+        if self.plan.schedule != "interleave":
+            return
+        if self._turn is not None and (self._turn not in self._live or self._runs[self._turn].ended):
+            self._turn = None
+        if self._turn is not None:
+            return
+        waiting = [run for run in self._live if self._runs[run].waiting_turn
+                   and not self._runs[run].ended and self._state(run) != PAUSED]
+        if not waiting:
+            return
+        order = list(self._live)
+        last = order.index(self._last_turn) if self._last_turn in order else -1
+        nxt = min(waiting, key=lambda run: (order.index(run) - last - 1) % len(order))
+        r = self._runs[nxt]
+        if r.child.send("resume"):
+            r.waiting_turn = False
+            self._turn = self._last_turn = nxt
 
     def _reap(self, run: str) -> None:
         r = self._live.pop(run)

@@ -121,7 +121,7 @@ class SessionModel:
             if live.state not in ("paused",):
                 live.state = e.get("phase", live.state)
         elif kind == events.PHASE:
-            live.state = e["phase"]
+            live.state = "waiting turn" if e.get("turn") else e["phase"]
             if e["phase"] == "compiling":
                 if e.get("compile_id") and e.get("compile_id") != live.compile_id:
                     live.compile_since = t
