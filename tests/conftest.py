@@ -30,9 +30,10 @@ def tuimon(tmp_path, inductor_cache):
     def run(*args: str, cache: bool = True, timeout: float = 300, **kwargs):
         out = tmp_path / "sessions"
         cmd = [sys.executable, "-m", "tuimon", *args]
-        if "--out" not in args and (not args or args[0] != "summary"):
+        command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls") else "run"
+        if "--out" not in args and command in ("run", "attach", "ls"):
             cmd += ["--out", str(out)]
-        if cache and (not args or args[0] != "summary"):
+        if cache and command == "run":
             cmd += ["--cache-dir", str(inductor_cache)]
         env = {**os.environ, "COLUMNS": "200"}
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
