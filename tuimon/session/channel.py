@@ -181,6 +181,10 @@ class Server:
                 self.refused += 1
                 conn.sendall(_dumps({"ok": False, "error": f"refused: uid {uid} does not own this "
                                      f"session (owner uid {self.owner_uid})"}))
+                conn.shutdown(socket.SHUT_WR)
+                conn.settimeout(2.0)  # let it send its request and read the refusal, then go
+                while conn.recv(4096):
+                    pass
                 return
             rest = b""
             while True:
@@ -257,13 +261,18 @@ class Client:
         with self._lock:
             if self._sock is None:
                 raise ChannelError("not connected")
+            failure: OSError | None = None
             try:
                 self._sock.sendall(_dumps(request))
+            except OSError as exc:  # it may have said why before it closed: read that first
+                failure = exc
+            try:
                 reply = self._readline()
             except OSError as exc:
-                raise ChannelError(f"lost the connection to the supervisor: {exc.strerror or exc}") from None
+                reply, failure = None, failure or exc
         if reply is None:
-            raise ChannelError("the supervisor closed the connection")
+            why = f": {failure.strerror or failure}" if failure else ""
+            raise ChannelError(f"the supervisor closed the connection{why}")
         if not reply.get("ok"):
             raise CommandError(reply.get("error") or "failed")
         return reply.get("result")

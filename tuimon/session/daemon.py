@@ -170,6 +170,8 @@ class Daemon:
         started = time.monotonic()
         while not self._over.wait(0.2):
             states = self.supervisor.states()
+            if self.supervisor.interrupted:  # SIGTERM / SIGINT: the loop is winding down itself
+                return
             if not states or any(s not in ENDED for s in states.values()) or self.server.attached:
                 continue
             if self.server.ever_attached or time.monotonic() - started >= self.grace_s:
