@@ -119,13 +119,14 @@ def _log_tail(path: Path) -> str:
 
 # ---- the daemon ---------------------------------------------------------------------------
 def finish(path: Path, status: str) -> dict:
-    """Write the final meta.json status and the summary files from the store alone."""
+    """Write the summary files from the store alone, then the final meta.json status (last, so
+    that a status other than "running" means the summary is there)."""
     meta = store.read_meta(path)
     _, evs, summary = export.load(path)
     meta.update(status=status, ended=_now_iso(), devices=export.device_line(summary),
                 gpu=summary.gpu_reason or summary.gpu_available)
-    write_json_atomic(path / store.META, meta)
     export.write(path, meta, evs, summary)
+    write_json_atomic(path / store.META, meta)
     return meta
 
 
