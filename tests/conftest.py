@@ -6,11 +6,13 @@ the cache, so the suite stays fast while every compile is a real torch.compile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,3 +44,17 @@ def tuimon(tmp_path, inductor_cache):
         return proc, (sessions[-1] if sessions else None)
 
     return run
+
+
+@pytest.fixture
+def reaper(tmp_path):
+    """Session daemons a failing test left running under tmp_path: killed by pid at teardown
+    (with their runners), so a detached run does not outlive its test."""
+    yield
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "tuimon.session.daemon" in cmd and str(tmp_path) in cmd:
+            with contextlib.suppress(psutil.Error):
+                for child in proc.children(recursive=True):
+                    child.kill()
+                proc.kill()

@@ -7,7 +7,6 @@ new process; ls; the control socket's permission bits and its uid check.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -138,19 +137,6 @@ def daemon_pid(session: Path) -> int:
 
 def runner_pids(session: Path) -> list[int]:
     return [e["pid"] for e in of_type(session, "run_started")]
-
-
-@pytest.fixture
-def reaper(tmp_path):
-    """Whatever a failing test left running under tmp_path: killed by pid at teardown."""
-    yield
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "tuimon.session.daemon" in cmd and str(tmp_path) in cmd:
-            with contextlib.suppress(psutil.Error):
-                for child in proc.children(recursive=True):
-                    child.kill()
-                proc.kill()
 
 
 def slow_args(out: Path, cache: Path, steps_: int, sleep_ms: int) -> list[str]:

@@ -40,7 +40,7 @@ def wait_for(predicate, timeout: float, what: str, name: str):
     raise AssertionError(f"timed out waiting for {what}; screen:\n{screen(name)}")
 
 
-def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inductor_cache):
+def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inductor_cache, reaper):
     name = f"tuimon-test-{tmp_path.name}"
     out = tmp_path / "sessions"
     cmd = (f"{sys.executable} -m tuimon {RECIPES / 'tiny_mlp.py'} --modes eager,default "
@@ -84,7 +84,7 @@ def shown_steps(name: str) -> int | None:
     return int(found[0]) if found else None
 
 
-def test_ssh_drop_kill_the_tmux_session_then_attach_from_a_new_one(tmp_path, inductor_cache):
+def test_ssh_drop_kill_the_tmux_session_then_attach_from_a_new_one(tmp_path, inductor_cache, reaper):
     first, second = f"tuimon-drop-{tmp_path.name}", f"tuimon-attach-{tmp_path.name}"
     out = tmp_path / "sessions"
     cmd = (f"{sys.executable} -m tuimon {TEST_RECIPES / 'slow_steps.py'} --modes eager "
