@@ -6,11 +6,13 @@ the cache, so the suite stays fast while every compile is a real torch.compile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,9 +32,10 @@ def tuimon(tmp_path, inductor_cache):
     def run(*args: str, cache: bool = True, timeout: float = 300, **kwargs):
         out = tmp_path / "sessions"
         cmd = [sys.executable, "-m", "tuimon", *args]
-        if "--out" not in args and (not args or args[0] != "summary"):
+        command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls") else "run"
+        if "--out" not in args and command in ("run", "attach", "ls"):
             cmd += ["--out", str(out)]
-        if cache and (not args or args[0] != "summary"):
+        if cache and command == "run":
             cmd += ["--cache-dir", str(inductor_cache)]
         env = {**os.environ, "COLUMNS": "200"}
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
@@ -41,3 +44,17 @@ def tuimon(tmp_path, inductor_cache):
         return proc, (sessions[-1] if sessions else None)
 
     return run
+
+
+@pytest.fixture
+def reaper(tmp_path):
+    """Session daemons a failing test left running under tmp_path: killed by pid at teardown
+    (with their runners), so a detached run does not outlive its test."""
+    yield
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "tuimon.session.daemon" in cmd and str(tmp_path) in cmd:
+            with contextlib.suppress(psutil.Error):
+                for child in proc.children(recursive=True):
+                    child.kill()
+                proc.kill()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import RECIPES, TEST_RECIPES
 
 TINY = str(RECIPES / "tiny_mlp.py")
+DATA = Path(__file__).resolve().parent / "data" / "session_tiny_mlp"
 
 CASES = {
     "missing recipe": (["does_not_exist.py"], "recipe not found"),
@@ -26,6 +29,15 @@ CASES = {
     "unknown flag": ([TINY, "--turbo"], "unrecognized arguments: --turbo"),
     "unwritable out": ([TINY, "--out", "{tmp}/notes.txt/sub"], "cannot write sessions to"),
     "summary of nothing": (["summary", "{tmp}"], "not a tuimon session directory"),
+    "detach and headless": ([TINY, "--detach", "--headless"], "--detach and --headless do not go"),
+    "attach, no sessions dir": (["attach"], "no tuimon sessions in"),
+    "attach, no session": (["attach", "--out", "{tmp}/empty"], "no tuimon session in"),
+    "attach a non-session": (["attach", "{tmp}"], "not a tuimon session directory"),
+    "attach a missing dir": (["attach", "{tmp}/nope"], "not a tuimon session directory"),
+    "attach without a tty": (["attach", str(DATA)], "attach needs an interactive terminal"),
+    "attach, bad fps": (["attach", str(DATA), "--fps", "0"], "--fps: must be positive"),
+    "ls, missing dir": (["ls", "--out", "{tmp}/nope"], "no such directory"),
+    "ls, unknown flag": (["ls", "--all"], "unrecognized arguments: --all"),
 }
 
 
@@ -33,6 +45,7 @@ CASES = {
 def test_bad_input_is_one_line_and_exit_2(name, tuimon, tmp_path):
     (tmp_path / "notes.txt").write_text("not a recipe")
     (tmp_path / "broken.py").write_text("def build(cfg:\n")
+    (tmp_path / "empty").mkdir()
     args, expected = CASES[name]
     proc, session = tuimon(*[a.format(tmp=tmp_path) for a in args])
     assert proc.returncode == 2, proc.stderr

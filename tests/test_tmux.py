@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -10,13 +12,18 @@ import time
 
 import psutil
 import pytest
-from conftest import RECIPES
+from conftest import RECIPES, TEST_RECIPES
+
+from tuimon.session import store
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 
 
+SERVER = f"tuimon-test-{os.getpid()}"  # a tmux server of our own: our environment, no one else's
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+    return subprocess.run(["tmux", "-L", SERVER, *args], capture_output=True, text=True).stdout
 
 
 def screen(name: str) -> str:
@@ -33,7 +40,7 @@ def wait_for(predicate, timeout: float, what: str, name: str):
     raise AssertionError(f"timed out waiting for {what}; screen:\n{screen(name)}")
 
 
-def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inductor_cache):
+def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inductor_cache, reaper):
     name = f"tuimon-test-{tmp_path.name}"
     out = tmp_path / "sessions"
     cmd = (f"{sys.executable} -m tuimon {RECIPES / 'tiny_mlp.py'} --modes eager,default "
@@ -57,8 +64,8 @@ def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inducto
         wait_for(lambda: screen(name).count("default/fp32") >= 2, 30, "the new panel", name)
 
         tmux("send-keys", "-t", name, "q")
-        wait_for(lambda: "Stop them and quit?" in screen(name), 10, "the quit question", name)
-        tmux("send-keys", "-t", name, "y")
+        wait_for(lambda: "stop them and quit" in screen(name), 10, "the quit question", name)
+        tmux("send-keys", "-t", name, "s")
         wait_for(lambda: "EXITED 0" in screen(name), 60, "tuimon to exit", name)
         assert (session / "summary.md").is_file()
         meta = json.loads((session / "meta.json").read_text())
@@ -69,3 +76,49 @@ def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inducto
         assert meta["status"] in ("done", "interrupted")
     finally:
         tmux("kill-session", "-t", name)
+
+
+def shown_steps(name: str) -> int | None:
+    """The step count in the panel's border ('steady · 123 steps · 4.5 s')."""
+    found = re.findall(r"· (\d+) steps", screen(name))
+    return int(found[0]) if found else None
+
+
+def test_ssh_drop_kill_the_tmux_session_then_attach_from_a_new_one(tmp_path, inductor_cache, reaper):
+    first, second = f"tuimon-drop-{tmp_path.name}", f"tuimon-attach-{tmp_path.name}"
+    out = tmp_path / "sessions"
+    cmd = (f"{sys.executable} -m tuimon {TEST_RECIPES / 'slow_steps.py'} --modes eager "
+           f"--steps 100000 --set sleep_ms=20 --warmup 0 --interval 0.5 --out {out} "
+           f"--cache-dir {inductor_cache}")
+    tmux("new-session", "-d", "-s", first, "-x", "100", "-y", "30", cmd)
+    try:
+        wait_for(lambda: (shown_steps(first) or 0) > 5, 60, "the run's first steps", first)
+        session = next(out.iterdir())
+        tui = [p for p in psutil.process_iter(["cmdline"])  # the CLI that runs the TUI
+               if (p.info["cmdline"] or [])[1:3] == ["-m", "tuimon"] and str(out) in p.info["cmdline"]]
+        assert len(tui) == 1
+        daemon = store.read_meta(session)["owner"]["pid"]
+
+        tmux("kill-session", "-t", first)  # the SSH connection drops: the terminal is gone
+        tui[0].wait(10)
+        assert psutil.pid_exists(daemon)
+
+        tmux("new-session", "-d", "-s", second, "-x", "100", "-y", "30",
+             f"{sys.executable} -m tuimon attach --out {out}; echo EXITED $?; sleep 30")
+        seen = wait_for(lambda: shown_steps(second), 30, "the attached panel", second)
+        wait_for(lambda: (shown_steps(second) or 0) > seen + 20, 30, "the run still advancing", second)
+        assert "live" in screen(second)
+
+        tmux("send-keys", "-t", second, "q")
+        wait_for(lambda: "they go on" in screen(second), 10, "the quit question", second)
+        tmux("send-keys", "-t", second, "s")
+        wait_for(lambda: "EXITED 0" in screen(second), 60, "tuimon attach to exit", second)
+        meta = store.read_meta(session)
+        assert meta["status"] == "done" and (session / "summary.md").is_file()
+        steps = [e["i"] for e in store.read_events(session)[0] if e["type"] == "step"]
+        assert steps == list(range(len(steps))) and len(steps) > seen + 20
+        wait_for(lambda: not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == "zombie",
+                 10, "the daemon to exit", second)
+    finally:
+        tmux("kill-session", "-t", first)
+        tmux("kill-session", "-t", second)

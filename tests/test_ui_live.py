@@ -87,7 +87,7 @@ async def test_keys_change_the_runs_and_quit_leaves_nothing_behind(tmp_path, ind
         await pilot.press("q")
         await pilot.pause(0.3)
         assert app.screen.__class__.__name__ == "QuitScreen"
-        await pilot.press("y")
+        await pilot.press("s")
         deadline = time.monotonic() + 30
         while app.is_running and time.monotonic() < deadline:
             await pilot.pause(0.2)
@@ -107,7 +107,7 @@ async def test_m_restarts_the_focused_panel_as_the_next_compile_mode(tmp_path, i
                     what="the compiled variant to run")
         assert app.model.runs["default-fp32"].mode == "default"
         await pilot.press("q")
-        await pilot.press("y")
+        await pilot.press("s")
         deadline = time.monotonic() + 30
         while app.is_running and time.monotonic() < deadline:
             await pilot.pause(0.2)

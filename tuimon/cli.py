@@ -93,7 +93,9 @@ def run_parser() -> Parser:
         description="Run a training recipe as eager and torch.compile variants, side by side, "
         "and export the eager-vs-compiled summary. With no RECIPE, runs a built-in demo.",
         epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
-        "'tuimon replay SESSION_DIR' opens the TUI on a recorded session.",
+        "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
+        "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
+        "'tuimon ls' lists sessions.",
     )
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
     p.add_argument("--modes", default="eager,default",
@@ -141,6 +143,9 @@ def run_parser() -> Parser:
                    "stdout is not a terminal)")
     p.add_argument("--fps", type=fps_arg, default=4.0,
                    help="TUI redraws per second (default: 4; 1-30)")
+    p.add_argument("--detach", action="store_true",
+                   help="start the session in the background and return at once; "
+                   "'tuimon attach' opens the TUI on it")
     p.add_argument("--version", action="version", version=f"tuimon {__version__}")
     return p
 
@@ -169,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             return summary_command(summary_parser().parse_args(argv[1:]))
         if argv[:1] == ["replay"]:
             return replay_command(replay_parser().parse_args(argv[1:]))
+        if argv[:1] in (["attach"], ["ls"]):
+            from tuimon import detach
+
+            if argv[0] == "attach":
+                return detach.attach_command(detach.attach_parser().parse_args(argv[1:]))
+            return detach.ls_command(detach.ls_parser().parse_args(argv[1:]))
         return run_command(run_parser().parse_args(argv), argv)
     except UsageError as exc:
         print(f"tuimon: error: {exc}", file=sys.stderr)
@@ -194,6 +205,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         precisions = parse_list(args.precision, PRECISIONS, "precision")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.detach and args.headless:
+        raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     if args.recipe is None:
         recipe = DEMO
     else:
@@ -229,13 +242,14 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps)
     console = Console()
-    if use_tui(args):
-        from tuimon.ui.app import TuimonApp
-        from tuimon.ui.sources import LiveSource
+    if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
+        from tuimon.detach import run_detached
 
-        source = LiveSource(Supervisor(store, plan))
-        TuimonApp(source, fps=args.fps).run()
-        supervisor, status = source.supervisor, source.status or "interrupted"
+        store.close()
+        ended = run_detached(store.path, plan, fps=args.fps, tui=not args.detach, console=console)
+        if isinstance(ended, int):  # detached: the daemon owns the session and its summary
+            return ended
+        status, supervisor, meta = ended
     else:
         view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
         if args.recipe is None:
@@ -327,7 +341,14 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "timm": version("timm"),
         "started": now_iso(),
         "status": "running",
+        "owner": owner_info("cli"),  # the process that runs the supervisor (a daemon replaces it)
     }
+
+
+def owner_info(kind: str) -> dict:
+    from tuimon.session.listing import owner_info
+
+    return owner_info(kind)
 
 
 def now_iso() -> str:

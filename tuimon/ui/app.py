@@ -64,13 +64,15 @@ class TuimonApp(App[str]):
         ("c", "show / hide the compile pane: compiles, phases, graph breaks, recompiles"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
-        ("q", "quit (asks whether to stop the runs)"),
+        ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
     ]
     CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel"}
 
-    def __init__(self, source, fps: float = 4.0, title: str | None = None) -> None:
+    def __init__(self, source, fps: float = 4.0, title: str | None = None,
+                 note: str | None = None) -> None:
         super().__init__()
         self.source = source
+        self.note = note  # said once when the app opens (e.g. attach fell back to read-only)
         self.fps = fps
         self.model = SessionModel()
         self.inbox: deque = deque()
@@ -94,6 +96,8 @@ class TuimonApp(App[str]):
         self.query_one("#log", RichLog).can_focus = False  # focus moves between panels only
         self.source.start(self.inbox.append)
         self.set_interval(1.0 / self.fps, self.tick)
+        if self.note:
+            self.notify(self.note, timeout=15)
 
     # ---- the redraw tick -----------------------------------------------------------------
     def tick(self) -> None:
@@ -162,35 +166,46 @@ class TuimonApp(App[str]):
             self.notify("no run to act on yet", severity="warning")
         return live
 
+    def _command(self, name: str, *args):
+        """A command to the source; a refusal or a lost supervisor is a notice, not a crash."""
+        try:
+            return getattr(self.source, name)(*args)
+        except Exception as exc:  # noqa: BLE001 - e.g. the detached supervisor has gone
+            self.notify(f"{name} failed: {exc}", severity="error")
+            return None
+
     # ---- actions -----------------------------------------------------------------------
     def action_mode(self, step: int) -> None:
         if (live := self._steer()) is None:
             return
         mode = MODES[(MODES.index(live.mode) + step) % len(MODES)] if live.mode in MODES else MODES[0]
-        new = self.source.restart(live.run, Variant(mode, live.precision))
+        if (new := self._command("restart", live.run, Variant(mode, live.precision))) is None:
+            return
         self.notify(f"{live.label} → {mode}/{live.precision} ({new})")
 
     def action_precision(self) -> None:
         if (live := self._steer()) is None:
             return
         precision = "amp" if live.precision == "fp32" else "fp32"
-        new = self.source.restart(live.run, Variant(live.mode, precision))
+        if (new := self._command("restart", live.run, Variant(live.mode, precision))) is None:
+            return
         self.notify(f"{live.label} → {live.mode}/{precision} ({new})")
 
     def action_restart(self) -> None:
         if (live := self._steer()) is None:
             return
-        new = self.source.restart(live.run, Variant(live.mode, live.precision))
+        if (new := self._command("restart", live.run, Variant(live.mode, live.precision))) is None:
+            return
         self.notify(f"restarting {live.label} as {new}")
 
     def action_pause(self) -> None:
         if (live := self._steer()) is None:
             return
         if live.state == "paused":
-            self.source.resume(live.run)
+            self._command("resume", live.run)
             self.notify(f"resuming {live.label}")
         elif live.active:
-            self.source.pause(live.run)
+            self._command("pause", live.run)
             self.notify(f"pausing {live.label} at the next step boundary")
         else:
             self.notify(f"{live.label} has ended; r restarts it", severity="warning")
@@ -204,14 +219,15 @@ class TuimonApp(App[str]):
                        None)
         if variant is None:
             variant = Variant(focused.mode, focused.precision) if focused else Variant("eager", "fp32")
-        new = self.source.add(variant)
+        if (new := self._command("add", variant)) is None:
+            return
         self.notify(f"added {variant.label} ({new})")
 
     def action_close_panel(self) -> None:
         if (live := self._steer()) is None:
             return
         if live.active:
-            self.source.stop(live.run)
+            self._command("stop", live.run)
         self.model.close_panel(live.run)
         self.notify(f"closed {live.label}; its run stays in the session and the summary")
 
@@ -242,12 +258,15 @@ class TuimonApp(App[str]):
             self._stop_and_exit()
             return
 
-        def answered(stop: bool | None) -> None:
-            if stop:
+        def answered(choice: str | None) -> None:
+            if choice == "stop":
                 self.notify("stopping the runs…")
                 self._stop_and_exit()
+            elif choice == "detach":
+                self.source.detach()
+                self.exit("detached")
 
-        self.push_screen(QuitScreen(len(active)), answered)
+        self.push_screen(QuitScreen(len(active), can_detach=hasattr(self.source, "detach")), answered)
 
     def _stop_and_exit(self) -> None:
         self.run_worker(self._close_source, thread=True, exclusive=True, group="shutdown")

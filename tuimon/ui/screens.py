@@ -1,4 +1,4 @@
-"""Modal screens: the key help and the quit question."""
+"""Modal screens: the key help and the quit question (stop, detach or cancel)."""
 
 from __future__ import annotations
 
@@ -26,25 +26,36 @@ class HelpScreen(ModalScreen[None]):
             yield Static("[b]tuimon keys[/b]\n\n" + "\n".join(lines))
 
 
-class QuitScreen(ModalScreen[bool]):
-    """Answers True to stop the runs and quit, False to stay."""
+class QuitScreen(ModalScreen[str | None]):
+    """Answers "stop" (stop the runs and quit), "detach" (quit, the runs go on; only offered
+    when the runs belong to a detached supervisor) or None (stay)."""
 
-    BINDINGS = [Binding("y", "answer(True)", "stop & quit"), Binding("n,escape", "answer(False)", "cancel")]
+    BINDINGS = [Binding("s,y", "answer('stop')", "stop & quit"),
+                Binding("d", "answer('detach')", "detach"),
+                Binding("n,c,escape", "answer(None)", "cancel")]
 
-    def __init__(self, active: int) -> None:
+    def __init__(self, active: int, can_detach: bool = False) -> None:
         super().__init__()
         self.active = active
+        self.can_detach = can_detach
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit"):
-            yield Static(f"{self.active} run(s) still going. Stop them and quit?\n"
-                         "What they measured so far is kept, and the summary is written.")
+            text = (f"{self.active} run(s) still going.\n"
+                    "[b]s[/b]    stop them and quit (the summary is written)")
+            if self.can_detach:
+                text += "\n[b]d[/b]    detach: they go on; come back with [b]tuimon attach[/b]"
+            yield Static(text + "\n[b]esc[/b]  cancel")
             with Horizontal():
-                yield Button("Stop runs and quit (y)", variant="error", id="yes")
-                yield Button("Cancel (n)", id="no")
+                yield Button("Stop runs (s)", variant="error", id="stop")
+                if self.can_detach:
+                    yield Button("Detach (d)", variant="primary", id="detach")
+                yield Button("Cancel (esc)", id="cancel")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
 
-    def action_answer(self, answer: bool) -> None:
+    def action_answer(self, answer: str | None) -> None:
+        if answer == "detach" and not self.can_detach:
+            return
         self.dismiss(answer)

@@ -1,4 +1,6 @@
-"""Where the TUI's events come from: a live supervisor, or a session directory (replay)."""
+"""Where the TUI's events come from: a supervisor on a thread of this process (LiveSource), a
+detached session's daemon (RemoteSource: the file plus the control socket), or a session
+directory alone (ReplaySource, read-only)."""
 
 from __future__ import annotations
 
@@ -82,6 +84,77 @@ class ReplaySource:
 
     def close(self, timeout: float = 0) -> None:
         self._stop.set()
+
+    def log_path(self, run: str) -> Path:
+        return self.path / "logs" / f"{run}.log"
+
+
+class RemoteSource:
+    """A client of a detached session's daemon (session/daemon.py): events from the tail of
+    events.jsonl, from its start (the full history); keys as commands over the session's
+    control socket (session/channel.py). Connecting counts as attaching a viewer, which keeps a
+    finished session open for new runs; ``detach()`` (or this process dying) lets it go."""
+
+    read_only = False
+
+    def __init__(self, path: str | Path, poll: float = 0.25) -> None:
+        from tuimon.session import channel
+
+        self.path = Path(path)
+        self._client = channel.Client(self.path)  # ChannelError: no daemon listens there
+        try:
+            self.pid: int | None = self._client.call("attach").get("pid")
+        except BaseException:
+            self._client.close()
+            raise
+        self._tail = ReplaySource(self.path, follow=True, poll=poll)
+        self.closed = False  # close() ended the session
+        self.detached = False
+        self.status: str | None = None
+
+    def start(self, deliver: Deliver) -> None:
+        self._tail.start(deliver)
+
+    def call(self, cmd: str, *args, **kwargs):
+        """Any command of the channel's whitelist; ChannelError / CommandError on failure."""
+        return self._client.call(cmd, *args, **kwargs)
+
+    def restart(self, run: str, variant=None) -> str:
+        return self.call("restart", run, *([variant] if variant is not None else []))
+
+    def add(self, variant, replaces: str | None = None) -> str:
+        return self.call("add", variant, *([replaces] if replaces is not None else []))
+
+    def __getattr__(self, name: str):
+        # pause / resume / stop / stop_all / states (and profile, ...) go over the socket.
+        from tuimon.session.channel import COMMANDS
+
+        if name in COMMANDS:
+            return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+        raise AttributeError(name)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop every run and end the session; returns once the daemon has written the
+        summary and exited (or after ``timeout``)."""
+        from tuimon.session.channel import ChannelError, CommandError
+        from tuimon.session.store import read_meta
+
+        self.closed = True
+        try:
+            self._client.call("close")
+            self._client.wait_closed(timeout)
+        except (ChannelError, CommandError):
+            pass  # the daemon is gone already
+        finally:
+            self._client.close()
+            self._tail.close()
+        self.status = read_meta(self.path).get("status")
+
+    def detach(self) -> None:
+        """Leave the runs going: drop the connection and stop following the file."""
+        self.detached = True
+        self._client.close()
+        self._tail.close()
 
     def log_path(self, run: str) -> Path:
         return self.path / "logs" / f"{run}.log"
