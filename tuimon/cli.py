@@ -85,6 +85,17 @@ def key_value(text: str) -> str:
     return text
 
 
+def window_arg(text: str) -> str:
+    try:
+        wait, warmup, active = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
+    if wait < 0 or warmup < 0 or active < 1:
+        raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
+    return f"{wait},{warmup},{active}"
+
+
 def run_parser() -> Parser:
     p = Parser(
         prog="tuimon",
@@ -126,6 +137,15 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
+    p.add_argument("--profile-at", type=non_negative_int, metavar="STEP",
+                   help="capture a torch.profiler window in every run from step STEP (chrome traces "
+                   "go to the session's profiles/)")
+    p.add_argument("--profile-window", type=window_arg, default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
+                   help="steps of a capture: skipped, recorded and dropped, kept (default: 1,2,3)")
+    p.add_argument("--profile-backward", nargs="?", const="eager", choices=("eager", "all"),
+                   metavar="eager|all",
+                   help="label each block's backward in captures: eager variants (default when "
+                   "given), or all (compiled variants too: graph breaks and recompiles in the window)")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -285,6 +305,12 @@ def runner_flags(args: argparse.Namespace) -> list[str]:
             flags += ["--" + opt.replace("_", "-"), str(value)]
     for kv in args.set:
         flags += ["--set", kv]
+    if args.profile_at is not None:
+        flags += ["--profile-at", str(args.profile_at)]
+    if args.profile_window != "1,2,3":
+        flags += ["--profile-window", args.profile_window]
+    if args.profile_backward:
+        flags += ["--profile-backward", args.profile_backward]
     return flags
 
 
@@ -304,7 +330,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule", "set",
-                                                  "interval", "no_probes", "fps")},
+                                                  "interval", "no_probes", "fps", "profile_at",
+                                                  "profile_window", "profile_backward")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

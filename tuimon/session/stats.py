@@ -74,6 +74,10 @@ class RunStats:
     throttle_reasons: dict[str, int] = field(default_factory=dict)
     samples: int = 0
     warnings: list[str] = field(default_factory=list)
+    # Profiler captures (``profile`` events, done or failed), in order; each gains
+    # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
+    profiles: list[dict] = field(default_factory=list)
+    profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
 
     @property
     def label(self) -> str:
@@ -109,7 +113,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def is_measured(step: dict) -> bool:
-    return step.get("phase") == "steady" and not step.get("compile_ms")
+    return step.get("phase") == "steady" and not step.get("compile_ms") and not step.get("profiled")
 
 
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
@@ -182,11 +186,13 @@ class Collector:
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
     def summary(self) -> SessionSummary:
-        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings))
+        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings),
+                             profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         for run, r in runs.items():
             _step_stats(r, steps[run], *self._counts[run])
+            _profile_stats(r, steps[run])
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         samples = list(self._samples)
         for r in runs.values():
@@ -254,6 +260,8 @@ def _apply(r: RunStats, e: dict) -> None:
         r.status = "running"
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+    elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
+        r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
 
 
 def _track_pause(windows: list[list], e: dict) -> None:
@@ -287,8 +295,22 @@ def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: 
     r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in run_steps if is_measured(s))
     samples = statistics.median(s.get("n", 0) for s in run_steps if is_measured(s))
     r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
-    kept_apart = [s["ms"] for s in run_steps if not is_measured(s)]
+    # A profiled step is slow because of the profiler, not warm-up (unless it compiled too).
+    kept_apart = [s["ms"] for s in run_steps
+                  if not is_measured(s) and (s.get("compile_ms") or not s.get("profiled"))]
     r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
+
+
+def _profile_stats(r: RunStats, run_steps: list[dict]) -> None:
+    profiled: dict[int, list[float]] = {}
+    for s in run_steps:
+        if s.get("profiled"):
+            profiled.setdefault(s["profiled"], []).append(s["ms"])
+    r.profiled_steps = sum(len(v) for v in profiled.values())
+    r.warmup_steps -= r.profiled_steps
+    for p in r.profiles:
+        times = profiled.get(p.get("capture"))
+        p["recorded_median_ms"] = statistics.median(times) if times else None
 
 
 def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
