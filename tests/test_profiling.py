@@ -7,6 +7,7 @@ through the CLI (--profile-at) and through the supervisor's ``profile`` control 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import threading
 import time
@@ -20,6 +21,7 @@ from tuimon import events
 from tuimon import recipe as contract
 from tuimon.runner import loop
 from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner.control import Control
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.profiling import (
     Ev,
@@ -27,6 +29,7 @@ from tuimon.runner.profiling import (
     Profiler,
     analyse,
     block_modules,
+    link,
     nest,
     parse_command,
     parse_window,
@@ -71,7 +74,8 @@ def build(path, batch_size=16, image_size=32, **extra) -> contract.Recipe:
     return contract.validate(module.build(cfg), str(path))
 
 
-def train(recipe, steps, tmp_path=None, at=None, window=(1, 2, 3), backward=False, requests=()):
+def train(recipe, steps, tmp_path=None, at=None, window=(1, 2, 3), backward=False, requests=(),
+          control=None):
     """Run the real loop in this process; returns (events, profiler)."""
     trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", steps, None, 0))
     emitter = ListEmitter()
@@ -80,7 +84,7 @@ def train(recipe, steps, tmp_path=None, at=None, window=(1, 2, 3), backward=Fals
                         out_dir=str(tmp_path) if tmp_path else None, run="t")
     for options in requests:
         profiler.request(options)
-    loop.run(trainer, emitter, CompileWatch(), None, profiler)
+    loop.run(trainer, emitter, CompileWatch(), control, profiler)
     emitter.flush()
     return emitter.events, profiler
 
@@ -221,6 +225,24 @@ def test_requests_queue_and_a_window_cut_short_still_reports():
     assert first["trace"] is None  # no --profile-dir: no trace
 
 
+def test_a_pause_inside_a_window_ends_the_capture_with_what_it_recorded():
+    r, w = os.pipe()
+    try:
+        # Read one line per step boundary: profile at 0, pause (and resume at once) at 1.
+        os.write(w, b'profile {"wait": 0, "warmup": 0, "active": 4}\npause\nresume\n')
+        evs, profiler = train(build(ITEM), 6, control=Control(r))
+    finally:
+        os.close(w)
+    done = of(evs, events.PROFILE, state="done")
+    assert len(done) == 1 and done[0]["partial"] and done[0]["active_steps"] == [0]
+    assert done[0]["steps_recorded"] == 1  # not the stub of the step the pause cut off
+    phases = [e["phase"] for e in of(evs, events.PHASE)]
+    assert "paused" in phases
+    assert evs.index(done[0]) < evs.index(next(e for e in evs if e.get("phase") == "paused"))
+    assert [s["i"] for s in of(evs, events.STEP) if s.get("profiled")] == [0]
+    assert profiler.capture is None
+
+
 def test_block_modules_skip_identity_in_place_and_what_precedes_it():
     import torchvision
 
@@ -258,28 +280,42 @@ def test_options_and_control_lines():
 def test_gpu_syncs_are_named_by_the_op_and_module_that_caused_them():
     # What a CUDA capture looks like (no GPU here): a .item() on a device tensor in forward, and a
     # blocking device-to-host copy inside a module's backward (the write-up's GatherBackward).
-    def ev(name, start, end, **kw):
-        return Ev(name, start, end, **kw)
+    # Kineto records CUDA runtime calls under the OS thread id and links them (and the kernels)
+    # to the op that issued them by correlation id.
+    def cpu(name, start, end, corr=0, linked=0, thread=1):
+        return Ev(name, start, end, thread=thread, corr=corr, linked=linked)
 
-    evs = [ev("ProfilerStep#3", 0, 100, annotation=True),
-           ev("tuimon: forward", 1, 40, annotation=True),
-           ev("forward: probe", 2, 30, annotation=True),
-           ev("aten::item", 3, 20), ev("aten::_local_scalar_dense", 4, 19),
-           ev("cudaMemcpyAsync", 5, 8), ev("cudaStreamSynchronize", 9, 18),
-           ev("tuimon: backward", 41, 90, annotation=True),
-           ev("backward: blocks.3", 42, 80, annotation=True),
-           ev("GatherBackward0", 43, 79), ev("aten::to", 44, 70), ev("aten::copy_", 45, 69),
-           ev("cudaMemcpyAsync", 46, 50), ev("cudaStreamSynchronize", 51, 68),
-           ev("gather_kernel", 60, 75, cpu=False), ev("Memcpy DtoH (Device -> Pinned)", 52, 58, cpu=False),
-           ev("tuimon: forward", 60, 75, cpu=False, annotation=True)]
-    out = analyse(nest(evs), module_names=["probe", "blocks.3"], backward=True)
+    def gpu(name, start, end, linked):
+        return Ev(name, start, end, thread=7, cpu=False, linked=linked)
+
+    evs = [cpu("ProfilerStep#3", 0, 100), cpu("tuimon: forward", 1, 40), cpu("forward: probe", 2, 30),
+           cpu("aten::item", 3, 20, corr=10), cpu("aten::_local_scalar_dense", 4, 19, corr=11),
+           cpu("cudaMemcpyAsync", 5, 8, linked=11, thread=4242),
+           cpu("cudaStreamSynchronize", 9, 18, linked=11, thread=4242),
+           gpu("Memcpy DtoH (Device -> Pageable)", 10, 12, linked=11),
+           cpu("tuimon: backward", 41, 90), cpu("backward: blocks.3", 42, 80),
+           cpu("autograd::engine::evaluate_function: GatherBackward0", 43, 79, corr=20),
+           cpu("GatherBackward0", 43.5, 78, corr=21), cpu("aten::scatter_add_", 44, 47, corr=25),
+           cpu("cudaLaunchKernel", 45, 46, linked=25, thread=4242),
+           cpu("aten::to", 48, 70, corr=22), cpu("aten::copy_", 49, 69, corr=24),
+           cpu("cudaMemcpyAsync", 50, 52, linked=24, thread=4242),
+           cpu("cudaStreamSynchronize", 53, 68, linked=24, thread=4242),
+           gpu("scatter_add_kernel", 46, 60, linked=25),
+           gpu("Memcpy DtoH (Device -> Pageable)", 61, 66, linked=24),
+           Ev("tuimon: backward", 41, 90, thread=7, cpu=False, annotation=True)]
+    out = analyse(nest(link(evs)), module_names=["probe", "blocks.3"], backward=True)
     syncs = {s["op"]: s for s in out["syncs"]}
-    assert syncs["aten::item"]["kind"] == "device_sync" and syncs["aten::item"]["where"] == "forward › probe"
-    assert syncs["aten::item"]["via"] == "cudaStreamSynchronize"
-    copy = syncs["GatherBackward0"]
-    assert copy["kind"] == "blocking_copy" and copy["where"] == "backward › blocks.3"
-    assert out["sync_count"] == 2
-    assert [o["name"] for o in out["top_device_ops"]] == ["gather_kernel", "Memcpy DtoH (Device -> Pinned)"]
+    item = syncs["aten::item"]
+    assert (item["kind"], item["where"], item["via"], item["context"]) == (
+        "device_sync", "forward › probe", "cudaStreamSynchronize", None)
+    copy = syncs["aten::copy_"]
+    assert (copy["kind"], copy["where"], copy["context"]) == ("blocking_copy", "backward › blocks.3",
+                                                              "GatherBackward0")
+    assert out["sync_count"] == 2 and len(out["syncs"]) == 2
+    assert [o["name"] for o in out["top_device_ops"]] == ["aten::scatter_add_", "aten::copy_",
+                                                          "aten::_local_scalar_dense"]
+    assert out["top_kernels"][0] == {"name": "scatter_add_kernel", "calls": 1, "self_ms": 0.014,
+                                     "total_ms": 0.014, "share": 0.14}
     assert {m["name"]: m["backward_ms"] for m in out["modules"]} == {"probe": None, "blocks.3": 0.038}
 
 

@@ -42,13 +42,13 @@ CONTROL = "control"
 #     module_spans, notes -- the UI shows "profiling..." until that capture's next event;
 #   state "done": capture, source, window, backward, first_step, recorded_steps, active_steps
 #     (the steps really recorded), partial, activities, steps_recorded, step_ms, split {data_ms,
-#     forward_ms, backward_ms, optimizer_ms, other_ms, step_ms}, top_ops and, on a GPU,
-#     top_device_ops [{name, calls, self_ms, total_ms, share}] (top 30 by self time), modules
-#     [{name, forward_ms, backward_ms}], syncs [{op, kind: scalar_read | device_sync |
-#     blocking_copy, where, phase, module, via, count, ms, ours}], sync_count (not ours), trace
-#     (chrome trace path or null), trace_bytes, cost {events, events_s, build_s, export_s},
-#     compiles, notes. Times and counts are per step (means over the active steps); share is of
-#     the mean step;
+#     forward_ms, backward_ms, optimizer_ms, other_ms, step_ms}, top_ops (by CPU self time) and,
+#     on a GPU, top_device_ops (device time by launching op) and top_kernels: each [{name, calls,
+#     self_ms, total_ms, share}], top 30; modules [{name, forward_ms, backward_ms}], syncs [{op,
+#     kind: scalar_read | device_sync | blocking_copy, where, phase, module, via, context, count,
+#     ms, ours}], sync_count (not ours), trace (chrome trace path or null), trace_bytes, cost
+#     {events, events_s, build_s, export_s}, compiles, notes. Times and counts are per step
+#     (means over the active steps); share is of the mean step;
 #   state "failed": capture, error, notes (nothing was recorded; the run goes on).
 # The steps the profiler recorded carry profiled: <capture> in their step event; they are kept
 # out of the steady state, like warm-up. The request itself is a control event, action profile

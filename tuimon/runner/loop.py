@@ -220,8 +220,9 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         while s.steps is None or i < s.steps:
             command = control.poll()  # a step boundary: the clock is not running
             if command is not None and _obey(command, control, emitter, phase["now"],
-                                             lambda: _emit_measured(emitter, clock, pending, losses,
-                                                                    trainer.device), profiler):
+                                             lambda: _before_pause(emitter, clock, pending, losses,
+                                                                   trainer.device, profiler, watch),
+                                             profiler):
                 reason = "stopped"
                 break
             capture = None
@@ -247,12 +248,13 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
+            ended = time.time()
             profiled = result = None
             if capture is not None:  # outside the step's time: the profiler's own bookkeeping
                 profiled, result = profiler.after_step(i, watch.count)
             compile_ms = watch.take_step_compile_ms()
             step_phase = "warmup" if i < s.warmup else "steady"
-            pending.append((i, time.time(), data_ms, samples_in(batch, trainer.recipe), captured,
+            pending.append((i, ended, data_ms, samples_in(batch, trainer.recipe), captured,
                             compile_ms, step_phase, profiled))
             if result is not None:  # a capture finished: its steps first, then its tables
                 _emit_ready(emitter, clock.ready(), pending, losses)
@@ -284,6 +286,13 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     return reason
 
 
+def _before_pause(emitter, clock, pending, losses, device, profiler, watch) -> None:
+    # The viewer gets every step measured before the pause, and a capture open now ends here with
+    # what it recorded (its profiler would otherwise count the pause into a step).
+    _emit_measured(emitter, clock, pending, losses, device)
+    _end_capture(profiler, watch, emitter)
+
+
 def _end_capture(profiler: Profiler | None, watch: CompileWatch, emitter: Emitter) -> None:
     """The run ends inside a capture window: stop it, report what it recorded."""
     result = profiler.abort(watch.count) if profiler is not None else None
@@ -301,7 +310,7 @@ def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
         return False
     if command != "pause":
         return False  # resume while running, or a line this runner does not know
-    flush()  # the viewer gets every step measured before the pause
+    flush()  # the viewer gets every step measured before the pause (and an open capture ends)
     emitter.emit_now(events.PHASE, phase="paused")
     since = time.monotonic()
     try:

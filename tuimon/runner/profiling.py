@@ -50,6 +50,7 @@ LOSS_READ = "loss read"  # the runner's own scalar read of the loss (CPU only; a
 TOP_N = 30
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+ENGINE = "autograd::engine::evaluate_function: "  # the autograd engine's wrapper of a backward node
 HOOK_FAILURE = "BackwardHookFunction"  # in the message of the in-place failure of a backward hook
 OPTION_KEYS = ("wait", "warmup", "active", "backward")
 
@@ -404,13 +405,13 @@ class Capture:
         compiles = compiles_after - self.compiles_before
         if compiles:
             self.notes.append(f"{compiles} compile(s) ran inside the window")
-        if self._events is None:
+        if self._events is None or not self.active_steps:
             return {**head, "state": "failed", "notes": self.notes,
-                    "error": f"the run ended before any active step was recorded "
+                    "error": f"the window ended before any active step was recorded "
                              f"({self.k} of {self.options.steps} window steps ran)"}
         t0 = time.perf_counter()
         tables = analyse(self._events, module_names=[name for name, _ in self.modules],
-                         backward=self.backward_hooks)
+                         backward=self.backward_hooks, steps=len(self.active_steps))
         build_s = time.perf_counter() - t0
         partial = len(self.active_steps) < self.options.active
         if partial:
@@ -527,25 +528,35 @@ def _one_line(exc: BaseException) -> str:
 # ---- the tables ---------------------------------------------------------------------------------
 class Ev:
     """One profiler event, lighter than torch's FunctionEvent (building those for a ViT window of
-    29k events takes 1.3 s; these take ~0.1 s). Times in µs."""
+    29k events takes 1.3 s; these take ~0.1 s). Times in µs. ``corr`` / ``linked``: kineto's
+    correlation ids (a CUDA runtime call or kernel is linked to the op that issued it);
+    ``launcher``: for a kernel or copy on the device, that op."""
 
-    __slots__ = ("name", "start", "end", "thread", "cpu", "annotation", "parent", "children", "self_us")
+    __slots__ = ("name", "start", "end", "thread", "cpu", "annotation", "parent", "children",
+                 "self_us", "corr", "linked", "launcher")
 
     def __init__(self, name: str, start: float, end: float, thread: int = 0, cpu: bool = True,
-                 annotation: bool = False) -> None:
+                 annotation: bool = False, corr: int = 0, linked: int = 0) -> None:
         self.name = name
         self.start = start
         self.end = end
         self.thread = thread
         self.cpu = cpu
-        self.annotation = annotation or name.startswith(("ProfilerStep", LABEL, FWD, BWD))
+        self.annotation = annotation or _ours(name)
         self.parent: Ev | None = None
         self.children: list[Ev] = []
         self.self_us = end - start
+        self.corr = corr
+        self.linked = linked
+        self.launcher: Ev | None = None
 
     @property
     def total_us(self) -> float:
         return self.end - self.start
+
+
+def _ours(name: str) -> bool:
+    return name.startswith(("ProfilerStep", LABEL, FWD, BWD))
 
 
 def light_events(prof) -> list[Ev]:
@@ -556,7 +567,8 @@ def light_events(prof) -> list[Ev]:
         return nest([Ev(e.name, e.time_range.start, e.time_range.end, e.thread,
                         getattr(e.device_type, "name", "CPU") == "CPU",
                         bool(getattr(e, "is_user_annotation", False))) for e in prof.events()])
-    raw = [k for k in raw if not (k.is_async() or k.is_hidden_event())]
+    raw = [k for k in raw if not (k.is_async() or k.is_hidden_event()
+                                  or k.start_thread_id() != k.end_thread_id())]
     # Nanoseconds since the epoch do not fit a float at ns precision: count from the first event
     # (as integers), or a child 0.25 µs long can seem to start after its parent ended.
     base = min((k.start_ns() for k in raw), default=0)
@@ -564,8 +576,25 @@ def light_events(prof) -> list[Ev]:
     for k in raw:
         start = k.start_ns() - base
         out.append(Ev(k.name(), start / 1000.0, (start + k.duration_ns()) / 1000.0, k.start_thread_id(),
-                      k.device_type().name == "CPU", k.is_user_annotation()))
-    return nest(out)
+                      k.device_type().name == "CPU", k.is_user_annotation(), k.correlation_id(),
+                      k.linked_correlation_id()))
+    return nest(link(out))
+
+
+def link(evs: list[Ev]) -> list[Ev]:
+    """Tie CUDA runtime calls and device activity to the op that issued them (as torch does):
+    a runtime call takes its op's thread (kineto records the OS thread id), so it nests under the
+    op; a kernel or copy gets ``launcher``."""
+    frontend = {e.corr: e for e in evs if e.cpu and not e.linked and e.corr}
+    for e in evs:
+        op = frontend.get(e.linked) if e.linked else None
+        if op is None:
+            continue
+        if e.cpu:
+            e.thread = op.thread
+        else:
+            e.launcher = op
+    return evs
 
 
 def nest(evs: list[Ev]) -> list[Ev]:
@@ -596,12 +625,15 @@ def _ms(us: float, steps: int) -> float:
     return round(us / 1000.0 / steps, 4)
 
 
-def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False) -> dict:
+def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
+            steps: int | None = None) -> dict:
     """The pane's tables from the nested events of the active steps (see ``light_events``).
 
-    Times are per step (means over the active steps); ``share`` is of the mean step.
+    Times are per step (means over the active steps); ``share`` is of the mean step. A window
+    stopped early ends with the stub of a step that never ran: ``steps`` keeps the first ones.
     """
-    steps = [e for e in evs if e.cpu and e.name.startswith("ProfilerStep")]
+    steps = sorted((e for e in evs if e.cpu and e.name.startswith("ProfilerStep")),
+                   key=lambda e: e.start)[:steps]
     n = max(1, len(steps))
     step_us = sum(e.total_us for e in steps)
     window_us = step_us or 1.0
@@ -633,15 +665,18 @@ def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False)
     out = {"steps_recorded": len(steps), "step_ms": split["step_ms"], "split": split,
            "top_ops": _top(ops, n, window_us)}
 
-    device: dict[str, list[float]] = {}
+    kernels: dict[str, list[float]] = {}
+    by_op: dict[str, list[float]] = {}
     for e in evs:
         if not e.cpu and not e.annotation:  # kernels, copies (annotations have GPU mirrors)
-            row = device.setdefault(e.name, [0, 0.0, 0.0])
-            row[0] += 1
-            row[1] += e.total_us
-            row[2] += e.total_us
-    if device:
-        out["top_device_ops"] = _top(device, n, window_us)
+            for table, name in ((kernels, e.name), (by_op, e.launcher.name if e.launcher else e.name)):
+                row = table.setdefault(name, [0, 0.0, 0.0])
+                row[0] += 1
+                row[1] += e.total_us
+                row[2] += e.total_us
+    if kernels:  # on a GPU: device time by the op that launched it, and by kernel
+        out["top_device_ops"] = _top(by_op, n, window_us)
+        out["top_kernels"] = _top(kernels, n, window_us)
     out["modules"] = [{"name": m, "forward_ms": _ms(fwd[m], n) if m in fwd else None,
                        "backward_ms": _ms(bwd[m], n) if backward and m in bwd else None}
                       for m in module_names if m in fwd or m in bwd]
@@ -694,14 +729,18 @@ def find_syncs(cpu_events: list[Ev], spans, n: int) -> list[dict]:
     ``device_sync`` when a CUDA synchronisation runs inside it, else a ``scalar_read`` (a CPU
     tensor: no device wait, but on a GPU the same line syncs when the tensor lives there). A CUDA
     synchronisation (or a synchronous cudaMemcpy) outside a scalar read is named after the op
-    that issued it (``aten::to``, ``aten::nonzero`` ...); ``blocking_copy`` when that op copied.
+    that issued it (``aten::copy_``, ``aten::nonzero`` ...); ``blocking_copy`` when that op
+    copied too. ``context``: the outermost op around it that is not tuimon's (the backward node,
+    e.g. ``GatherBackward0``, or ``Optimizer.step#AdamW.step``).
     """
     found: dict[tuple, list[float]] = {}
 
     def add(op: str, kind: str, e: Ev, via: str | None) -> None:
         label, span_kind, module = _where(e.start, spans)
         where = f"{span_kind} › {module}" if module else (label or "outside the step labels")
-        row = found.setdefault((op, kind, where, label, module, via), [0, 0.0])
+        outer = [a for a in _ancestors(e) if not _ours(a.name)]
+        context = outer[-1].name.replace(ENGINE, "") if outer else None  # e.g. GatherBackward0
+        row = found.setdefault((op, kind, where, label, module, via, context), [0, 0.0])
         row[0] += 1
         row[1] += e.total_us
 
@@ -714,17 +753,15 @@ def find_syncs(cpu_events: list[Ev], spans, n: int) -> list[dict]:
             via = next((d.name for d in _descendants(e) if d.name in SYNC_CALLS), None)
             add(name, "device_sync" if via else "scalar_read", e, via)
         elif name in SYNC_CALLS:
-            chain = list(_ancestors(e))
-            if any(a.name in SCALAR_READS for a in chain):
+            if any(a.name in SCALAR_READS for a in _ancestors(e)):
                 continue  # counted with its scalar read
-            ops = [a for a in chain if not a.annotation]
-            trigger = ops[-1] if ops else e  # the outermost op that issued it
-            copies = name == "cudaMemcpy" or any(d.name.startswith("cudaMemcpy")
-                                                  for d in _descendants(trigger))
-            add(trigger.name, "blocking_copy" if copies else "device_sync", trigger, name)
+            op = e.parent if e.parent is not None and not _ours(e.parent.name) else e  # who called it
+            copies = name == "cudaMemcpy" or any(c.name.startswith("cudaMemcpy") for c in op.children)
+            add(op.name, "blocking_copy" if copies else "device_sync", op, name)
 
     out = [{"op": op, "kind": kind, "where": where, "phase": label, "module": module, "via": via,
-            "count": round(count / n, 2), "ms": _ms(total_us, n), "ours": label == LOSS_READ}
-           for (op, kind, where, label, module, via), (count, total_us) in found.items()]
+            "context": context, "count": round(count / n, 2), "ms": _ms(total_us, n),
+            "ours": label == LOSS_READ}
+           for (op, kind, where, label, module, via, context), (count, total_us) in found.items()]
     out.sort(key=lambda s: (s["ours"], -s["count"]))
     return out

@@ -156,8 +156,9 @@ def syncs_text(p: dict, limit: int = 3) -> str:
     if not found:
         return "no syncs or scalar reads"
     kinds = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
-    parts = [f"{s['op']} ×{s['count']:g}/step at {s['where']} ({kinds.get(s['kind'], s['kind'])})"
-             for s in found[:limit]]
+    parts = [f"{s['op']} ×{s['count']:g}/step at {s['where']}"
+             + (f" in {short_name(s['context'])}" if s.get("context") else "")
+             + f" ({kinds.get(s['kind'], s['kind'])})" for s in found[:limit]]
     more = f" and {len(found) - limit} more" if len(found) > limit else ""
     return "; ".join(parts) + more
 
