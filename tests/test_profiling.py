@@ -75,11 +75,12 @@ def build(path, batch_size=16, image_size=32, **extra) -> contract.Recipe:
 
 
 def train(recipe, steps, tmp_path=None, at=None, window=(1, 2, 3), backward=False, requests=(),
-          control=None):
-    """Run the real loop in this process; returns (events, profiler)."""
+          control=None, compiled=False):
+    """Run the real loop in this process; returns (events, profiler). ``compiled`` only tells the
+    profiler the variant is compiled (the model runs eager: no compile in the test process)."""
     trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", steps, None, 0))
     emitter = ListEmitter()
-    profiler = Profiler(device_type="cpu", model=recipe.model, compiled=False,
+    profiler = Profiler(device_type="cpu", model=recipe.model, compiled=compiled,
                         defaults=Options(*window, backward), at_step=at,
                         out_dir=str(tmp_path) if tmp_path else None, run="t")
     for options in requests:
@@ -320,9 +321,22 @@ def test_gpu_syncs_are_named_by_the_op_and_module_that_caused_them():
 
 
 # ---- through the CLI and the supervisor -----------------------------------------------------------
+def test_compiled_variants_get_no_module_hooks_unless_asked_with_all():
+    recipe = build(ITEM)
+    evs, profiler = train(recipe, 8, at=1, backward=True, compiled=True)
+    p = of(evs, events.PROFILE, state="done")[0]
+    assert p["modules"] == [] and "backward attribution skipped on a compiled variant" in p["notes"][0]
+    assert p["syncs"][0]["where"] == "forward"  # no module span to name it by
+    assert_no_profiler_left(profiler, recipe.model)
+    # "all" on a run not started with --profile-backward all: Dynamo would ignore the hooks.
+    evs, _ = train(recipe, 8, at=1, backward="all", compiled=True)
+    assert "Dynamo ignores module hooks" in of(evs, events.PROFILE, state="done")[0]["notes"][0]
+
+
 def test_profile_at_through_the_cli(tuimon):
-    proc, session = tuimon(str(TINY), "--headless", "--modes", "eager,default", "--steps", "40",
-                           "--profile-at", "10", "--profile-window", "1,1,2", "--profile-backward")
+    proc, session = tuimon(str(TINY), "--headless", "--modes", "eager", "--precision", "fp32,amp",
+                           "--steps", "40", "--profile-at", "10", "--profile-window", "1,1,2",
+                           "--profile-backward")
     assert proc.returncode == 0, proc.stderr
     evs, _ = store.read_events(session)
     summary = json.loads((session / "summary.json").read_text())
@@ -336,12 +350,9 @@ def test_profile_at_through_the_cli(tuimon):
         assert r["measured"] == 40 - 3 - 3 and r["profiled_steps"] == 3
         assert r["profiles"][0]["top_ops"] and r["profiles"][0]["recorded_median_ms"] > 0
         assert f"{r['label']}: profile 1 (steps 12–13" in proc.stdout
-    eager, compiled = (next(r for r in summary["runs"] if r["mode"] == m) for m in ("eager", "default"))
-    assert all(m["backward_ms"] is not None for m in eager["profiles"][0]["modules"])
-    assert eager["profiles"][0]["notes"] == []
-    # Compiled: no hooks unless asked with "all" (graph breaks), and the event says so.
-    assert compiled["profiles"][0]["modules"] == []
-    assert "backward attribution skipped on a compiled variant" in compiled["profiles"][0]["notes"][0]
+        assert [m["name"] for m in r["profiles"][0]["modules"]] == ["first", "rest"]
+        assert all(m["backward_ms"] > 0 for m in r["profiles"][0]["modules"])
+        assert r["profiles"][0]["notes"] == []
     md = (session / "summary.md").read_text()
     assert "| profiler captures | 1 capture; top op" in md and "eager-fp32-profile1.json" in md
 
