@@ -44,11 +44,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def step_index(text: str) -> int:
+    return positive_int(text) if text.strip() != "0" else 0
+
+
 def warmup_arg(text: str) -> str:
     """'auto' (found in the data) or a fixed number of steps, kept as text for the runner."""
     if text == "auto":
         return text
-    return str(positive_int(text) if text.strip() != "0" else 0)
+    return str(step_index(text))
 
 
 def positive_float(text: str) -> float:
@@ -85,6 +89,17 @@ def key_value(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][\w.-]*=.*", text):
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return text
+
+
+def window_arg(text: str) -> str:
+    try:
+        wait, warmup, active = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
+    if wait < 0 or warmup < 0 or active < 1:
+        raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
+    return f"{wait},{warmup},{active}"
 
 
 def run_parser() -> Parser:
@@ -138,6 +153,15 @@ def run_parser() -> Parser:
     p.add_argument("--torch-trace", action="store_true",
                    help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
                    "(open it with tlparse)")
+    p.add_argument("--profile-at", type=step_index, metavar="STEP",
+                   help="capture a torch.profiler window in every run from step STEP (chrome traces "
+                   "go to the session's profiles/)")
+    p.add_argument("--profile-window", type=window_arg, default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
+                   help="steps of a capture: skipped, recorded and dropped, kept (default: 1,2,3)")
+    p.add_argument("--profile-backward", nargs="?", const="eager", choices=("eager", "all"),
+                   metavar="eager|all",
+                   help="label each block's backward in captures: eager variants (default when "
+                   "given), or all (compiled variants too: graph breaks and recompiles in the window)")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -310,6 +334,12 @@ def runner_flags(args: argparse.Namespace) -> list[str]:
             flags += ["--" + opt.replace("_", "-"), str(value)]
     for kv in args.set:
         flags += ["--set", kv]
+    if args.profile_at is not None:
+        flags += ["--profile-at", str(args.profile_at)]
+    if args.profile_window != "1,2,3":
+        flags += ["--profile-window", args.profile_window]
+    if args.profile_backward:
+        flags += ["--profile-backward", args.profile_backward]
     return flags
 
 
@@ -330,7 +360,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
                                                   "turn_steps", "set", "interval", "no_probes", "fps",
-                                                  "torch_trace")},
+                                                  "torch_trace", "profile_at", "profile_window",
+                                                  "profile_backward")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -42,6 +42,24 @@ WARNING = "warning"  # text (run-tagged, or session-wide without run): throttlin
 #   restart (run: the old run; new_run, mode, precision of the new one);
 #   stop_all | close (session-wide, no run).
 CONTROL = "control"
+# Written by the runner: a torch.profiler capture (runner/profiling.py), emitted at once:
+#   state "started": capture (1, 2, ... per run), source (control | profile_at), window {wait,
+#     warmup, active}, backward (false | true | "all"), first_step, active_steps [first, last],
+#     module_spans, notes -- the UI shows "profiling..." until that capture's next event;
+#   state "done": capture, source, window, backward, first_step, recorded_steps, active_steps
+#     (the steps really recorded), partial, activities, steps_recorded, step_ms, split {data_ms,
+#     forward_ms, backward_ms, optimizer_ms, other_ms, step_ms}, top_ops (by CPU self time) and,
+#     on a GPU, top_device_ops (device time by launching op) and top_kernels: each [{name, calls,
+#     self_ms, total_ms, share}], top 30; modules [{name, forward_ms, backward_ms}], syncs [{op,
+#     kind: scalar_read | device_sync | blocking_copy, where, phase, module, via, context, count,
+#     ms, ours}], sync_count (not ours), trace (chrome trace path or null), trace_bytes, cost
+#     {events, events_s, build_s, export_s}, compiles, notes. Times and counts are per step
+#     (means over the active steps); share is of the mean step;
+#   state "failed": capture, error, notes (nothing was recorded; the run goes on).
+# The steps the profiler recorded carry profiled: <capture> in their step event; they are kept
+# out of the steady state, like warm-up. The request itself is a control event, action profile
+# (run-tagged; options when given).
+PROFILE = "profile"
 
 PHASES = ("building", "compiling", "warmup", "steady", "paused")
 

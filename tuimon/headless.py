@@ -14,8 +14,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tuimon import events
-from tuimon.session.export import fmt_ms, fmt_s, table
-from tuimon.session.stats import SessionSummary
+from tuimon.session.export import fmt_ms, fmt_s, table, top_ops_text
+from tuimon.session.stats import SessionSummary, is_measured
 
 
 class HeadlessView:
@@ -28,6 +28,7 @@ class HeadlessView:
         self.live = self.console.is_terminal
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
         self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
+        self._phase: dict[str, str] = {}  # the last phase per run, shown again after "profiling"
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
             TextColumn("{task.fields[phase]:<10.28}"),
@@ -69,7 +70,7 @@ class HeadlessView:
                 continue
             if kind == events.STEP:
                 last_step[run] = e
-                if e.get("phase") == "steady" and not e.get("compile_ms"):
+                if is_measured(e):
                     self._recent[run].append(e["ms"])
             else:
                 self._milestone(run, e)
@@ -111,6 +112,7 @@ class HeadlessView:
         label = self.labels[run]
         kind = e["type"]
         if kind == events.PHASE:
+            self._phase[run] = e["phase"]
             if e["phase"] == "building":
                 self._progress.start_task(task)
             self._progress.update(task, phase=e["phase"])
@@ -152,12 +154,31 @@ class HeadlessView:
         elif kind == events.RECOMPILE:
             self._say(f"{label}: recompile {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}",
                       style="yellow")
+        elif kind == events.PROFILE:
+            self._profile(run, label, e)
         elif kind == events.FAILED:
             self._progress.update(task, phase="failed")
             if e.get("stage") == "build":
                 return  # the command ends with one line about it
             self._say(f"{label}: FAILED ({e.get('stage')}): {e.get('error')}: {e.get('message')}",
                       style="red")
+
+    def _profile(self, run: str, label: str, e: dict) -> None:
+        state = e.get("state")
+        if state == "started":
+            self._progress.update(self._tasks[run], phase="profiling")
+            return
+        self._progress.update(self._tasks[run], phase=self._phase.get(run, ""))
+        if state == "failed":
+            which = f" {e['capture']}" if e.get("capture") else ""
+            self._say(f"{label}: profile{which} failed: {e.get('error')}", style="yellow")
+            return
+        steps = e.get("active_steps") or []
+        span = f"steps {steps[0]}–{steps[-1]}, " if steps else ""
+        syncs = f"; {e['sync_count']:g} sync/scalar read(s) per step" if e.get("sync_count") else ""
+        trace = f"; trace {e['trace']}" if e.get("trace") else ""
+        self._say(f"{label}: profile {e.get('capture')} ({span}{fmt_ms(e.get('step_ms'))}/step): "
+                  f"{top_ops_text(e)}{syncs}{trace}")
 
     def _say(self, text: str, style: str | None = None) -> None:
         # On a terminal the progress rows tell the story; milestones print above them.

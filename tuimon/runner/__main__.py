@@ -34,7 +34,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--event-fd", type=int)
     p.add_argument("--control-fd", type=int,
-                   help="read pause / resume / stop lines from this fd (EOF: the parent is gone, stop)")
+                   help="read pause / resume / stop / profile lines from this fd (EOF: the parent is "
+                   "gone, stop)")
+    p.add_argument("--profile-dir", help="write each capture's chrome trace here")
+    p.add_argument("--profile-at", type=int, metavar="STEP", help="capture a profiler window from STEP")
+    p.add_argument("--profile-window", default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
+                   help="the default window of a capture (default: 1,2,3)")
+    p.add_argument("--profile-backward", choices=("off", "eager", "all"), default="off",
+                   help="backward attribution by default: off, eager variants, or all (compiled "
+                   "variants then guard on module hooks: graph breaks inside a capture)")
     return p.parse_args(argv)
 
 
@@ -92,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
             trace = TraceListener(emitter)
             trace.install()
+        profiler = make_profiler(torch, args, trainer, recipe.model)
         emitter.emit_now(
             events.RUN_STARTED,
             pid=os.getpid(),
@@ -117,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         stage = "step"
         started = time.monotonic()
-        reason = loop.run(trainer, emitter, watch, control)
+        reason = loop.run(trainer, emitter, watch, control, profiler)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,
@@ -156,6 +165,25 @@ def recipe_frame(exc: BaseException, recipe_path: str) -> str | None:
         if os.path.realpath(frame.filename) == target:
             where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
     return where
+
+
+def make_profiler(torch, args: argparse.Namespace, trainer, model):
+    from tuimon.runner.profiling import Options, Profiler, parse_window
+
+    try:
+        wait, warmup, active = parse_window(args.profile_window)
+    except ValueError as exc:
+        raise SetupError(f"--profile-window: {exc}") from None
+    backward = {"off": False, "eager": True, "all": "all"}[args.profile_backward]
+    compiled = args.mode != "eager"
+    hook_guards = compiled and backward == "all"
+    if hook_guards:
+        # Dynamo ignores module hooks added after compilation unless it guards on them; with the
+        # guards, a capture's hooks recompile (with graph breaks) and their removal switches back.
+        torch._dynamo.config.skip_nnmodule_hook_guards = False
+    return Profiler(device_type=trainer.device_type, model=model, compiled=compiled,
+                    defaults=Options(wait, warmup, active, backward), at_step=args.profile_at,
+                    out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards)
 
 
 def resolve_device(torch, requested: str) -> str:

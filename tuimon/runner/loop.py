@@ -24,6 +24,7 @@ from tuimon.recipe import Recipe, RecipeError
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import EOF, Control
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.profiling import Profiler, parse_command
 from tuimon.runner.timing import CpuClock, CudaClock
 
 
@@ -94,6 +95,8 @@ class Trainer:
         return torch.autocast(device_type=self.device_type, dtype=self.dtype)
 
     def step(self, batch):
+        # The plain path, in one frame. profiled_step runs the same three parts, labelled: keep
+        # forward / backward / optimize below in step with this.
         inputs, targets = batch
         opt = self.recipe.optimizer
         with self.autocast():
@@ -109,6 +112,50 @@ class Trainer:
             loss.backward()
             opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    # The three parts of a step, apart so a profiler capture can label each (profiled_step).
+    def forward(self, batch):
+        inputs, targets = batch
+        with self.autocast():
+            if self.recipe.forward_loss is not None:
+                return self.recipe.forward_loss(self.model, inputs, targets)
+            return self.recipe.loss_fn(self.model(inputs), targets)
+
+    def backward(self, loss) -> None:
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def optimize(self) -> None:
+        opt = self.recipe.optimizer
+        if self.scaler is not None:
+            self.scaler.step(opt)
+            self.scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    def profiled_step(self, batch, capture):
+        """``step`` with the capture's labels around forward, backward and optimizer. A step that
+        fails because a backward hook met an in-place op runs again without backward hooks."""
+        try:
+            return self._labelled_step(batch, capture)
+        except RuntimeError as exc:
+            if not capture.hooks_failed(exc):
+                raise
+        self.recipe.optimizer.zero_grad(set_to_none=True)
+        return self._labelled_step(batch, capture)
+
+    def _labelled_step(self, batch, capture):
+        with capture.label("forward"):
+            loss = self.forward(batch)
+        with capture.label("backward"):
+            self.backward(loss)
+            capture.end_backward()
+        with capture.label("optimizer"):
+            self.optimize()
         return loss.detach()
 
 
@@ -148,7 +195,8 @@ def peak_memory(device: str) -> dict:
     return out
 
 
-def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None) -> str:
+def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
+        profiler: Profiler | None = None) -> str:
     """Train until the step count or duration is reached, or the parent says stop; returns why."""
     s = trainer.settings
     control = control or Control(None)
@@ -180,26 +228,51 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         while s.steps is None or i < s.steps:
             if s.turns and i % s.turns == 0 and _obey(
                     "pause", control, emitter, phase["now"],
-                    lambda: _emit_measured(emitter, clock, pending, losses, trainer.device), turn=True):
+                    lambda: _before_pause(emitter, clock, pending, losses, trainer.device, profiler,
+                                          watch), profiler, turn=True):
                 reason = "stopped"  # stopped while waiting for its turn
                 break
             command = control.poll()  # a step boundary: the clock is not running
             if command is not None and _obey(command, control, emitter, phase["now"],
-                                             lambda: _emit_measured(emitter, clock, pending, losses,
-                                                                    trainer.device)):
+                                             lambda: _before_pause(emitter, clock, pending, losses,
+                                                                   trainer.device, profiler, watch),
+                                             profiler):
                 reason = "stopped"
                 break
-            clock.start()
-            t_data = time.perf_counter()
-            batch = to_device(next(batches), trainer.device)
-            data_ms = (time.perf_counter() - t_data) * 1000.0
-            loss = trainer.step(batch)
-            captured = losses.capture(i, loss)
-            clock.stop()
+            capture = None
+            if profiler is not None:
+                capture, opened = profiler.begin_step(i, watch.count)
+                if opened is not None:
+                    emitter.emit_now(events.PROFILE, **opened)
+            if capture is None or not capture.recording:  # the plain path: no label, no hook
+                clock.start()
+                t_data = time.perf_counter()
+                batch = to_device(next(batches), trainer.device)
+                data_ms = (time.perf_counter() - t_data) * 1000.0
+                loss = trainer.step(batch)
+                captured = losses.capture(i, loss)
+                clock.stop()
+            else:
+                clock.start()
+                t_data = time.perf_counter()
+                with capture.label("data"):
+                    batch = to_device(next(batches), trainer.device)
+                data_ms = (time.perf_counter() - t_data) * 1000.0
+                loss = trainer.profiled_step(batch, capture)
+                with capture.label("loss read"):
+                    captured = losses.capture(i, loss)
+                clock.stop()
+            ended = time.time()
+            profiled = result = None
+            if capture is not None:  # outside the step's time: the profiler's own bookkeeping
+                profiled, result = profiler.after_step(i, watch.count)
             compile_ms = watch.take_step_compile_ms()
             step_phase = "warmup" if i < s.warmup else "steady"
-            pending.append((i, time.time(), data_ms, samples_in(batch, trainer.recipe), captured,
-                            compile_ms, step_phase))
+            pending.append((i, ended, data_ms, samples_in(batch, trainer.recipe), captured,
+                            compile_ms, step_phase, profiled))
+            if result is not None:  # a capture finished: its steps first, then its tables
+                _emit_ready(emitter, clock.ready(), pending, losses)
+                emitter.emit_now(events.PROFILE, **result)
             if step_phase != phase["now"]:
                 phase["now"] = step_phase
                 emitter.emit(events.PHASE, phase=step_phase)
@@ -208,7 +281,9 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 _emit_ready(emitter, clock.ready(), pending, losses)
                 emitter.emit(events.MEMORY, **peak_memory(trainer.device))
                 emitter.flush()
-            if s.duration is not None and time.monotonic() - started - control.paused_s >= s.duration:
+            # Time spent starting and finishing captures is outside every step; not run time.
+            spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
+            if s.duration is not None and time.monotonic() - started - spent >= s.duration:
                 reason = "duration"
                 break
     except KeyboardInterrupt:
@@ -217,20 +292,41 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         # The step failed: still hand over every step measured before it, then report.
         with contextlib.suppress(Exception):
             _emit_measured(emitter, clock, pending, losses, trainer.device)
+        with contextlib.suppress(Exception):
+            _end_capture(profiler, watch, emitter)
         raise
     _emit_measured(emitter, clock, pending, losses, trainer.device)
+    _end_capture(profiler, watch, emitter)
     return reason
 
 
-def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush, turn: bool = False) -> bool:
+def _before_pause(emitter, clock, pending, losses, device, profiler, watch) -> None:
+    # The viewer gets every step measured before the pause, and a capture open now ends here with
+    # what it recorded (its profiler would otherwise count the pause into a step).
+    _emit_measured(emitter, clock, pending, losses, device)
+    _end_capture(profiler, watch, emitter)
+
+
+def _end_capture(profiler: Profiler | None, watch: CompileWatch, emitter: Emitter) -> None:
+    """The run ends inside a capture window: stop it, report what it recorded."""
+    result = profiler.abort(watch.count) if profiler is not None else None
+    if result is not None:
+        emitter.emit_now(events.PROFILE, **result)
+
+
+def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
+          profiler: Profiler | None = None, turn: bool = False) -> bool:
     """Apply one control line at a step boundary; True when the run must stop now.
 
     ``turn``: not the user's pause but the end of a turn in the interleaved schedule."""
     if command in ("stop", EOF):
         return True
+    if command.startswith("profile"):
+        _profile_request(command, emitter, profiler)
+        return False
     if command != "pause":
         return False  # resume while running, or a line this runner does not know
-    flush()  # the viewer gets every step measured before the pause
+    flush()  # the viewer gets every step measured before the pause (and an open capture ends)
     emitter.emit_now(events.PHASE, phase="paused", **({"turn": True} if turn else {}))
     since = time.monotonic()
     try:
@@ -238,11 +334,25 @@ def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush, t
             command = control.wait()
             if command in ("stop", EOF):
                 return True
+            if command.startswith("profile"):  # taken now, starts once resumed
+                _profile_request(command, emitter, profiler)
             if command == "resume":
                 emitter.emit_now(events.PHASE, phase=phase)
                 return False
     finally:
         control.paused_s += time.monotonic() - since
+
+
+def _profile_request(command: str, emitter: Emitter, profiler: Profiler | None) -> None:
+    try:
+        options = parse_command(command)
+        if options is None:
+            return  # not a profile line after all ("profiles..."): unknown, ignored
+        if profiler is None:
+            raise ValueError("this runner has no profiler")
+        profiler.request(options)
+    except ValueError as exc:
+        emitter.emit_now(events.PROFILE, state="failed", capture=None, error=str(exc), notes=[])
 
 
 def _emit_measured(emitter, clock, pending, losses, device) -> None:
@@ -255,11 +365,13 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses:
     for ms in times_ms:
         if not pending:  # interrupted between the clock's stop and the bookkeeping
             break
-        i, t, data_ms, n, captured, compile_ms, phase = pending.popleft()
+        i, t, data_ms, n, captured, compile_ms, phase, profiled = pending.popleft()
         step = {"i": i, "t": t, "ms": round(ms, 4), "data_ms": round(data_ms, 4), "n": n,
                 "loss": losses.read(i, captured), "phase": phase}
         if compile_ms:
             step["compile_ms"] = round(compile_ms, 3)
+        if profiled:
+            step["profiled"] = profiled
         emitter.emit(events.STEP, **step)
 
 

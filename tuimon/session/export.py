@@ -204,10 +204,70 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
+    if any(r.profiles for r in runs):
+        rows.append(("profiler captures", profiles_text))
     labels = [r.label for r in runs]
     # A restarted variant has several runs: name those columns by run id too.
     header = [""] + [f"{r.label} ({r.run})" if labels.count(r.label) > 1 else r.label for r in runs]
     return header, [[name] + [fn(r) for r in runs] for name, fn in rows]
+
+
+def _done(r: RunStats) -> list[dict]:
+    return [p for p in r.profiles if p.get("state") == "done"]
+
+
+def syncs_text(p: dict, limit: int = 3) -> str:
+    """The sync detector's findings of one capture (the runner's own loss read left out)."""
+    found = [s for s in p.get("syncs") or [] if not s.get("ours")]
+    if not found:
+        return "no syncs or scalar reads"
+    kinds = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
+    parts = [f"{s['op']} ×{s['count']:g}/step at {s['where']}"
+             + (f" in {short_name(s['context'])}" if s.get("context") else "")
+             + f" ({kinds.get(s['kind'], s['kind'])})" for s in found[:limit]]
+    more = f" and {len(found) - limit} more" if len(found) > limit else ""
+    return "; ".join(parts) + more
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """An op name for one line (compiled graphs are named '## Call CompiledFxGraph <hash> ##')."""
+    name = name.strip("# ").replace("Call CompiledFxGraph", "CompiledFxGraph")
+    return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def top_ops_text(p: dict, n: int = 3) -> str:
+    ops = (p.get("top_ops") or [])[:n]
+    return ", ".join(f"{short_name(o['name'])} {o['share']:.0%}" for o in ops) or DASH
+
+
+def profiles_text(r: RunStats) -> str:
+    if not r.profiles:
+        return DASH
+    done = _done(r)
+    text = f"{len(done)} capture{'s' if len(done) != 1 else ''}"
+    if len(r.profiles) > len(done):
+        text += f" ({len(r.profiles) - len(done)} failed)"
+    if done:
+        last = done[-1]
+        top = (last.get("top_ops") or [{}])[0]
+        if top:
+            which = "last: " if len(done) > 1 else ""
+            text += f"; {which}top op {short_name(top['name'])} ({top['share']:.0%} of the step)"
+        n = last.get("sync_count") or 0
+        text += f", {n:g} sync/scalar read(s) per step" if n else ", no syncs"
+    return text
+
+
+def profile_note(r: RunStats, p: dict) -> str:
+    if p.get("state") != "done":
+        return f"{r.label}: profile {p.get('capture')} failed: {p.get('error')}"
+    steps = p.get("active_steps") or []
+    span = f"steps {steps[0]}–{steps[-1]}" if steps else "no active step"
+    inside = p.get("recorded_median_ms")
+    vs = f", {fmt_ms(inside)} per recorded step vs {fmt_ms(r.median_ms)} steady" if inside else ""
+    trace = f"; trace {p['trace']}" if p.get("trace") else ""
+    return (f"{r.label}: profile {p['capture']} ({span}{vs}): top {top_ops_text(p)}; "
+            f"{syncs_text(p)}{trace}")
 
 
 def to_markdown(meta: dict, summary: SessionSummary) -> str:
@@ -224,6 +284,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     notes = [f"- {r.label}: {n}" for r in summary.runs for n in r.notes]
+    notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
     if summary.unsupported:
@@ -242,6 +303,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out += ["", "Median over steady-state steps (warm-up, found in the data by MSER-5 unless fixed, and "
             "any step that compiled are kept apart); speedup against eager of the same precision, "
             "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
+    if any(r.profiled_steps for r in summary.runs):
+        out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
     return "\n".join(out) + "\n"
 
 

@@ -96,6 +96,10 @@ class RunStats:
     recompile_reasons: list[str] = field(default_factory=list)
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
+    # Profiler captures (``profile`` events, done or failed), in order; each gains
+    # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
+    profiles: list[dict] = field(default_factory=list)
+    profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
 
     @property
     def label(self) -> str:
@@ -131,7 +135,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def is_measured(step: dict) -> bool:
-    return step.get("phase") == "steady" and not step.get("compile_ms")
+    return step.get("phase") == "steady" and not step.get("compile_ms") and not step.get("profiled")
 
 
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
@@ -213,11 +217,13 @@ class Collector:
                              compile_phases=dict(r.compile_phases),
                              graph_breaks=sorted((dict(b) for b in r.graph_breaks),
                                                  key=lambda b: -b["count"]),
-                             recompile_reasons=list(r.recompile_reasons))
+                             recompile_reasons=list(r.recompile_reasons),
+                             profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         for run, r in runs.items():
             _step_stats(r, steps[run], *self._counts[run])
+            _profile_stats(r, steps[run])
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         samples = list(self._samples)
         for r in runs.values():
@@ -304,6 +310,8 @@ def _apply(r: RunStats, e: dict) -> None:
             if reason not in r.recompile_reasons:
                 r.recompile_reasons.append(reason)
 
+    elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
+        r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
 
 def _apply_compile(r: RunStats, e: dict) -> None:
     forward = e.get("forward", True)
@@ -356,7 +364,10 @@ def _step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: 
     r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
     samples = statistics.median(s.get("n", 0) for s in steady)
     r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
-    kept_apart = [s["ms"] for s in run_steps if not is_measured(s)] + [s["ms"] for s in candidates[:cut]]
+    # A profiled step is slow because of the profiler, not warm-up (unless it compiled too).
+    kept_apart = [s["ms"] for s in run_steps
+                  if not is_measured(s) and (s.get("compile_ms") or not s.get("profiled"))]
+    kept_apart += [s["ms"] for s in candidates[:cut]]
     r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
     late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from]
     if late:
@@ -419,6 +430,18 @@ def _log_se(r: RunStats) -> float | None:
     if not r.median_ci_lo or not r.median_ci_hi or r.median_ci_lo <= 0:
         return None
     return (math.log(r.median_ci_hi) - math.log(r.median_ci_lo)) / (2 * Z95)
+
+
+def _profile_stats(r: RunStats, run_steps: list[dict]) -> None:
+    profiled: dict[int, list[float]] = {}
+    for s in run_steps:
+        if s.get("profiled"):
+            profiled.setdefault(s["profiled"], []).append(s["ms"])
+    r.profiled_steps = sum(len(v) for v in profiled.values())
+    r.warmup_steps -= r.profiled_steps
+    for p in r.profiles:
+        times = profiled.get(p.get("capture"))
+        p["recorded_median_ms"] = statistics.median(times) if times else None
 
 
 def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:

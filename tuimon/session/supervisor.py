@@ -4,9 +4,9 @@ commands, writes the store and hands every event to a sink.
 Threads. ``run()`` is the loop thread: the only one that writes the store, calls the sink,
 or starts, signals and reaps children. Each child's reader thread (session/child.py) and the
 probe sampler only put into the inbox. The control methods (``add``, ``stop``, ``pause``,
-``resume``, ``restart``, ``stop_all``, ``close``) may be called from any thread, e.g. the TUI's:
-they put a command into the same inbox and return at once; the loop applies it within a tick
-(0.1 s) and records a ``control`` event. A command that no longer applies when it arrives
+``resume``, ``profile``, ``restart``, ``stop_all``, ``close``) may be called from any thread,
+e.g. the TUI's: they put a command into the same inbox and return at once; the loop applies it
+within a tick (0.1 s) and records a ``control`` event. A command that no longer applies when it arrives
 (pause a finished run, stop a stopped one) is dropped without an event. ``states()`` is a
 thread-safe snapshot. The sink is called on the loop thread: a UI must hand batches over to
 its own thread rather than draw from there.
@@ -27,6 +27,7 @@ stopped never starts. Either way it is recorded as finished, reason "stopped".
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -44,6 +45,23 @@ from tuimon.session.store import SessionStore
 from tuimon.variants import Variant
 
 Sink = Callable[[list[dict]], None]
+
+PROFILES = "profiles"  # the session's subdirectory for profiler captures' chrome traces
+PROFILE_OPTIONS = {"wait": 0, "warmup": 0, "active": 1}  # whole numbers, at least this
+
+
+def check_profile_options(options: dict) -> None:
+    """ValueError for options the runner would refuse (it checks again)."""
+    for key, value in options.items():
+        if key in PROFILE_OPTIONS:
+            if not isinstance(value, int) or isinstance(value, bool) or value < PROFILE_OPTIONS[key]:
+                raise ValueError(f"profile option {key} must be a whole number >= {PROFILE_OPTIONS[key]}")
+        elif key == "backward":
+            if value not in (True, False, "all"):
+                raise ValueError('profile option backward must be True, False or "all"')
+        else:
+            raise ValueError(f"unknown profile option {key!r}")
+
 
 QUEUED, RUNNING, PAUSED, DONE, FAILED, STOPPED = "queued", "running", "paused", "done", "failed", "stopped"
 TICK = 0.1  # seconds the loop waits for news before it looks at the queue and stop deadlines
@@ -138,6 +156,16 @@ class Supervisor:
 
     def resume(self, run: str) -> None:
         self._command("resume", run)
+
+    def profile(self, run: str, **options) -> None:
+        """Capture a torch.profiler window of a live run from its next step boundary.
+
+        Options (each optional; the run's defaults from --profile-window / --profile-backward
+        otherwise): wait, warmup, active (steps), backward (False, True: eager variants, or
+        "all"). The runner reports with ``profile`` events (started, then done or failed)."""
+        check_profile_options(options)
+        self._variant_of(run)
+        self._inbox.put((_COMMAND, "profile", run, dict(options)))
 
     def stop_all(self) -> None:
         """Stop every live run and drop the queue; a kept-open session goes on (add works)."""
@@ -239,11 +267,11 @@ class Supervisor:
             self._start(self._runs[run], threads)
 
     def _start(self, r: Run, threads: int | None) -> None:
-        args = list(self.plan.runner_args)
+        runner_args = [*self.plan.runner_args, "--profile-dir", str(self.store.path / PROFILES)]
         if self.plan.schedule == "interleave":
-            args += ["--turns", str(self.plan.turn_steps)]
+            runner_args += ["--turns", str(self.plan.turn_steps)]
         r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe,
-                              runner_args=args, threads=threads,
+                              runner_args=runner_args, threads=threads,
                               cache=self.plan.cache_dir or self._fresh_cache(r.id),
                               log_path=self.store.log_path(r.id), deliver=self._deliver,
                               torch_trace=self.store.path / "torch-trace" / r.id
@@ -377,6 +405,10 @@ class Supervisor:
         elif action == "resume" and r is not None and self._controllable(r) and r.pause_asked:
             self._control(run, action)
             r.pause_asked = not r.child.send("resume")
+        elif action == "profile" and r is not None and self._controllable(r):
+            options = extra[0]
+            self._control(run, action, **({"options": options} if options else {}))
+            r.child.send("profile" + (f" {json.dumps(options)}" if options else ""))
         elif action in ("stop_all", "close"):
             self._control(None, action)
             self._stop_everything()
