@@ -401,6 +401,8 @@ def mser5(series: list[float]) -> int:
         score = max(0.0, t2 - t1 * t1 / n) / (n * n)
         if score < best:
             best_d, best = d, score
+    if best_d >= k // 2 - 1:
+        return 0  # the minimum sits at the limit: no settling, just a noisier start (nonstationary)
     return best_d * b
 
 
