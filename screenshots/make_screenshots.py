@@ -2,6 +2,7 @@
 
 - main-80x24 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a recorded session);
 - compile-pane-120x40: the compile pane (key c) of tiny_mlp with a deliberate graph break;
+- profiler-pane-140x50: two real captures (key p on each panel), eager fp32 beside amp;
 - live-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in parallel) mid-run,
   then at its end with the comparison strip.
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
@@ -87,6 +88,27 @@ async def compile_pane(tmp: Path) -> None:
         shoot(app, "compile-pane-120x40")
 
 
+async def profiler_pane(tmp: Path) -> None:
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import product
+
+    store = SessionStore.create(tmp, "profiled")
+    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager"], ["fp32", "amp"]), "parallel",
+                ["--steps", "100000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+    async with app.run_test(size=(140, 50)) as pilot:
+        runs = app.model.runs
+        while not (len(runs) == 2 and all(r.steps > 300 for r in runs.values())):
+            await settle(app, pilot, 0.5)
+        await pilot.press("b", "p", "right", "p")
+        while not all(r.profiles for r in runs.values()):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 1)
+        shoot(app, "profiler-pane-140x50")
+        app.source.close()
+
+
 def shoot(app, name: str) -> None:
     out = HERE / f"{name}.svg"
     app.save_screenshot(out.name, str(HERE))
@@ -99,6 +121,7 @@ async def main() -> None:
         await compile_pane(Path(tmp))
         if "--replay-only" not in sys.argv:
             await live(Path(tmp))
+            await profiler_pane(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
+from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.variants import MODES, PRECISIONS, Variant
 
@@ -46,6 +47,9 @@ class TuimonApp(App[str]):
         Binding("e", "export", "export"),
         Binding("l", "toggle_log", "log"),
         Binding("c", "toggle_compile", "compile"),
+        Binding("p", "profile", "profile"),
+        Binding("P", "toggle_profiler", "profiler", show=False),
+        Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -62,11 +66,14 @@ class TuimonApp(App[str]):
         ("e", "export summary.md / .json / steps.csv now"),
         ("l", "show / hide the focused run's log"),
         ("c", "show / hide the compile pane: compiles, phases, graph breaks, recompiles"),
+        ("p", "capture a torch.profiler window of the focused run (opens the profiler pane)"),
+        ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
+        ("b", "backward attribution (module backward spans) on / off for the next capture"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
     ]
-    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel"}
+    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel", "profile"}
 
     def __init__(self, source, fps: float = 4.0, title: str | None = None,
                  note: str | None = None) -> None:
@@ -80,7 +87,7 @@ class TuimonApp(App[str]):
         self.sub_title = title or self.session_path.name
         self._log_run: str | None = None
         self._log_offset = 0
-        self._summary_due = 0.0
+        self.backward_next = False  # b: backward attribution for the next capture
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -89,6 +96,7 @@ class TuimonApp(App[str]):
         yield Grid(id="panels")
         yield ComparisonStrip(id="comparison")
         yield CompilePane(id="compile")
+        yield ProfilerPane(id="profiler")
         yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
         yield Footer()
 
@@ -130,6 +138,10 @@ class TuimonApp(App[str]):
         if pane.has_class("visible"):
             live = self.focused_run()
             pane.show(live, by_run.get(live.run) if live else None)
+        profiler = self.query_one(ProfilerPane)
+        if profiler.has_class("visible"):
+            live = self.focused_run()
+            profiler.show(live, self._compare_with(live), self.backward_next)
 
     def _relayout(self, grid: Grid, panels: list[RunPanel], count: int) -> None:
         for panel in panels[count:]:
@@ -249,6 +261,35 @@ class TuimonApp(App[str]):
         self.query_one(CompilePane).toggle_class("visible")
         self.redraw()
 
+    def action_profile(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        if not live.active:
+            self.notify(f"{live.label} has ended: nothing to profile", severity="warning")
+            return
+        options = {"backward": True} if self.backward_next else {}
+        self.source.profile(live.run, **options)
+        self.query_one(ProfilerPane).add_class("visible")
+        self.notify(f"profiling {live.label} from its next step boundary"
+                    f"{' with backward attribution' if self.backward_next else ''}")
+
+    def action_toggle_profiler(self) -> None:
+        self.query_one(ProfilerPane).toggle_class("visible")
+        self.redraw()
+
+    def action_toggle_backward(self) -> None:
+        self.backward_next = not self.backward_next
+        self.notify(f"backward attribution for the next capture: {'on' if self.backward_next else 'off'}")
+
+    def _compare_with(self, live: RunLive | None) -> RunLive | None:
+        """Another run's capture to put beside this one: its eager baseline first."""
+        if live is None:
+            return None
+        others = [r for r in self.model.runs.values() if r.run != live.run and last_capture(r)]
+        others.sort(key=lambda r: (r.mode != "eager" or live.mode == "eager",
+                                   r.precision != live.precision))
+        return others[0] if others else None
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
 
@@ -308,7 +349,8 @@ class TuimonApp(App[str]):
         yield from super().get_system_commands(screen)
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
-                   "c": "toggle_compile",
+                   "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
+                   "b": "toggle_backward",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

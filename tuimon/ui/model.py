@@ -43,6 +43,8 @@ class RunLive:
     compile_since: float | None = None
     compiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # compile events
     recompiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # recompile events
+    profiles: list[dict] = field(default_factory=list)  # profile events, done or failed
+    profiling: bool = False  # a capture window is open
 
     @property
     def label(self) -> str:
@@ -141,6 +143,10 @@ class SessionModel:
             live.compiles.append(e)
         elif kind == events.RECOMPILE:
             live.recompiles.append(e)
+        elif kind == events.PROFILE:
+            live.profiling = e.get("state") == "started"
+            if e.get("state") in ("done", "failed"):
+                live.profiles = [*live.profiles[-9:], e]
         elif kind == events.RUN_STARTED:
             live.device = e.get("device_name") or e.get("device")
             live.notes = list(e.get("notes") or [])

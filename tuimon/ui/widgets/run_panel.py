@@ -39,6 +39,8 @@ class RunPanel(Vertical, can_focus=True):
         state = live.state
         if state == "compiling":
             state = compiling_text(live, now)
+        if live.profiling:
+            state += " · profiling…"
         self.border_subtitle = f"{state} · {live.steps} steps" + (
             f" · {fmt_s(elapsed)}" if elapsed is not None else "")
         self.set_class(live.state == "failed", "failed")

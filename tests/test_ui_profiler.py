@@ -1,0 +1,56 @@
+"""The profiler pane driven by keys against a real run: p captures, the pane shows real ops."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from conftest import RECIPES
+from rich.console import Console
+
+from tuimon.session.store import SessionStore
+from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.ui.app import TuimonApp
+from tuimon.ui.sources import LiveSource
+from tuimon.ui.widgets.profiler_pane import ProfilerPane, render
+from tuimon.variants import product
+
+
+async def test_p_captures_and_the_pane_shows_top_ops_and_a_comparison(tmp_path, inductor_cache):
+    store = SessionStore.create(tmp_path, "prof")
+    plan = Plan(RECIPES / "tiny_mlp.py", product(["eager"], ["fp32", "amp"]), "parallel",
+                ["--steps", "200000"], cache_dir=inductor_cache, interval=None)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+
+    async def until(pilot, predicate, what, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await pilot.pause(0.2)
+            app.tick()
+            if predicate():
+                return
+        raise AssertionError(f"timed out waiting for {what}")
+
+    async with app.run_test(size=(140, 50)) as pilot:
+        runs = app.model.runs
+        await until(pilot, lambda: len(runs) == 2 and all(r.steps > 50 for r in runs.values()),
+                    "both runs stepping")
+        await pilot.press("b")  # backward attribution for the next capture
+        assert app.backward_next
+        await pilot.press("p")
+        await until(pilot, lambda: runs["eager-fp32"].profiles, "the first capture")
+        assert app.query_one(ProfilerPane).has_class("visible")
+        await pilot.press("right", "p")  # the other panel: a second capture to compare with
+        await until(pilot, lambda: runs["eager-amp"].profiles, "the second capture")
+        console = Console(width=140, file=io.StringIO(), record=True)
+        console.print(render(runs["eager-amp"], app._compare_with(runs["eager-amp"]), False))
+        text = console.export_text()
+        assert "profiler: eager/amp" in text and "aten::" in text
+        assert "self · eager/fp32" in text  # the same ops of the other run, side by side
+        assert "trace:" in text and "-profile1.json" in text
+        fp32 = runs["eager-fp32"].profiles[-1]
+        assert fp32["state"] == "done" and fp32["modules"]  # backward attribution was on
+        await pilot.press("P")
+        await pilot.pause()
+        assert not app.query_one(ProfilerPane).has_class("visible")
+        app.source.close()
