@@ -10,6 +10,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -58,3 +59,14 @@ def reaper(tmp_path):
                 for child in proc.children(recursive=True):
                     child.kill()
                 proc.kill()
+
+
+async def until(app, pilot, predicate, timeout: float = 60.0, what: str = "") -> None:
+    """Drive a TUI's redraw tick until ``predicate()`` holds (a Pilot test of a live session)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.2)
+        app.tick()
+        if predicate():
+            return
+    raise AssertionError(f"timed out waiting for {what}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import psutil
-from conftest import RECIPES, TEST_RECIPES
+from conftest import RECIPES, TEST_RECIPES, until
 
 from tuimon.session import store as store_mod
 from tuimon.session.store import SessionStore
@@ -20,16 +20,6 @@ def make_app(tmp_path, recipe, modes, precisions, args, cache, schedule="paralle
     store = SessionStore.create(tmp_path / "sessions", "live")
     plan = Plan(recipe, product(modes, precisions), schedule, args, cache_dir=cache, interval=0.5)
     return TuimonApp(LiveSource(Supervisor(store, plan))), store
-
-
-async def until(app, pilot, predicate, timeout=60.0, what=""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause(0.2)
-        app.tick()
-        if predicate():
-            return
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def stored(store, kind):

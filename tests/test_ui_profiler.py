@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import io
-import time
 
-from conftest import RECIPES
+from conftest import RECIPES, until
 from rich.console import Console
 
 from tuimon.session.store import SessionStore
@@ -22,26 +21,17 @@ async def test_p_captures_and_the_pane_shows_top_ops_and_a_comparison(tmp_path, 
                 ["--steps", "200000"], cache_dir=inductor_cache, interval=None)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
 
-    async def until(pilot, predicate, what, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            await pilot.pause(0.2)
-            app.tick()
-            if predicate():
-                return
-        raise AssertionError(f"timed out waiting for {what}")
-
     async with app.run_test(size=(140, 50)) as pilot:
         runs = app.model.runs
-        await until(pilot, lambda: len(runs) == 2 and all(r.steps > 50 for r in runs.values()),
-                    "both runs stepping")
+        await until(app, pilot, lambda: len(runs) == 2 and all(r.steps > 50 for r in runs.values()),
+                    what="both runs stepping")
         await pilot.press("b")  # backward attribution for the next capture
         assert app.backward_next
         await pilot.press("p")
-        await until(pilot, lambda: runs["eager-fp32"].profiles, "the first capture")
+        await until(app, pilot, lambda: runs["eager-fp32"].profiles, what="the first capture")
         assert app.query_one(ProfilerPane).has_class("visible")
         await pilot.press("right", "p")  # the other panel: a second capture to compare with
-        await until(pilot, lambda: runs["eager-amp"].profiles, "the second capture")
+        await until(app, pilot, lambda: runs["eager-amp"].profiles, what="the second capture")
         console = Console(width=140, file=io.StringIO(), record=True)
         console.print(render(runs["eager-amp"], app._compare_with(runs["eager-amp"]), False))
         text = console.export_text()
