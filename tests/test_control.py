@@ -330,3 +330,34 @@ def test_unknown_runs_are_refused_and_close_before_run_starts_nothing(tmp_path):
     session.close()
     kinds = [e["type"] for e in store.read_events(session.path)[0]]
     assert kinds == ["run_queued", "control", "finished", "session_ended"]
+
+
+def test_a_run_without_steps_is_flagged_hung_and_dump_writes_its_stacks(tmp_path):
+    from tuimon.session import store as store_mod
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import Variant
+
+    store = SessionStore.create(tmp_path, "hang")
+    plan = Plan(TEST_RECIPES / "slow_steps.py", [Variant("eager", "fp32")], "sequential",
+                ["--steps", "4", "--set", "sleep_ms=2500", "--warmup", "0"], interval=None,
+                hang_s=1.0)
+    sup = Supervisor(store, plan)
+    done = threading.Thread(target=sup.run, daemon=True)
+    done.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # a step arrives, then 2.5 s pass without one
+        evs, _ = store_mod.read_events(store.path)
+        if any(e["type"] == events.WARNING and e.get("hung") for e in evs):
+            break
+        time.sleep(0.2)
+    sup.dump("eager-fp32")
+    time.sleep(1.0)
+    sup.close()
+    done.join(60)
+    evs, _ = store_mod.read_events(store.path)
+    hung = [e for e in evs if e["type"] == events.WARNING and e.get("hung")]
+    assert hung and "no step for" in hung[0]["text"] and hung[0]["run"] == "eager-fp32"
+    assert any(e["type"] == events.CONTROL and e.get("action") == "dump" for e in evs)
+    log = store.log_path("eager-fp32").read_text()
+    assert "Current thread" in log and "slow_steps.py" in log  # faulthandler's stacks, in the sleep

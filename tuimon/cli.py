@@ -150,6 +150,8 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
+    p.add_argument("--hang-timeout", type=positive_float, default=600.0, metavar="SECONDS",
+                   help="warn when a run that has stepped sends no step for this long (default: 600)")
     p.add_argument("--torch-trace", action="store_true",
                    help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
                    "(open it with tlparse)")
@@ -264,7 +266,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
-                torch_trace=args.torch_trace, turn_steps=args.turn_steps)
+                torch_trace=args.torch_trace, turn_steps=args.turn_steps, hang_s=args.hang_timeout)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.detach import run_detached

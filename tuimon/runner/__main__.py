@@ -7,6 +7,7 @@ import faulthandler
 import os
 import platform
 import random
+import signal
 import sys
 import time
 import traceback
@@ -57,6 +58,7 @@ def tail(text: str, lines: int = 12) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
     emitter = Emitter(args.event_fd, args.run_id)
     control = Control(args.control_fd)
     emitter.emit_now(events.PHASE, phase="building")

@@ -45,7 +45,8 @@ from pathlib import Path
 from tuimon.variants import Variant
 
 SOCKET = "control.sock"
-COMMANDS = ("add", "restart", "pause", "resume", "stop", "stop_all", "close", "states", "profile")
+COMMANDS = ("add", "restart", "pause", "resume", "stop", "stop_all", "close", "states", "profile",
+            "dump")
 MAX_LINE = 1 << 16  # a request longer than this is refused (and the connection closed)
 _SUN_PATH_MAX = 107
 

@@ -80,6 +80,7 @@ class Plan:
     stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
     torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
     turn_steps: int = 50  # interleaved schedule: steps a run takes per turn
+    hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
 
 
 @dataclass
@@ -98,6 +99,8 @@ class Run:
     escalation: int = 0  # 1: SIGINT sent, 2: SIGKILL sent
     deadline: float | None = None  # when to escalate the stop, time.monotonic()
     waiting_turn: bool = False  # interleaved schedule: paused at the end of a turn
+    last_step: float | None = None  # time.monotonic() of its last step event (hang watch)
+    hung_said: bool = False
 
 
 class Supervisor:
@@ -156,6 +159,11 @@ class Supervisor:
 
     def resume(self, run: str) -> None:
         self._command("resume", run)
+
+    def dump(self, run: str) -> None:
+        """Write the Python stacks of every thread of a live runner into its log (SIGUSR1 to
+        its faulthandler): what a hung run is doing, without stopping it."""
+        self._command("dump", run)
 
     def profile(self, run: str, **options) -> None:
         """Capture a torch.profiler window of a live run from its next step boundary.
@@ -313,7 +321,9 @@ class Supervisor:
 
     def _note(self, r: Run, e: dict) -> None:
         kind = e["type"]
-        if kind == events.RUN_STARTED:
+        if kind == events.STEP:
+            r.last_step, r.hung_said = time.monotonic(), False
+        elif kind == events.RUN_STARTED:
             r.stepping = True
         elif kind == events.PHASE:
             if e.get("phase") == "paused" and e.get("turn"):
@@ -405,6 +415,9 @@ class Supervisor:
         elif action == "resume" and r is not None and self._controllable(r) and r.pause_asked:
             self._control(run, action)
             r.pause_asked = not r.child.send("resume")
+        elif action == "dump" and r is not None and r.child is not None and not r.ended:
+            self._control(run, action, log=str(self.store.log_path(run)))
+            r.child.signal(signal.SIGUSR1)
         elif action == "profile" and r is not None and self._controllable(r):
             options = extra[0]
             self._control(run, action, **({"options": options} if options else {}))
@@ -447,6 +460,19 @@ class Supervisor:
         for r in list(self._live.values()):
             if r.deadline is not None and now >= r.deadline:
                 self._escalate_run(r)
+            self._watch_hang(r, now)
+
+    def _watch_hang(self, r: Run, now: float) -> None:
+        """Say once when a run that has stepped sends no step for ``hang_s`` (paused or waiting
+        for its turn does not count): it may be stuck; `dump` shows where."""
+        if (self.plan.hang_s is None or r.last_step is None or r.hung_said or r.ended
+                or self._state(r.id) == PAUSED or r.waiting_turn):
+            return
+        if now - r.last_step >= self.plan.hang_s:
+            r.hung_said = True
+            self._record([events.make(events.WARNING, r.id, hung=True,
+                                      text=f"no step for {now - r.last_step:.0f} s: hung? "
+                                      "(d dumps its Python stacks into its log)")])
 
     def _escalate_run(self, r: Run) -> None:
         if r.escalation == 0:

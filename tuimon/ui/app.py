@@ -50,6 +50,7 @@ class TuimonApp(App[str]):
         Binding("p", "profile", "profile"),
         Binding("P", "toggle_profiler", "profiler", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
+        Binding("d", "dump", "dump stacks", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -69,11 +70,12 @@ class TuimonApp(App[str]):
         ("p", "capture a torch.profiler window of the focused run (opens the profiler pane)"),
         ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
         ("b", "backward attribution (module backward spans) on / off for the next capture"),
+        ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
     ]
-    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel", "profile"}
+    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel", "profile", "dump"}
 
     def __init__(self, source, fps: float = 4.0, title: str | None = None,
                  note: str | None = None) -> None:
@@ -273,6 +275,17 @@ class TuimonApp(App[str]):
         self.notify(f"profiling {live.label} from its next step boundary"
                     f"{' with backward attribution' if self.backward_next else ''}")
 
+    def action_dump(self) -> None:
+        if (live := self._steer()) is None:
+            return
+        if not live.active:
+            self.notify(f"{live.label} has ended", severity="warning")
+            return
+        self.source.dump(live.run)
+        log = self.query_one("#log", RichLog)
+        log.add_class("visible")
+        self.notify(f"{live.label}: Python stacks written to its log (shown below)")
+
     def action_toggle_profiler(self) -> None:
         self.query_one(ProfilerPane).toggle_class("visible")
         self.redraw()
@@ -350,7 +363,7 @@ class TuimonApp(App[str]):
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward",
+                   "b": "toggle_backward", "d": "dump",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

@@ -44,7 +44,7 @@ class LiveSource:
 
     def __getattr__(self, name: str):
         # restart / pause / resume / stop / add go straight to the supervisor.
-        if name in ("restart", "pause", "resume", "stop", "add", "profile"):
+        if name in ("restart", "pause", "resume", "stop", "add", "profile", "dump"):
             return getattr(self.supervisor, name)
         raise AttributeError(name)
 
