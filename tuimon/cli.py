@@ -251,7 +251,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     from tuimon.headless import HeadlessView, print_summary
     from tuimon.session import export
-    from tuimon.session.store import SessionStore, StoreError, write_json_atomic
+    from tuimon.session.store import SessionStore, StoreError
     from tuimon.session.supervisor import Plan, Supervisor
 
     variants = product(modes, precisions)
@@ -262,7 +262,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(str(exc)) from None
     runner_args = runner_flags(args)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
-    write_json_atomic(store.path / "meta.json", meta)
+    store.write_meta(meta)
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
@@ -275,7 +275,9 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         ended = run_detached(store.path, plan, fps=args.fps, tui=not args.detach, console=console)
         if isinstance(ended, int):  # detached: the daemon owns the session and its summary
             return ended
-        status, supervisor, meta = ended
+        status, supervisor, _ = ended  # the daemon has written meta.json and the summary
+        _, _, summary = export.load(store.path)
+        written = {fmt: store.path / name for fmt, name in export.FORMATS.items()}
     else:
         view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
         if args.recipe is None:
@@ -285,12 +287,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(f"session: {store.path}", highlight=False)
         with view:
             status = supervisor.run()
-    store.close()
-    _, evs, summary = export.load(store.path)
-    meta.update(status=status, ended=now_iso(), devices=export.device_line(summary),
-                gpu=summary.gpu_reason or summary.gpu_available)
-    write_json_atomic(store.path / "meta.json", meta)
-    written = export.write(store.path, meta, evs, summary)
+        store.close()
+        _, summary, written = export.finish(store.path, status)
 
     if supervisor.build_failure is not None:
         e = supervisor.build_failure

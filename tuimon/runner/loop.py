@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import resource
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -377,9 +376,3 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses:
 
 def param_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-def flush_std() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()

@@ -118,24 +118,6 @@ def _log_tail(path: Path) -> str:
 
 
 # ---- the daemon ---------------------------------------------------------------------------
-def finish(path: Path, status: str) -> dict:
-    """Write the summary files from the store alone, then the final meta.json status (last, so
-    that a status other than "running" means the summary is there)."""
-    meta = store.read_meta(path)
-    _, evs, summary = export.load(path)
-    meta.update(status=status, ended=_now_iso(), devices=export.device_line(summary),
-                gpu=summary.gpu_reason or summary.gpu_available)
-    export.write(path, meta, evs, summary)
-    write_json_atomic(path / store.META, meta)
-    return meta
-
-
-def _now_iso() -> str:
-    from tuimon.cli import now_iso
-
-    return now_iso()
-
-
 class Daemon:
     def __init__(self, path: Path, plan: Plan, grace_s: float = GRACE_S) -> None:
         self.path = Path(path)
@@ -161,7 +143,7 @@ class Daemon:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the summary is written next
         try:
-            finish(self.path, status)
+            export.finish(self.path, status)
         finally:
             self.server.close()
         return status

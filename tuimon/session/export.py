@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 from pathlib import Path
@@ -336,6 +337,18 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
 
 
 FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
+
+
+def finish(path: str | Path, status: str) -> tuple[dict, SessionSummary, dict[str, Path]]:
+    """End of a session: the summary files from the store alone, then the final meta.json status
+    (last, so that a status other than "running" means the summary is there)."""
+    path = Path(path)
+    meta, evs, summary = load(path)
+    meta.update(status=status, ended=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                devices=device_line(summary), gpu=summary.gpu_reason or summary.gpu_available)
+    written = write(path, meta, evs, summary)
+    store.write_json_atomic(path / store.META, meta)
+    return meta, summary, written
 
 
 def write_all(path: str | Path) -> dict[str, Path]:

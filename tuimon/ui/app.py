@@ -263,11 +263,16 @@ class TuimonApp(App[str]):
         self.query_one(CompilePane).toggle_class("visible")
         self.redraw()
 
+    def _steer_live(self) -> RunLive | None:
+        """The focused run, if it is still going (capture and dump need a live process)."""
+        live = self._steer()
+        if live is not None and not live.active:
+            self.notify(f"{live.label} has ended", severity="warning")
+            return None
+        return live
+
     def action_profile(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if not live.active:
-            self.notify(f"{live.label} has ended: nothing to profile", severity="warning")
+        if (live := self._steer_live()) is None:
             return
         options = {"backward": True} if self.backward_next else {}
         self.source.profile(live.run, **options)
@@ -276,10 +281,7 @@ class TuimonApp(App[str]):
                     f"{' with backward attribution' if self.backward_next else ''}")
 
     def action_dump(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if not live.active:
-            self.notify(f"{live.label} has ended", severity="warning")
+        if (live := self._steer_live()) is None:
             return
         self.source.dump(live.run)
         log = self.query_one("#log", RichLog)
