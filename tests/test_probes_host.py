@@ -93,6 +93,7 @@ def test_busy_child_near_one_core_matches_its_own_clock(spawn):
         child.stdin.flush()
         return float(child.stdout.readline())
 
+    ask()  # the child has started its interpreter (a sample taken during exec sees ~0.6 MB RSS)
     probe = HostProbe()
     first = probe.sample({"a": child.pid})
     run = first["runs"]["a"]
