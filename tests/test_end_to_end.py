@@ -225,3 +225,25 @@ def test_interleaved_schedule_really_alternates(tuimon):
     summary = json.loads((session / "summary.json").read_text())
     assert all(r["turns"] == 4 for r in summary["runs"])
     assert "in 4 turns" in (session / "summary.md").read_text()
+
+
+def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
+    proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
+                           "--precision", "fp32,amp", "--schedule", "interleave", "--repeats", "3",
+                           "--turn-steps", "5", "--steps", "10", "--set", "sleep_ms=2")
+    assert proc.returncode == 0, proc.stderr
+    evs, runs = runs_of(session)
+    rounds = {e["run"]: e["replicate"] for e in evs if e["type"] == "run_queued"}
+    assert sorted(rounds.values()) == [1, 1, 2, 2, 3, 3]
+    steps = [e for e in evs if e["type"] == "step"]
+    # A round starts once the one before has ended: round numbers never go back.
+    order = [rounds[e["run"]] for e in steps]
+    assert order == sorted(order)
+    for run in rounds:
+        assert [s["i"] for s in runs[run]["step"]] == list(range(10))
+    summary = json.loads((session / "summary.json").read_text())
+    assert [v["label"] for v in summary["variants"]] == ["eager/fp32", "eager/amp"]
+    assert all(len(v["processes"]) == 3 and v["steps"] == 30 for v in summary["variants"])
+    md = (session / "summary.md").read_text()
+    assert "median step per process" in md and "in 3 processes" in md
+    assert "eager/amp #3" in proc.stdout  # the headless view has a row per process

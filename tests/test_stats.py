@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import pytest
@@ -12,8 +13,9 @@ from tuimon.session.stats import percentile, summarize
 
 
 def run_events(run, mode, precision, step_ms, *, warmup=3, first_ms=None, compile_at=(),
-               losses=None, n=32, peak_rss=None):
-    out = [events.make(events.RUN_QUEUED, run, mode=mode, precision=precision),
+               losses=None, n=32, peak_rss=None, replicate=None):
+    rounds = {"replicate": replicate, "repeats": 9} if replicate else {}
+    out = [events.make(events.RUN_QUEUED, run, mode=mode, precision=precision, **rounds),
            events.make(events.RUN_STARTED, run, mode=mode, precision=precision, device="cpu",
                        device_name="x86_64", params=1000, batch_size=n)]
     for i, ms in enumerate(step_ms):
@@ -270,3 +272,64 @@ def test_drift_misjudged_in_sequence_is_noise_under_interleaving():
     inter = by_label(summarize(interleaved))["default/fp32"]
     assert not seq.within_noise and seq.speedup < 0.95  # drift read as a slowdown
     assert inter.within_noise and inter.speedup == pytest.approx(1.0, abs=0.02)
+
+
+def repeated_session(k, eager_ms, compiled_ms, process_sigma, seed):
+    """k rounds of eager and compiled processes; each process lands at its own level (log-normal
+    around the variant's true median with ``process_sigma``), as fresh processes do on a VM."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    evs = []
+    for i in range(1, k + 1):
+        for mode, true_ms in (("eager", eager_ms), ("default", compiled_ms)):
+            level = true_ms * math.exp(rng.gauss(0, process_sigma))
+            run = f"{mode}-fp32" + (f"-{i}" if i > 1 else "")
+            evs += run_events(run, mode, "fp32", noisy(600, level, sigma=0.03, seed=rng.randrange(10**6)),
+                              replicate=i)
+    return summarize(evs)
+
+
+def test_repeats_interval_covers_the_spread_between_processes():
+    # True speedup 1.25; each process lands up to ~10 % off its variant's level. One pair of
+    # processes is sure of a wrong answer often; the combined interval covers the truth.
+    single_misses = combined_misses = 0
+    for seed in range(40):
+        s = repeated_session(5, 10.0, 8.0, process_sigma=0.08, seed=seed)
+        first = next(r for r in s.runs if r.run == "default-fp32")
+        single_misses += not (first.speedup_lo <= 1.25 <= first.speedup_hi)
+        combined = next(v for v in s.variants if v.mode == "default")
+        combined_misses += not (combined.speedup_lo <= 1.25 <= combined.speedup_hi)
+        assert combined.baseline == "eager/fp32" and len(combined.processes) == 5
+    assert single_misses >= 20  # the one-process interval ignores the process-level spread
+    assert combined_misses <= 4  # about 5 % expected (2 of 40); 4 leaves room for chance
+
+
+def test_repeats_without_process_spread_stay_as_tight_as_their_steps_allow():
+    s = repeated_session(3, 10.0, 8.0, process_sigma=0.0, seed=1)
+    combined = next(v for v in s.variants if v.mode == "default")
+    assert combined.speedup == pytest.approx(1.25, rel=0.01)
+    assert combined.speedup_lo < 1.25 < combined.speedup_hi
+    assert combined.speedup_hi - combined.speedup_lo < 0.15 and not combined.within_noise
+
+
+def test_repeats_table_has_one_column_per_variant_and_each_process_median():
+    s = repeated_session(3, 10.0, 8.0, process_sigma=0.05, seed=2)
+    header, rows = export.table(s)
+    assert header == ["", "eager/fp32", "default/fp32"]
+    per_process = next(r for r in rows if r[0] == "median step per process")
+    assert per_process[1].count("ms") == 3
+    assert "in 3 processes" in next(r for r in rows if r[0] == "steps measured")[2]
+    md = export.to_markdown({}, s)
+    assert "Student's t interval" in md
+    assert json.loads(export.to_json({}, s))["variants"][1]["processes"][2]["run"] == "default-fp32-3"
+
+
+def test_student_t_quantiles_and_welch_degrees_of_freedom():
+    from tuimon.session.stats import Z95, t95, welch_df
+
+    assert t95(1) == pytest.approx(12.706) and t95(4) == pytest.approx(2.776)
+    assert t95(4.9) == t95(4) and t95(1000) == Z95 and t95(0.3) == t95(1)
+    assert welch_df(1.0, 4, 1.0, 4) == pytest.approx(8.0)  # equal variances: the pooled df
+    assert welch_df(1.0, 4, 1e-6, 4) == pytest.approx(4.0)  # one side dominates: its df

@@ -29,6 +29,9 @@ class UsageError(Exception):
     """Bad input: printed as one line, exit 2."""
 
 
+MAX_REPEATS = 20
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse prints usage + message; we want one line
         raise UsageError(message)
@@ -136,6 +139,9 @@ def run_parser() -> Parser:
                    "take turns of --turn-steps steps, so drift hits all alike; parallel: all at once")
     p.add_argument("--turn-steps", type=positive_int, default=50, metavar="N",
                    help="steps per turn with --schedule interleave (default: 50)")
+    p.add_argument("--repeats", type=positive_int, default=1, metavar="K",
+                   help="run each variant in K separate processes, in rounds, and put the spread "
+                   "between processes into the speedup's interval (default: 1; 3 or more to use it)")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
     p.add_argument("--interval", type=interval_arg, default=1.0, metavar="SECONDS",
@@ -231,6 +237,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         precisions = parse_list(args.precision, PRECISIONS, "precision")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.repeats > MAX_REPEATS:
+        raise UsageError(f"--repeats: at most {MAX_REPEATS} processes per variant, got {args.repeats}")
     if args.detach and args.headless:
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     if args.recipe is None:
@@ -266,7 +274,8 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
-                torch_trace=args.torch_trace, turn_steps=args.turn_steps, hang_s=args.hang_timeout)
+                torch_trace=args.torch_trace, turn_steps=args.turn_steps, hang_s=args.hang_timeout,
+                repeats=args.repeats)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.detach import run_detached
@@ -359,7 +368,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
-                                                  "turn_steps", "set", "interval", "no_probes", "fps",
+                                                  "turn_steps", "repeats", "set", "interval",
+                                                  "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
                                                   "profile_backward")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",

@@ -30,7 +30,8 @@ RECOMPILE = "recompile"  # compile_id, reasons: [str]
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
-RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart)
+RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart);
+#   replicate, repeats: with --repeats, which round of how many
 RUN_EXITED = "run_exited"  # returncode, seconds
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tuimon import events
-from tuimon.session.export import fmt_ms, fmt_s, table, top_ops_text
+from tuimon.session.export import columns, fmt_ms, fmt_s, table, top_ops_text
 from tuimon.session.stats import SessionSummary, is_measured
 
 
@@ -41,11 +41,16 @@ class HeadlessView:
             console=self.console,
             refresh_per_second=4,
         )
-        self._tasks = {
-            run: self._progress.add_task(label, total=total_steps, start=False,
-                                         phase="queued", median="–", loss="–", system="")
-            for run, label in labels.items()
-        }
+        self._total = total_steps
+        self._tasks: dict[str, int] = {}
+        for run, label in labels.items():
+            self._add_task(run, label)
+
+    def _add_task(self, run: str, label: str) -> None:
+        self.labels[run] = label
+        self._recent.setdefault(run, deque(maxlen=50))
+        self._tasks[run] = self._progress.add_task(label, total=self._total, start=False, phase="queued",
+                                                   median="–", loss="–", system="")
 
     def __enter__(self) -> HeadlessView:
         if self.live:
@@ -64,6 +69,13 @@ class HeadlessView:
             if kind == events.SAMPLE:
                 self._sample(e)
                 continue
+            if kind == events.RUN_QUEUED and e.get("replicate"):  # --repeats: one row per process
+                label = f"{e.get('mode')}/{e.get('precision')} #{e['replicate']}"
+                if run in self._tasks:
+                    self.labels[run] = label
+                    self._progress.update(self._tasks[run], description=label)
+                else:
+                    self._add_task(run, label)
             if run not in self._tasks:
                 if kind in (events.PROBE_INFO, events.WARNING):
                     self._session_note(e)
@@ -191,6 +203,6 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for row in rows:
         t.add_row(*row)
     console.print(t)
-    for r in summary.runs:
+    for r in columns(summary):
         for note in r.notes:
             console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)

@@ -107,11 +107,28 @@ def speedup_text(r: RunStats) -> str:
 
 def measured_text(r: RunStats) -> str:
     text = f"{r.measured} of {r.steps}"
+    if r.processes:
+        return text + f", in {len(r.processes)} processes"
     if r.steady_from is not None:
         text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
     if r.turns > 1:
         text += f", in {r.turns} turns"
     return text
+
+
+def processes_text(r: RunStats) -> str:
+    """A combined row's processes: their medians, the spread the interval accounts for."""
+    if not r.processes:
+        return DASH
+    return " · ".join(fmt_ms(p["median_ms"]) if p["median_ms"] else p["status"] for p in r.processes)
+
+
+def columns(summary: SessionSummary) -> list[RunStats]:
+    """What the table compares: with --repeats a variant's processes as one combined column, and
+    any run outside the rounds (a restart) on its own."""
+    if not summary.variants:
+        return summary.runs
+    return summary.variants + [r for r in summary.runs if r.replicate is None]
 
 
 def cpu_text(r: RunStats) -> str:
@@ -184,7 +201,7 @@ GPU_ROWS = [
 
 def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     """The blog-post table: header and rows, shared by markdown and the terminal."""
-    runs = summary.runs
+    runs = columns(summary)
     rows = [
         ("status", lambda r: r.status + (f": {r.error}" if r.error else "")),
         ("steps measured", measured_text),
@@ -202,6 +219,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
     ]
+    if summary.variants:
+        rows.insert(3, ("median step per process", processes_text))
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
@@ -284,14 +303,14 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {r.label}: {n}" for r in summary.runs for n in r.notes]
+    notes = [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
     if summary.unsupported:
         notes.append(f"- GPU metrics this device does not report: {', '.join(summary.unsupported)}")
     notes += [f"- warning: {w}" for w in summary.warnings]
-    for r in summary.runs:
+    for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]
         notes += [f"- {r.label}: recompile: {reason}" for reason in r.recompile_reasons]
@@ -304,6 +323,13 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out += ["", "Median over steady-state steps (warm-up, found in the data by MSER-5 unless fixed, and "
             "any step that compiled are kept apart); speedup against eager of the same precision, "
             "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
+    if summary.variants:
+        out[-1] += (" Each variant ran in several processes (--repeats): its median is the geometric "
+                    "mean of theirs, and its interval a Student's t interval over them, so it covers "
+                    "the spread between processes too.")
+    else:
+        out[-1] += (" The interval covers step-to-step noise within one process, not the spread "
+                    "between processes: --repeats 3 or more measures that.")
     if any(r.profiled_steps for r in summary.runs):
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
     return "\n".join(out) + "\n"

@@ -6,7 +6,12 @@ Definitions:
 - measured steps: steps past warm-up in which no compile ran (a recompile is kept apart too);
 - warm-up overhead: time of the steps kept apart minus what they would have cost at the
   steady-state median;
-- speedup: eager median / variant median, against the eager run of the same precision;
+- speedup: eager median / variant median, against the eager run of the same precision (with
+  --repeats, the eager run of the same round);
+- a variant run in several processes (--repeats K): its row combines them. Median: the geometric
+  mean of the processes' medians; interval: Student's t over the K log-medians, so it covers the
+  process-to-process spread (a fresh process can land ~1.5x slower on a VM) that one process's
+  step-to-step interval cannot see; it is never narrower than the processes' own intervals allow;
 - break-even: the step at which the variant's total time drops below eager's, i.e.
   (overhead_variant - overhead_eager) / (median_eager - median_variant); "never" when the
   variant is not faster per step.
@@ -30,6 +35,8 @@ class RunStats:
     mode: str
     precision: str
     status: str = "queued"  # queued | running | done | stopped | failed
+    replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
+    processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
     device: str | None = None
     device_name: str | None = None
     params: int | None = None
@@ -48,6 +55,7 @@ class RunStats:
     steady_from: int | None = None  # index of the first steady-state step
     median_ci_lo: float | None = None  # 95 % interval of the median step (ms)
     median_ci_hi: float | None = None
+    log_se: float | None = None  # a combined row: standard error of its log median
     autocorr: float | None = None  # lag-1 autocorrelation of the steady step times
     overhead_s: float | None = None
     compile_s: float | None = None
@@ -113,6 +121,7 @@ class RunStats:
 @dataclass
 class SessionSummary:
     runs: list[RunStats]
+    variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     unreadable_lines: int = 0
     gpu_available: bool | None = None  # None: no probe ran
     gpu_reason: str | None = None
@@ -121,6 +130,7 @@ class SessionSummary:
 
     def to_dict(self) -> dict:
         return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
+                "variants": [asdict(r) | {"label": r.label} for r in self.variants],
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
                                                  "unsupported", "warnings")}}
 
@@ -226,10 +236,16 @@ class Collector:
             _profile_stats(r, steps[run])
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         samples = list(self._samples)
+        losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            _compare(r, runs, {run: track.points for run, track in self._loss.items()})
+            _compare(r, runs, losses)
             _probe_stats(r, steps[r.run], samples, self._pauses[r.run])
-        return replace(self._session, runs=list(runs.values()),
+        variants = combine_replicates(list(runs.values()))
+        for v in variants.values():
+            losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
+        for v in variants.values():
+            _compare(v, variants, losses)
+        return replace(self._session, runs=list(runs.values()), variants=list(variants.values()),
                        unsupported=list(self._session.unsupported),
                        warnings=list(self._session.warnings))
 
@@ -267,7 +283,9 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
 
 def _apply(r: RunStats, e: dict) -> None:
     kind = e["type"]
-    if kind == events.RUN_STARTED:
+    if kind == events.RUN_QUEUED:
+        r.replicate = e.get("replicate")
+    elif kind == events.RUN_STARTED:
         r.status = "running"
         for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
             if e.get(key) is not None:
@@ -429,9 +447,97 @@ def median_interval(sorted_ms: list[float], rho: float) -> tuple[float, float]:
 
 
 def _log_se(r: RunStats) -> float | None:
+    if r.processes:
+        return r.log_se
     if not r.median_ci_lo or not r.median_ci_hi or r.median_ci_lo <= 0:
         return None
     return (math.log(r.median_ci_hi) - math.log(r.median_ci_lo)) / (2 * Z95)
+
+
+# Two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); Z95 beyond.
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+       2.052, 2.048, 2.045, 2.042)
+
+
+def t95(df: float) -> float:
+    """The 97.5 % quantile of Student's t; a fractional df rounds down (wider, the safe side)."""
+    k = int(df)
+    return T95[max(k, 1) - 1] if k <= len(T95) else Z95
+
+
+def welch_df(se_a: float, df_a: int, se_b: float, df_b: int) -> float:
+    """Welch–Satterthwaite degrees of freedom of a difference of two means."""
+    va, vb = se_a ** 2, se_b ** 2
+    den = (va * va / df_a if df_a > 0 else 0.0) + (vb * vb / df_b if df_b > 0 else 0.0)
+    return (va + vb) ** 2 / den if den > 0 else float(max(df_a, df_b, 1))
+
+
+def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
+    """One row per variant run in several processes (--repeats), keyed like a run id."""
+    groups: dict[tuple[str, str], list[RunStats]] = {}
+    for r in runs:
+        if r.replicate is not None:
+            groups.setdefault((r.mode, r.precision), []).append(r)
+    return {row.run: row for row in (_combined(g) for g in groups.values())}
+
+
+def _combined(group: list[RunStats]) -> RunStats:
+    first = group[0]
+    k = len(group)
+    row = RunStats(f"{first.mode}-{first.precision}×{k}", first.mode, first.precision)
+    row.processes = [{"run": r.run, "median_ms": r.median_ms, "status": r.status} for r in group]
+    statuses = {r.status for r in group}
+    row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
+    row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)
+    for key in ("device", "device_name", "params", "batch_size", "warmup_auto"):
+        setattr(row, key, getattr(first, key))
+    row.notes = list(first.notes)
+    row.steps = sum(r.steps for r in group)
+    row.measured = sum(r.measured for r in group)
+    row.warmup_steps = sum(r.warmup_steps for r in group)
+    row.turns = sum(r.turns for r in group)
+    row.paused_s = sum(r.paused_s for r in group)
+    row.compiles = sum(r.compiles for r in group)
+    row.recompiles = sum(r.recompiles for r in group)
+    row.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.recompile_reasons))
+    row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
+    row.unreliable = next((f"{r.run}: {r.unreliable}" for r in group if r.unreliable), None)
+    row.graph_breaks, row.compile_phases = first.graph_breaks, first.compile_phases
+    row.graphs_fwd, row.graphs_bwd = first.graphs_fwd, first.graphs_bwd
+    row.fx_cache_hits = sum(r.fx_cache_hits for r in group)
+    row.fx_cache_misses = sum(r.fx_cache_misses for r in group)
+    for key in ("compile_s", "overhead_s", "first_step_ms", "mean_data_ms", "cpu_mean",
+                "gpu_util_mean", "power_mean", "throttled_share"):
+        values = [getattr(r, key) for r in group if getattr(r, key) is not None]
+        setattr(row, key, statistics.median(values) if values else None)
+    for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
+                "children_max", "vram_max", "gpu_proc_mem_max", "temp_max"):
+        setattr(row, key, _max([getattr(r, key) for r in group]))
+    row.samples = sum(r.samples for r in group)
+    row.final_loss = first.final_loss
+    measured = [r for r in group if r.median_ms]
+    if not measured:
+        return row
+    logs = [math.log(r.median_ms) for r in measured]
+    n = len(logs)
+    centre = statistics.fmean(logs)
+    row.median_ms = math.exp(centre)
+    row.p10_ms = statistics.median(r.p10_ms for r in measured)
+    row.p90_ms = statistics.median(r.p90_ms for r in measured)
+    throughputs = [r.throughput for r in measured if r.throughput]
+    row.throughput = statistics.median(throughputs) if throughputs else None
+    if n < 2:
+        return row
+    # The spread between processes, but never less than their own step noise allows (with two or
+    # three processes the sample spread can come out near zero by luck).
+    between = statistics.stdev(logs) / math.sqrt(n)
+    within = [_log_se(r) for r in measured]
+    floor = math.sqrt(sum(x * x for x in within if x is not None)) / n
+    row.log_se = max(between, floor)
+    half = t95(n - 1) * row.log_se
+    row.median_ci_lo, row.median_ci_hi = math.exp(centre - half), math.exp(centre + half)
+    return row
 
 
 def _profile_stats(r: RunStats, run_steps: list[dict]) -> None:
@@ -447,8 +553,9 @@ def _profile_stats(r: RunStats, run_steps: list[dict]) -> None:
 
 
 def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
-    base = next((b for b in runs.values()
-                 if b.mode == "eager" and b.precision == r.precision and b.median_ms), None)
+    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision and b.median_ms]
+    # With --repeats, the eager process of the same round: it ran beside this one.
+    base = next((b for b in eager if b.replicate == r.replicate), eager[0] if eager else None)
     if base is None:
         return
     r.baseline = base.label
@@ -464,8 +571,11 @@ def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int,
     se_a, se_b = _log_se(base), _log_se(r)
     if se_a is not None and se_b is not None:
         se = math.hypot(se_a, se_b)  # two independent samples: log-ratio variances add
-        r.speedup_lo = r.speedup * math.exp(-Z95 * se)
-        r.speedup_hi = r.speedup * math.exp(Z95 * se)
+        crit = Z95
+        if r.processes and base.processes:  # combined rows: Student's t, Welch's degrees of freedom
+            crit = t95(welch_df(se_a, len(base.processes) - 1, se_b, len(r.processes) - 1))
+        r.speedup_lo = r.speedup * math.exp(-crit * se)
+        r.speedup_hi = r.speedup * math.exp(crit * se)
         r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
     gain_ms = base.median_ms - r.median_ms
     extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)

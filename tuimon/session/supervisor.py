@@ -81,6 +81,7 @@ class Plan:
     torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
     turn_steps: int = 50  # interleaved schedule: steps a run takes per turn
     hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
+    repeats: int = 1  # processes per variant, run in rounds (every variant once per round)
 
 
 @dataclass
@@ -91,6 +92,7 @@ class Run:
     variant: Variant
     replaces: str | None = None
     after: str | None = None  # a restart starts only once the run it replaces has exited
+    replicate: int | None = None  # --repeats: its round; a round starts once the one before ended
     child: Child | None = None
     stepping: bool = False  # run_started seen: the runner reads control lines from now on
     ended: bool = False  # its finished or failed event seen
@@ -126,7 +128,10 @@ class Supervisor:
         self._last_turn: str | None = None
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
-        self._initial = [(self._allocate(v), v) for v in plan.variants]
+        # Round-major: with --repeats every variant runs once per round, so the rounds' processes
+        # meet the same machine state and the combined interval sees process-to-process spread.
+        rounds = range(1, plan.repeats + 1) if plan.repeats > 1 else [None]
+        self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
         self._sampler = Sampler(plan.interval, self.live_pids,
                                 lambda batch: self._inbox.put((_EVENTS, None, batch)),
                                 gpu=gpu_probe) if plan.interval else None
@@ -205,8 +210,8 @@ class Supervisor:
         keep_open=True (a TUI): keeps sampling and taking commands until ``close()``.
         Returns 'done', 'failed' (a run failed) or 'interrupted' (Ctrl-C).
         """
-        for run, variant in self._initial:
-            self._enqueue(run, variant)
+        for run, variant, replicate in self._initial:
+            self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
             self._sampler.start()
         try:
@@ -258,7 +263,10 @@ class Supervisor:
                 self._pump(TICK)
 
     def _schedule(self) -> None:
-        ready = [run for run in self._queue if self._runs[run].after not in self._live]
+        rounds = [self._runs[run].replicate for run in [*self._queue, *self._live]]
+        first_round = min((k for k in rounds if k is not None), default=None)
+        ready = [run for run in self._queue if self._runs[run].after not in self._live
+                 and self._runs[run].replicate in (None, first_round)]
         if not ready:
             return
         if self.plan.schedule == "interleave":
@@ -507,10 +515,12 @@ class Supervisor:
         self._inbox.put((_COMMAND, action, run))
 
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
-                 after: str | None = None, first: bool = False) -> None:
-        self._runs[run] = Run(run, variant, replaces, after)
+                 after: str | None = None, first: bool = False, replicate: int | None = None) -> None:
+        self._runs[run] = Run(run, variant, replaces, after, replicate=replicate)
         self._queue.insert(0 if first else len(self._queue), run)
         fields = {"replaces": replaces} if replaces else {}
+        if replicate is not None:
+            fields.update(replicate=replicate, repeats=self.plan.repeats)
         self._record([events.make(events.RUN_QUEUED, run, mode=variant.mode,
                                   precision=variant.precision, **fields)])
 

@@ -45,10 +45,13 @@ class RunLive:
     recompiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # recompile events
     profiles: list[dict] = field(default_factory=list)  # profile events, done or failed
     profiling: bool = False  # a capture window is open
+    replicate: int | None = None  # --repeats: its round, and how many there are
+    repeats: int | None = None
 
     @property
     def label(self) -> str:
-        return f"{self.mode}/{self.precision}"
+        rounds = f" #{self.replicate}/{self.repeats}" if self.replicate else ""
+        return f"{self.mode}/{self.precision}{rounds}"
 
     @property
     def active(self) -> bool:
@@ -66,6 +69,7 @@ class SessionModel:
         self.collector = Collector(keep_steps=keep_steps, keep_samples=keep_samples)
         self.runs: dict[str, RunLive] = {}
         self.panels: list[str] = []  # run shown by each panel, left to right
+        self._offscreen: set[str] = set()  # --repeats: queued runs of later rounds
         self.system: dict | None = None
         self.gpu_note: str | None = None
         self.session_warnings: list[str] = []
@@ -100,9 +104,22 @@ class SessionModel:
             return
         live = self.runs.get(run)
         if live is None:
-            live = self.runs[run] = RunLive(run, e.get("mode", "?"), e.get("precision", "?"))
-            self._place(run, e.get("replaces"))
+            live = self.runs[run] = RunLive(run, e.get("mode", "?"), e.get("precision", "?"),
+                                            replicate=e.get("replicate"), repeats=e.get("repeats"))
+            if (live.replicate or 1) == 1:
+                self._place(run, e.get("replaces"))
+            else:  # a later round waits off screen until it starts
+                self._offscreen.add(run)
+        elif run in self._offscreen and kind != events.RUN_QUEUED:
+            self._offscreen.discard(run)
+            self._place(run, self._previous_round(live))  # its round began: it takes over the panel
         self._apply(live, e)
+
+    def _previous_round(self, live: RunLive) -> str | None:
+        """The panel of the same variant's latest earlier round, which this run replaces."""
+        earlier = [r for r in self.runs.values() if r.replicate and r.replicate < live.replicate
+                   and (r.mode, r.precision) == (live.mode, live.precision) and r.run in self.panels]
+        return max(earlier, key=lambda r: r.replicate).run if earlier else None
 
     def _place(self, run: str, replaces: str | None) -> None:
         if replaces in self.panels:

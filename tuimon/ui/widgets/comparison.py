@@ -1,18 +1,19 @@
-"""The strip under the panels: each run against its eager baseline, in one line each."""
+"""The strip under the panels: each run (with --repeats, each variant's processes combined)
+against its eager baseline, in one line each."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.session.export import breakeven_text, fmt_s
+from tuimon.session.export import breakeven_text, columns, fmt_s
 from tuimon.session.stats import SessionSummary
 
 
 class ComparisonStrip(Static):
     def show(self, summary: SessionSummary, gpu_note: str | None) -> None:
         t = Text()
-        compared = [r for r in summary.runs if r.baseline and r.baseline != r.label and r.speedup]
+        compared = [r for r in columns(summary) if r.baseline and r.baseline != r.label and r.speedup]
         if not compared:
             t.append("comparison: waiting for an eager run and a variant to reach steady state",
                      style="dim")

@@ -1,0 +1,36 @@
+"""The TUI's model on synthetic sessions: which run each panel shows (no screen needed)."""
+
+from __future__ import annotations
+
+from test_stats import noisy, run_events
+
+from tuimon.ui.model import SessionModel
+
+
+def rounds(k: int, mode: str) -> list[list[dict]]:
+    return [run_events(f"{mode}-fp32" + (f"-{i}" if i > 1 else ""), mode, "fp32",
+                       noisy(50, 10.0, seed=i), replicate=i) for i in range(1, k + 1)]
+
+
+def test_a_later_round_takes_over_its_variants_panel_when_it_starts():
+    eager, compiled = rounds(3, "eager"), rounds(3, "default")
+    model = SessionModel()
+    queued = [e for evs in (*eager, *compiled) for e in evs if e["type"] == "run_queued"]
+    model.add_all(queued)  # every round is queued at the start of a session
+    assert model.panels == ["eager-fp32", "default-fp32"]
+    for i in range(3):
+        model.add_all(eager[i][1:] + compiled[i][1:])
+        suffix = f"-{i + 1}" if i else ""
+        assert model.panels == [f"eager-fp32{suffix}", f"default-fp32{suffix}"]
+    assert model.runs["default-fp32-3"].label == "default/fp32 #3/9"
+    summary = model.summary()
+    assert [v.label for v in summary.variants] == ["eager/fp32", "default/fp32"]
+
+
+def test_a_closed_panel_does_not_come_back_with_its_runs_late_events():
+    model = SessionModel()
+    evs = run_events("eager-fp32", "eager", "fp32", noisy(20, 10.0))
+    model.add_all(evs[:5])
+    model.close_panel("eager-fp32")
+    model.add_all(evs[5:])
+    assert model.panels == []
