@@ -156,7 +156,10 @@ def test_ctrl_c_stops_children_and_keeps_the_measurements(tmp_path, inductor_cac
     out = tmp_path / "sessions"
     cmd = [sys.executable, "-m", "tuimon", str(TEST_RECIPES / "slow_steps.py"), "--modes",
            "eager", "--steps", "100000", "--set", "sleep_ms=20", "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell's background job inherits SIGINT ignored, and Python then installs no Ctrl-C handler:
+    # give the CLI the terminal's default, whatever started this test.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     steps = 0
     while time.monotonic() < deadline and steps < 20:

@@ -134,9 +134,10 @@ def run_parser() -> Parser:
     p.add_argument("--device", type=device_arg, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
-                   default="sequential",
-                   help="sequential: one variant after the other (default); interleave: variants "
-                   "take turns of --turn-steps steps, so drift hits all alike; parallel: all at once")
+                   default="interleave",
+                   help="interleave: variants take turns of --turn-steps steps, so drift hits all "
+                   "alike (default; every variant's process is alive at once); sequential: one "
+                   "variant after the other (one model in memory at a time); parallel: all at once")
     p.add_argument("--turn-steps", type=positive_int, default=50, metavar="N",
                    help="steps per turn with --schedule interleave (default: 50)")
     p.add_argument("--repeats", type=positive_int, default=1, metavar="K",

@@ -466,6 +466,10 @@ def t95(df: float) -> float:
     return T95[max(k, 1) - 1] if k <= len(T95) else Z95
 
 
+def _measured_processes(r: RunStats) -> int:
+    return sum(1 for p in r.processes if p["median_ms"])
+
+
 def welch_df(se_a: float, df_a: int, se_b: float, df_b: int) -> float:
     """Welch–Satterthwaite degrees of freedom of a difference of two means."""
     va, vb = se_a ** 2, se_b ** 2
@@ -573,7 +577,7 @@ def _compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int,
         se = math.hypot(se_a, se_b)  # two independent samples: log-ratio variances add
         crit = Z95
         if r.processes and base.processes:  # combined rows: Student's t, Welch's degrees of freedom
-            crit = t95(welch_df(se_a, len(base.processes) - 1, se_b, len(r.processes) - 1))
+            crit = t95(welch_df(se_a, _measured_processes(base) - 1, se_b, _measured_processes(r) - 1))
         r.speedup_lo = r.speedup * math.exp(-crit * se)
         r.speedup_hi = r.speedup * math.exp(crit * se)
         r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
