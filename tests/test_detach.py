@@ -319,12 +319,12 @@ def test_ls_lists_the_sessions_with_their_state(tuimon, tmp_path, reaper):
     proc, _ = tuimon("ls")
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()]
-    assert rows[0] == ["SESSION", "STATE", "VARIANTS", "STARTED", "RECIPE", "PID"]
+    assert rows[0] == ["SESSION", "STATE", "VARIANTS", "STARTED", "RECIPE", "PID", "VIEWERS"]
     states = {row[0]: row[1] for row in rows[1:]}
     assert states == {"20200101-000000-tiny_mlp": "done", "20200101-000001-tiny_mlp": "failed",
                       "20200101-000002-tiny_mlp": "interrupted", stale.name: "stale",
                       running.name: "running"}
-    assert rows[-1][-1] == str(daemon_pid(running)) and rows[-1][2] == "eager/fp32"
+    assert rows[-1][-2:] == [str(daemon_pid(running)), "0"] and rows[-1][2] == "eager/fp32"
     assert detach.resolve_session(None, str(out)) == running  # attach's default: latest running
     # The runner of the killed daemon read EOF on its control pipe and stopped by itself.
     wait_for(lambda: gone(runner_pids(stale)), 20, "the orphaned runner to stop")

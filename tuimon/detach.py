@@ -36,7 +36,8 @@ def attach_parser() -> Parser:
 def ls_parser() -> Parser:
     p = Parser(prog="tuimon ls",
                description="List the sessions under --out: state (running, done, failed, "
-               "interrupted, stale), variants, start time, recipe.")
+               "interrupted, stale), variants, start time, recipe, the supervisor's pid and how "
+               "many TUIs are attached.")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="the sessions directory (default: ./tuimon-sessions)")
     return p
@@ -166,7 +167,20 @@ def attach_command(args: argparse.Namespace) -> int:
 
 
 # ---- tuimon ls -------------------------------------------------------------------------------
-COLUMNS = ("session", "state", "variants", "started", "recipe", "pid")
+COLUMNS = ("session", "state", "variants", "started", "recipe", "pid", "viewers")
+
+
+def viewers(info: listing.SessionInfo) -> str:
+    """How many TUIs are attached to a running session's daemon (it counts them); blank for a
+    session that has none (headless, or ended)."""
+    from tuimon.session.channel import ChannelError, CommandError, request
+
+    if info.state != listing.RUNNING or (info.meta.get("owner") or {}).get("kind") != "daemon":
+        return ""
+    try:
+        return str(request(info.path, "hello", timeout=1.0)["attached"])
+    except (ChannelError, CommandError, OSError, ValueError, KeyError, TypeError):
+        return "?"
 
 
 def ls_command(args: argparse.Namespace) -> int:
@@ -178,7 +192,7 @@ def ls_command(args: argparse.Namespace) -> int:
         print(f"no tuimon sessions in {out}")
         return EXIT_OK
     rows = [[s.path.name, s.state, s.variants or "–", s.started, s.recipe,
-             str(s.pid) if s.state == listing.RUNNING else ""] for s in found]
+             str(s.pid) if s.state == listing.RUNNING else "", viewers(s)] for s in found]
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table

@@ -24,6 +24,8 @@ from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import EOF, Control
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.profiling import Profiler, parse_command
+from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
+from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
 
 
@@ -195,11 +197,18 @@ def peak_memory(device: str) -> dict:
 
 
 def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
-        profiler: Profiler | None = None) -> str:
-    """Train until the step count or duration is reached, or the parent says stop; returns why."""
+        profiler: Profiler | None = None, guard: SyncGuard | None = None) -> str:
+    """Train until the step count or duration is reached, or the parent says stop; returns why.
+
+    ``guard`` (default: from TUIMON_SYNC_DEBUG, CUDA only) checks tuimon's own per-step work for
+    host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py."""
     s = trainer.settings
     control = control or Control(None)
     on_cuda = trainer.device_type == "cuda"
+    guard = guard or SyncGuard.from_env(torch.cuda if on_cuda else None)
+    if guard.on:
+        emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={guard.level}: a host-device sync in "
+                     "tuimon's per-step work fails this run")
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
     losses = LossReader(on_cuda)
     batches = BatchCycle(trainer.recipe.batches)
@@ -225,6 +234,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     i = 0
     try:
         while s.steps is None or i < s.steps:
+            if profiler is None or profiler.capture is None:
+                guard.ours()
             if s.turns and i % s.turns == 0 and _obey(
                     "pause", control, emitter, phase["now"],
                     lambda: _before_pause(emitter, clock, pending, losses, trainer.device, profiler,
@@ -241,6 +252,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             capture = None
             if profiler is not None:
                 capture, opened = profiler.begin_step(i, watch.count)
+                if capture is not None:
+                    guard.theirs()  # torch.profiler syncs as a capture ends: a cost asked for
                 if opened is not None:
                     emitter.emit_now(events.PROFILE, **opened)
             if capture is None or not capture.recording:  # the plain path: no label, no hook
@@ -248,7 +261,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 t_data = time.perf_counter()
                 batch = to_device(next(batches), trainer.device)
                 data_ms = (time.perf_counter() - t_data) * 1000.0
+                guard.theirs()  # the recipe's step may sync as it likes
                 loss = trainer.step(batch)
+                if capture is None:
+                    guard.ours()
                 captured = losses.capture(i, loss)
                 clock.stop()
             else:
@@ -286,14 +302,17 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 reason = "duration"
                 break
     except KeyboardInterrupt:
+        guard.restore()
         reason = "stopped"  # by the supervisor, at its request
     except BaseException:
+        guard.restore()
         # The step failed: still hand over every step measured before it, then report.
         with contextlib.suppress(Exception):
             _emit_measured(emitter, clock, pending, losses, trainer.device)
         with contextlib.suppress(Exception):
             _end_capture(profiler, watch, emitter)
         raise
+    guard.restore()
     _emit_measured(emitter, clock, pending, losses, trainer.device)
     _end_capture(profiler, watch, emitter)
     return reason

@@ -115,7 +115,11 @@ class TuimonApp(App[str]):
         while self.inbox:
             batch.extend(self.inbox.popleft())
         if batch:
+            ended = self.model.ended
             self.model.add_all(batch)
+            if self.model.ended and not ended and not self.source.read_only:
+                # Said once: e.g. another viewer quit with stop, or every run ended.
+                self.notify(f"the session has ended ({self.model.ended}); q quits", timeout=30)
         self.redraw()
 
     def redraw(self) -> None:
@@ -181,12 +185,18 @@ class TuimonApp(App[str]):
         return live
 
     def _command(self, name: str, *args):
-        """A command to the source; a refusal or a lost supervisor is a notice, not a crash."""
+        """A command to the source and its result; a refusal or a lost supervisor is a notice,
+        not a crash (and None)."""
+        return self._send(name, *args)[1]
+
+    def _send(self, name: str, *args, **kwargs) -> tuple[bool, object]:
+        """(whether the command went through, its result). The daemon may be gone even while
+        the model still shows runs going: another viewer stopped the session, or it was killed."""
         try:
-            return getattr(self.source, name)(*args)
+            return True, getattr(self.source, name)(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - e.g. the detached supervisor has gone
             self.notify(f"{name} failed: {exc}", severity="error")
-            return None
+            return False, None
 
     # ---- actions -----------------------------------------------------------------------
     def action_mode(self, step: int) -> None:
@@ -275,7 +285,8 @@ class TuimonApp(App[str]):
         if (live := self._steer_live()) is None:
             return
         options = {"backward": True} if self.backward_next else {}
-        self.source.profile(live.run, **options)
+        if not self._send("profile", live.run, **options)[0]:
+            return
         self.query_one(ProfilerPane).add_class("visible")
         self.notify(f"profiling {live.label} from its next step boundary"
                     f"{' with backward attribution' if self.backward_next else ''}")
@@ -283,7 +294,8 @@ class TuimonApp(App[str]):
     def action_dump(self) -> None:
         if (live := self._steer_live()) is None:
             return
-        self.source.dump(live.run)
+        if not self._send("dump", live.run)[0]:
+            return
         log = self.query_one("#log", RichLog)
         log.add_class("visible")
         self.notify(f"{live.label}: Python stacks written to its log (shown below)")
