@@ -116,6 +116,9 @@ class TuimonApp(App[str]):
             batch.extend(self.inbox.popleft())
         if batch:
             self.model.add_all(batch)
+            for e in batch:  # the source's own news: unreadable lines, a store that failed
+                if e.get("notify") and e.get("type") == "warning":
+                    self.notify(e["text"], severity=e["notify"], timeout=30)
         self.redraw()
 
     def redraw(self) -> None:
