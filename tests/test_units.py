@@ -139,3 +139,24 @@ def test_store_names_do_not_collide(tmp_path):
     assert a.path != b.path
     store.write_json_atomic(a.path / "meta.json", {"k": 1})
     assert json.loads((a.path / "meta.json").read_text()) == {"k": 1}
+
+
+@pytest.mark.parametrize("count, device, expected", [
+    (1, "cuda:0", None),
+    (2, "cuda:1", None),
+    (1, "cuda:1", "--device cuda:1 asked for, but there is 1 CUDA device here (cuda:0)"),
+    (2, "cuda:99", "--device cuda:99 asked for, but there are 2 CUDA devices here (cuda:0 to cuda:1)"),
+])
+def test_runner_refuses_a_cuda_index_beyond_the_devices(count, device, expected):
+    import types
+
+    from tuimon.runner.__main__ import SetupError, resolve_device
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True,
+                                                            device_count=lambda: count))
+    if expected is None:
+        assert resolve_device(fake, device) == device
+    else:
+        with pytest.raises(SetupError) as err:
+            resolve_device(fake, device)
+        assert str(err.value) == expected

@@ -21,6 +21,9 @@ from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, parse_list, product
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# The session could not be recorded (disk full, file too large, I/O error): not the model's
+# fault (1) nor bad input (2); a script may want to retry elsewhere.
+EXIT_STORE = 3
 DEMO = Path(__file__).with_name("demo_recipe.py")
 DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"
 
@@ -29,57 +32,62 @@ class UsageError(Exception):
     """Bad input: printed as one line, exit 2."""
 
 
-MAX_REPEATS = 20
-
-
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse prints usage + message; we want one line
         raise UsageError(message)
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
+# Every number a flag takes, in one place: flag -> (type, lowest, highest, unit). Out of range is
+# bad input (exit 2) and the message gives the range. The highs are far past any real session
+# and low enough to catch a typo (an extra zero or three) before anything is launched.
+DAY = 86400
+LIMITS: dict[str, tuple[type, float, float, str]] = {
+    "steps": (int, 1, 10**9, ""),
+    "repeats": (int, 1, 20, ""),
+    "duration": (float, 0.1, 30 * DAY, " s"),
+    "warmup": (int, 0, 10**9, ""),
+    "batch-size": (int, 1, 1_000_000, ""),
+    "image-size": (int, 1, 16384, ""),
+    "seed": (int, 0, 2**32 - 1, ""),  # numpy's seed range (torch takes more)
+    "turn-steps": (int, 1, 10**9, ""),
+    "interval": (float, 0.2, 3600, " s"),  # below 0.2 s the probes cost more than they tell
+    "hang-timeout": (float, 1, 30 * DAY, " s"),
+    "profile-at": (int, 0, 10**9, ""),
+    "fps": (float, 1, 30, ""),
+}
 
 
-def step_index(text: str) -> int:
-    return positive_int(text) if text.strip() != "0" else 0
+def _fmt(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def limited(flag: str):
+    """The argparse type of a numeric flag, checked against LIMITS[flag]."""
+    kind, low, high, unit = LIMITS[flag]
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not low <= value <= high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(
+                f"must be between {_fmt(low)} and {_fmt(high)}{unit}, got {text}")
+        return value
+
+    parse.__name__ = flag  # argparse names the type in some messages
+    return parse
 
 
 def warmup_arg(text: str) -> str:
     """'auto' (found in the data) or a fixed number of steps, kept as text for the runner."""
     if text == "auto":
         return text
-    return str(step_index(text))
+    return str(limited("warmup")(text))
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
-def interval_arg(text: str) -> float:
-    value = positive_float(text)
-    if value < 0.2:
-        raise argparse.ArgumentTypeError(f"must be at least 0.2 s, got {text}")
-    return value
-
-
-def fps_arg(text: str) -> float:
-    value = positive_float(text)
-    if not 1 <= value <= 30:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 30, got {text}")
-    return value
+fps_arg = limited("fps")
 
 
 def device_arg(text: str) -> str:
@@ -121,16 +129,16 @@ def run_parser() -> Parser:
     p.add_argument("--precision", default="fp32",
                    help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
                    "fp16+GradScaler on CUDA) (default: fp32)")
-    p.add_argument("--steps", type=positive_int,
+    p.add_argument("--steps", type=limited("steps"),
                    help="steps per variant (default: the recipe's, for its device)")
-    p.add_argument("--duration", type=positive_float, metavar="SECONDS",
+    p.add_argument("--duration", type=limited("duration"), metavar="SECONDS",
                    help="time limit per variant; with --steps, whichever comes first")
     p.add_argument("--warmup", type=warmup_arg, default="auto", metavar="STEPS|auto",
                    help="steps kept out of the steady state: 'auto' finds where step times settle "
                    "(MSER-5 on the step times), a number fixes it (default: auto)")
-    p.add_argument("--batch-size", type=positive_int, help="override the recipe's batch size")
-    p.add_argument("--image-size", type=positive_int, help="override the recipe's image size")
-    p.add_argument("--seed", type=int, default=0, help="seed for model and data (default: 0)")
+    p.add_argument("--batch-size", type=limited("batch-size"), help="override the recipe's batch size")
+    p.add_argument("--image-size", type=limited("image-size"), help="override the recipe's image size")
+    p.add_argument("--seed", type=limited("seed"), default=0, help="seed for model and data (default: 0)")
     p.add_argument("--device", type=device_arg, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
@@ -138,14 +146,14 @@ def run_parser() -> Parser:
                    help="interleave: variants take turns of --turn-steps steps, so drift hits all "
                    "alike (default; every variant's process is alive at once); sequential: one "
                    "variant after the other (one model in memory at a time); parallel: all at once")
-    p.add_argument("--turn-steps", type=positive_int, default=50, metavar="N",
+    p.add_argument("--turn-steps", type=limited("turn-steps"), default=50, metavar="N",
                    help="steps per turn with --schedule interleave (default: 50)")
-    p.add_argument("--repeats", type=positive_int, default=1, metavar="K",
+    p.add_argument("--repeats", type=limited("repeats"), default=1, metavar="K",
                    help="run each variant in K separate processes, in rounds, and put the spread "
                    "between processes into the speedup's interval (default: 1; 3 or more to use it)")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
-    p.add_argument("--interval", type=interval_arg, default=1.0, metavar="SECONDS",
+    p.add_argument("--interval", type=limited("interval"), default=1.0, metavar="SECONDS",
                    help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
     p.add_argument("--no-probes", action="store_true",
                    help="do not sample CPU/GPU metrics (to measure what the probes cost)")
@@ -157,12 +165,12 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
-    p.add_argument("--hang-timeout", type=positive_float, default=600.0, metavar="SECONDS",
+    p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
                    help="warn when a run that has stepped sends no step for this long (default: 600)")
     p.add_argument("--torch-trace", action="store_true",
                    help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
                    "(open it with tlparse)")
-    p.add_argument("--profile-at", type=step_index, metavar="STEP",
+    p.add_argument("--profile-at", type=limited("profile-at"), metavar="STEP",
                    help="capture a torch.profiler window in every run from step STEP (chrome traces "
                    "go to the session's profiles/)")
     p.add_argument("--profile-window", type=window_arg, default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
@@ -222,14 +230,28 @@ def main(argv: list[str] | None = None) -> int:
 def summary_command(args: argparse.Namespace) -> int:
     from tuimon.session import export, store
 
-    if not store.is_session(args.session):
-        raise UsageError(f"not a tuimon session directory (no events.jsonl): {args.session}")
+    if (why := store.check_session(args.session)) is not None:
+        raise UsageError(why)
     try:
-        written = export.write_all(args.session)
+        meta, evs, summary = export.load(args.session)
+        written = export.write(Path(args.session), meta, evs, summary)
     except OSError as exc:
         raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}") from None
     sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
+    for warning in read_warnings(args.session, meta, summary.unreadable_lines):
+        print(f"tuimon: warning: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def read_warnings(path, meta: dict, unreadable: int) -> list[str]:
+    """What a reader of a damaged session should know: lines skipped, meta.json lost."""
+    from tuimon.session import store
+
+    found = [store.unreadable_note(unreadable)] if unreadable else []
+    if not meta:
+        what = "missing" if not (Path(path) / store.META).exists() else "unreadable"
+        found.append(f"meta.json {what}: the summary lacks the command, host and settings")
+    return found
 
 
 def run_command(args: argparse.Namespace, argv: list[str]) -> int:
@@ -238,8 +260,6 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         precisions = parse_list(args.precision, PRECISIONS, "precision")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.repeats > MAX_REPEATS:
-        raise UsageError(f"--repeats: at most {MAX_REPEATS} processes per variant, got {args.repeats}")
     if args.detach and args.headless:
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     if args.recipe is None:
@@ -271,7 +291,11 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(str(exc)) from None
     runner_args = runner_flags(args)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
-    store.write_meta(meta)
+    try:
+        store.write_meta(meta)
+    except OSError as exc:  # a disk full already: nothing is launched
+        store.close()
+        raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
@@ -293,12 +317,20 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         if args.recipe is None:
             console.print("tuimon demo: a small MLP, eager vs torch.compile "
                           "(run 'tuimon RECIPE' for your own model)", highlight=False)
-        supervisor = Supervisor(store, plan, view)
+        supervisor = Supervisor(store, plan, warn_on_stderr(view))
         console.print(f"session: {store.path}", highlight=False)
         with view:
             status = supervisor.run()
         store.close()
-        _, summary, written = export.finish(store.path, status)
+        _, summary, written = export.finish(store.path, status, unwritten=store.unwritten,
+                                            error=supervisor.store_error)
+
+    if getattr(supervisor, "store_error", None):
+        print_summary(console, summary)
+        kept = f"; summary in {written['md']}" if "md" in written and written["md"].is_file() else ""
+        print(f"tuimon: error: {supervisor.store_error} — runs stopped; what was written so far "
+              f"is kept{kept}", file=sys.stderr)
+        return EXIT_STORE
 
     if supervisor.build_failure is not None:
         e = supervisor.build_failure
@@ -318,6 +350,16 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     return EXIT_FAILED if status == "failed" else EXIT_OK
 
 
+def warn_on_stderr(sink):
+    """Headless: a recreated session directory is said on stderr too, where a log keeps it."""
+    def record(batch: list[dict]) -> None:
+        for e in batch:
+            if e.get("type") == "warning" and e.get("store"):
+                print(f"tuimon: warning: {e.get('text')}", file=sys.stderr, flush=True)
+        sink(batch)
+    return record
+
+
 def use_tui(args: argparse.Namespace) -> bool:
     """The TUI on an interactive terminal; the headless display otherwise (CI, pipes, logs)."""
     return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
@@ -328,11 +370,12 @@ def replay_command(args: argparse.Namespace) -> int:
     from tuimon.ui.app import TuimonApp
     from tuimon.ui.sources import ReplaySource
 
-    if not store.is_session(args.session):
-        raise UsageError(f"not a tuimon session directory (no events.jsonl): {args.session}")
+    if (why := store.check_session(args.session)) is not None:
+        raise UsageError(why)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("replay needs an interactive terminal (use 'tuimon summary' for text)")
-    TuimonApp(ReplaySource(args.session), fps=args.fps).run()
+    note = None if store.read_meta(args.session) else "meta.json missing or unreadable: events only"
+    TuimonApp(ReplaySource(args.session), fps=args.fps, note=note).run()
     return EXIT_OK
 
 

@@ -83,7 +83,8 @@ def run_detached(path: Path, plan, *, fps: float, tui: bool, console):
         return EXIT_OK
     meta = store.read_meta(path)
     status = meta.get("status") if meta.get("status") not in (None, "running") else "interrupted"
-    return status, SimpleNamespace(build_failure=build_failure(path)), meta
+    error = source.error or meta.get("error")  # the daemon could not write the store
+    return status, SimpleNamespace(build_failure=build_failure(path), store_error=error), meta
 
 
 def build_failure(path: Path) -> dict | None:
@@ -102,10 +103,9 @@ def print_detached(console, path: Path, pid: int | None) -> None:
 # ---- tuimon attach ---------------------------------------------------------------------------
 def resolve_session(session: str | None, out: str) -> Path:
     if session is not None:
-        path = Path(session)
-        if not store.is_session(path):
-            raise UsageError(f"not a tuimon session directory (no events.jsonl): {session}")
-        return path
+        if (why := store.check_session(session)) is not None:
+            raise UsageError(why)
+        return Path(session)
     if not Path(out).is_dir():
         raise UsageError(f"no tuimon sessions in {out} (no such directory)")
     latest = listing.latest(out)

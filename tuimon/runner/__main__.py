@@ -193,6 +193,12 @@ def resolve_device(torch, requested: str) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():
         raise SetupError(f"--device {requested} asked for, but CUDA is not available here")
+    if requested.startswith("cuda:"):
+        count = torch.cuda.device_count()
+        if int(requested.split(":", 1)[1]) >= count:
+            raise SetupError(f"--device {requested} asked for, but there {'is' if count == 1 else 'are'} "
+                             f"{count} CUDA device{'' if count == 1 else 's'} here (cuda:0"
+                             f"{f' to cuda:{count - 1}' if count > 1 else ''})")
     return requested
 
 

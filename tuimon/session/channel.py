@@ -13,7 +13,9 @@ NAME is either a daemon-level command:
 - ``attach``: this connection is a viewer. The session stays open while at least one viewer is
   connected (see the daemon's docstring); closing the connection (a quit, a crash, a kill -9 of
   the TUI) detaches it. Result: ``{"pid", "session", "attached"}``.
-- ``hello``: ``{"pid", "session", "attached", "states"}``; changes nothing.
+- ``hello``: ``{"pid", "session", "attached", "states", "error"}``; changes nothing. ``error``
+  is the supervisor's ``store_error`` (the store could not be written, the runs are being
+  stopped) or null: a viewer polls ``hello`` to learn it, since it cannot be in the file.
 
 or one of the supervisor's control methods named in ``COMMANDS`` (``add``, ``restart``,
 ``pause``, ``resume``, ``stop``, ``stop_all``, ``close``, ``states``, and ``profile`` once the
@@ -122,6 +124,7 @@ class Server:
         self._viewers: set[socket.socket] = set()
         self.ever_attached = False
         self.refused = 0  # connections refused for their uid (for tests and the log)
+        self.error_told = False  # a hello reply has carried the supervisor's store error
         self._closed = threading.Event()
         self._listener: socket.socket | None = None
 
@@ -233,7 +236,10 @@ class Server:
         return {"ok": True, "result": result}
 
     def _hello(self) -> dict:
-        return {"pid": os.getpid(), "session": self.session, "attached": self.attached}
+        error = getattr(self.target, "store_error", None)
+        self.error_told = self.error_told or bool(error)
+        return {"pid": os.getpid(), "session": self.session, "attached": self.attached,
+                "error": error}
 
 
 class Client:

@@ -22,7 +22,11 @@ so a viewer can still add or restart runs after the plan's runs are over. It is 
   attached (a client that sent ``attach`` and still holds its connection), provided a viewer
   attached once or ``GRACE_S`` passed since the start (so a TUI that is still starting does
   not find the session already over);
-- on SIGTERM or SIGINT: the runs are stopped as on Ctrl-C, status ``interrupted``.
+- on SIGTERM or SIGINT: the runs are stopped as on Ctrl-C, status ``interrupted``;
+- when the store cannot be written (disk full, ...): the supervisor stops the runs itself. The
+  daemon writes what summary it can, says ``tuimon: error: ...`` in its log, tells attached
+  viewers (``hello`` carries ``error``; it waits up to ``TELL_S`` for one to ask) and exits
+  with code 3.
 
 SIGHUP is ignored. Whatever ends it, the summary is written from the store before the socket
 is removed and the daemon exits, so a client that waits for the socket to close (RemoteSource
@@ -31,6 +35,7 @@ close) finds the summary there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -50,6 +55,8 @@ from tuimon.variants import Variant
 PLAN = "plan.json"
 LOG = "daemon.log"
 GRACE_S = 10.0  # no viewer ever attached: how long a finished session waits for one
+TELL_S = 5.0  # a store failure: how long the daemon waits for an attached viewer to hear of it
+EXIT_STORE = 3  # as the CLI's: the session could not be recorded
 ENDED = (DONE, FAILED, STOPPED)
 
 
@@ -119,10 +126,12 @@ def _log_tail(path: Path) -> str:
 
 # ---- the daemon ---------------------------------------------------------------------------
 class Daemon:
-    def __init__(self, path: Path, plan: Plan, grace_s: float = GRACE_S) -> None:
+    def __init__(self, path: Path, plan: Plan, grace_s: float = GRACE_S, meta: dict | None = None) -> None:
         self.path = Path(path)
         self.grace_s = grace_s
         self.store = SessionStore(self.path)
+        if meta is not None:
+            self.store.write_meta(meta)  # through the store: it rewrites it if the dir is deleted
         self.supervisor = Supervisor(self.store, plan)
         self.server = channel.Server(self.path, self.supervisor)
         self._over = threading.Event()
@@ -142,11 +151,20 @@ class Daemon:
             self.store.close()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the summary is written next
+        error = self.supervisor.store_error
         try:
-            export.finish(self.path, status)
+            export.finish(self.path, status, unwritten=self.store.unwritten, error=error)
+            if error:
+                self._tell_viewers()
         finally:
             self.server.close()
         return status
+
+    def _tell_viewers(self) -> None:
+        """Keep the socket up until an attached TUI has read the store error (hello), or TELL_S."""
+        deadline = time.monotonic() + TELL_S
+        while self.server.attached and not self.server.error_told and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _watch(self) -> None:
         """Close the session once every run has ended and nobody is watching."""
@@ -180,16 +198,25 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_from_dict(json.loads((path / PLAN).read_text(encoding="utf-8")))
         meta = store.read_meta(path)
         meta["owner"] = listing.owner_info("daemon")
-        write_json_atomic(path / store.META, meta)
-        daemon = Daemon(path, plan)
+        daemon = Daemon(path, plan, meta=meta)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"tuimon daemon: cannot start the session in {path}: {exc}", file=sys.stderr)
         return 2
     print(f"{time.strftime('%H:%M:%S')} tuimon daemon pid {os.getpid()} serving {path}", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)
     status = daemon.run()
-    print(f"{time.strftime('%H:%M:%S')} session ended: {status}", flush=True)
+    if daemon.supervisor.store_error:
+        say(f"tuimon: error: {daemon.supervisor.store_error} — runs stopped; what was written so "
+            "far is kept")
+        return EXIT_STORE
+    say(f"{time.strftime('%H:%M:%S')} session ended: {status}")
     return 0
+
+
+def say(line: str) -> None:
+    """A line in daemon.log, which may be on the disk that is full."""
+    with contextlib.suppress(OSError):
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import io
 import json
+import os
 from pathlib import Path
 
 from tuimon import events
@@ -15,9 +17,12 @@ from tuimon.session.stats import RunStats, SessionSummary, summarize
 DASH = "–"
 
 
-def load(path: str | Path) -> tuple[dict, list[dict], SessionSummary]:
+def load(path: str | Path, unwritten: list[dict] | None = None
+         ) -> tuple[dict, list[dict], SessionSummary]:
+    """The session as stored, plus ``unwritten``: events a failed write kept in memory only."""
     meta = store.read_meta(path)
     evs, bad = store.read_events(path)
+    evs += unwritten or []
     return meta, evs, summarize(evs, bad)
 
 
@@ -365,15 +370,27 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
 FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
 
 
-def finish(path: str | Path, status: str) -> tuple[dict, SessionSummary, dict[str, Path]]:
+def finish(path: str | Path, status: str, *, unwritten: list[dict] | None = None,
+           error: str | None = None) -> tuple[dict, SessionSummary, dict[str, Path]]:
     """End of a session: the summary files from the store alone, then the final meta.json status
-    (last, so that a status other than "running" means the summary is there)."""
+    (last, so that a status other than "running" means the summary is there).
+
+    After a store failure (``error``): ``unwritten`` (the events that never reached the file)
+    count in the summary too, and what cannot be written now (a full disk) is skipped, not
+    raised: the summary is still returned, and ``written`` holds only the files that made it."""
     path = Path(path)
-    meta, evs, summary = load(path)
+    meta, evs, summary = load(path, unwritten)
     meta.update(status=status, ended=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 devices=device_line(summary), gpu=summary.gpu_reason or summary.gpu_available)
-    written = write(path, meta, evs, summary)
-    store.write_json_atomic(path / store.META, meta)
+    if error:
+        meta["error"] = error
+    written: dict[str, Path] = {}
+    try:
+        write(path, meta, evs, summary, written)
+        store.write_json_atomic(path / store.META, meta)
+    except OSError:
+        if not error:
+            raise
     return meta, summary, written
 
 
@@ -382,12 +399,22 @@ def write_all(path: str | Path) -> dict[str, Path]:
     return write(Path(path), *load(path))
 
 
-def write(path: Path, meta: dict, evs: list[dict], summary: SessionSummary) -> dict[str, Path]:
+def write(path: Path, meta: dict, evs: list[dict], summary: SessionSummary,
+          written: dict[str, Path] | None = None) -> dict[str, Path]:
+    """Each file whole or not at all (a full disk leaves the old one); ``written`` fills as
+    they land, so a caller that catches the OSError knows which did."""
     texts = {"md": to_markdown(meta, summary), "json": to_json(meta, summary),
              "csv": to_csv(evs, summary)}
-    written = {}
+    written = {} if written is None else written
     for fmt, text in texts.items():
         target = path / FORMATS[fmt]
-        target.write_text(text, encoding="utf-8")
+        tmp = target.with_name(target.name + ".tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         written[fmt] = target
     return written

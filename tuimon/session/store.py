@@ -4,13 +4,22 @@ Layout::
 
     <out>/<YYYYmmdd-HHMMSS>-<recipe>/
         meta.json        command, versions, host, variants, settings, status
-        events.jsonl     every event of every run, appended and flushed as it arrives
+        events.jsonl     every event of every run, appended as it arrives
         logs/<run>.log   each run's stdout and stderr
         summary.md / summary.json / steps.csv   written at the end (tuimon summary rewrites them)
+
+Durability. Each batch goes to the OS in ``os.write`` calls as it arrives (a crash of tuimon
+loses nothing), and ``tick()`` fsyncs the file at most once per ``SYNC_S`` (power loss loses at
+most that much). A write that fails (disk full, file too large, an I/O error) is cut back to the
+last whole batch, so the file never ends in a torn line of ours, and raises StoreWriteError;
+the batch stays pending and goes out first with the next write, if there is room again then.
+``tick()`` also notices a session directory deleted under a running session (the open file's
+link count drops to 0) and recreates it from what the still-open file holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -20,16 +29,30 @@ from tuimon import events
 
 META = "meta.json"
 EVENTS = "events.jsonl"
+SYNC_S = 1.0  # the most a power loss may cost: events are fsynced at least this often
 
 
 class StoreError(Exception):
     """The session directory cannot be created or written; message is one line."""
 
 
+class StoreWriteError(StoreError):
+    """events.jsonl cannot be written during a session; message is one line."""
+
+
 class SessionStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sync_s: float = SYNC_S) -> None:
         self.path = Path(path)
-        self._events = open(self.path / EVENTS, "a", encoding="utf-8")  # noqa: SIM115
+        self.sync_s = sync_s
+        # Read-write: after the directory is deleted, what was written is read back from here.
+        self._fd = os.open(self.path / EVENTS, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        self._size = os.fstat(self._fd).st_size  # bytes of whole batches in the file
+        self._pending = b""  # encoded batches a failed write left behind
+        self.unwritten: list[dict] = []  # the same, as events (the summary can still use them)
+        self._dirty = False  # written since the last fsync
+        self._ticked = time.monotonic()
+        self._meta: dict | None = None
+        self.syncs = 0  # fsyncs done (for tests and the bench)
 
     @classmethod
     def create(cls, out_dir: str | Path, name: str) -> SessionStore:
@@ -53,15 +76,98 @@ class SessionStore:
         return self.path / "logs" / f"{run}.log"
 
     def write_meta(self, meta: dict) -> None:
+        self._meta = meta  # written again if the directory has to be recreated
         write_json_atomic(self.path / META, meta)
 
     def append(self, batch: list[dict]) -> None:
-        """Append and flush: a batch arrives a few times a second per run, so this is cheap."""
-        self._events.write("".join(events.encode(e) for e in batch))
-        self._events.flush()
+        """Write a batch (after any still pending); StoreWriteError if it cannot be written."""
+        self._pending += "".join(events.encode(e) for e in batch).encode()
+        self.unwritten.extend(batch)
+        self._write()
+
+    def _write(self) -> None:
+        if not self._pending:
+            return
+        view = memoryview(self._pending)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)  # no half batch: readers see whole lines only
+            raise StoreWriteError(f"cannot write to {self.path / EVENTS}: {exc.strerror or exc}") from None
+        finally:
+            view.release()
+        self._size += len(self._pending)
+        self._pending, self.unwritten, self._dirty = b"", [], True
+
+    def tick(self) -> str | None:
+        """At most once per ``sync_s``: retry pending batches, fsync, and recreate a deleted
+        session directory. Returns a warning to record, if any; StoreWriteError on failure."""
+        now = time.monotonic()
+        if now - self._ticked < self.sync_s:
+            return None
+        self._ticked = now
+        notice = self._recreate() if os.fstat(self._fd).st_nlink == 0 else None
+        self._write()
+        self.sync()
+        return notice
+
+    def sync(self) -> None:
+        if not self._dirty:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write to {self.path / EVENTS}: {exc.strerror or exc}") from None
+        self._dirty = False
+        self.syncs += 1
+
+    def _recreate(self) -> str:
+        """Someone deleted the session directory (``rm -rf``) while the session ran: the open
+        file still holds every event, so write it out again under the same path."""
+        data = bytearray()
+        while len(data) < self._size:
+            chunk = os.pread(self._fd, min(1 << 20, self._size - len(data)), len(data))
+            if not chunk:
+                break
+            data += chunk
+        try:
+            (self.path / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(self.path, 0o700)
+            fd = os.open(self.path / EVENTS, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                view = memoryview(bytes(data))
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                os.close(fd)
+                raise
+            if self._meta is not None:
+                write_json_atomic(self.path / META, self._meta)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot recreate the deleted session directory {self.path}: "
+                                  f"{exc.strerror or exc}") from None
+        os.close(self._fd)
+        self._fd, self._dirty = fd, False
+        lines = data.count(b"\n")
+        return (f"the session directory {self.path} was deleted while the session ran: recreated "
+                f"with the {lines} events written so far (runs' logs and profiler "
+                "traces from before are gone)")
 
     def close(self) -> None:
-        self._events.close()
+        """Last try at anything pending, a last fsync, close. Never raises."""
+        with contextlib.suppress(OSError):
+            if os.fstat(self._fd).st_nlink == 0:
+                self._ticked = 0.0
+                with contextlib.suppress(StoreError):
+                    self.tick()
+        with contextlib.suppress(StoreError, OSError):
+            self._write()
+            self.sync()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -72,9 +178,10 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 def read_meta(path: str | Path) -> dict:
     try:
-        return json.loads((Path(path) / META).read_text(encoding="utf-8"))
+        meta = json.loads((Path(path) / META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def read_events(path: str | Path) -> tuple[list[dict], int]:
@@ -93,3 +200,35 @@ def read_events(path: str | Path) -> tuple[list[dict], int]:
 
 def is_session(path: str | Path) -> bool:
     return (Path(path) / EVENTS).is_file()
+
+
+def check_session(path: str | Path) -> str | None:
+    """Why ``path`` is not a session to read, in one line; None when it is one.
+
+    A session has an events.jsonl with at least one readable event (or, just started, an
+    empty one beside its meta.json). A missing or unreadable meta.json alone is not fatal:
+    the events are what was measured."""
+    p = Path(path)
+    if not p.is_dir():
+        why = "not a directory" if p.exists() else "no such directory"
+        return f"not a tuimon session directory ({why}): {path}"
+    if not is_session(p):
+        return f"not a tuimon session directory (no events.jsonl): {path}"
+    try:
+        with open(p / EVENTS, "rb") as f:
+            empty = True
+            for line in f:
+                if line.strip():
+                    empty = False
+                    if events.decode(line.decode("utf-8", "replace")) is not None:
+                        return None
+    except OSError as exc:
+        return f"cannot read {p / EVENTS}: {exc.strerror or exc}"
+    if empty and read_meta(p):
+        return None  # a session that has not recorded anything yet
+    what = "is empty" if empty else "holds no readable event (corrupt or not ours)"
+    return f"not a tuimon session (its events.jsonl {what}): {path}"
+
+
+def unreadable_note(bad: int) -> str:
+    return f"events.jsonl: {bad} unreadable line{'s' if bad != 1 else ''} skipped (torn write?)"

@@ -23,6 +23,13 @@ still reports what it measured); ``Plan.stop_grace_s`` later, SIGKILL. A runner 
 torch`` can be swallowed by an optional import and resurface as a bogus build failure (seen:
 RecursionError in a half-imported numpy), which would abort the session. A queued run that is
 stopped never starts. Either way it is recorded as finished, reason "stopped".
+
+When the store cannot be written (disk full, file too large, an I/O error; store.py), the
+supervisor says so once in ``store_error``, refuses new runs and stops every run the normal way:
+there is no point measuring what cannot be kept. Events that could not be written stay in
+``store.unwritten`` (the end of session summary still uses them) and are retried with each later
+write, in case room came back. ``store.tick()`` runs at least once per loop tick: the fsync at
+most once a second, and recreating a session directory deleted under the session.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from pathlib import Path
 from tuimon import events
 from tuimon.session.child import Child, log_tail
 from tuimon.session.sampler import Sampler
-from tuimon.session.store import SessionStore
+from tuimon.session.store import SessionStore, StoreWriteError
 from tuimon.variants import Variant
 
 Sink = Callable[[list[dict]], None]
@@ -114,6 +121,7 @@ class Supervisor:
         self.build_failure: dict | None = None  # the first build-stage failure, if any
         self.failed_runs: list[str] = []
         self.interrupted = False
+        self.store_error: str | None = None  # the first failed write of the store: runs stopped
         self._inbox: queue.Queue = queue.Queue()
         # Touched by callers' threads too, under the lock.
         self._lock = threading.Lock()
@@ -229,7 +237,7 @@ class Supervisor:
                 self._sampler.stop()
         self._pump(0)  # the last samples
         status = "interrupted" if self.interrupted else (
-            "failed" if self.failed_runs or self.build_failure else "done")
+            "failed" if self.failed_runs or self.build_failure or self.store_error else "done")
         self._record([events.make(events.SESSION_ENDED, status=status)])
         return status
 
@@ -263,6 +271,10 @@ class Supervisor:
                 self._pump(TICK)
 
     def _schedule(self) -> None:
+        if self.store_error:  # nothing new starts once nothing can be recorded
+            for run in list(self._queue):
+                self._stop_run(self._runs[run])
+            return
         rounds = [self._runs[run].replicate for run in [*self._queue, *self._live]]
         first_round = min((k for k in rounds if k is not None), default=None)
         ready = [run for run in self._queue if self._runs[run].after not in self._live
@@ -301,6 +313,7 @@ class Supervisor:
 
     def _pump(self, timeout: float) -> None:
         """Apply what arrived: events into the store and the sink, commands, exits."""
+        self._sync()
         try:
             item = self._inbox.get(timeout=timeout)
         except queue.Empty:
@@ -539,5 +552,31 @@ class Supervisor:
         return self.store.path / "inductor-cache" / run
 
     def _record(self, batch: list[dict]) -> None:
-        self.store.append(batch)
+        try:
+            self.store.append(batch)
+        except StoreWriteError as exc:
+            self._store_failed(str(exc))
         self.sink(batch)
+        self._sync()
+
+    def _sync(self) -> None:
+        """The store's fsync / deleted-directory check (itself at most once a second)."""
+        try:
+            notice = self.store.tick()
+        except StoreWriteError as exc:
+            self._store_failed(str(exc))
+            return
+        if notice:
+            self._record([events.make(events.WARNING, text=notice, store=True)])
+
+    def _store_failed(self, message: str) -> None:
+        """The store cannot be written: stop every run the normal way, start nothing more."""
+        if self.store_error is not None:
+            return
+        self.store_error = message
+        with self._lock:
+            self._closed = True  # add() and restart() are refused from now on
+        self._closing = True
+        self._record([events.make(events.WARNING, text=f"{message}: stopping the runs",
+                                  store_error=message)])
+        self._stop_everything()

@@ -120,6 +120,9 @@ class TuimonApp(App[str]):
             if self.model.ended and not ended and not self.source.read_only:
                 # Said once: e.g. another viewer quit with stop, or every run ended.
                 self.notify(f"the session has ended ({self.model.ended}); q quits", timeout=30)
+            for e in batch:  # the source's own news: unreadable lines, a store that failed
+                if e.get("notify") and e.get("type") == "warning":
+                    self.notify(e["text"], severity=e["notify"], timeout=30)
         self.redraw()
 
     def redraw(self) -> None:

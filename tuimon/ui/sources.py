@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
-from tuimon.session.store import EVENTS
+from tuimon.session.store import EVENTS, unreadable_note
 
 Deliver = Callable[[list[dict]], None]
 
@@ -50,7 +50,11 @@ class LiveSource:
 
 
 class ReplaySource:
-    """Reads a session's events.jsonl, then follows it while it grows (a session still running)."""
+    """Reads a session's events.jsonl, then follows it while it grows (a session still running).
+
+    Lines that do not decode (a torn write, garbage) are skipped; once the first read reaches
+    the end, a ``warning`` event with ``notify`` says how many (the app shows it), and again
+    if more turn up later. A line still being written is not one of them."""
 
     read_only = True
 
@@ -66,21 +70,39 @@ class ReplaySource:
 
     def _tail(self, deliver: Deliver) -> None:
         rest = ""
+        bad = said = 0
         with open(self.path / EVENTS, encoding="utf-8", errors="replace") as f:
             while not self._stop.is_set():
                 chunk = f.read(1 << 20)
                 if chunk:
                     lines = (rest + chunk).split("\n")
                     rest = lines.pop()  # a line still being written
-                    batch = [e for e in map(events.decode, lines) if e is not None]
+                    batch = []
+                    for line in lines:
+                        if (e := events.decode(line)) is not None:
+                            batch.append(e)
+                        else:
+                            bad += bool(line.strip())
                     if batch:
                         deliver(batch)
                     continue
                 if not self.follow:
                     break
+                if bad > said:  # following: say it once the first read is done, and on news
+                    said = bad
+                    deliver([self._note(bad)])
                 self._stop.wait(self.poll)
-        if rest and (e := events.decode(rest)) is not None:
-            deliver([e])
+        if rest.strip():
+            e = events.decode(rest)
+            bad += e is None
+            if e is not None:
+                deliver([e])
+        if bad > said:
+            deliver([self._note(bad)])
+
+    @staticmethod
+    def _note(bad: int) -> dict:
+        return events.make(events.WARNING, text=unreadable_note(bad), notify="warning")
 
     def close(self, timeout: float = 0) -> None:
         self._stop.set()
@@ -111,9 +133,29 @@ class RemoteSource:
         self.closed = False  # close() ended the session
         self.detached = False
         self.status: str | None = None
+        self.error: str | None = None  # the daemon could not write the store (see _watch)
+        self._done = threading.Event()
 
     def start(self, deliver: Deliver) -> None:
         self._tail.start(deliver)
+        threading.Thread(target=self._watch, args=(deliver,), name="tuimon-remote-watch",
+                         daemon=True).start()
+
+    def _watch(self, deliver: Deliver, every: float = 0.5) -> None:
+        """Ask the daemon whether its store failed: that news cannot come through the file."""
+        from tuimon.session.channel import ChannelError, CommandError
+
+        while not self._done.wait(every):
+            try:
+                error = self._client.call("hello").get("error")
+            except (ChannelError, CommandError, OSError, ValueError, AttributeError):
+                return  # the daemon is gone, or this source was closed
+            if error:
+                self.error = error
+                deliver([events.make(events.WARNING, text=f"{error} — the runs are being stopped; "
+                                     "what was written so far is kept", notify="error",
+                                     store_error=error)])
+                return
 
     def call(self, cmd: str, *args, **kwargs):
         """Any command of the channel's whitelist; ChannelError / CommandError on failure."""
@@ -140,6 +182,7 @@ class RemoteSource:
         from tuimon.session.store import read_meta
 
         self.closed = True
+        self._done.set()
         try:
             self._client.call("close")
             self._client.wait_closed(timeout)
@@ -153,6 +196,7 @@ class RemoteSource:
     def detach(self) -> None:
         """Leave the runs going: drop the connection and stop following the file."""
         self.detached = True
+        self._done.set()
         self._client.close()
         self._tail.close()
 
