@@ -139,6 +139,7 @@ def test_headless_file_too_large_stops_the_runs_with_one_line(tuimon, tmp_path):
     says so, exit 3, nothing left running, and the session still summarizes."""
     limit = 64 * 1024
     proc, session = tuimon(TINY, "--modes", "eager", "--precision", "fp32,amp", "--steps", "1000000",
+                           "--schedule", "sequential",  # so that one run is still queued
                            "--warmup", "0", "--interval", "0.2", "--set", "width=16",
                            preexec_fn=file_limit(limit), timeout=120)
     assert proc.returncode == 3, proc.stderr

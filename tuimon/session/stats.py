@@ -121,12 +121,12 @@ class RunStats:
 @dataclass
 class SessionSummary:
     runs: list[RunStats]
-    variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     unreadable_lines: int = 0
     gpu_available: bool | None = None  # None: no probe ran
     gpu_reason: str | None = None
     unsupported: list[str] = field(default_factory=list)  # GPU metrics that were n/a
     warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
+    variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
 
     def to_dict(self) -> dict:
         return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
@@ -175,7 +175,7 @@ class Collector:
         self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
         self._loss: dict[str, LossTrack] = {}
         self._samples: deque = deque(maxlen=keep_samples)
-        self._session = SessionSummary([], unreadable_lines)
+        self._session = SessionSummary([], unreadable_lines=unreadable_lines)
 
     def extend(self, evs) -> None:
         for e in evs:
