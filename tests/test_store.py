@@ -134,14 +134,15 @@ def test_dev_full_is_a_one_line_store_error(tmp_path):
 
 # ---- a full disk mid-session ------------------------------------------------------------------
 def test_headless_file_too_large_stops_the_runs_with_one_line(tuimon, tmp_path):
-    """RLIMIT_FSIZE 64 KiB on the CLI (and so its runners): events.jsonl hits it within a second
+    """RLIMIT_FSIZE 64 KiB on the CLI (and so its runners): events.jsonl hits it within seconds
     of stepping. The runs are stopped the normal way, the queued one never starts, one line
     says so, exit 3, nothing left running, and the session still summarizes."""
     limit = 64 * 1024
-    proc, session = tuimon(TINY, "--modes", "eager", "--precision", "fp32,amp", "--steps", "1000000",
-                           "--schedule", "sequential",  # so that one run is still queued
-                           "--warmup", "0", "--interval", "0.2", "--set", "width=16",
-                           preexec_fn=file_limit(limit), timeout=120)
+    # Sequential, so that one run is still queued; 5 ms steps keep each batch of events (a
+    # quarter second's) far below the limit.
+    proc, session = tuimon(SLOW, "--modes", "eager", "--precision", "fp32,amp", "--steps", "1000000",
+                           "--schedule", "sequential", "--set", "sleep_ms=5",
+                           "--warmup", "0", "--interval", "0.2", preexec_fn=file_limit(limit), timeout=120)
     assert proc.returncode == 3, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
