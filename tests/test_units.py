@@ -160,3 +160,27 @@ def test_runner_refuses_a_cuda_index_beyond_the_devices(count, device, expected)
         with pytest.raises(SetupError) as err:
             resolve_device(fake, device)
         assert str(err.value) == expected
+
+
+def test_failure_words_for_signals_exits_and_allocator_errors():
+    from tuimon import failures
+
+    killed = failures.of_exit(-9)
+    assert killed == {"kind": "signal", "signal": "SIGKILL", "what": failures.SIGNALS["SIGKILL"]}
+    assert "OOM killer" in killed["what"] and "dmesg" in killed["what"]
+    assert failures.of_exit(-6, "x\nFatal Python error: Aborted")["what"].endswith(
+        "; Python stacks in the log tail")
+    assert failures.of_exit(-10)["what"] == "killed by SIGUSR1 (User defined signal 1)"
+    assert failures.of_exit(3)["kind"] == "exit"
+    oom = failures.of_exception(RuntimeError("CUDA error: out of memory"),
+                                {"cuda_max_allocated": 3 * 2**30, "cuda_max_reserved": 4 * 2**30,
+                                 "cuda_total": 80 * 2**30})
+    assert oom["what"] == ("out of GPU memory (CUDA OOM); peak 3.0 GiB allocated, 4.0 GiB reserved "
+                           "of 80.0 GiB — try a smaller --batch-size")
+    plain = failures.of_exception(RuntimeError("you tried to allocate 5 bytes"))  # not the allocator
+    assert plain == {"kind": "exception", "what": "RuntimeError: you tried to allocate 5 bytes"}
+    tail = "out\nFatal Python error: Aborted\n\nThread 0x1 (most recent call first):\n  File \"t.py\", " \
+           "line 1 in w\n\nCurrent thread 0x2 (most recent call first):\n  File \"a.py\", line 3 in f\n" \
+           "  File \"b.py\", line 9 in g"
+    assert failures.clue(tail) == ["Fatal Python error: Aborted", 'File "a.py", line 3 in f',
+                                   'File "b.py", line 9 in g']

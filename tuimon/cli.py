@@ -11,6 +11,7 @@ import datetime
 import os
 import platform
 import re
+import signal
 import socket
 import sys
 from importlib import metadata
@@ -55,6 +56,10 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "profile-at": (int, 0, 10**9, ""),
     "fps": (float, 1, 30, ""),
 }
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _fmt(x: float) -> str:
@@ -166,7 +171,8 @@ def run_parser() -> Parser:
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
     p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
-                   help="warn when a run that has stepped sends no step for this long (default: 600)")
+                   help="warn when a started run sends no step for this long, compiling, paused "
+                   "or waiting for its turn aside (default: 600)")
     p.add_argument("--torch-trace", action="store_true",
                    help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
                    "(open it with tlparse)")
@@ -319,11 +325,16 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
                           "(run 'tuimon RECIPE' for your own model)", highlight=False)
         supervisor = Supervisor(store, plan, warn_on_stderr(view))
         console.print(f"session: {store.path}", highlight=False)
+        # `kill PID` stops the runs as Ctrl-C does (by default it would orphan them: a hung one
+        # never reads the EOF on its control pipe), then the summary is written undisturbed.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         with view:
             status = supervisor.run()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         store.close()
         _, summary, written = export.finish(store.path, status, unwritten=store.unwritten,
                                             error=supervisor.store_error)
+        signal.signal(signal.SIGTERM, previous)
 
     if getattr(supervisor, "store_error", None):
         print_summary(console, summary)

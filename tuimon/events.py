@@ -20,7 +20,8 @@ STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile r
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
 FINISHED = "finished"  # reason: steps | duration | stopped; seconds, paused_s, compiles, compile_s
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
-FAILED = "failed"  # stage: build | step | crash, error, message, traceback
+FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
+#   oom-host | oom-cuda | signal | exit, what (one line for people); signal, tried_bytes, cuda_max_*
 COMPILE_PHASE = "compile_phase"  # phase (dynamo trace, inductor codegen, ...), compile_id, backward
 COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, seconds, phases{dynamo,aot,
 #   inductor,codegen} (each alone, s), graph_ops, guards, graph_breaks, recompile_reason,

@@ -12,8 +12,9 @@ from collections import deque
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from tuimon import events
+from tuimon import events, failures
 from tuimon.session.export import columns, fmt_ms, fmt_s, table, top_ops_text
 from tuimon.session.stats import SessionSummary, is_measured
 
@@ -29,6 +30,7 @@ class HeadlessView:
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
         self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
         self._phase: dict[str, str] = {}  # the last phase per run, shown again after "profiling"
+        self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
             TextColumn("{task.fields[phase]:<10.28}"),
@@ -82,6 +84,8 @@ class HeadlessView:
                 continue
             if kind == events.STEP:
                 last_step[run] = e
+                if e["t"] > self._hung.get(run, float("inf")):  # steps sent at the stop are older
+                    del self._hung[run]
                 if is_measured(e):
                     self._recent[run].append(e["ms"])
             else:
@@ -141,12 +145,17 @@ class HeadlessView:
         elif kind == events.FINISHED:
             stopped = e.get("reason") == "stopped"
             self._progress.update(task, phase="stopped" if stopped else "done")
+            if stopped and run in self._hung:
+                self._say(f"{label}: stopped while hung", style="yellow")
+                return
             if e.get("seconds") is None:
                 self._say(f"{label}: stopped before its first step")
                 return
             extra = f", compile {fmt_s(e['compile_s'])}" if e.get("compile_s") else ""
             self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
         elif kind == events.WARNING:
+            if e.get("hung"):
+                self._hung[run] = e["t"]
             self._say(f"{label}: warning: {e.get('text')}", style="yellow")
         elif kind == events.COMPILE_PHASE:
             back = " backward" if e.get("backward") else ""
@@ -172,8 +181,12 @@ class HeadlessView:
             self._progress.update(task, phase="failed")
             if e.get("stage") == "build":
                 return  # the command ends with one line about it
-            self._say(f"{label}: FAILED ({e.get('stage')}): {e.get('error')}: {e.get('message')}",
-                      style="red")
+            what = e.get("what") or f"{e.get('error')}: {e.get('message')}"
+            where = f" at {e['where']}" if e.get("where") else ""
+            self._say(f"{label}: FAILED ({e.get('stage')}{where}): {what}", style="red")
+            if e.get("stage") == "crash":  # no traceback: the end of its output is the clue
+                for line in failures.clue(e.get("traceback") or ""):
+                    self._say(f"  {line}", style="dim")
 
     def _profile(self, run: str, label: str, e: dict) -> None:
         state = e.get("state")
@@ -194,14 +207,14 @@ class HeadlessView:
 
     def _say(self, text: str, style: str | None = None) -> None:
         # On a terminal the progress rows tell the story; milestones print above them.
-        self.console.print(text, style=style, highlight=False)
+        self.console.print(text, style=style, highlight=False, markup=False)  # "[enforce fail at" is text
 
 
 def print_summary(console: Console, summary: SessionSummary) -> None:
     header, rows = table(summary)
     t = Table(*header, title="tuimon summary", title_justify="left")
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
     for r in columns(summary):
         for note in r.notes:

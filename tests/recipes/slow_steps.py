@@ -1,4 +1,5 @@
-"""Test recipe: each step sleeps --set sleep_ms=N (default 50), for interrupt and timing tests."""
+"""Test recipe: each step sleeps --set sleep_ms=N (default 50), for interrupt and timing tests;
+--set build_s=S sleeps that long in build() (a run still building)."""
 
 import time
 
@@ -10,6 +11,7 @@ from tuimon.recipe import Recipe
 def build(cfg):
     model = torch.nn.Linear(8, 2)
     delay = float(cfg.extra.get("sleep_ms", "50")) / 1000.0
+    time.sleep(float(cfg.extra.get("build_s", "0")))
 
     def forward_loss(m, x, y):
         time.sleep(delay)

@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 
-from tuimon import events
+from tuimon import events, failures
 from tuimon.runner.control import Control
 from tuimon.runner.emitter import Emitter
 
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, KeyboardInterrupt):
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
+        memory = cuda_memory(exc)
         emitter.emit_now(
             events.FAILED,
             stage=stage,
@@ -151,12 +152,30 @@ def main(argv: list[str] | None = None) -> int:
             message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
             traceback=tail(traceback.format_exc(), 20),
             where=recipe_frame(exc, args.recipe),
+            **failures.of_exception(exc, memory),
+            **memory,
         )
         traceback.print_exc()
         return 2 if stage == "build" else 1
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+
+
+def cuda_memory(exc: BaseException) -> dict:
+    """The CUDA allocator's peaks, said with a CUDA out-of-memory error (the device is still
+    usable after one: the failed allocation was never made)."""
+    torch = sys.modules.get("torch")
+    if torch is None or failures.of_exception(exc)["kind"] != failures.OOM_CUDA:
+        return {}
+    try:
+        if not torch.cuda.is_initialized():
+            return {}
+        return {"cuda_max_allocated": torch.cuda.max_memory_allocated(),
+                "cuda_max_reserved": torch.cuda.max_memory_reserved(),
+                "cuda_total": torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory}
+    except Exception:  # noqa: BLE001 - a broken context must not hide the failure itself
+        return {}
 
 
 def recipe_frame(exc: BaseException, recipe_path: str) -> str | None:

@@ -289,8 +289,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 _emit_ready(emitter, clock.ready(), pending, losses)
                 emitter.emit_now(events.PROFILE, **result)
             if step_phase != phase["now"]:
+                # At once after a compile: the supervisor's hang watch restarts its clock then.
+                emit = emitter.emit_now if phase["now"] == "compiling" else emitter.emit
                 phase["now"] = step_phase
-                emitter.emit(events.PHASE, phase=step_phase)
+                emit(events.PHASE, phase=step_phase)
             i += 1
             if emitter.flush_due():
                 _emit_ready(emitter, clock.ready(), pending, losses)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
+from tuimon.failures import FAULTHANDLER
 from tuimon.variants import Variant
 
 # Called from the reader thread with (run, batch of events), and (run, None) at end of file.
@@ -104,4 +105,13 @@ def log_tail(path: Path, lines: int = 15) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    text = text.rstrip()
+    fatal = text.rfind(FAULTHANDLER)
+    if fatal < 0:
+        return "\n".join(text.splitlines()[-lines:])
+    # A native crash: faulthandler's report (every thread's Python stack) is the clue, so keep
+    # it whole from its first line, with a few lines of output before it; its list of extension
+    # modules says nothing.
+    before = text[:fatal].splitlines()[-5:]
+    report = [x for x in text[fatal:].splitlines() if not x.startswith("Extension modules:")]
+    return "\n".join([*before, *report[:60]])

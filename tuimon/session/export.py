@@ -53,6 +53,27 @@ def fmt_bytes(n: int | None) -> str:
     return DASH
 
 
+def status_text(r: RunStats) -> str:
+    if r.error:
+        return f"{r.status}: {r.error}"
+    if r.hung_s is not None:
+        return f"{r.status} while hung (no step for {fmt_s(r.hung_s)})"
+    return r.status
+
+
+def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
+    """A failed run's kind, after how many steps, and the tail of its traceback or log."""
+    if r.status != "failed":
+        return []
+    kind = f" ({r.failure_kind})" if r.failure_kind else ""
+    steps = f"{r.steps} recorded step{'s' if r.steps != 1 else ''}"
+    out = [f"- {r.label}{kind}: failed after {steps}: {r.error}; log: logs/{r.run}.log"]
+    if r.failure_tail:
+        tail = r.failure_tail.rstrip().splitlines()[-lines:]
+        out += ["", "  ```", *(f"  {line}" for line in tail), "  ```", ""]
+    return out
+
+
 def breakeven_text(r: RunStats) -> str:
     if not r.compiled:
         return DASH
@@ -208,7 +229,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     """The blog-post table: header and rows, shared by markdown and the terminal."""
     runs = columns(summary)
     rows = [
-        ("status", lambda r: r.status + (f": {r.error}" if r.error else "")),
+        ("status", status_text),
         ("steps measured", measured_text),
         ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
@@ -315,6 +336,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     if summary.unsupported:
         notes.append(f"- GPU metrics this device does not report: {', '.join(summary.unsupported)}")
     notes += [f"- warning: {w}" for w in summary.warnings]
+    for r in summary.runs:
+        notes += failure_notes(r)
     for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]

@@ -80,7 +80,10 @@ class RunStats:
     wall_s: float | None = None
     turns: int = 0  # interleaved schedule: turns it waited for (the first included)
     paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
-    error: str | None = None
+    error: str | None = None  # what it failed of, in words (the failed event's "what")
+    failure_kind: str | None = None  # exception | oom-host | oom-cuda | signal | exit
+    failure_tail: str | None = None  # its traceback, or for a crash its log's tail
+    hung_s: float | None = None  # ended (stopped) while hung: seconds since its last step
     # From the probes, over the steady state (the whole run when it has none).
     cpu_mean: float | None = None  # % of one core, the runner's whole process tree
     cpu_max: float | None = None
@@ -174,6 +177,8 @@ class Collector:
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
         self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
         self._loss: dict[str, LossTrack] = {}
+        self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
+        self._last_t: dict[str, float] = {}  # run -> t of its last step
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
 
@@ -199,6 +204,11 @@ class Collector:
             self._pauses[run] = []
             self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
         if e["type"] == events.STEP:
+            # A step that ended after the warning: not stuck after all (steps sent late, at
+            # the stop, ended before it).
+            if e.get("t", 0.0) > self._hung.get(run, float("inf")):
+                del self._hung[run]
+            self._last_t[run] = max(self._last_t.get(run, 0.0), e.get("t", 0.0))
             self._loss[run].add(e["i"], e.get("loss"))
             counts = self._counts[run]
             counts[0] += 1
@@ -212,6 +222,10 @@ class Collector:
             else:
                 self._apart[run].append(e)
         else:
+            if e["type"] == events.WARNING and e.get("hung"):
+                self._hung[run] = e["t"]
+            elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
+                r.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
             _apply(r, e)
             _track_pause(self._pauses[run], e)
 
@@ -303,7 +317,9 @@ def _apply(r: RunStats, e: dict) -> None:
             r.compile_s = e["compile_s"]
     elif kind == events.FAILED:
         r.status = "failed"
-        r.error = f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.failure_kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
+        r.failure_tail = e.get("traceback") or None
     elif kind == events.RUN_EXITED:
         r.wall_s = e.get("seconds")
     elif kind == events.PHASE and r.status == "queued":

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuimon import events
+from tuimon import events, failures
 from tuimon.session.child import Child, log_tail
 from tuimon.session.sampler import Sampler
 from tuimon.session.store import SessionStore, StoreWriteError
@@ -108,7 +108,10 @@ class Run:
     escalation: int = 0  # 1: SIGINT sent, 2: SIGKILL sent
     deadline: float | None = None  # when to escalate the stop, time.monotonic()
     waiting_turn: bool = False  # interleaved schedule: paused at the end of a turn
-    last_step: float | None = None  # time.monotonic() of its last step event (hang watch)
+    # Hang watch: time.monotonic() of its last step, or of the news that it may step from now on
+    # (started, a compile ended, resumed); None until it starts. Compiling does not count.
+    last_step: float | None = None
+    compiling: bool = False
     hung_said: bool = False
 
 
@@ -345,8 +348,13 @@ class Supervisor:
         if kind == events.STEP:
             r.last_step, r.hung_said = time.monotonic(), False
         elif kind == events.RUN_STARTED:
-            r.stepping = True
+            # The clock starts now, not at the first step: steps are sent 4 times a second, so a
+            # run that hangs right after fast steps may never have sent one.
+            r.stepping, r.last_step = True, time.monotonic()
         elif kind == events.PHASE:
+            if r.compiling or e.get("phase") == "compiling":
+                r.compiling = e.get("phase") == "compiling"
+                r.last_step = time.monotonic()
             if e.get("phase") == "paused" and e.get("turn"):
                 r.waiting_turn = True  # its turn is over (or it is ready for its first)
                 if self._turn == r.id:
@@ -355,6 +363,7 @@ class Supervisor:
                 self._set_state(r.id, PAUSED)
             elif self._state(r.id) == PAUSED:
                 self._set_state(r.id, RUNNING)
+                r.last_step = time.monotonic()  # a paused time is no silence
         elif kind == events.FINISHED:
             r.ended = True
             self._set_state(r.id, STOPPED if e.get("reason") == "stopped" else DONE)
@@ -384,7 +393,7 @@ class Supervisor:
         nxt = min(waiting, key=lambda run: (order.index(run) - last - 1) % len(order))
         r = self._runs[nxt]
         if r.child.send("resume"):
-            r.waiting_turn = False
+            r.waiting_turn, r.last_step = False, time.monotonic()
             self._turn = self._last_turn = nxt
 
     def _reap(self, run: str) -> None:
@@ -400,9 +409,10 @@ class Supervisor:
                 batch.append(events.make(events.FINISHED, run, reason="stopped", forced=how))
                 self._set_state(run, STOPPED)
             else:
+                tail = log_tail(self.store.log_path(run))
                 batch.append(events.make(events.FAILED, run, stage="crash", error="ChildExited",
                                          message=f"runner {how} without a result", returncode=rc,
-                                         traceback=log_tail(self.store.log_path(run))))
+                                         traceback=tail, **failures.of_exit(rc, tail)))
                 self.failed_runs.append(run)
                 self._set_state(run, FAILED)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
@@ -484,9 +494,9 @@ class Supervisor:
             self._watch_hang(r, now)
 
     def _watch_hang(self, r: Run, now: float) -> None:
-        """Say once when a run that has stepped sends no step for ``hang_s`` (paused or waiting
+        """Say once when a started run sends no step for ``hang_s`` (compiling, paused or waiting
         for its turn does not count): it may be stuck; `dump` shows where."""
-        if (self.plan.hang_s is None or r.last_step is None or r.hung_said or r.ended
+        if (self.plan.hang_s is None or r.last_step is None or r.hung_said or r.ended or r.compiling
                 or self._state(r.id) == PAUSED or r.waiting_turn):
             return
         if now - r.last_step >= self.plan.hang_s:

@@ -36,6 +36,7 @@ class RunLive:
     devices: list[dict] = field(default_factory=list)  # the GPUs it uses, latest sample
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    hung: float | None = None  # t of a hang warning (no step for --hang-timeout), until a later step
     notes: list[str] = field(default_factory=list)
     # While compiling: what torch is doing now, and since when this compile id started.
     compile_phase: str | None = None
@@ -132,6 +133,8 @@ class SessionModel:
         t = e.get("t")
         if kind == events.STEP:
             live.steps = e["i"] + 1
+            if live.hung is not None and t is not None and t > live.hung:
+                live.hung = None  # steps sent at the stop ended before the warning
             live.last_t = t
             if is_measured(e):  # a compile spike would flatten the plot of everything else
                 live.step_ms.append(e["ms"])
@@ -173,11 +176,14 @@ class SessionModel:
         elif kind == events.FAILED:
             live.state = "failed"
             live.ended_t = live.ended_t or t
-            live.error = f"{e.get('error')}: {e.get('message')}"
+            live.error = e.get("what") or f"{e.get('error')}: {e.get('message')}"
         elif kind == events.RUN_EXITED and live.ended_t is None:
             live.ended_t = t
-        elif kind == events.WARNING and e.get("text") not in live.warnings:
-            live.warnings.append(e["text"])
+        elif kind == events.WARNING:
+            if e.get("hung"):
+                live.hung = t
+            if e.get("text") not in live.warnings:
+                live.warnings.append(e["text"])
 
     def _sample(self, e: dict) -> None:
         self.system = e.get("system")

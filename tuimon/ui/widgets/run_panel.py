@@ -41,6 +41,8 @@ class RunPanel(Vertical, can_focus=True):
             state = compiling_text(live, now)
         if live.profiling:
             state += " · profiling…"
+        if live.hung is not None and live.state != "failed":
+            state += " · hung"  # stopped while hung, or still silent
         self.border_subtitle = f"{state} · {live.steps} steps" + (
             f" · {fmt_s(elapsed)}" if elapsed is not None else "")
         self.set_class(live.state == "failed", "failed")
