@@ -16,6 +16,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Header, RichLog, Static
 
@@ -126,6 +127,12 @@ class TuimonApp(App[str]):
         self.redraw()
 
     def redraw(self) -> None:
+        try:
+            self._redraw()
+        except NoMatches:  # queued by call_after_refresh, it ran as the app tore its widgets down
+            pass
+
+    def _redraw(self) -> None:
         now = time.time()
         grid = self.query_one("#panels", Grid)
         panels = list(grid.query(RunPanel))
