@@ -7,6 +7,7 @@ and redraws. Nothing is drawn per event, so a fast run cannot flood the screen.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import deque
@@ -127,10 +128,9 @@ class TuimonApp(App[str]):
         self.redraw()
 
     def redraw(self) -> None:
-        try:
+        # One queued by call_after_refresh can run as the app tears its widgets down.
+        with contextlib.suppress(NoMatches):
             self._redraw()
-        except NoMatches:  # queued by call_after_refresh, it ran as the app tore its widgets down
-            pass
 
     def _redraw(self) -> None:
         now = time.time()
