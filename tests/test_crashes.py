@@ -116,8 +116,9 @@ def interrupt_when(tmp_path, args: list[str], ready, timeout: float = 60, sig=si
     descendants seen)."""
     out = tmp_path / "sessions"
     cmd = [sys.executable, "-m", "tuimon", *args, "--headless", "--out", str(out)]
+    # SIGINT as a terminal gives it (a background shell job would hand it down ignored).
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen: dict[int, float] = {}
     session = None
     try:
@@ -221,3 +222,50 @@ def test_ctrl_c_during_a_cold_compile_leaves_no_compiler_process(tmp_path):
     _, runs = runs_of(session)
     assert runs["default-fp32"]["finished"][0]["reason"] == "stopped"
     assert store.read_meta(session)["status"] == "interrupted"
+
+
+def wait_until_gone(seen: dict[int, float], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while (left := survivors(seen)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_runner_stuck_in_a_step_does_not_outlive_a_killed_supervisor(tmp_path):
+    # A step of ten minutes: the runner never reaches a step boundary to read its control pipe's
+    # EOF; its parent watch notices the supervisor is gone and stops it.
+    def ready(evs, seen):
+        return of_type(evs, "phase") and of_type(evs, "phase")[-1].get("phase") == "warmup" and seen
+
+    rc, _, session, seen = interrupt_when(
+        tmp_path, [SLOW, "--modes", "eager", "--steps", "5", "--set", "sleep_ms=600000", "--no-probes"],
+        ready, sig=signal.SIGKILL)
+    assert rc == -signal.SIGKILL
+    assert not wait_until_gone(seen, 15)
+    log = (session / "logs" / "eager-fp32.log").read_text()
+    assert "the supervisor (pid" in log and "is gone; stopping" in log
+
+
+def test_the_parent_watch_kills_a_runner_deaf_to_sigint(tmp_path):
+    # Stuck in native code that never returns to Python: SIGINT does nothing, the grace kill does.
+    script = tmp_path / "deaf.py"
+    script.write_text(
+        "import signal, time\n"
+        "from tuimon.runner.orphan import watch_parent\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+        "watch_parent(grace_s=0.5, period_s=0.1)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(600)\n")
+    parent = subprocess.Popen(  # a stand-in supervisor: starts the runner in its own group
+        [sys.executable, "-c", "import subprocess, sys, time\n"
+         f"subprocess.Popen([sys.executable, {str(script)!r}], start_new_session=True)\n"
+         "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        seen: dict[int, float] = {}
+        descendants(parent.pid, seen)
+        assert len(seen) == 1
+    finally:
+        parent.kill()
+        parent.wait()
+    assert not wait_until_gone(seen, 5)

@@ -15,6 +15,7 @@ import traceback
 from tuimon import events, failures
 from tuimon.runner.control import Control
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.orphan import watch_parent
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
+    watch_parent()  # a supervisor killed while this run is stuck in a step: do not outlive it
     emitter = Emitter(args.event_fd, args.run_id)
     control = Control(args.control_fd)
     emitter.emit_now(events.PHASE, phase="building")

@@ -69,7 +69,11 @@ def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
     steps = f"{r.steps} recorded step{'s' if r.steps != 1 else ''}"
     out = [f"- {r.label}{kind}: failed after {steps}: {r.error}; log: logs/{r.run}.log"]
     if r.failure_tail:
-        tail = r.failure_tail.rstrip().splitlines()[-lines:]
+        tail = r.failure_tail.rstrip().splitlines()
+        fatal = next((i for i, line in enumerate(tail) if line.startswith("Fatal Python error")), None)
+        # faulthandler's report whole (its header names the signal; a thread's stack follows
+        # another's), else the last lines of the traceback or log.
+        tail = tail[fatal:][:3 * lines] if fatal is not None else tail[-lines:]
         out += ["", "  ```", *(f"  {line}" for line in tail), "  ```", ""]
     return out
 
