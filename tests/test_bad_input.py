@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,12 @@ CASES = {
     "summary, garbage events": (["summary", "{tmp}/garbage"], "its events.jsonl holds no readable event"),
     "summary, binary events": (["summary", "{tmp}/binary"], "its events.jsonl holds no readable event"),
     "summary, empty events, no meta": (["summary", "{tmp}/hollow"], "its events.jsonl is empty"),
+    "summary, meta.json missing": (["summary", "{tmp}/no_meta"],
+                                   "not a complete tuimon session (meta.json missing)"),
+    "summary, meta.json corrupt": (["summary", "{tmp}/bad_meta"],
+                                   "not a complete tuimon session (meta.json unreadable)"),
+    "replay, meta.json missing": (["replay", "{tmp}/no_meta"], "'tuimon summary --force' summarizes"),
+    "attach, meta.json missing": (["attach", "{tmp}/no_meta"], "not a complete tuimon session"),
     "summary, bad format": (["summary", str(DATA), "--format", "xml"], "invalid choice: 'xml'"),
     "replay a non-session": (["replay", "{tmp}"], "not a tuimon session directory (no events.jsonl)"),
     "replay, garbage events": (["replay", "{tmp}/garbage"], "its events.jsonl holds no readable event"),
@@ -85,6 +92,11 @@ def test_bad_input_is_one_line_and_exit_2(name, tuimon, tmp_path):
     binary = tmp_path / "binary"
     binary.mkdir()
     (binary / "events.jsonl").write_bytes(bytes(range(256)) * 64)
+    for damaged, meta in (("no_meta", None), ("bad_meta", "{\"name\": ")):
+        shutil.copytree(DATA, tmp_path / damaged)
+        (tmp_path / damaged / "meta.json").unlink()
+        if meta is not None:
+            (tmp_path / damaged / "meta.json").write_text(meta)
     (tmp_path / "hollow").mkdir()
     (tmp_path / "hollow" / "events.jsonl").write_text("")
     args, expected = CASES[name]

@@ -252,13 +252,14 @@ def test_summary_of_a_session_whose_supervisor_was_killed(tuimon, tmp_path, indu
     assert "1 unreadable line(s) in events.jsonl were skipped" in (session / "summary.md").read_text()
 
 
-def test_summary_without_meta_json_warns_and_works(tuimon, tmp_path):
+def test_summary_force_reads_a_session_without_its_meta_json(tuimon, tmp_path):
+    # Without --force it is bad input (tests/test_bad_input.py); with it, the events are summarized.
     data = Path(__file__).resolve().parent / "data" / "session_tiny_mlp"
     for name, damage in (("missing", lambda p: p.unlink()), ("unreadable", lambda p: p.write_text("{"))):
         copy = tmp_path / name
         shutil.copytree(data, copy)
         damage(copy / "meta.json")
-        proc, _ = tuimon("summary", str(copy))
+        proc, _ = tuimon("summary", str(copy), "--force")
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             f"tuimon: warning: meta.json {name}: the summary lacks the command, host and settings"]

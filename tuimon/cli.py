@@ -203,6 +203,8 @@ def summary_parser() -> Parser:
     p.add_argument("session", help="a session directory (contains events.jsonl)")
     p.add_argument("--format", choices=("md", "json", "csv"), default="md",
                    help="what to print on stdout (all three files are rewritten) (default: md)")
+    p.add_argument("--force", action="store_true",
+                   help="summarize the events of a session whose meta.json is missing or unreadable")
     return p
 
 
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 def summary_command(args: argparse.Namespace) -> int:
     from tuimon.session import export, store
 
-    if (why := store.check_session(args.session)) is not None:
+    if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
         raise UsageError(why)
     try:
         meta, evs, summary = export.load(args.session)
@@ -385,8 +387,7 @@ def replay_command(args: argparse.Namespace) -> int:
         raise UsageError(why)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("replay needs an interactive terminal (use 'tuimon summary' for text)")
-    note = None if store.read_meta(args.session) else "meta.json missing or unreadable: events only"
-    TuimonApp(ReplaySource(args.session), fps=args.fps, note=note).run()
+    TuimonApp(ReplaySource(args.session), fps=args.fps).run()
     return EXIT_OK
 
 

@@ -202,32 +202,42 @@ def is_session(path: str | Path) -> bool:
     return (Path(path) / EVENTS).is_file()
 
 
-def check_session(path: str | Path) -> str | None:
+def check_session(path: str | Path, need_meta: bool = True) -> str | None:
     """Why ``path`` is not a session to read, in one line; None when it is one.
 
-    A session has an events.jsonl with at least one readable event (or, just started, an
-    empty one beside its meta.json). A missing or unreadable meta.json alone is not fatal:
-    the events are what was measured."""
+    A session has a readable meta.json (written before anything runs) and an events.jsonl with
+    at least one readable event (or, just started, an empty one). Without its meta.json it is
+    not a complete session (bad input), but its events are what was measured:
+    ``need_meta=False`` (``tuimon summary --force``) reads them anyway."""
     p = Path(path)
     if not p.is_dir():
         why = "not a directory" if p.exists() else "no such directory"
         return f"not a tuimon session directory ({why}): {path}"
     if not is_session(p):
         return f"not a tuimon session directory (no events.jsonl): {path}"
+    empty, readable = True, False
     try:
         with open(p / EVENTS, "rb") as f:
-            empty = True
             for line in f:
                 if line.strip():
                     empty = False
                     if events.decode(line.decode("utf-8", "replace")) is not None:
-                        return None
+                        readable = True
+                        break
     except OSError as exc:
         return f"cannot read {p / EVENTS}: {exc.strerror or exc}"
-    if empty and read_meta(p):
-        return None  # a session that has not recorded anything yet
-    what = "is empty" if empty else "holds no readable event (corrupt or not ours)"
-    return f"not a tuimon session (its events.jsonl {what}): {path}"
+    if not empty and not readable:
+        what = "holds no readable event (corrupt or not ours)"
+        return f"not a tuimon session (its events.jsonl {what}): {path}"
+    if read_meta(p):
+        return None  # with events, or one that has not recorded anything yet
+    if empty:
+        return f"not a tuimon session (its events.jsonl is empty): {path}"
+    if need_meta:
+        what = "missing" if not (p / META).exists() else "unreadable"
+        return (f"not a complete tuimon session (meta.json {what}): {path}; "
+                "'tuimon summary --force' summarizes its events anyway")
+    return None
 
 
 def unreadable_note(bad: int) -> str:
