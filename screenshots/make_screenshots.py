@@ -4,7 +4,10 @@
 - compile-pane-120x40: the compile pane (key c) of tiny_mlp with a deliberate graph break;
 - profiler-pane-140x50: two real captures (key p on each panel), eager fp32 beside amp;
 - live-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in parallel) mid-run,
-  then at its end with the comparison strip.
+  then at its end with the comparison strip;
+- repeats-120x32: a real interleaved tiny_mlp session with --repeats 3, in its last round: the
+  panels show the third processes, the strip the speedup combined over the rounds.
+`--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats).
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
@@ -109,6 +112,25 @@ async def profiler_pane(tmp: Path) -> None:
         app.source.close()
 
 
+async def repeats(tmp: Path) -> None:
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import product
+
+    store = SessionStore.create(tmp, "repeats")
+    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager", "default"], ["fp32"]), "interleave",
+                ["--steps", "3000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5,
+                repeats=3)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+    async with app.run_test(size=(120, 32)) as pilot:
+        runs = app.model.runs
+        while not all(r.steps > 1500 for r in runs.values() if r.replicate == 3) or len(runs) < 6:
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 1)
+        shoot(app, "repeats-120x32")
+        app.source.close()
+
+
 def shoot(app, name: str) -> None:
     out = HERE / f"{name}.svg"
     app.save_screenshot(out.name, str(HERE))
@@ -116,12 +138,14 @@ def shoot(app, name: str) -> None:
 
 
 async def main() -> None:
+    makers = [replay, compile_pane]
+    if "--replay-only" not in sys.argv:
+        makers += [live, profiler_pane, repeats]
+    if "--only" in sys.argv:
+        makers = [globals()[sys.argv[sys.argv.index("--only") + 1]]]
     with tempfile.TemporaryDirectory() as tmp:
-        await replay(Path(tmp))
-        await compile_pane(Path(tmp))
-        if "--replay-only" not in sys.argv:
-            await live(Path(tmp))
-            await profiler_pane(Path(tmp))
+        for make in makers:
+            await make(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ class ComparisonStrip(Static):
             style = "bold" if r.within_noise else ("bold green" if r.speedup >= 1 else "bold red")
             t.append(f"{r.speedup:.2f}×", style=style)
             if r.speedup_lo is not None:
-                t.append(f" (CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f}"
+                over = f", {len(r.processes)} processes" if r.processes else ""
+                t.append(f" (CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f}{over}"
                          f"{', within noise' if r.within_noise else ''})", style="dim")
             if r.unreliable:
                 t.append(" unreliable: recompiles", style="bold yellow")
