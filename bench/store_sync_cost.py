@@ -19,7 +19,7 @@ from tuimon import events  # noqa: E402
 from tuimon.session.store import SessionStore  # noqa: E402
 
 # A busy session: 4 runs at 1 kHz steps, batched 4x a second by each runner: 16 batches/s of
-# 250 step events, plus a sample a second. That is ~600 KB/s of events.
+# 250 step events, plus a sample a second. That is ~470 KB/s of events.
 BATCH = [events.make(events.STEP, "eager-fp32", i=i, ms=1.0, data_ms=0.01, n=32, loss=2.3,
                      phase="steady") for i in range(250)]
 

@@ -289,3 +289,34 @@ def test_replay_skips_unreadable_lines_and_says_how_many(tmp_path):
     following.close()
     assert [e["text"] for batch in got for e in batch if e.get("notify")] == [
         "events.jsonl: 1 unreadable line skipped (torn write?)"]
+
+
+def test_a_deleted_directory_that_cannot_be_recreated_still_gives_back_every_event(tmp_path):
+    # Deleted, and its path now a file (or the disk full): recreation fails, and the open, unlinked
+    # file is the only full copy; closing reads the events back from it for the summary.
+    s = SessionStore.create(tmp_path, "gone")
+    steps = [events.make(events.STEP, "r", i=i, ms=1.0) for i in range(50)]
+    s.append(steps)
+    shutil.rmtree(s.path)
+    s.path.write_text("in the way")
+    s.sync_s = 0.0
+    with pytest.raises(StoreWriteError, match="cannot recreate the deleted session directory"):
+        s.tick()
+    stored, bad = s.close(read_back=True)
+    assert bad == 0 and [e["i"] for e in stored] == list(range(50))
+
+
+def test_a_summary_that_cannot_be_written_is_one_line_and_exit_3(tmp_path):
+    out = tmp_path / "sessions"
+    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "60", "--set",
+           "sleep_ms=30", "--warmup", "0", "--no-probes", "--out", str(out), "--headless"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    session = wait_for(lambda: next(iter(out.glob("*")), None) if out.exists() else None, 20, "the session")
+    (session / "summary.md").mkdir()  # the summary cannot be written where it goes
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stdout + stderr, stderr
+    assert lines[0].startswith(f"tuimon: error: cannot write the summary into {session}: Is a directory")
+    assert "events.jsonl holds everything measured" in lines[0]
+    assert [e["i"] for e in of_type(session, "step")] == list(range(60))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from test_stats import noisy, run_events
 
+from tuimon import events
 from tuimon.ui.model import SessionModel
 
 
@@ -34,3 +35,13 @@ def test_a_closed_panel_does_not_come_back_with_its_runs_late_events():
     model.close_panel("eager-fp32")
     model.add_all(evs[5:])
     assert model.panels == []
+
+
+def test_later_rounds_stopped_before_they_start_do_not_take_the_panel():
+    eager = rounds(3, "eager")
+    model = SessionModel()
+    model.add_all([evs[0] for evs in eager])  # all three rounds queued
+    model.add_all(eager[0][1:20])  # round 1 measures
+    stopped = [events.make(events.FINISHED, f"eager-fp32-{i}", reason="stopped") for i in (2, 3)]
+    model.add_all(stopped)  # q -> stop: the queued rounds never start
+    assert model.panels == ["eager-fp32"]

@@ -288,7 +288,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     from tuimon.headless import HeadlessView, print_summary
     from tuimon.session import export
-    from tuimon.session.store import SessionStore, StoreError
+    from tuimon.session.store import SessionStore, StoreError, StoreWriteError
     from tuimon.session.supervisor import Plan, Supervisor
 
     variants = product(modes, precisions)
@@ -333,9 +333,14 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         with view:
             status = supervisor.run()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        store.close()
-        _, summary, written = export.finish(store.path, status, unwritten=store.unwritten,
-                                            error=supervisor.store_error)
+        stored = store.close(read_back=True)
+        try:
+            _, summary, written = export.finish(store.path, status, stored=stored,
+                                                unwritten=store.unwritten, error=supervisor.store_error)
+        except StoreWriteError as exc:  # the runs ended; only the summary files did not fit
+            print(f"tuimon: error: {exc} — the runs have ended; events.jsonl holds everything "
+                  f"measured ('tuimon summary {store.path}' once there is room)", file=sys.stderr)
+            return EXIT_STORE
         signal.signal(signal.SIGTERM, previous)
 
     if getattr(supervisor, "store_error", None):

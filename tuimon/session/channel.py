@@ -223,9 +223,9 @@ class Server:
             with self._lock:
                 self._viewers.add(conn)
                 self.ever_attached = True
-            return {"ok": True, "result": self._hello()}
+            return {"ok": True, "result": self._hello(conn)}
         if cmd == "hello":
-            return {"ok": True, "result": {**self._hello(), "states": self.target.states()}}
+            return {"ok": True, "result": {**self._hello(conn), "states": self.target.states()}}
         method = getattr(self.target, cmd, None) if cmd in COMMANDS else None
         if not callable(method):
             return {"ok": False, "error": f"unknown command {cmd!r}"}
@@ -235,9 +235,10 @@ class Server:
             return {"ok": False, "error": _message(exc)}
         return {"ok": True, "result": result}
 
-    def _hello(self) -> dict:
+    def _hello(self, conn: socket.socket) -> dict:
         error = getattr(self.target, "store_error", None)
-        self.error_told = self.error_told or bool(error)
+        with self._lock:  # told a viewer, not `tuimon ls` counting them
+            self.error_told = self.error_told or (bool(error) and conn in self._viewers)
         return {"pid": os.getpid(), "session": self.session, "attached": self.attached,
                 "error": error}
 

@@ -48,7 +48,7 @@ import traceback
 from pathlib import Path
 
 from tuimon.session import channel, export, listing, store
-from tuimon.session.store import SessionStore, write_json_atomic
+from tuimon.session.store import SessionStore, StoreWriteError, write_json_atomic
 from tuimon.session.supervisor import DONE, FAILED, STOPPED, Plan, Supervisor
 from tuimon.variants import Variant
 
@@ -148,14 +148,17 @@ class Daemon:
             status = "failed"
         finally:
             self._over.set()
-            self.store.close()
+            stored = self.store.close(read_back=True)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the summary is written next
         error = self.supervisor.store_error
         try:
-            export.finish(self.path, status, unwritten=self.store.unwritten, error=error)
+            export.finish(self.path, status, stored=stored, unwritten=self.store.unwritten, error=error)
             if error:
                 self._tell_viewers()
+        except StoreWriteError as exc:  # the runs ended; only the summary files did not fit
+            print(f"tuimon daemon: {exc}; events.jsonl holds everything measured", file=sys.stderr)
+            status = "failed"
         finally:
             self.server.close()
         return status

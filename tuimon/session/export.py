@@ -17,12 +17,13 @@ from tuimon.session.stats import RunStats, SessionSummary, summarize
 DASH = "–"
 
 
-def load(path: str | Path, unwritten: list[dict] | None = None
-         ) -> tuple[dict, list[dict], SessionSummary]:
-    """The session as stored, plus ``unwritten``: events a failed write kept in memory only."""
+def load(path: str | Path, unwritten: list[dict] | None = None,
+         stored: tuple[list[dict], int] | None = None) -> tuple[dict, list[dict], SessionSummary]:
+    """The session as stored (``stored``: already read, e.g. by ``SessionStore.read_back``), plus
+    ``unwritten``: events a failed write kept in memory only."""
     meta = store.read_meta(path)
-    evs, bad = store.read_events(path)
-    evs += unwritten or []
+    evs, bad = stored if stored is not None else store.read_events(path)
+    evs = evs + (unwritten or [])
     return meta, evs, summarize(evs, bad)
 
 
@@ -397,16 +398,19 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
 FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
 
 
-def finish(path: str | Path, status: str, *, unwritten: list[dict] | None = None,
-           error: str | None = None) -> tuple[dict, SessionSummary, dict[str, Path]]:
+def finish(path: str | Path, status: str, *, stored: tuple[list[dict], int] | None = None,
+           unwritten: list[dict] | None = None, error: str | None = None
+           ) -> tuple[dict, SessionSummary, dict[str, Path]]:
     """End of a session: the summary files from the store alone, then the final meta.json status
     (last, so that a status other than "running" means the summary is there).
 
-    After a store failure (``error``): ``unwritten`` (the events that never reached the file)
-    count in the summary too, and what cannot be written now (a full disk) is skipped, not
-    raised: the summary is still returned, and ``written`` holds only the files that made it."""
+    ``stored``: the events as the store's open file holds them (``read_back``). After a store
+    failure (``error``): ``unwritten`` (the events that never reached the file) count in the
+    summary too, and what cannot be written now (a full disk) is skipped, not raised: the summary
+    is still returned, and ``written`` holds only the files that made it. Without a store failure,
+    a summary that cannot be written raises StoreWriteError (one line)."""
     path = Path(path)
-    meta, evs, summary = load(path, unwritten)
+    meta, evs, summary = load(path, unwritten, stored)
     meta.update(status=status, ended=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 devices=device_line(summary), gpu=summary.gpu_reason or summary.gpu_available)
     if error:
@@ -415,9 +419,10 @@ def finish(path: str | Path, status: str, *, unwritten: list[dict] | None = None
     try:
         write(path, meta, evs, summary, written)
         store.write_json_atomic(path / store.META, meta)
-    except OSError:
+    except OSError as exc:
         if not error:
-            raise
+            raise store.StoreWriteError(f"cannot write the summary into {path}: "
+                                        f"{exc.strerror or exc}") from None
     return meta, summary, written
 
 

@@ -123,30 +123,40 @@ class SessionStore:
         self._dirty = False
         self.syncs += 1
 
-    def _recreate(self) -> str:
-        """Someone deleted the session directory (``rm -rf``) while the session ran: the open
-        file still holds every event, so write it out again under the same path."""
+    def _contents(self) -> bytes:
+        """What was written, from the open file: there even when its directory was deleted."""
         data = bytearray()
         while len(data) < self._size:
             chunk = os.pread(self._fd, min(1 << 20, self._size - len(data)), len(data))
             if not chunk:
                 break
             data += chunk
+        return bytes(data)
+
+    def read_back(self) -> tuple[list[dict], int]:
+        """Every event written so far and the unreadable line count, like ``read_events`` but
+        from the open file, so the end of a session summarizes all of it even if the directory
+        was deleted and could not be recreated. Call it before ``close``."""
+        return parse_events(self._contents().decode("utf-8", "replace").splitlines(keepends=True))
+
+    def _recreate(self) -> str:
+        """Someone deleted the session directory (``rm -rf``) while the session ran: the open
+        file still holds every event, so write it out again under the same path."""
+        data = self._contents()
+        fd = None
         try:
             (self.path / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.path, 0o700)
             fd = os.open(self.path / EVENTS, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                view = memoryview(bytes(data))
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            except OSError:
-                os.close(fd)
-                raise
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
             if self._meta is not None:
                 write_json_atomic(self.path / META, self._meta)
         except OSError as exc:
+            if fd is not None:
+                os.close(fd)  # the old, unlinked file stays the one full copy (read_back reads it)
             raise StoreWriteError(f"cannot recreate the deleted session directory {self.path}: "
                                   f"{exc.strerror or exc}") from None
         os.close(self._fd)
@@ -156,8 +166,9 @@ class SessionStore:
                 f"with the {lines} events written so far (runs' logs and profiler "
                 "traces from before are gone)")
 
-    def close(self) -> None:
-        """Last try at anything pending, a last fsync, close. Never raises."""
+    def close(self, read_back: bool = False) -> tuple[list[dict], int] | None:
+        """Last try at anything pending, a last fsync, close. Never raises. ``read_back``: first
+        read every event back from the open file (see ``read_back``) and return them."""
         with contextlib.suppress(OSError):
             if os.fstat(self._fd).st_nlink == 0:
                 self._ticked = 0.0
@@ -166,8 +177,13 @@ class SessionStore:
         with contextlib.suppress(StoreError, OSError):
             self._write()
             self.sync()
+        stored = None
+        if read_back:
+            with contextlib.suppress(OSError):
+                stored = self.read_back()
         with contextlib.suppress(OSError):
             os.close(self._fd)
+        return stored
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -186,15 +202,19 @@ def read_meta(path: str | Path) -> dict:
 
 def read_events(path: str | Path) -> tuple[list[dict], int]:
     """All events of a session, and how many lines could not be read (a torn last line, say)."""
+    with open(Path(path) / EVENTS, encoding="utf-8", errors="replace") as f:
+        return parse_events(f)
+
+
+def parse_events(lines) -> tuple[list[dict], int]:
     out: list[dict] = []
     bad = 0
-    with open(Path(path) / EVENTS, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            event = events.decode(line)
-            if event is None:
-                bad += bool(line.strip())
-            else:
-                out.append(event)
+    for line in lines:
+        event = events.decode(line)
+        if event is None:
+            bad += bool(line.strip())
+        else:
+            out.append(event)
     return out, bad
 
 

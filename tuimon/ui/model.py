@@ -111,9 +111,11 @@ class SessionModel:
                 self._place(run, e.get("replaces"))
             else:  # a later round waits off screen until it starts
                 self._offscreen.add(run)
-        elif run in self._offscreen and kind != events.RUN_QUEUED:
+        elif run in self._offscreen and kind in (events.PHASE, events.RUN_STARTED, events.STEP):
+            # Its round began: it takes over the panel. (A queued run stopped before it started
+            # says only `finished`: it stays off screen, and the measured run stays in view.)
             self._offscreen.discard(run)
-            self._place(run, self._previous_round(live))  # its round began: it takes over the panel
+            self._place(run, self._previous_round(live))
         self._apply(live, e)
 
     def _previous_round(self, live: RunLive) -> str | None:
