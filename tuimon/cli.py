@@ -58,10 +58,6 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
 }
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def _fmt(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
@@ -289,7 +285,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     from tuimon.headless import HeadlessView, print_summary
     from tuimon.session import export
     from tuimon.session.store import SessionStore, StoreError, StoreWriteError
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.session.supervisor import Plan, Supervisor, interrupt
 
     variants = product(modes, precisions)
     name = "demo" if args.recipe is None else recipe.stem
@@ -329,7 +325,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(f"session: {store.path}", highlight=False)
         # `kill PID` stops the runs as Ctrl-C does (by default it would orphan them: a hung one
         # never reads the EOF on its control pipe), then the summary is written undisturbed.
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = signal.signal(signal.SIGTERM, interrupt)
         with view:
             status = supervisor.run()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

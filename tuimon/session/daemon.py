@@ -49,7 +49,7 @@ from pathlib import Path
 
 from tuimon.session import channel, export, listing, store
 from tuimon.session.store import SessionStore, StoreWriteError, write_json_atomic
-from tuimon.session.supervisor import DONE, FAILED, STOPPED, Plan, Supervisor
+from tuimon.session.supervisor import DONE, FAILED, STOPPED, Plan, Supervisor, interrupt
 from tuimon.variants import Variant
 
 PLAN = "plan.json"
@@ -185,10 +185,6 @@ class Daemon:
                 return
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt  # the supervisor's loop stops the runs as on Ctrl-C
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -206,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tuimon daemon: cannot start the session in {path}: {exc}", file=sys.stderr)
         return 2
     print(f"{time.strftime('%H:%M:%S')} tuimon daemon pid {os.getpid()} serving {path}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     status = daemon.run()
     if daemon.supervisor.store_error:
         say(f"tuimon: error: {daemon.supervisor.store_error} — runs stopped; what was written so "

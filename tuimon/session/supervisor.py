@@ -75,6 +75,12 @@ TICK = 0.1  # seconds the loop waits for news before it looks at the queue and s
 _EVENTS, _EOF, _COMMAND = "events", "eof", "command"  # kinds of inbox items
 
 
+def interrupt(signum, frame) -> None:
+    """A SIGTERM handler for the process running ``Supervisor.run``: the loop then stops the
+    runs as on Ctrl-C (by default SIGTERM would end it at once and orphan them)."""
+    raise KeyboardInterrupt
+
+
 @dataclass
 class Plan:
     recipe: Path
