@@ -61,6 +61,15 @@ def reaper(tmp_path):
                 proc.kill()
 
 
+def wait_for(predicate, timeout: float = 30.0, what: str = ""):
+    """Poll ``predicate`` until it returns something true (returned), or fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
+        time.sleep(0.05)
+    return value
+
+
 async def until(app, pilot, predicate, timeout: float = 60.0, what: str = "") -> None:
     """Drive a TUI's redraw tick until ``predicate()`` holds (a Pilot test of a live session)."""
     deadline = time.monotonic() + timeout

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import TEST_RECIPES
+from conftest import TEST_RECIPES, wait_for
 
 from tuimon import detach
 from tuimon.session import channel, listing, store
@@ -96,14 +96,6 @@ class PtyTuimon:
 
 def _controlling_tty() -> None:  # in the child, after setsid(): make stdin its terminal
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
-        time.sleep(0.05)
-    return value
 
 
 def session_in(out: Path) -> Path | None:

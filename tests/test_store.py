@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import RECIPES, TEST_RECIPES
+from conftest import RECIPES, TEST_RECIPES, wait_for
 
 from tuimon import events
 from tuimon.session import channel, store
@@ -28,14 +28,6 @@ from tuimon.variants import Variant
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 TINY = str(RECIPES / "tiny_mlp.py")
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
-        time.sleep(0.05)
-    return value
 
 
 def file_limit(nbytes: int):
