@@ -44,7 +44,7 @@ WARNING = "warning"  # text (run-tagged, or session-wide without run): throttlin
 #   restart (run: the old run; new_run, mode, precision of the new one);
 #   stop_all | close (session-wide, no run).
 CONTROL = "control"
-# Written by the runner: a torch.profiler capture (runner/profiling.py), emitted at once:
+# Written by the runner: a torch.profiler capture (runner/profiling/), emitted at once:
 #   state "started": capture (1, 2, ... per run), source (control | profile_at), window {wait,
 #     warmup, active}, backward (false | true | "all"), first_step, active_steps [first, last],
 #     module_spans, notes -- the UI shows "profiling..." until that capture's next event;

@@ -1,6 +1,6 @@
 """The parent's control lines on ``--control-fd``: ``pause``, ``resume``, ``stop``, and
 ``profile`` (optionally followed by JSON options, e.g. ``profile {"active": 3}``: see
-runner/profiling.py).
+runner/profiling/).
 
 The training loop asks ``poll()`` at every step boundary, outside the timed region. The fd is
 non-blocking, so when nothing was sent (almost always) a poll is one failed ``os.read``: a few

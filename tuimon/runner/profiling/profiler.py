@@ -1,0 +1,110 @@
+"""The runner's profiler front: requests queue here and one capture at a time opens at a step
+boundary; what it costs at boundaries is counted apart from the steps."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from tuimon.runner.profiling.capture import Capture, one_line
+from tuimon.runner.profiling.options import Options
+
+
+class Profiler:
+    """The runner's profiler front: takes requests, opens a Capture at a step boundary, hands the
+    loop the open capture (or None: the loop's plain path), and turns a finished one into an
+    event. ``overhead_s`` is the time spent at step boundaries starting and finishing captures
+    (outside every step time; the loop keeps it out of ``--duration``)."""
+
+    def __init__(self, *, device_type: str, model, compiled: bool, defaults: Options | None = None,
+                 at_step: int | None = None, out_dir: str | None = None, run: str = "run",
+                 hook_guards: bool = False) -> None:
+        self.device_type = device_type
+        self.model = model
+        self.compiled = compiled
+        self.defaults = defaults or Options()
+        self.at_step = at_step
+        self.out_dir = out_dir
+        self.run = run
+        self.hook_guards = hook_guards
+        self.capture: Capture | None = None
+        self.count = 0
+        self.overhead_s = 0.0
+        self._pending: list[tuple[Options, str]] = []
+
+    def request(self, overrides: dict, source: str = "control") -> None:
+        """Ask for a capture at the next step boundary (after the open one, if any).
+        ValueError for bad options (nothing is queued)."""
+        self._pending.append((self.defaults.merged(overrides), source))
+
+    def begin_step(self, i: int, compiles: int = 0) -> tuple[Capture | None, dict | None]:
+        """At a step boundary: the open capture (or None), and a ``profile`` started event's
+        fields when one opens here."""
+        if self.capture is not None:
+            self.capture.prepare()
+            return self.capture, None
+        if self.at_step is not None and i >= self.at_step:
+            self._pending.insert(0, (self.defaults, "profile_at"))
+            self.at_step = None
+        if not self._pending:
+            return None, None
+        t0 = time.perf_counter()
+        options, source = self._pending.pop(0)
+        self.count += 1
+        path = (os.path.join(self.out_dir, f"{self.run}-profile{self.count}.json")
+                if self.out_dir else None)
+        cap = None
+        try:
+            cap = Capture(self.count, options, source, i, device_type=self.device_type,
+                          model=self.model, compiled=self.compiled, hook_guards=self.hook_guards,
+                          trace_path=path, compiles_before=compiles)
+            cap.prepare()
+        except Exception as exc:  # noqa: BLE001 - no profiler here: say so, train on
+            if cap is not None:
+                with contextlib.suppress(Exception):
+                    cap.close()
+            self.overhead_s += time.perf_counter() - t0
+            return None, {"state": "failed", "capture": self.count, "notes": [],
+                          "error": f"the profiler did not start: {one_line(exc)}"}
+        self.capture = cap
+        started = {"state": "started", "capture": cap.number, "source": source,
+                   "window": options.window(), "backward": options.backward, "first_step": i,
+                   "active_steps": [i + options.wait + options.warmup, i + options.steps - 1],
+                   "module_spans": bool(cap.modules), "notes": list(cap.notes)}
+        self.overhead_s += time.perf_counter() - t0
+        return cap, started
+
+    def after_step(self, i: int, compiles: int = 0) -> tuple[int | None, dict | None]:
+        """After the step's clock stopped: (the capture number if step ``i`` was recorded, the
+        ``profile`` event's fields when the capture finished with this step)."""
+        cap = self.capture
+        if cap is None:
+            return None, None
+        t0 = time.perf_counter()
+        recording = cap.recording
+        try:
+            recorded = cap.after_step(i)
+            result = self._finish(compiles) if cap.done else None
+        except Exception as exc:  # noqa: BLE001 - a failed capture must never fail the run
+            cap.notes.append(f"the profiler failed at step {i}: {one_line(exc)}")
+            recorded = cap.number if recording else None
+            result = self._finish(compiles)
+        self.overhead_s += time.perf_counter() - t0
+        return recorded, result
+
+    def abort(self, compiles: int = 0) -> dict | None:
+        """The run is ending: close an open capture; its event's fields (partial or failed)."""
+        return self._finish(compiles) if self.capture is not None else None
+
+    def _finish(self, compiles: int) -> dict:
+        cap, self.capture = self.capture, None
+        try:
+            cap.close()
+            return cap.result(compiles)
+        except Exception as exc:  # noqa: BLE001 - a failed capture must never fail the run
+            with contextlib.suppress(Exception):
+                if cap.spans is not None:
+                    cap.spans.remove()
+            return {"capture": cap.number, "state": "failed", "notes": cap.notes,
+                    "error": one_line(exc)}
