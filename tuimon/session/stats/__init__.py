@@ -1,0 +1,33 @@
+"""Every statistic tuimon reports, computed in one place from a session's events.
+
+The UI and the exporters call ``summarize``; none of them recomputes a number.
+
+Definitions:
+- measured steps: steps past warm-up in which no compile ran (a recompile is kept apart too);
+- warm-up overhead: time of the steps kept apart minus what they would have cost at the
+  steady-state median;
+- speedup: eager median / variant median, against the eager run of the same precision (with
+  --repeats, the eager run of the same round);
+- a variant run in several processes (--repeats K): its row combines them. Median: the geometric
+  mean of the processes' medians; interval: Student's t over the K log-medians, so it covers the
+  process-to-process spread (a fresh process can land ~1.5x slower on a VM) that one process's
+  step-to-step interval cannot see; it is never narrower than the processes' own intervals allow;
+- break-even: the step at which the variant's total time drops below eager's, i.e.
+  (overhead_variant - overhead_eager) / (median_eager - median_variant); "never" when the
+  variant is not faster per step.
+
+One job a module: ``rows`` (RunStats, SessionSummary), ``collect`` (folding events; the
+summary), ``steady_state`` (warm-up, measured steps), ``intervals`` (percentiles, t, Welch),
+``compare`` (speedup, break-even, loss parity), ``replicates`` (--repeats rows) and ``probes``
+(probe statistics). Callers import from ``tuimon.session.stats``.
+"""
+
+from tuimon.session.stats.collect import Collector, LossTrack, summarize
+from tuimon.session.stats.intervals import T95, Z95, lag1_autocorr, median_interval, percentile, t95, welch_df
+from tuimon.session.stats.replicates import combine_replicates
+from tuimon.session.stats.rows import RunStats, SessionSummary
+from tuimon.session.stats.steady_state import HEAD, is_measured, mser5
+
+__all__ = ["HEAD", "T95", "Z95", "Collector", "LossTrack", "RunStats", "SessionSummary",
+           "combine_replicates", "is_measured", "lag1_autocorr", "median_interval", "mser5",
+           "percentile", "summarize", "t95", "welch_df"]

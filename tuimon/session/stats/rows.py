@@ -1,0 +1,127 @@
+"""The rows every reader shows: one ``RunStats`` per run (and per combined variant), gathered in
+a ``SessionSummary``; and the None-skipping aggregates that fill them (None is "not measured",
+never zero)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RunStats:
+    run: str
+    mode: str
+    precision: str
+    status: str = "queued"  # queued | running | done | stopped | failed
+    replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
+    processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
+    device: str | None = None
+    device_name: str | None = None
+    params: int | None = None
+    batch_size: int | None = None
+    notes: list[str] = field(default_factory=list)
+    steps: int = 0
+    measured: int = 0
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    mean_data_ms: float | None = None
+    throughput: float | None = None  # samples per second at the median step
+    first_step_ms: float | None = None
+    warmup_steps: int = 0
+    warmup_auto: bool = True  # warm-up found in the data (MSER-5) rather than fixed
+    steady_from: int | None = None  # index of the first steady-state step
+    median_ci_lo: float | None = None  # 95 % interval of the median step (ms)
+    median_ci_hi: float | None = None
+    log_se: float | None = None  # a combined row: standard error of its log median
+    autocorr: float | None = None  # lag-1 autocorrelation of the steady step times
+    overhead_s: float | None = None
+    compile_s: float | None = None
+    compiles: int = 0
+    speedup: float | None = None
+    speedup_lo: float | None = None  # 95 % interval of the speedup
+    speedup_hi: float | None = None
+    within_noise: bool = False  # the interval contains 1.0
+    unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
+    baseline: str | None = None
+    breakeven_steps: int | None = None  # None with breakeven_never False: not computable
+    breakeven_s: float | None = None
+    breakeven_never: bool = False
+    breakeven_lo: int | None = None  # range of the break-even step from the speedup's interval
+    breakeven_hi: int | None = None  # None with breakeven_lo set: may never pay off
+    peak_rss: int | None = None
+    cuda_peak_allocated: int | None = None
+    cuda_peak_reserved: int | None = None
+    final_loss: float | None = None
+    max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
+    common_steps: int = 0
+    wall_s: float | None = None
+    turns: int = 0  # interleaved schedule: turns it waited for (the first included)
+    paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
+    error: str | None = None  # what it failed of, in words (the failed event's "what")
+    failure_kind: str | None = None  # exception | oom-host | oom-cuda | signal | exit
+    failure_tail: str | None = None  # its traceback, or for a crash its log's tail
+    hung_s: float | None = None  # ended (stopped) while hung: seconds since its last step
+    # From the probes, over the steady state (the whole run when it has none).
+    cpu_mean: float | None = None  # % of one core, the runner's whole process tree
+    cpu_max: float | None = None
+    tree_rss_max: int | None = None
+    children_max: int | None = None
+    gpu_util_mean: float | None = None  # of the device(s) the run used
+    vram_max: int | None = None  # NVML memory used on those devices (every process)
+    gpu_proc_mem_max: int | None = None  # NVML memory of the run's own processes
+    temp_max: float | None = None
+    power_mean: float | None = None
+    throttled_share: float | None = None  # share of samples with a non-benign throttle reason
+    throttle_reasons: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    warnings: list[str] = field(default_factory=list)
+    # From the compile trace (compiled variants).
+    compile_phases: dict[str, float] = field(default_factory=dict)  # fwd dynamo/aot/inductor/codegen, bwd
+    graphs_fwd: int = 0
+    graphs_bwd: int = 0
+    graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, count}, most frequent first
+    recompiles: int = 0
+    recompile_reasons: list[str] = field(default_factory=list)
+    fx_cache_hits: int = 0
+    fx_cache_misses: int = 0
+    # Profiler captures (``profile`` events, done or failed), in order; each gains
+    # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
+    profiles: list[dict] = field(default_factory=list)
+    profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}/{self.precision}"
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode != "eager"
+
+
+@dataclass
+class SessionSummary:
+    runs: list[RunStats]
+    unreadable_lines: int = 0
+    gpu_available: bool | None = None  # None: no probe ran
+    gpu_reason: str | None = None
+    unsupported: list[str] = field(default_factory=list)  # GPU metrics that were n/a
+    warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
+    variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
+
+    def to_dict(self) -> dict:
+        return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
+                "variants": [asdict(r) | {"label": r.label} for r in self.variants],
+                **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
+                                                 "unsupported", "warnings")}}
+
+
+def mean_of(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def max_of(values: list):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
