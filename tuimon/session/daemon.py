@@ -47,6 +47,7 @@ import time
 import traceback
 from pathlib import Path
 
+from tuimon.exit_codes import EXIT_STORE
 from tuimon.session import channel, export, listing, store
 from tuimon.session.store import SessionStore, StoreWriteError, write_json_atomic
 from tuimon.session.supervisor import DONE, FAILED, STOPPED, Plan, Supervisor, interrupt
@@ -56,7 +57,6 @@ PLAN = "plan.json"
 LOG = "daemon.log"
 GRACE_S = 10.0  # no viewer ever attached: how long a finished session waits for one
 TELL_S = 5.0  # a store failure: how long the daemon waits for an attached viewer to hear of it
-EXIT_STORE = 3  # as the CLI's: the session could not be recorded
 ENDED = (DONE, FAILED, STOPPED)
 
 

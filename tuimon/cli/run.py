@@ -1,8 +1,5 @@
-"""Command line: ``tuimon [RECIPE] [options]`` runs a session; ``tuimon summary DIR`` exports.
-
-Every input is checked before anything is launched; a bad one gets one line on stderr and
-exit code 2, never a traceback.
-"""
+"""``tuimon [RECIPE] [options]``: check every input, then run a session (headless here, or through
+a daemon with the TUI as its client) and print its summary."""
 
 from __future__ import annotations
 
@@ -10,7 +7,6 @@ import argparse
 import datetime
 import os
 import platform
-import re
 import signal
 import socket
 import sys
@@ -18,100 +14,23 @@ from importlib import metadata
 from pathlib import Path
 
 from tuimon import __version__
+from tuimon.cli.args import (
+    DEFAULT_OUT,
+    Parser,
+    UsageError,
+    device_arg,
+    fps_arg,
+    key_value,
+    limited,
+    warmup_arg,
+    window_arg,
+)
+from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, parse_list, product
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-# The session could not be recorded (disk full, file too large, I/O error): not the model's
-# fault (1) nor bad input (2); a script may want to retry elsewhere.
-EXIT_STORE = 3
 DEMO = Path(__file__).with_name("demo_recipe.py")
 DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse prints usage + message; we want one line
-        raise UsageError(message)
-
-
-# Every number a flag takes, in one place: flag -> (type, lowest, highest, unit). Out of range is
-# bad input (exit 2) and the message gives the range. The highs are far past any real session
-# and low enough to catch a typo (an extra zero or three) before anything is launched.
-DAY = 86400
-LIMITS: dict[str, tuple[type, float, float, str]] = {
-    "steps": (int, 1, 10**9, ""),
-    "repeats": (int, 1, 20, ""),
-    "duration": (float, 0.1, 30 * DAY, " s"),
-    "warmup": (int, 0, 10**9, ""),
-    "batch-size": (int, 1, 1_000_000, ""),
-    "image-size": (int, 1, 16384, ""),
-    "seed": (int, 0, 2**32 - 1, ""),  # numpy's seed range (torch takes more)
-    "turn-steps": (int, 1, 10**9, ""),
-    "interval": (float, 0.2, 3600, " s"),  # below 0.2 s the probes cost more than they tell
-    "hang-timeout": (float, 1, 30 * DAY, " s"),
-    "profile-at": (int, 0, 10**9, ""),
-    "fps": (float, 1, 30, ""),
-}
-
-
-def _fmt(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
-
-
-def limited(flag: str):
-    """The argparse type of a numeric flag, checked against LIMITS[flag]."""
-    kind, low, high, unit = LIMITS[flag]
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            what = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not low <= value <= high:  # NaN fails this too
-            raise argparse.ArgumentTypeError(
-                f"must be between {_fmt(low)} and {_fmt(high)}{unit}, got {text}")
-        return value
-
-    parse.__name__ = flag  # argparse names the type in some messages
-    return parse
-
-
-def warmup_arg(text: str) -> str:
-    """'auto' (found in the data) or a fixed number of steps, kept as text for the runner."""
-    if text == "auto":
-        return text
-    return str(limited("warmup")(text))
-
-
-fps_arg = limited("fps")
-
-
-def device_arg(text: str) -> str:
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
-        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
-    return text
-
-
-def key_value(text: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][\w.-]*=.*", text):
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return text
-
-
-def window_arg(text: str) -> str:
-    try:
-        wait, warmup, active = (int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
-    if wait < 0 or warmup < 0 or active < 1:
-        raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
-    return f"{wait},{warmup},{active}"
 
 
 def run_parser() -> Parser:
@@ -158,7 +77,7 @@ def run_parser() -> Parser:
                    help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
     p.add_argument("--no-probes", action="store_true",
                    help="do not sample CPU/GPU metrics (to measure what the probes cost)")
-    p.add_argument("--out", default="tuimon-sessions", metavar="DIR",
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="where session directories go (default: ./tuimon-sessions)")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--warm-cache", action="store_true",
@@ -191,71 +110,6 @@ def run_parser() -> Parser:
                    "'tuimon attach' opens the TUI on it")
     p.add_argument("--version", action="version", version=f"tuimon {__version__}")
     return p
-
-
-def summary_parser() -> Parser:
-    p = Parser(prog="tuimon summary",
-               description="Recompute a session's summary from its store and rewrite its exports.")
-    p.add_argument("session", help="a session directory (contains events.jsonl)")
-    p.add_argument("--format", choices=("md", "json", "csv"), default="md",
-                   help="what to print on stdout (all three files are rewritten) (default: md)")
-    p.add_argument("--force", action="store_true",
-                   help="summarize the events of a session whose meta.json is missing or unreadable")
-    return p
-
-
-def replay_parser() -> Parser:
-    p = Parser(prog="tuimon replay",
-               description="Open the TUI on a recorded (or still running) session, read-only.")
-    p.add_argument("session", help="a session directory (contains events.jsonl)")
-    p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv[:1] == ["summary"]:
-            return summary_command(summary_parser().parse_args(argv[1:]))
-        if argv[:1] == ["replay"]:
-            return replay_command(replay_parser().parse_args(argv[1:]))
-        if argv[:1] in (["attach"], ["ls"]):
-            from tuimon import detach
-
-            if argv[0] == "attach":
-                return detach.attach_command(detach.attach_parser().parse_args(argv[1:]))
-            return detach.ls_command(detach.ls_parser().parse_args(argv[1:]))
-        return run_command(run_parser().parse_args(argv), argv)
-    except UsageError as exc:
-        print(f"tuimon: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def summary_command(args: argparse.Namespace) -> int:
-    from tuimon.session import export, store
-
-    if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
-        raise UsageError(why)
-    try:
-        meta, evs, summary = export.load(args.session)
-        written = export.write(Path(args.session), meta, evs, summary)
-    except OSError as exc:
-        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}") from None
-    sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
-    for warning in read_warnings(args.session, meta, summary.unreadable_lines):
-        print(f"tuimon: warning: {warning}", file=sys.stderr)
-    return EXIT_OK
-
-
-def read_warnings(path, meta: dict, unreadable: int) -> list[str]:
-    """What a reader of a damaged session should know: lines skipped, meta.json lost."""
-    from tuimon.session import store
-
-    found = [store.unreadable_note(unreadable)] if unreadable else []
-    if not meta:
-        what = "missing" if not (Path(path) / store.META).exists() else "unreadable"
-        found.append(f"meta.json {what}: the summary lacks the command, host and settings")
-    return found
 
 
 def run_command(args: argparse.Namespace, argv: list[str]) -> int:
@@ -307,7 +161,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
                 repeats=args.repeats)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
-        from tuimon.detach import run_detached
+        from tuimon.cli.detached import run_detached
 
         store.close()
         ended = run_detached(store.path, plan, fps=args.fps, tui=not args.detach, console=console)
@@ -377,19 +231,6 @@ def warn_on_stderr(sink):
 def use_tui(args: argparse.Namespace) -> bool:
     """The TUI on an interactive terminal; the headless display otherwise (CI, pipes, logs)."""
     return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def replay_command(args: argparse.Namespace) -> int:
-    from tuimon.session import store
-    from tuimon.ui.app import TuimonApp
-    from tuimon.ui.sources import ReplaySource
-
-    if (why := store.check_session(args.session)) is not None:
-        raise UsageError(why)
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("replay needs an interactive terminal (use 'tuimon summary' for text)")
-    TuimonApp(ReplaySource(args.session), fps=args.fps).run()
-    return EXIT_OK
 
 
 def runner_flags(args: argparse.Namespace) -> list[str]:

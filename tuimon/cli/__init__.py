@@ -1,0 +1,41 @@
+"""Command line: ``tuimon [RECIPE] [options]`` runs a session; ``tuimon summary DIR`` exports;
+``replay``, ``attach`` and ``ls`` open and list sessions.
+
+Every input is checked before anything is launched; a bad one gets one line on stderr and
+exit code 2, never a traceback. One module a command (run, summary, replay, attach, ls), their
+shared arguments in ``args``; a command's heavy imports (rich, the TUI, the supervisor) wait
+until it runs, so ``--help`` stays fast and torch-free.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tuimon.cli.args import UsageError
+from tuimon.cli.replay import replay_command, replay_parser
+from tuimon.cli.run import run_command, run_parser
+from tuimon.cli.summary import summary_command, summary_parser
+from tuimon.exit_codes import EXIT_USAGE
+
+__all__ = ["main", "replay_parser", "run_parser", "summary_parser"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["summary"]:
+            return summary_command(summary_parser().parse_args(argv[1:]))
+        if argv[:1] == ["replay"]:
+            return replay_command(replay_parser().parse_args(argv[1:]))
+        if argv[:1] == ["attach"]:
+            from tuimon.cli import attach
+
+            return attach.attach_command(attach.attach_parser().parse_args(argv[1:]))
+        if argv[:1] == ["ls"]:
+            from tuimon.cli import ls
+
+            return ls.ls_command(ls.ls_parser().parse_args(argv[1:]))
+        return run_command(run_parser().parse_args(argv), argv)
+    except UsageError as exc:
+        print(f"tuimon: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,96 @@
+"""What every command's arguments share: the one-line ``UsageError`` (exit 2, never a
+traceback), a ``Parser`` that raises it, the ``LIMITS`` of every number a flag takes, and the
+typed flags built on them. Imports nothing from the commands, so each of them may import it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+DEFAULT_OUT = "tuimon-sessions"  # where sessions go, and where attach and ls look
+
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage + message; we want one line
+        raise UsageError(message)
+
+
+# Every number a flag takes, in one place: flag -> (type, lowest, highest, unit). Out of range is
+# bad input (exit 2) and the message gives the range. The highs are far past any real session
+# and low enough to catch a typo (an extra zero or three) before anything is launched.
+DAY = 86400
+LIMITS: dict[str, tuple[type, float, float, str]] = {
+    "steps": (int, 1, 10**9, ""),
+    "repeats": (int, 1, 20, ""),
+    "duration": (float, 0.1, 30 * DAY, " s"),
+    "warmup": (int, 0, 10**9, ""),
+    "batch-size": (int, 1, 1_000_000, ""),
+    "image-size": (int, 1, 16384, ""),
+    "seed": (int, 0, 2**32 - 1, ""),  # numpy's seed range (torch takes more)
+    "turn-steps": (int, 1, 10**9, ""),
+    "interval": (float, 0.2, 3600, " s"),  # below 0.2 s the probes cost more than they tell
+    "hang-timeout": (float, 1, 30 * DAY, " s"),
+    "profile-at": (int, 0, 10**9, ""),
+    "fps": (float, 1, 30, ""),
+}
+
+
+def _fmt(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def limited(flag: str):
+    """The argparse type of a numeric flag, checked against LIMITS[flag]."""
+    kind, low, high, unit = LIMITS[flag]
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not low <= value <= high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(
+                f"must be between {_fmt(low)} and {_fmt(high)}{unit}, got {text}")
+        return value
+
+    parse.__name__ = flag  # argparse names the type in some messages
+    return parse
+
+
+def warmup_arg(text: str) -> str:
+    """'auto' (found in the data) or a fixed number of steps, kept as text for the runner."""
+    if text == "auto":
+        return text
+    return str(limited("warmup")(text))
+
+
+fps_arg = limited("fps")
+
+
+def device_arg(text: str) -> str:
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+def key_value(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][\w.-]*=.*", text):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+def window_arg(text: str) -> str:
+    try:
+        wait, warmup, active = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
+    if wait < 0 or warmup < 0 or active < 1:
+        raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
+    return f"{wait},{warmup},{active}"

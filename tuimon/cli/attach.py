@@ -1,0 +1,91 @@
+"""``tuimon attach [SESSION_DIR]``: the TUI on a session again, live with working keys while its
+daemon answers, otherwise read-only like replay, with a note saying why."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg
+from tuimon.cli.detached import print_detached
+from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from tuimon.session import listing, store
+
+
+def attach_parser() -> Parser:
+    p = Parser(prog="tuimon attach",
+               description="Open the live TUI again on a session whose runs go on in the background "
+               "(full history, working keys). A session that has ended opens read-only.")
+    p.add_argument("session", nargs="?",
+                   help="a session directory (default: the latest running session under --out, "
+                   "else the latest one)")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help="where to look for the latest session (default: ./tuimon-sessions)")
+    p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
+    return p
+
+
+def resolve_session(session: str | None, out: str) -> Path:
+    if session is not None:
+        if (why := store.check_session(session)) is not None:
+            raise UsageError(why)
+        return Path(session)
+    if not Path(out).is_dir():
+        raise UsageError(f"no tuimon sessions in {out} (no such directory)")
+    latest = listing.latest(out)
+    if latest is None:
+        raise UsageError(f"no tuimon session in {out}")
+    return latest.path
+
+
+def open_source(path: Path):
+    """(RemoteSource, None) when the session's daemon answers; otherwise (ReplaySource, the
+    note that says why it is read-only)."""
+    from tuimon.session.channel import ChannelError, CommandError
+    from tuimon.ui.sources import RemoteSource, ReplaySource
+
+    try:
+        return RemoteSource(path), None
+    except (ChannelError, CommandError):
+        pass
+    meta = store.read_meta(path)
+    state = listing.state_of(meta)
+    if state == listing.RUNNING:
+        note = (f"this session runs in pid {(meta.get('owner') or {}).get('pid')} without a control "
+                "channel (headless): read-only, following it")
+    elif state == listing.STALE:
+        note = ("this session's supervisor is gone without finishing (killed?): read-only, "
+                "showing what was recorded")
+    else:
+        note = f"this session has ended ({state}): read-only, as replay"
+    return ReplaySource(path), note
+
+
+def attach_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from tuimon.ui.app import TuimonApp
+
+    path = resolve_session(args.session, args.out)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("attach needs an interactive terminal (use 'tuimon ls' or "
+                         "'tuimon summary' for text)")
+    source, note = open_source(path)
+    TuimonApp(source, fps=args.fps, note=note).run()
+    console = Console()
+    if source.read_only:
+        return EXIT_OK
+    if not source.closed:
+        if not source.detached:
+            source.detach()
+        print_detached(console, path, source.pid)
+        return EXIT_OK
+    from tuimon.headless import print_summary
+    from tuimon.session import export
+
+    _, _, summary = export.load(path)
+    print_summary(console, summary)
+    console.print(f"summary: {path / 'summary.md'}", highlight=False)
+    status = source.status
+    return EXIT_INTERRUPTED if status == "interrupted" else EXIT_FAILED if status == "failed" else EXIT_OK

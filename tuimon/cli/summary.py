@@ -1,0 +1,49 @@
+"""``tuimon summary SESSION_DIR``: recompute a session's summary from its store, rewrite its
+exports and print one of them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tuimon.cli.args import Parser, UsageError
+from tuimon.exit_codes import EXIT_OK
+
+
+def summary_parser() -> Parser:
+    p = Parser(prog="tuimon summary",
+               description="Recompute a session's summary from its store and rewrite its exports.")
+    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("--format", choices=("md", "json", "csv"), default="md",
+                   help="what to print on stdout (all three files are rewritten) (default: md)")
+    p.add_argument("--force", action="store_true",
+                   help="summarize the events of a session whose meta.json is missing or unreadable")
+    return p
+
+
+def summary_command(args: argparse.Namespace) -> int:
+    from tuimon.session import export, store
+
+    if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
+        raise UsageError(why)
+    try:
+        meta, evs, summary = export.load(args.session)
+        written = export.write(Path(args.session), meta, evs, summary)
+    except OSError as exc:
+        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}") from None
+    sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
+    for warning in read_warnings(args.session, meta, summary.unreadable_lines):
+        print(f"tuimon: warning: {warning}", file=sys.stderr)
+    return EXIT_OK
+
+
+def read_warnings(path, meta: dict, unreadable: int) -> list[str]:
+    """What a reader of a damaged session should know: lines skipped, meta.json lost."""
+    from tuimon.session import store
+
+    found = [store.unreadable_note(unreadable)] if unreadable else []
+    if not meta:
+        what = "missing" if not (Path(path) / store.META).exists() else "unreadable"
+        found.append(f"meta.json {what}: the summary lacks the command, host and settings")
+    return found
