@@ -17,11 +17,11 @@ import signal
 import threading
 import time
 
-ENV = "TUIMON_SUPERVISOR_PID"  # set by the supervisor: a runner orphaned before it looked knows
+from tuimon.envvars import SUPERVISOR_PID
 
 
 def watch_parent(grace_s: float = 10.0, period_s: float = 1.0) -> threading.Thread:
-    parent = int(os.environ.get(ENV) or os.getppid())
+    parent = int(os.environ.get(SUPERVISOR_PID) or os.getppid())
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 
-ENV = "TUIMON_SYNC_DEBUG"
+from tuimon.envvars import SYNC_DEBUG as ENV
+
 LEVELS = {"warn": 1, "error": 2}
 
 

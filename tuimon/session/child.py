@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
+from tuimon.envvars import SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER
-from tuimon.runner import orphan
 from tuimon.variants import Variant
 
 # Called from the reader thread with (run, batch of events), and (run, None) at end of file.
@@ -46,7 +46,7 @@ class Child:
         if threads:
             cmd += ["--threads", str(threads)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
-               orphan.ENV: str(os.getpid()),
+               SUPERVISOR_PID: str(os.getpid()),
                "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
             env["TORCH_TRACE"] = str(torch_trace)

@@ -1,0 +1,10 @@
+"""The environment variables tuimon's two sides pass each other. Both the parent side (which
+sets them) and the runner (which reads them) import this module, so it imports nothing from
+tuimon and never anything heavy."""
+
+# Set by the supervisor on each runner: a runner orphaned before it first looked still knows
+# whose child it was (runner/orphan.py).
+SUPERVISOR_PID = "TUIMON_SUPERVISOR_PID"
+# warn | error, set by tests and bench (hidden): the runner checks that its own per-step work
+# never syncs with the GPU (runner/syncdebug.py).
+SYNC_DEBUG = "TUIMON_SYNC_DEBUG"
