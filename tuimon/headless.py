@@ -15,8 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.session.export import columns, fmt_ms, fmt_s, table, top_ops_text
+from tuimon.session.fmt import fmt_ms, fmt_s
 from tuimon.session.stats import SessionSummary, is_measured
+from tuimon.session.table import columns, table, top_ops_text
 
 
 class HeadlessView:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.session.export import breakeven_text, columns, fmt_s
+from tuimon.session.fmt import fmt_s
 from tuimon.session.stats import SessionSummary
+from tuimon.session.table import breakeven_text, columns
 
 
 class ComparisonStrip(Static):

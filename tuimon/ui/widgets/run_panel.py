@@ -7,8 +7,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from tuimon.session.export import breakeven_text, fmt_bytes, fmt_loss, fmt_ms, fmt_s
+from tuimon.session.fmt import fmt_bytes, fmt_loss, fmt_ms, fmt_s
 from tuimon.session.stats import RunStats
+from tuimon.session.table import breakeven_text
 from tuimon.ui.model import RunLive
 
 STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",

@@ -1,0 +1,44 @@
+"""Numbers as short text, alike in every view (summary.md, the terminal table, the TUI): a
+dash for "not measured", units that scale."""
+
+from __future__ import annotations
+
+DASH = "–"
+
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return DASH
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    decimals = 3 if ms < 1 else 2 if ms < 10 else 1 if ms < 100 else 0
+    return f"{ms:.{decimals}f} ms"
+
+
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return DASH
+    if s >= 120:
+        return f"{s / 60:.1f} min"
+    return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if not n:
+        return DASH
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return DASH
+
+
+def fmt_loss(x: float) -> str:
+    return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.3e}"
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """An op name for one line (compiled graphs are named '## Call CompiledFxGraph <hash> ##')."""
+    name = name.strip("# ").replace("Call CompiledFxGraph", "CompiledFxGraph")
+    return name if len(name) <= width else name[:width - 1] + "…"
