@@ -1,7 +1,10 @@
-"""The house rules: the parent side never imports torch; the runner never imports textual."""
+"""The house rules: the parent side never imports torch; the runner never imports textual; no
+two tuimon modules import each other, however indirectly."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 
 def modules_after(code: str) -> set[str]:
@@ -14,13 +17,19 @@ def test_parent_side_does_not_import_torch():
     loaded = modules_after(
         "import tuimon.cli, tuimon.headless, tuimon.session.supervisor, tuimon.session.export,"
         " tuimon.session.stats, tuimon.session.store, tuimon.events, tuimon.variants,"
-        " tuimon.recipe; tuimon.cli.run_parser(); tuimon.cli.summary_parser()")
+        " tuimon.recipe; tuimon.cli.run_parser(); tuimon.cli.summary_parser()"
+        "; import tuimon.cli.attach, tuimon.cli.ls, tuimon.cli.detached, tuimon.detach,"
+        " tuimon.session.daemon, tuimon.envvars, tuimon.exit_codes, tuimon.ui.app")
     assert "torch" not in loaded
+    # Every module of the split packages was imported (their __init__ re-exports them all).
+    assert {"tuimon.session.stats.probes", "tuimon.session.stopping", "tuimon.cli.run",
+            "tuimon.session.table", "tuimon.ui.app"} <= loaded
 
 
 def test_runner_does_not_import_textual():
-    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop")
+    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop, tuimon.runner.profiling")
     assert "textual" not in loaded and "torch" in loaded
+    assert {"tuimon.runner.profiling.analysis", "tuimon.runner.profiling.capture"} <= loaded
 
 
 def test_help_is_fast_and_torch_free():
@@ -29,3 +38,101 @@ def test_help_is_fast_and_torch_free():
     assert proc.returncode == 0
     assert "--modes" in proc.stdout and "summary" in proc.stdout
     assert " torch" not in proc.stderr  # importtime lists every module imported
+
+
+# ---- no import circle among tuimon's modules --------------------------------------------------
+TUIMON = Path(__file__).resolve().parent.parent / "tuimon"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(TUIMON.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The modules an import statement may name (relative imports resolved): for ``from P
+    import x``, both P and P.x (x may be a module)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        here = module.split(".") if is_package else module.split(".")[:-1]
+        base = ".".join(here[:len(here) - node.level + 1] + ([base] if base else []))
+    return [base] + [f"{base}.{a.name}" for a in node.names]
+
+
+def ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:k]) for k in range(1, len(parts))]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the tuimon modules it imports, at any depth of its code (a function-level
+    import closes a circle as well). Importing ``a.b.c`` from outside ``a.b`` runs ``a.b``'s
+    ``__init__`` first, so that package counts too; a package importing its own modules does
+    not make a circle."""
+    files = {module_name(p): p for p in TUIMON.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in imported(node, name, path.name == "__init__.py"):
+                if target in files:
+                    deps.update({target, *ancestors(target)} - {*ancestors(name), name})
+        graph[name] = deps
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    graph = import_graph()
+    assert "tuimon.runner.profiling.capture" in graph and "tuimon.cli.run" in graph  # it sees them
+    assert circles(graph) == []
+
+
+def test_each_side_imports_only_the_shared_side():
+    """The runner (child side) and the rest (parent side) share only modules that import
+    neither: events, envvars, recipe, failures, ... (a constant both need goes there)."""
+    graph = import_graph()
+    parent_only = ("tuimon.ui", "tuimon.session", "tuimon.probes", "tuimon.cli", "tuimon.headless",
+                   "tuimon.detach")
+    crossings = sorted(
+        (m, d) for m, deps in graph.items() for d in deps
+        if (m.startswith("tuimon.runner") and d.startswith(parent_only))
+        or (d.startswith("tuimon.runner") and not m.startswith("tuimon.runner")))
+    assert crossings == []
+    for leaf in ("tuimon.events", "tuimon.envvars", "tuimon.exit_codes"):
+        assert graph[leaf] == set(), leaf
