@@ -29,7 +29,7 @@ from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE
 from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, parse_list, product
 
-DEMO = Path(__file__).with_name("demo_recipe.py")
+DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
 DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"
 
 
