@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import resource
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import torch
@@ -67,6 +66,31 @@ def to_device(obj, device):
     if isinstance(obj, dict):
         return {k: to_device(v, device) for k, v in obj.items()}
     return obj
+
+
+def mover(device: str):
+    """``to_device`` for one device, cheap in the usual cases: a tuple or list of tensors, and
+    tensors already there (``Tensor.to`` would hand those back as they are; on CPU, the check
+    is one attribute read instead of a call through the dispatcher)."""
+    target = torch.device(device)
+    on_cpu = target.type == "cpu"
+
+    def move(obj):
+        if isinstance(obj, torch.Tensor):
+            if on_cpu and type(obj) is torch.Tensor and obj.is_cpu:
+                return obj
+            return obj.to(target, non_blocking=True)
+        kind = type(obj)
+        if kind is tuple or kind is list:
+            out = [move(o) for o in obj]
+            return tuple(out) if kind is tuple else out
+        if isinstance(obj, (list, tuple)):
+            return kind(move(o) for o in obj)
+        if isinstance(obj, dict):
+            return {k: move(v) for k, v in obj.items()}
+        return obj
+
+    return move
 
 
 def amp_dtype(device: str):
@@ -161,21 +185,41 @@ class Trainer:
 
 
 class LossReader:
-    """Loss values without a per-step sync: on CUDA, an async copy into a pinned ring buffer."""
+    """Loss values without a per-step sync: on CUDA, an async copy into a pinned ring buffer
+    (one preallocated 0-d view per slot, so a step indexes nothing)."""
 
     def __init__(self, on_cuda: bool, size: int = 4096) -> None:
         self.on_cuda = on_cuda
         self.size = size
         self._ring = torch.empty(size, dtype=torch.float32, pin_memory=True) if on_cuda else None
+        self._slots = list(self._ring.unbind()) if on_cuda else None
 
     def capture(self, i: int, loss):
         if not self.on_cuda:
             return float(loss)
-        self._ring[i % self.size].copy_(loss.float(), non_blocking=True)
+        self._slots[i % self.size].copy_(loss.float(), non_blocking=True)
         return None
 
     def read(self, i: int, captured):
-        return float(self._ring[i % self.size]) if self.on_cuda else captured
+        return float(self._slots[i % self.size]) if self.on_cuda else captured
+
+
+class StepRing:
+    """The steps measured and not handed over yet, in fixed-size columns allocated once: the
+    loop writes step ``i`` at slot ``i & mask``; a flush reads them back from ``first`` and
+    builds their events. The rare extras (compile time, profiler capture) go in a dict."""
+
+    def __init__(self, size: int = 4096) -> None:
+        if size & (size - 1):
+            raise ValueError("the ring's size must be a power of two")
+        self.size = size
+        self.mask = size - 1
+        self.t = [0.0] * size  # when the step ended (unix seconds)
+        self.data_ms = [0.0] * size
+        self.n = [0] * size
+        self.loss: list = [None] * size  # as LossReader.capture gave it
+        self.extra: dict[int, tuple[float, int | None]] = {}  # i -> (compile_ms, profiled)
+        self.first = 0  # the oldest step not handed over
 
 
 def samples_in(batch, recipe: Recipe) -> int:
@@ -196,12 +240,21 @@ def peak_memory(device: str) -> dict:
     return out
 
 
+RING = 4096  # steps held between two flushes, at most: a full ring flushes (power of two)
+POLL_S = 0.005  # the control fd is read at the first step boundary this long after the last read
+
+
 def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
         profiler: Profiler | None = None, guard: SyncGuard | None = None) -> str:
     """Train until the step count or duration is reached, or the parent says stop; returns why.
 
     ``guard`` (default: from TUIMON_SYNC_DEBUG, CUDA only) checks tuimon's own per-step work for
-    host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py."""
+    host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py.
+
+    The hot path (bench/hot_path.py measures it): per step, two clock reads around the step and
+    two around the batch hand-over, the loss capture, four stores into preallocated ring columns,
+    and a few compares (a control read due, a profiler capture due, a flush due, the phase).
+    Step events are built and encoded only when the emitter flushes, a few times a second."""
     s = trainer.settings
     control = control or Control(None)
     on_cuda = trainer.device_type == "cuda"
@@ -210,9 +263,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={guard.level}: a host-device sync in "
                      "tuimon's per-step work fails this run")
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
-    losses = LossReader(on_cuda)
+    losses = LossReader(on_cuda, RING)
+    ring = StepRing(RING)
     batches = BatchCycle(trainer.recipe.batches)
-    pending: deque = deque()  # steps whose time (and loss, on CUDA) is not known yet
+    move = mover(trainer.device)
     phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
     emitter.emit_now(events.PHASE, phase=phase["now"])
 
@@ -229,80 +283,114 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
 
     watch.on_start = compiling
+
+    def before_pause() -> None:
+        _before_pause(emitter, clock, ring, losses, i, s.warmup, trainer.device, profiler, watch)
+
+    # Locals for the hot path: each one a load instead of an attribute or a global lookup.
+    steps = s.steps if s.steps is not None else float("inf")
+    warmup, turns, duration = s.warmup, s.turns, s.duration
+    guarded = guard.on
+    step, recipe = trainer.step, trainer.recipe
+    fixed_n = recipe.samples_per_batch
+    perf, wall = time.perf_counter, time.time
+    mask, t_col, data_col, n_col, loss_col = ring.mask, ring.t, ring.data_ms, ring.n, ring.loss
+    poll_at = 0.0  # when the control fd is read next (perf_counter); 0: at the next boundary
+    profile_at = 0  # the first step at which the profiler may open a capture (begin_step)
+    flush_by = RING - 1  # a ring this full flushes, whatever the clock says
+    compiles = watch.count
     started = time.monotonic()
     reason = "steps"
-    i = 0
+    i = 0  # steps recorded in the ring so far (the step running now, while it runs)
     try:
-        while s.steps is None or i < s.steps:
-            if profiler is None or profiler.capture is None:
+        while i < steps:
+            if guarded and (profiler is None or profiler.capture is None):
                 guard.ours()
-            if s.turns and i % s.turns == 0 and _obey(
-                    "pause", control, emitter, phase["now"],
-                    lambda: _before_pause(emitter, clock, pending, losses, trainer.device, profiler,
-                                          watch), profiler, turn=True):
-                reason = "stopped"  # stopped while waiting for its turn
-                break
-            command = control.poll()  # a step boundary: the clock is not running
-            if command is not None and _obey(command, control, emitter, phase["now"],
-                                             lambda: _before_pause(emitter, clock, pending, losses,
-                                                                   trainer.device, profiler, watch),
-                                             profiler):
-                reason = "stopped"
-                break
+            if turns and i % turns == 0:
+                profile_at = poll_at = 0  # a request taken during the wait starts at once
+                if _obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
+                    reason = "stopped"  # stopped while waiting for its turn
+                    break
+            # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
+            # read every POLL_S at most; after a line, at the next boundary again (lines queue).
+            now = perf()
+            if now >= poll_at:
+                command = control.poll()
+                if command is None:
+                    poll_at = now + POLL_S
+                else:
+                    profile_at = poll_at = 0
+                    if _obey(command, control, emitter, phase["now"], before_pause, profiler):
+                        reason = "stopped"
+                        break
             capture = None
-            if profiler is not None:
+            if profiler is not None and (i >= profile_at or profiler.capture is not None):
                 capture, opened = profiler.begin_step(i, watch.count)
-                if capture is not None:
+                if capture is not None or opened is not None:
+                    profile_at = i + 1  # open (or one failed to start: the next may be queued)
+                else:
+                    profile_at = profiler.at_step if profiler.at_step is not None else steps
+                if capture is not None and guarded:
                     guard.theirs()  # torch.profiler syncs as a capture ends: a cost asked for
                 if opened is not None:
                     emitter.emit_now(events.PROFILE, **opened)
             if capture is None or not capture.recording:  # the plain path: no label, no hook
                 clock.start()
-                t_data = time.perf_counter()
-                batch = to_device(next(batches), trainer.device)
-                data_ms = (time.perf_counter() - t_data) * 1000.0
-                guard.theirs()  # the recipe's step may sync as it likes
-                loss = trainer.step(batch)
-                if capture is None:
+                t_data = perf()
+                batch = move(next(batches))
+                data_ms = (perf() - t_data) * 1000.0
+                if guarded:
+                    guard.theirs()  # the recipe's step may sync as it likes
+                loss = step(batch)
+                if guarded and capture is None:
                     guard.ours()
                 captured = losses.capture(i, loss)
                 clock.stop()
             else:
                 clock.start()
-                t_data = time.perf_counter()
+                t_data = perf()
                 with capture.label("data"):
-                    batch = to_device(next(batches), trainer.device)
-                data_ms = (time.perf_counter() - t_data) * 1000.0
+                    batch = move(next(batches))
+                data_ms = (perf() - t_data) * 1000.0
                 loss = trainer.profiled_step(batch, capture)
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
-            ended = time.time()
+            ended = wall()
             profiled = result = None
             if capture is not None:  # outside the step's time: the profiler's own bookkeeping
                 profiled, result = profiler.after_step(i, watch.count)
-            compile_ms = watch.take_step_compile_ms()
-            step_phase = "warmup" if i < s.warmup else "steady"
-            pending.append((i, ended, data_ms, samples_in(batch, trainer.recipe), captured,
-                            compile_ms, step_phase, profiled))
+            k = i & mask
+            t_col[k] = ended
+            data_col[k] = data_ms
+            n_col[k] = fixed_n or samples_in(batch, recipe)
+            loss_col[k] = captured
+            if watch.count != compiles or profiled:  # a compile ran (count moved), or a capture
+                compiles = watch.count
+                compile_ms = watch.take_step_compile_ms()
+                if compile_ms or profiled:
+                    ring.extra[i] = (compile_ms, profiled)
+            step_phase = "warmup" if i < warmup else "steady"
+            i += 1  # step i-1 is in the ring: a flush from here on hands it over
             if result is not None:  # a capture finished: its steps first, then its tables
-                _emit_ready(emitter, clock.ready(), pending, losses)
+                _emit_ready(emitter, clock.ready(), ring, losses, i, warmup)
                 emitter.emit_now(events.PROFILE, **result)
             if step_phase != phase["now"]:
                 # At once after a compile: the supervisor's hang watch restarts its clock then.
                 emit = emitter.emit_now if phase["now"] == "compiling" else emitter.emit
                 phase["now"] = step_phase
                 emit(events.PHASE, phase=step_phase)
-            i += 1
-            if emitter.flush_due():
-                _emit_ready(emitter, clock.ready(), pending, losses)
+            if i >= flush_by or emitter.flush_due():
+                _emit_ready(emitter, clock.ready(), ring, losses, i, warmup)
+                flush_by = ring.first + mask
                 emitter.emit(events.MEMORY, **peak_memory(trainer.device))
                 emitter.flush()
-            # Time spent starting and finishing captures is outside every step; not run time.
-            spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
-            if s.duration is not None and time.monotonic() - started - spent >= s.duration:
-                reason = "duration"
-                break
+            if duration is not None:
+                # Time spent starting and finishing captures is outside every step; not run time.
+                spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
+                if time.monotonic() - started - spent >= duration:
+                    reason = "duration"
+                    break
     except KeyboardInterrupt:
         guard.restore()
         reason = "stopped"  # by the supervisor, at its request
@@ -310,20 +398,20 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         guard.restore()
         # The step failed: still hand over every step measured before it, then report.
         with contextlib.suppress(Exception):
-            _emit_measured(emitter, clock, pending, losses, trainer.device)
+            _emit_measured(emitter, clock, ring, losses, i, warmup, trainer.device)
         with contextlib.suppress(Exception):
             _end_capture(profiler, watch, emitter)
         raise
     guard.restore()
-    _emit_measured(emitter, clock, pending, losses, trainer.device)
+    _emit_measured(emitter, clock, ring, losses, i, warmup, trainer.device)
     _end_capture(profiler, watch, emitter)
     return reason
 
 
-def _before_pause(emitter, clock, pending, losses, device, profiler, watch) -> None:
+def _before_pause(emitter, clock, ring, losses, recorded, warmup, device, profiler, watch) -> None:
     # The viewer gets every step measured before the pause, and a capture open now ends here with
     # what it recorded (its profiler would otherwise count the pause into a step).
-    _emit_measured(emitter, clock, pending, losses, device)
+    _emit_measured(emitter, clock, ring, losses, recorded, warmup, device)
     _end_capture(profiler, watch, emitter)
 
 
@@ -375,24 +463,30 @@ def _profile_request(command: str, emitter: Emitter, profiler: Profiler | None) 
         emitter.emit_now(events.PROFILE, state="failed", capture=None, error=str(exc), notes=[])
 
 
-def _emit_measured(emitter, clock, pending, losses, device) -> None:
-    _emit_ready(emitter, clock.drain(), pending, losses)
+def _emit_measured(emitter, clock, ring, losses, recorded, warmup, device) -> None:
+    _emit_ready(emitter, clock.drain(), ring, losses, recorded, warmup)
     emitter.emit(events.MEMORY, **peak_memory(device))
     emitter.flush()
 
 
-def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses: LossReader) -> None:
-    for ms in times_ms:
-        if not pending:  # interrupted between the clock's stop and the bookkeeping
-            break
-        i, t, data_ms, n, captured, compile_ms, phase, profiled = pending.popleft()
-        step = {"i": i, "t": t, "ms": round(ms, 4), "data_ms": round(data_ms, 4), "n": n,
-                "loss": losses.read(i, captured), "phase": phase}
-        if compile_ms:
-            step["compile_ms"] = round(compile_ms, 3)
-        if profiled:
-            step["profiled"] = profiled
-        emitter.emit(events.STEP, **step)
+_NO_EXTRA = (0.0, None)
+
+
+def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses: LossReader,
+                recorded: int, warmup: int) -> None:
+    """Hand over the ring's steps whose times the clock gave (in order, from ``ring.first``); the
+    clock may have one time more than ``recorded`` steps when a stop came between the two."""
+    first, mask, extra = ring.first, ring.mask, ring.extra
+    count = min(len(times_ms), recorded - first)
+    emit_step, read = emitter.emit_step, losses.read
+    for j in range(count):
+        i = first + j
+        k = i & mask
+        compile_ms, profiled = extra.pop(i, _NO_EXTRA) if extra else _NO_EXTRA
+        emit_step(i, ring.t[k], round(times_ms[j], 4), round(ring.data_ms[k], 4), ring.n[k],
+                  read(i, ring.loss[k]), "warmup" if i < warmup else "steady",
+                  round(compile_ms, 3) if compile_ms else 0.0, profiled)
+    ring.first = first + count
 
 
 def param_count(model) -> int:
