@@ -11,6 +11,7 @@ step's clock stopped and before the next one starts, so a pause never lands insi
 from __future__ import annotations
 
 import contextlib
+import itertools
 import resource
 import time
 from dataclasses import dataclass
@@ -39,11 +40,14 @@ class LoopSettings:
 
 
 class BatchCycle:
-    """Endless batches from a recipe's iterable, restarting it when it ends."""
+    """Endless batches from a recipe's iterable, restarting it when it ends. ``next`` is the
+    cheapest way to the next batch: for a list or tuple, a C-level cycle over its items."""
 
     def __init__(self, batches) -> None:
         self._source = batches
         self._it = iter(batches)
+        fixed = type(batches) in (list, tuple) and len(batches) > 0
+        self.next = itertools.cycle(batches).__next__ if fixed else self.__next__
 
     def __next__(self):
         try:
@@ -82,6 +86,12 @@ def mover(device: str):
             return obj.to(target, non_blocking=True)
         kind = type(obj)
         if kind is tuple or kind is list:
+            if on_cpu:
+                for o in obj:
+                    if not (type(o) is torch.Tensor and o.is_cpu):
+                        break
+                else:  # all there already: the same items (a tuple is immutable: itself)
+                    return obj if kind is tuple else list(obj)
             out = [move(o) for o in obj]
             return tuple(out) if kind is tuple else out
         if isinstance(obj, (list, tuple)):
@@ -226,7 +236,7 @@ def samples_in(batch, recipe: Recipe) -> int:
     if recipe.samples_per_batch:
         return recipe.samples_per_batch
     inputs = batch[0]
-    return int(inputs.shape[0]) if isinstance(inputs, torch.Tensor) and inputs.dim() else 1
+    return inputs.shape[0] if isinstance(inputs, torch.Tensor) and inputs.dim() else 1
 
 
 def peak_memory(device: str) -> dict:
@@ -265,7 +275,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
     losses = LossReader(on_cuda, RING)
     ring = StepRing(RING)
-    batches = BatchCycle(trainer.recipe.batches)
+    next_batch = BatchCycle(trainer.recipe.batches).next
     move = mover(trainer.device)
     phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
     emitter.emit_now(events.PHASE, phase=phase["now"])
@@ -337,7 +347,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             if capture is None or not capture.recording:  # the plain path: no label, no hook
                 clock.start()
                 t_data = perf()
-                batch = move(next(batches))
+                batch = move(next_batch())
                 data_ms = (perf() - t_data) * 1000.0
                 if guarded:
                     guard.theirs()  # the recipe's step may sync as it likes
@@ -350,7 +360,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 clock.start()
                 t_data = perf()
                 with capture.label("data"):
-                    batch = move(next(batches))
+                    batch = move(next_batch())
                 data_ms = (perf() - t_data) * 1000.0
                 loss = trainer.profiled_step(batch, capture)
                 with capture.label("loss read"):
