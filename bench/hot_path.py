@@ -1,6 +1,6 @@
 """tuimon's own per-step work, alone (run by hand; issue 18):
 
-    PYTHONPATH=. .venv/bin/python bench/hot_path.py [--steps N] [--rounds R] [--profile]
+    PYTHONPATH=. .venv/bin/python bench/hot_path.py [--steps N] [--rounds R] [--device D] [--profile]
 
 The runner's loop (``loop.run``) drives a step that does nothing (it returns a preallocated loss
 tensor), set up as ``python -m tuimon.runner`` sets it up: events written to /dev/null by the
@@ -11,7 +11,9 @@ hand-over, the loss capture, the bookkeeping, the control poll, the flush checks
 building and encoding of the step events (paid at each flush, counted here per step).
 
 Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--profile`` runs
-one block under cProfile and prints where the time goes instead.
+one block under cProfile and prints where the time goes instead. ``--device cuda``: the batch and
+the loss live on the GPU, so the loop's CUDA path runs (timing events recorded each step and read
+lazily, the loss copied asynchronously into the pinned ring); the no-op step launches nothing.
 """
 
 from __future__ import annotations
@@ -36,14 +38,14 @@ from tuimon.runner.control import Control  # noqa: E402
 from tuimon.runner.emitter import Emitter  # noqa: E402
 from tuimon.runner.profiling import Profiler  # noqa: E402
 
+DEVICE = "cpu"
+LOSS = torch.zeros(())
+
 
 def recipe() -> Recipe:
-    model = torch.nn.Linear(1, 1)
-    batch = (torch.zeros(4, 1), torch.zeros(4))
+    model = torch.nn.Linear(1, 1).to(DEVICE)
+    batch = (torch.zeros(4, 1, device=DEVICE), torch.zeros(4, device=DEVICE))
     return Recipe(model, torch.optim.SGD(model.parameters(), lr=0.0), None, [batch])
-
-
-LOSS = torch.zeros(())
 
 
 def no_op_step(batch):
@@ -51,7 +53,7 @@ def no_op_step(batch):
 
 
 def trainer(r: Recipe, steps: int) -> loop.Trainer:
-    t = loop.Trainer(r, "cpu", loop.LoopSettings("eager", "fp32", steps, None, 1))
+    t = loop.Trainer(r, DEVICE, loop.LoopSettings("eager", "fp32", steps, None, 1))
     t.step = no_op_step  # the recipe's work is nothing: what is left is tuimon's
     return t
 
@@ -61,7 +63,7 @@ def instrumented(r: Recipe, steps: int, sink: int) -> float:
     read_fd, write_fd = os.pipe()
     try:
         control = Control(read_fd)
-        profiler = Profiler(device_type="cpu", model=r.model, compiled=False, run="bench")
+        profiler = Profiler(device_type=DEVICE.split(":")[0], model=r.model, compiled=False, run="bench")
         t = time.perf_counter()
         loop.run(trainer(r, steps), Emitter(sink, "bench"), CompileWatch(), control, profiler)
         return time.perf_counter() - t
@@ -108,9 +110,12 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--device", default="cpu")
     p.add_argument("--profile", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(1)
+    global DEVICE, LOSS
+    DEVICE, LOSS = a.device, torch.zeros((), device=a.device)
     if a.profile:
         profile(a.steps)
         return
@@ -118,7 +123,7 @@ def main() -> None:
     import tuimon
 
     print(f"tuimon {Path(tuimon.__file__).parent.parent}, torch {torch.__version__}, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores, device {DEVICE}")
     print(f"tuimon's own work: median {statistics.median(us):.2f} µs/step (min {min(us):.2f}, "
           f"max {max(us):.2f}) over {a.rounds} interleaved blocks of {a.steps} no-op steps")
 
