@@ -4,8 +4,12 @@ Step events are buffered and flushed a few times a second. On CUDA nothing here 
 per step: step times come from CUDA events and the loss from an async copy into pinned memory,
 both read once the GPU has passed them.
 
-Control lines from the parent (pause / resume / stop) are read at each step boundary, after the
-step's clock stopped and before the next one starts, so a pause never lands inside a step time.
+Control lines from the parent (pause / resume / stop) are read at a step boundary (the first
+one 50 ms after the last read: POLL_S), after the step's clock stopped and before the next one starts, so a pause
+never lands inside a step time.
+
+The per-step work that is tuimon's own is kept small (bench/hot_path.py measures it, issue 18):
+steps go into preallocated ring columns and become events only at a flush.
 """
 
 from __future__ import annotations
@@ -196,7 +200,8 @@ class Trainer:
 
 class LossReader:
     """Loss values without a per-step sync: on CUDA, an async copy into a pinned ring buffer
-    (one preallocated 0-d view per slot, so a step indexes nothing)."""
+    (one preallocated 0-d view per slot, so a step indexes nothing). On CPU, ``float`` at the
+    step's end, inside its time (a profiler capture shows it as tuimon's "loss read")."""
 
     def __init__(self, on_cuda: bool, size: int = 4096) -> None:
         self.on_cuda = on_cuda
@@ -232,6 +237,29 @@ class StepRing:
         self.first = 0  # the oldest step not handed over
 
 
+def _same(batch):
+    return batch
+
+
+def _in_place(batches, move) -> bool:
+    """A list or tuple of batches that ``move`` hands back as they are (tuples of CPU tensors on
+    CPU): the loop can skip the hand-over. Asked on CPU only (elsewhere ``move`` copies)."""
+    return type(batches) in (list, tuple) and len(batches) > 0 and all(move(b) is b for b in batches)
+
+
+def _fixed_samples(recipe: Recipe) -> int | None:
+    """The samples in every batch of a fixed list of batches, when they all hold the same number
+    (None otherwise, or for an iterable: then each step counts its own)."""
+    batches = recipe.batches
+    if type(batches) not in (list, tuple) or not batches:
+        return None
+    try:
+        counts = {samples_in(b, recipe) for b in batches}
+    except Exception:  # noqa: BLE001 - the step will say what is wrong with the batch
+        return None
+    return counts.pop() if len(counts) == 1 else None
+
+
 def samples_in(batch, recipe: Recipe) -> int:
     if recipe.samples_per_batch:
         return recipe.samples_per_batch
@@ -251,7 +279,9 @@ def peak_memory(device: str) -> dict:
 
 
 RING = 4096  # steps held between two flushes, at most: a full ring flushes (power of two)
-POLL_S = 0.005  # the control fd is read at the first step boundary this long after the last read
+# The control fd is read at the first step boundary this long after the last read: a read is a
+# syscall, ~5-12 µs right after a step on a small VM, while a pause can wait 50 ms.
+POLL_S = 0.05
 
 
 def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
@@ -277,6 +307,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     ring = StepRing(RING)
     next_batch = BatchCycle(trainer.recipe.batches).next
     move = mover(trainer.device)
+    if not on_cuda and _in_place(trainer.recipe.batches, move):
+        move = _same  # a fixed list of batches already there: handed over as they are
     phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
     emitter.emit_now(events.PHASE, phase=phase["now"])
 
@@ -302,7 +334,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     warmup, turns, duration = s.warmup, s.turns, s.duration
     guarded = guard.on
     step, recipe = trainer.step, trainer.recipe
-    fixed_n = recipe.samples_per_batch
+    fixed_n = recipe.samples_per_batch or _fixed_samples(recipe)
     perf, wall = time.perf_counter, time.time
     mask, t_col, data_col, n_col, loss_col = ring.mask, ring.t, ring.data_ms, ring.n, ring.loss
     poll_at = 0.0  # when the control fd is read next (perf_counter); 0: at the next boundary
