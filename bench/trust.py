@@ -1,14 +1,22 @@
-"""Numbers you can trust (run by hand): .venv/bin/python bench/trust.py
+"""Numbers you can trust (run by hand): .venv/bin/python bench/trust.py [--runs N]
 
 1. overhead: tuimon's instrumented loop vs a bare loop of the same step function, at ~1 ms and
-   ~10 ms steps, interleaved in one process (blocks of steps, alternating);
+   ~10 ms steps, interleaved in one process (blocks of steps, alternating). The loop is set up
+   as ``python -m tuimon.runner`` sets it up: events to /dev/null, a control pipe read at step
+   boundaries (nothing sent), an idle profiler. Reported in µs per step and in % of the step;
+   ``--runs`` such runs (default 3), the 1 ms and 10 ms measurements alternating, and their
+   median. bench/hot_path.py measures the same per-step work without a step around it;
 2. timing fidelity: tuimon's median step of tiny_mlp vs torch.utils.benchmark.Timer on the
    same step function, same process;
-3. start-up: `tuimon --help` wall time.
+3. start-up: `tuimon --help` wall time (the ``tuimon`` script next to this interpreter, or
+   ``python -m tuimon`` where there is none).
+
+Set PYTHONPATH to another checkout to measure its tuimon with this script (e.g. before / after).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -19,14 +27,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # appended: a PYTHONPATH tuimon (another checkout) wins
 
 import torch  # noqa: E402
 
 from tuimon.recipe import Config, Recipe, load_module  # noqa: E402
 from tuimon.runner import loop  # noqa: E402
 from tuimon.runner.compile_watch import CompileWatch  # noqa: E402
+from tuimon.runner.control import Control  # noqa: E402
 from tuimon.runner.emitter import Emitter  # noqa: E402
+from tuimon.runner.profiling import Profiler  # noqa: E402
 
 
 def spin_recipe(ms: float) -> Recipe:
@@ -48,9 +59,17 @@ def trainer_for(recipe: Recipe, steps: int) -> loop.Trainer:
 
 
 def instrumented(recipe: Recipe, steps: int, fd: int) -> float:
-    t = time.perf_counter()
-    loop.run(trainer_for(recipe, steps), Emitter(fd, "bench"), CompileWatch())
-    return time.perf_counter() - t
+    trainer = trainer_for(recipe, steps)
+    read_fd, write_fd = os.pipe()  # the parent's control line, kept open, nothing sent
+    try:
+        control = Control(read_fd)
+        profiler = Profiler(device_type="cpu", model=recipe.model, compiled=False, run="bench")
+        t = time.perf_counter()
+        loop.run(trainer, Emitter(fd, "bench"), CompileWatch(), control, profiler)
+        return time.perf_counter() - t
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)
 
 
 def bare(recipe: Recipe, steps: int) -> float:
@@ -61,7 +80,8 @@ def bare(recipe: Recipe, steps: int) -> float:
     return time.perf_counter() - t
 
 
-def overhead(ms: float, steps: int, rounds: int) -> None:
+def overhead(ms: float, steps: int, rounds: int) -> tuple[float, float]:
+    """One run: (µs per step, % of the bare step), from the medians of ``rounds`` blocks each."""
     recipe = spin_recipe(ms)
     with open(os.devnull, "wb") as sink:
         a, b = [], []
@@ -69,9 +89,24 @@ def overhead(ms: float, steps: int, rounds: int) -> None:
             a.append(bare(recipe, steps) / steps * 1000)
             b.append(instrumented(recipe, steps, sink.fileno()) / steps * 1000)
     bm, im = statistics.median(a), statistics.median(b)
-    print(f"~{ms:g} ms steps: bare {bm:.4f} ms, instrumented {im:.4f} ms per step -> overhead "
-          f"{(im - bm) * 1000:+.1f} µs ({(im / bm - 1) * 100:+.2f} %), medians of {rounds} "
-          f"interleaved blocks of {steps} steps")
+    us, pct = (im - bm) * 1000, (im / bm - 1) * 100
+    print(f"  ~{ms:g} ms steps: bare {bm:.4f} ms, instrumented {im:.4f} ms per step -> overhead "
+          f"{us:+.1f} µs ({pct:+.2f} %), medians of {rounds} interleaved blocks of {steps} steps")
+    return us, pct
+
+
+def overheads(runs: int) -> None:
+    """``runs`` runs of both step lengths, alternating; the median run of each."""
+    got: dict[float, list[tuple[float, float]]] = {1.0: [], 10.0: []}
+    for r in range(runs):
+        print(f"run {r + 1} of {runs}:")
+        got[1.0].append(overhead(1.0, 500, 15))
+        got[10.0].append(overhead(10.0, 100, 9))
+    for ms, results in got.items():
+        us = statistics.median(u for u, _ in results)
+        pct = statistics.median(p for _, p in results)
+        print(f"overhead at ~{ms:g} ms steps: median of {runs} runs {us:+.1f} µs/step, {pct:+.2f} % "
+              f"(runs: {', '.join(f'{p:+.2f} %' for _, p in results)})")
 
 
 def fidelity(steps: int = 3000) -> None:
@@ -93,19 +128,33 @@ def fidelity(steps: int = 3000) -> None:
           f"-> {(ours / theirs - 1) * 100:+.1f} %")
 
 
+def tuimon_command() -> list[str]:
+    """The ``tuimon`` script installed next to this interpreter (a venv's bin/), else
+    ``python -m tuimon`` (the script's start-up then includes runpy's, a few ms)."""
+    script = Path(sys.executable).parent / "tuimon"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tuimon"]
+
+
 def help_time(rounds: int = 5) -> None:
-    times = []
+    cmd, times = tuimon_command(), []
     for _ in range(rounds):
         t = time.perf_counter()
-        subprocess.run([str(ROOT / ".venv/bin/tuimon"), "--help"], capture_output=True, check=True)
+        subprocess.run([*cmd, "--help"], capture_output=True, check=True)
         times.append(time.perf_counter() - t)
-    print(f"tuimon --help: median {statistics.median(times) * 1000:.0f} ms of {rounds}")
+    print(f"{' '.join(cmd)} --help: median {statistics.median(times) * 1000:.0f} ms of {rounds}")
 
 
 if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=3, help="overhead runs (median reported; default 3)")
+    p.add_argument("--overhead-only", action="store_true", help="skip fidelity and start-up")
+    a = p.parse_args()
     torch.set_num_threads(1)
-    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, 1 torch thread")
-    overhead(1.0, 500, 15)
-    overhead(10.0, 100, 9)
-    fidelity()
-    help_time()
+    import tuimon
+
+    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, 1 torch thread; tuimon "
+          f"from {Path(tuimon.__file__).parent.parent}")
+    overheads(a.runs)
+    if not a.overhead_only:
+        fidelity()
+        help_time()

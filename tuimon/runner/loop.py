@@ -4,8 +4,12 @@ Step events are buffered and flushed a few times a second. On CUDA nothing here 
 per step: step times come from CUDA events and the loss from an async copy into pinned memory,
 both read once the GPU has passed them.
 
-Control lines from the parent (pause / resume / stop) are read at each step boundary, after the
-step's clock stopped and before the next one starts, so a pause never lands inside a step time.
+Control lines from the parent (pause / resume / stop) are read at a step boundary (the first
+one 50 ms after the last read: POLL_S), after the step's clock stopped and before the next one
+starts, so a pause never lands inside a step time.
+
+The per-step work that is tuimon's own is kept small (bench/hot_path.py measures it, issue 18):
+steps go into preallocated ring columns (runner/steps.py) and become events only at a flush.
 """
 
 from __future__ import annotations
@@ -13,17 +17,28 @@ from __future__ import annotations
 import contextlib
 import resource
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import torch
 
 from tuimon import events
-from tuimon.recipe import Recipe, RecipeError
+from tuimon.recipe import Recipe
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import EOF, Control
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.profiling import Profiler, parse_command
+from tuimon.runner.steps import (  # noqa: F401 - BatchCycle, to_device, samples_in: loop's API too
+    BatchCycle,
+    LossReader,
+    StepRing,
+    _emit_ready,
+    _fixed_samples,
+    _in_place,
+    _same,
+    mover,
+    samples_in,
+    to_device,
+)
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
@@ -37,36 +52,6 @@ class LoopSettings:
     duration: float | None
     warmup: int
     turns: int = 0  # interleaved schedule: wait for a turn before step 0 and every `turns` steps
-
-
-class BatchCycle:
-    """Endless batches from a recipe's iterable, restarting it when it ends."""
-
-    def __init__(self, batches) -> None:
-        self._source = batches
-        self._it = iter(batches)
-
-    def __next__(self):
-        try:
-            return next(self._it)
-        except StopIteration:
-            self._it = iter(self._source)
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise RecipeError(
-                "Recipe.batches is empty or a one-shot generator; return a list or re-iterable"
-            ) from None
-
-
-def to_device(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device, non_blocking=True)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(to_device(o, device) for o in obj)
-    if isinstance(obj, dict):
-        return {k: to_device(v, device) for k, v in obj.items()}
-    return obj
 
 
 def amp_dtype(device: str):
@@ -160,31 +145,6 @@ class Trainer:
         return loss.detach()
 
 
-class LossReader:
-    """Loss values without a per-step sync: on CUDA, an async copy into a pinned ring buffer."""
-
-    def __init__(self, on_cuda: bool, size: int = 4096) -> None:
-        self.on_cuda = on_cuda
-        self.size = size
-        self._ring = torch.empty(size, dtype=torch.float32, pin_memory=True) if on_cuda else None
-
-    def capture(self, i: int, loss):
-        if not self.on_cuda:
-            return float(loss)
-        self._ring[i % self.size].copy_(loss.float(), non_blocking=True)
-        return None
-
-    def read(self, i: int, captured):
-        return float(self._ring[i % self.size]) if self.on_cuda else captured
-
-
-def samples_in(batch, recipe: Recipe) -> int:
-    if recipe.samples_per_batch:
-        return recipe.samples_per_batch
-    inputs = batch[0]
-    return int(inputs.shape[0]) if isinstance(inputs, torch.Tensor) and inputs.dim() else 1
-
-
 def peak_memory(device: str) -> dict:
     # ru_maxrss: the process's peak so far, KiB on Linux.
     out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
@@ -196,12 +156,23 @@ def peak_memory(device: str) -> dict:
     return out
 
 
+RING = 4096  # steps held between two flushes, at most: a full ring flushes (power of two)
+# The control fd is read at the first step boundary this long after the last read: a read is a
+# syscall, ~5-12 µs right after a step on a small VM, while a pause can wait 50 ms.
+POLL_S = 0.05
+
+
 def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
         profiler: Profiler | None = None, guard: SyncGuard | None = None) -> str:
     """Train until the step count or duration is reached, or the parent says stop; returns why.
 
     ``guard`` (default: from TUIMON_SYNC_DEBUG, CUDA only) checks tuimon's own per-step work for
-    host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py."""
+    host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py.
+
+    The hot path (bench/hot_path.py measures it): per step, two clock reads around the step and
+    two around the batch hand-over, the loss capture, four stores into preallocated ring columns,
+    and a few compares (a control read due, a profiler capture due, a flush due, the phase).
+    Step events are built and encoded only when the emitter flushes, a few times a second."""
     s = trainer.settings
     control = control or Control(None)
     on_cuda = trainer.device_type == "cuda"
@@ -210,9 +181,12 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={guard.level}: a host-device sync in "
                      "tuimon's per-step work fails this run")
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
-    losses = LossReader(on_cuda)
-    batches = BatchCycle(trainer.recipe.batches)
-    pending: deque = deque()  # steps whose time (and loss, on CUDA) is not known yet
+    losses = LossReader(on_cuda, RING)
+    ring = StepRing(RING)
+    next_batch = BatchCycle(trainer.recipe.batches).next
+    move = mover(trainer.device)
+    if not on_cuda and _in_place(trainer.recipe.batches, move):
+        move = _same  # a fixed list of batches already there: handed over as they are
     phase = {"now": "compiling" if s.mode != "eager" else "warmup"}
     emitter.emit_now(events.PHASE, phase=phase["now"])
 
@@ -229,80 +203,114 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
 
     watch.on_start = compiling
+
+    def before_pause() -> None:
+        _before_pause(emitter, clock, ring, losses, i, s.warmup, trainer.device, profiler, watch)
+
+    # Locals for the hot path: each one a load instead of an attribute or a global lookup.
+    steps = s.steps if s.steps is not None else float("inf")
+    warmup, turns, duration = s.warmup, s.turns, s.duration
+    guarded = guard.on
+    step, recipe = trainer.step, trainer.recipe
+    fixed_n = recipe.samples_per_batch or _fixed_samples(recipe)
+    perf, wall = time.perf_counter, time.time
+    mask, t_col, data_col, n_col, loss_col = ring.mask, ring.t, ring.data_ms, ring.n, ring.loss
+    poll_at = 0.0  # when the control fd is read next (perf_counter); 0: at the next boundary
+    profile_at = 0  # the first step at which the profiler may open a capture (begin_step)
+    flush_by = RING - 1  # a ring this full flushes, whatever the clock says
+    compiles = watch.count
     started = time.monotonic()
     reason = "steps"
-    i = 0
+    i = 0  # steps recorded in the ring so far (the step running now, while it runs)
     try:
-        while s.steps is None or i < s.steps:
-            if profiler is None or profiler.capture is None:
+        while i < steps:
+            if guarded and (profiler is None or profiler.capture is None):
                 guard.ours()
-            if s.turns and i % s.turns == 0 and _obey(
-                    "pause", control, emitter, phase["now"],
-                    lambda: _before_pause(emitter, clock, pending, losses, trainer.device, profiler,
-                                          watch), profiler, turn=True):
-                reason = "stopped"  # stopped while waiting for its turn
-                break
-            command = control.poll()  # a step boundary: the clock is not running
-            if command is not None and _obey(command, control, emitter, phase["now"],
-                                             lambda: _before_pause(emitter, clock, pending, losses,
-                                                                   trainer.device, profiler, watch),
-                                             profiler):
-                reason = "stopped"
-                break
+            if turns and i % turns == 0:
+                profile_at = poll_at = 0  # a request taken during the wait starts at once
+                if _obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
+                    reason = "stopped"  # stopped while waiting for its turn
+                    break
+            # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
+            # read every POLL_S at most; after a line, at the next boundary again (lines queue).
+            now = perf()
+            if now >= poll_at:
+                command = control.poll()
+                if command is None:
+                    poll_at = now + POLL_S
+                else:
+                    profile_at = poll_at = 0
+                    if _obey(command, control, emitter, phase["now"], before_pause, profiler):
+                        reason = "stopped"
+                        break
             capture = None
-            if profiler is not None:
+            if profiler is not None and (i >= profile_at or profiler.capture is not None):
                 capture, opened = profiler.begin_step(i, watch.count)
-                if capture is not None:
+                if capture is not None or opened is not None:
+                    profile_at = i + 1  # open (or one failed to start: the next may be queued)
+                else:
+                    profile_at = profiler.at_step if profiler.at_step is not None else steps
+                if capture is not None and guarded:
                     guard.theirs()  # torch.profiler syncs as a capture ends: a cost asked for
                 if opened is not None:
                     emitter.emit_now(events.PROFILE, **opened)
             if capture is None or not capture.recording:  # the plain path: no label, no hook
                 clock.start()
-                t_data = time.perf_counter()
-                batch = to_device(next(batches), trainer.device)
-                data_ms = (time.perf_counter() - t_data) * 1000.0
-                guard.theirs()  # the recipe's step may sync as it likes
-                loss = trainer.step(batch)
-                if capture is None:
+                t_data = perf()
+                batch = move(next_batch())
+                data_ms = (perf() - t_data) * 1000.0
+                if guarded:
+                    guard.theirs()  # the recipe's step may sync as it likes
+                loss = step(batch)
+                if guarded and capture is None:
                     guard.ours()
                 captured = losses.capture(i, loss)
                 clock.stop()
             else:
                 clock.start()
-                t_data = time.perf_counter()
+                t_data = perf()
                 with capture.label("data"):
-                    batch = to_device(next(batches), trainer.device)
-                data_ms = (time.perf_counter() - t_data) * 1000.0
+                    batch = move(next_batch())
+                data_ms = (perf() - t_data) * 1000.0
                 loss = trainer.profiled_step(batch, capture)
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
-            ended = time.time()
+            ended = wall()
             profiled = result = None
             if capture is not None:  # outside the step's time: the profiler's own bookkeeping
                 profiled, result = profiler.after_step(i, watch.count)
-            compile_ms = watch.take_step_compile_ms()
-            step_phase = "warmup" if i < s.warmup else "steady"
-            pending.append((i, ended, data_ms, samples_in(batch, trainer.recipe), captured,
-                            compile_ms, step_phase, profiled))
+            k = i & mask
+            t_col[k] = ended
+            data_col[k] = data_ms
+            n_col[k] = fixed_n or samples_in(batch, recipe)
+            loss_col[k] = captured
+            if watch.count != compiles or profiled:  # a compile ran (count moved), or a capture
+                compiles = watch.count
+                compile_ms = watch.take_step_compile_ms()
+                if compile_ms or profiled:
+                    ring.extra[i] = (compile_ms, profiled)
+            step_phase = "warmup" if i < warmup else "steady"
+            i += 1  # step i-1 is in the ring: a flush from here on hands it over
             if result is not None:  # a capture finished: its steps first, then its tables
-                _emit_ready(emitter, clock.ready(), pending, losses)
+                _emit_ready(emitter, clock.ready(), ring, losses, i, warmup)
                 emitter.emit_now(events.PROFILE, **result)
             if step_phase != phase["now"]:
                 # At once after a compile: the supervisor's hang watch restarts its clock then.
                 emit = emitter.emit_now if phase["now"] == "compiling" else emitter.emit
                 phase["now"] = step_phase
                 emit(events.PHASE, phase=step_phase)
-            i += 1
-            if emitter.flush_due():
-                _emit_ready(emitter, clock.ready(), pending, losses)
+            if i >= flush_by or emitter.flush_due():
+                _emit_ready(emitter, clock.ready(), ring, losses, i, warmup)
+                flush_by = ring.first + mask
                 emitter.emit(events.MEMORY, **peak_memory(trainer.device))
                 emitter.flush()
-            # Time spent starting and finishing captures is outside every step; not run time.
-            spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
-            if s.duration is not None and time.monotonic() - started - spent >= s.duration:
-                reason = "duration"
-                break
+            if duration is not None:
+                # Time spent starting and finishing captures is outside every step; not run time.
+                spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
+                if time.monotonic() - started - spent >= duration:
+                    reason = "duration"
+                    break
     except KeyboardInterrupt:
         guard.restore()
         reason = "stopped"  # by the supervisor, at its request
@@ -310,20 +318,20 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         guard.restore()
         # The step failed: still hand over every step measured before it, then report.
         with contextlib.suppress(Exception):
-            _emit_measured(emitter, clock, pending, losses, trainer.device)
+            _emit_measured(emitter, clock, ring, losses, i, warmup, trainer.device)
         with contextlib.suppress(Exception):
             _end_capture(profiler, watch, emitter)
         raise
     guard.restore()
-    _emit_measured(emitter, clock, pending, losses, trainer.device)
+    _emit_measured(emitter, clock, ring, losses, i, warmup, trainer.device)
     _end_capture(profiler, watch, emitter)
     return reason
 
 
-def _before_pause(emitter, clock, pending, losses, device, profiler, watch) -> None:
+def _before_pause(emitter, clock, ring, losses, recorded, warmup, device, profiler, watch) -> None:
     # The viewer gets every step measured before the pause, and a capture open now ends here with
     # what it recorded (its profiler would otherwise count the pause into a step).
-    _emit_measured(emitter, clock, pending, losses, device)
+    _emit_measured(emitter, clock, ring, losses, recorded, warmup, device)
     _end_capture(profiler, watch, emitter)
 
 
@@ -375,24 +383,10 @@ def _profile_request(command: str, emitter: Emitter, profiler: Profiler | None) 
         emitter.emit_now(events.PROFILE, state="failed", capture=None, error=str(exc), notes=[])
 
 
-def _emit_measured(emitter, clock, pending, losses, device) -> None:
-    _emit_ready(emitter, clock.drain(), pending, losses)
+def _emit_measured(emitter, clock, ring, losses, recorded, warmup, device) -> None:
+    _emit_ready(emitter, clock.drain(), ring, losses, recorded, warmup)
     emitter.emit(events.MEMORY, **peak_memory(device))
     emitter.flush()
-
-
-def _emit_ready(emitter: Emitter, times_ms: list[float], pending: deque, losses: LossReader) -> None:
-    for ms in times_ms:
-        if not pending:  # interrupted between the clock's stop and the bookkeeping
-            break
-        i, t, data_ms, n, captured, compile_ms, phase, profiled = pending.popleft()
-        step = {"i": i, "t": t, "ms": round(ms, 4), "data_ms": round(data_ms, 4), "n": n,
-                "loss": losses.read(i, captured), "phase": phase}
-        if compile_ms:
-            step["compile_ms"] = round(compile_ms, 3)
-        if profiled:
-            step["profiled"] = profiled
-        emitter.emit(events.STEP, **step)
 
 
 def param_count(model) -> int:

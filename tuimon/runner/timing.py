@@ -2,7 +2,8 @@
 
 Both clocks take ``start()`` / ``stop()`` around each step and hand back finished step times
 in order from ``ready()``. The CUDA clock never synchronises per step: it records two events
-and only asks ``query()`` whether they are done, so the training loop stays asynchronous.
+and only asks ``query()`` whether they are done, so the training loop stays asynchronous. Its
+events are recorded again once read (a pool, not two new events a step).
 """
 
 from __future__ import annotations
@@ -37,15 +38,19 @@ class CudaClock:
         self._cuda = cuda
         self._pairs: deque = deque()
         self._done: list[float] = []
+        self._free: list = []  # events already read, to be recorded again
         self._start = None
         self.max_pending = max_pending
 
+    def _event(self):
+        return self._free.pop() if self._free else self._cuda.Event(enable_timing=True)
+
     def start(self) -> None:
-        self._start = self._cuda.Event(enable_timing=True)
+        self._start = self._event()
         self._start.record()
 
     def stop(self) -> None:
-        end = self._cuda.Event(enable_timing=True)
+        end = self._event()
         end.record()
         self._pairs.append((self._start, end))
         if len(self._pairs) > self.max_pending:
@@ -57,6 +62,7 @@ class CudaClock:
         while self._pairs and self._pairs[0][1].query():
             start, end = self._pairs.popleft()
             self._done.append(start.elapsed_time(end))
+            self._free += (start, end)
 
     def ready(self) -> list[float]:
         self._collect()

@@ -1,0 +1,132 @@
+"""tuimon's own per-step work, alone (run by hand; issue 18):
+
+    PYTHONPATH=. .venv/bin/python bench/hot_path.py [--steps N] [--rounds R] [--device D] [--profile]
+
+The runner's loop (``loop.run``) drives a step that does nothing (it returns a preallocated loss
+tensor), set up as ``python -m tuimon.runner`` sets it up: events written to /dev/null by the
+runner's Emitter, a control pipe polled at every step boundary (its write end held open, nothing
+sent), an idle profiler, a compile watch. A bare loop calls the same no-op step. Blocks of steps
+alternate; the difference per step is what tuimon costs around a step: the clocks, the batch
+hand-over, the loss capture, the bookkeeping, the control poll, the flush checks, and the
+building and encoding of the step events (paid at each flush, counted here per step).
+
+Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--profile`` runs
+one block under cProfile and prints where the time goes instead. ``--device cuda``: the batch and
+the loss live on the GPU, so the loop's CUDA path runs (timing events recorded each step and read
+lazily, the loss copied asynchronously into the pinned ring); the no-op step launches nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # appended: a PYTHONPATH tuimon (another checkout) wins
+
+import torch  # noqa: E402
+
+from tuimon.recipe import Recipe  # noqa: E402
+from tuimon.runner import loop  # noqa: E402
+from tuimon.runner.compile_watch import CompileWatch  # noqa: E402
+from tuimon.runner.control import Control  # noqa: E402
+from tuimon.runner.emitter import Emitter  # noqa: E402
+from tuimon.runner.profiling import Profiler  # noqa: E402
+
+DEVICE = "cpu"
+LOSS = torch.zeros(())
+
+
+def recipe() -> Recipe:
+    model = torch.nn.Linear(1, 1).to(DEVICE)
+    batch = (torch.zeros(4, 1, device=DEVICE), torch.zeros(4, device=DEVICE))
+    return Recipe(model, torch.optim.SGD(model.parameters(), lr=0.0), None, [batch])
+
+
+def no_op_step(batch):
+    return LOSS
+
+
+def trainer(r: Recipe, steps: int) -> loop.Trainer:
+    t = loop.Trainer(r, DEVICE, loop.LoopSettings("eager", "fp32", steps, None, 1))
+    t.step = no_op_step  # the recipe's work is nothing: what is left is tuimon's
+    return t
+
+
+def instrumented(r: Recipe, steps: int, sink: int) -> float:
+    """Seconds for ``steps`` steps of the runner's loop, set up as the runner sets it up."""
+    read_fd, write_fd = os.pipe()
+    try:
+        control = Control(read_fd)
+        profiler = Profiler(device_type=DEVICE.split(":")[0], model=r.model, compiled=False, run="bench")
+        t = time.perf_counter()
+        loop.run(trainer(r, steps), Emitter(sink, "bench"), CompileWatch(), control, profiler)
+        return time.perf_counter() - t
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+def bare(r: Recipe, steps: int) -> float:
+    t = time.perf_counter()
+    batch = r.batches[0]
+    for _ in range(steps):
+        no_op_step(batch)
+    return time.perf_counter() - t
+
+
+def measure(steps: int, rounds: int) -> list[float]:
+    r = recipe()
+    out = []
+    with open(os.devnull, "wb") as sink:
+        instrumented(r, 1000, sink.fileno())  # warm up imports and caches
+        for _ in range(rounds):
+            b = bare(r, steps)
+            i = instrumented(r, steps, sink.fileno())
+            out.append((i - b) / steps * 1e6)
+    return out
+
+
+def profile(steps: int) -> None:
+    import cProfile
+    import pstats
+
+    r = recipe()
+    with open(os.devnull, "wb") as sink:
+        instrumented(r, 1000, sink.fileno())
+        prof = cProfile.Profile()
+        prof.enable()
+        instrumented(r, steps, sink.fileno())
+        prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--profile", action="store_true")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    global DEVICE, LOSS
+    DEVICE, LOSS = a.device, torch.zeros((), device=a.device)
+    if a.profile:
+        profile(a.steps)
+        return
+    us = measure(a.steps, a.rounds)
+    import tuimon
+
+    print(f"tuimon {Path(tuimon.__file__).parent.parent}, torch {torch.__version__}, "
+          f"{os.cpu_count()} cores, device {DEVICE}")
+    print(f"tuimon's own work: median {statistics.median(us):.2f} µs/step (min {min(us):.2f}, "
+          f"max {max(us):.2f}) over {a.rounds} interleaved blocks of {a.steps} no-op steps")
+
+
+if __name__ == "__main__":
+    main()
