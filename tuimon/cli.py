@@ -122,7 +122,7 @@ def run_parser() -> Parser:
         epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
         "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
-        "'tuimon ls' lists sessions.",
+        "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
     )
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
     p.add_argument("--modes", default="eager,default",
@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["summary"]:
             return summary_command(summary_parser().parse_args(argv[1:]))
+        if argv[:1] == ["doctor"]:  # what this machine gives tuimon (tuimon/doctor.py)
+            from tuimon import doctor
+            return doctor.main(argv[1:], out=run_parser().get_default("out"), cache=DEFAULT_CACHE)
         if argv[:1] == ["replay"]:
             return replay_command(replay_parser().parse_args(argv[1:]))
         if argv[:1] in (["attach"], ["ls"]):
