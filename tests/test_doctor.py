@@ -90,16 +90,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args):
 def test_gpu_lines_through_the_probes_nvml_wrapper():
     nv = fake.make([fake.FakeDevice(), fake.FakeDevice(name="NVIDIA A100-SXM4-40GB",
                                                         uuid="GPU-aaaa", mem_total=40 * 2**30)])
-    nv.nvmlSystemGetDriverVersion = lambda: "550.54.15"
-    nv.nvmlSystemGetCudaDriverVersion = lambda: 12040
+    # the shapes a real H100 box answered with (nvidia-ml-py 13.610): a str, and 1000*major+10*minor
+    nv.nvmlSystemGetDriverVersion = lambda: "580.159.04"
+    nv.nvmlSystemGetCudaDriverVersion = lambda: 13000
     r = doctor.nvml_report(nv)
     assert r["available"] and r["reason"] is None
-    assert r["driver"] == "550.54.15" and r["cuda_driver"] == "12.4"
+    assert r["driver"] == "580.159.04" and r["cuda_driver"] == "13.0"
     assert [(d["name"], d["memory"]) for d in r["devices"]] == [
         ("NVIDIA H100 80GB HBM3", 80 * 2**30), ("NVIDIA A100-SXM4-40GB", 40 * 2**30)]
     lines = dict(doctor.rows(_report(nvml=r)))
-    assert lines["NVML"] == "works: driver 550.54.15, CUDA driver 12.4, 2 GPU(s)"
+    assert lines["NVML"] == "works: driver 580.159.04, CUDA driver 13.0, 2 GPU(s)"
     assert lines["GPU 1"] == "NVIDIA A100-SXM4-40GB, 40.0 GiB, GPU-aaaa"
+
+
+def test_cudnn_versions_as_torch_packs_them():
+    assert doctor._cudnn_text(91900) == "9.19.0"  # cuDNN 9: major*10000 + minor*100 + patch
+    assert doctor._cudnn_text(92400) == "9.24.0"
+    assert doctor._cudnn_text(8902) == "8.9.2"  # cuDNN 8: major*1000 + minor*100 + patch
+    assert doctor._cudnn_text(None) is None
 
 
 def test_nvml_failures_are_values():
