@@ -1,8 +1,8 @@
 """Command line: ``tuimon [RECIPE] [options]`` runs a session; ``tuimon summary DIR`` exports;
-``replay``, ``attach`` and ``ls`` open and list sessions.
+``replay``, ``attach`` and ``ls`` open and list sessions; ``doctor`` reports the machine.
 
 Every input is checked before anything is launched; a bad one gets one line on stderr and
-exit code 2, never a traceback. One module a command (run, summary, replay, attach, ls), their
+exit code 2, never a traceback. One module a command (run, summary, replay, attach, ls, doctor), their
 shared arguments in ``args``; a command's heavy imports (rich, the TUI, the supervisor) wait
 until it runs, so ``--help`` stays fast and torch-free.
 """
@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import attach
 
             return attach.attach_command(attach.attach_parser().parse_args(argv[1:]))
+        if argv[:1] == ["doctor"]:
+            from tuimon.cli import doctor
+
+            return doctor.doctor_command(doctor.doctor_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 DEFAULT_OUT = "tuimon-sessions"  # where sessions go, and where attach and ls look
-
+DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"  # --warm-cache; doctor reports it
 
 
 class UsageError(Exception):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tuimon import __version__
 from tuimon.cli.args import (
+    DEFAULT_CACHE,
     DEFAULT_OUT,
     Parser,
     UsageError,
@@ -30,7 +31,6 @@ from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, parse_list, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
-DEFAULT_CACHE = Path.home() / ".cache" / "tuimon" / "inductor"
 
 
 def run_parser() -> Parser:
@@ -41,7 +41,7 @@ def run_parser() -> Parser:
         epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
         "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
-        "'tuimon ls' lists sessions.",
+        "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
     )
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
     p.add_argument("--modes", default="eager,default",

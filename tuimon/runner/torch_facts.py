@@ -1,0 +1,126 @@
+"""What only torch knows, for ``tuimon doctor``: its build, CUDA, cuDNN, the C++ compiler
+Inductor uses on CPU and Triton on GPU. Run as a child (``python -m tuimon.runner.torch_facts``
+prints one JSON object) so the doctor process never imports torch and a broken install is a line
+in the report, not a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from importlib import metadata
+from typing import Any
+
+CXX_FALLBACK = ("g++", "c++", "clang++")  # Inductor's own search order on Linux, roughly
+
+
+def torch_facts() -> dict:
+    """Run in the child: torch's build, CUDA, cuDNN, Inductor's C++ compiler and Triton."""
+    import warnings
+
+    try:
+        import torch
+    except Exception as exc:  # not installed, or a broken install (missing .so, ABI)
+        return {"ok": False, "error": f"import torch failed: {type(exc).__name__}: {exc}"}
+    facts: dict[str, Any] = {
+        "ok": True,
+        "version": torch.__version__,
+        "built_cuda": torch.version.cuda,
+        "built_hip": getattr(torch.version, "hip", None),
+        "cudnn": None,
+        "threads": torch.get_num_threads(),
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = torch.cuda.is_available()
+    facts["cuda_available"] = available
+    facts["cuda_why_not"] = None
+    facts["cuda_devices"] = []
+    if not available:
+        if torch.version.cuda is None and facts["built_hip"] is None:
+            facts["cuda_why_not"] = "this torch is a CPU-only build"
+        elif caught:
+            facts["cuda_why_not"] = str(caught[0].message).strip().splitlines()[0]
+        else:
+            facts["cuda_why_not"] = "no CUDA device visible (no driver, or CUDA_VISIBLE_DEVICES hides them)"
+    with contextlib.suppress(Exception):
+        facts["cudnn"] = _cudnn_text(torch.backends.cudnn.version())
+    if available:
+        for i in range(torch.cuda.device_count()):
+            try:
+                p = torch.cuda.get_device_properties(i)
+                facts["cuda_devices"].append({"index": i, "name": p.name, "memory": p.total_memory,
+                                              "capability": f"{p.major}.{p.minor}"})
+            except Exception as exc:
+                facts["cuda_devices"].append({"index": i, "error": f"{type(exc).__name__}: {exc}"})
+    facts["cpp_compiler"] = _cpp_compiler()
+    facts["triton"] = _triton(available)
+    return facts
+
+
+def _cudnn_text(v: int | None) -> str | None:
+    if not v:
+        return None
+    # cuDNN 9 packs major*10000 + minor*100 + patch; cuDNN 8 packs major*1000 + minor*100 + patch
+    major, rest = (v // 10000, v % 10000) if v >= 90000 else (v // 1000, v % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def _cpp_compiler() -> dict:
+    """The compiler Inductor's C++ backend (CPU) will run, as torch's own config finds it."""
+    found: dict[str, Any] = {"name": None, "path": None, "version": None, "from": None, "error": None}
+    try:
+        from torch._inductor import cpp_builder
+
+        found["name"] = cpp_builder.get_cpp_compiler()
+        found["from"] = "torch._inductor.cpp_builder.get_cpp_compiler()"
+    except Exception as exc:  # none found, or torch moved it
+        text = str(exc).strip()
+        found["error"] = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+        for name in CXX_FALLBACK:
+            if shutil.which(name):
+                found["name"], found["from"] = name, "PATH (torch's own lookup failed)"
+                break
+    if found["name"]:
+        found["path"] = shutil.which(found["name"]) or found["name"]
+        try:
+            text = subprocess.run([found["path"], "--version"], capture_output=True, text=True,
+                                  timeout=30, env={**os.environ, "LC_ALL": "C"}).stdout
+            found["version"] = text.strip().splitlines()[0] if text.strip() else None
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return found
+
+
+def _triton(cuda: bool) -> dict:
+    """Triton writes Inductor's GPU kernels; usable only with a GPU that torch can drive."""
+    out: dict[str, Any] = {"version": _version("triton"), "usable": False, "why_not": None}
+    if out["version"] is None:
+        out["why_not"] = "triton is not installed (Inductor cannot compile for the GPU)"
+        return out
+    if not cuda:
+        out["why_not"] = "no CUDA device (Triton is Inductor's GPU backend; on CPU Inductor uses C++)"
+        return out
+    try:
+        from torch.utils._triton import has_triton
+
+        out["usable"] = bool(has_triton())
+        if not out["usable"]:
+            out["why_not"] = "torch.utils._triton.has_triton() is False (device too old, or a broken install)"
+    except Exception as exc:
+        out["why_not"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    print(json.dumps(torch_facts()))
