@@ -17,7 +17,7 @@ class Model(torch.nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        if torch.is_autocast_enabled("cpu") and self.calls > self.crash_at:
+        if torch.is_autocast_enabled(x.device.type) and self.calls > self.crash_at:
             raise RuntimeError(f"deliberate failure after {self.crash_at} steps")
         return self.lin(x)
 
