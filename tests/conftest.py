@@ -19,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ROOT / "recipes"
 TEST_RECIPES = Path(__file__).resolve().parent / "recipes"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"  # training scripts that know nothing of tuimon
 
 
 @pytest.fixture(scope="session")
@@ -30,17 +31,22 @@ def inductor_cache(tmp_path_factory) -> Path:
 def tuimon(tmp_path, inductor_cache):
     """Run ``tuimon ARGS`` as a user would; returns (CompletedProcess, session dir or None)."""
 
-    def run(*args: str, cache: bool = True, timeout: float = 300, **kwargs):
+    def run(*args: str, cache: bool = True, timeout: float = 300, env: dict | None = None,
+            cwd: Path | None = None, **kwargs):
         out = tmp_path / "sessions"
-        cmd = [sys.executable, "-m", "tuimon", *args]
+        # tuimon's options go before a script's command (`tuimon run [options] -- CMD ...`)
+        ours, theirs = (args, ()) if "--" not in args else (args[:args.index("--")],
+                                                           args[args.index("--"):])
+        cmd = [sys.executable, "-m", "tuimon", *ours]
         command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls") else "run"
-        if "--out" not in args and command in ("run", "attach", "ls"):
+        if "--out" not in ours and command in ("run", "attach", "ls"):
             cmd += ["--out", str(out)]
         if cache and command == "run":
             cmd += ["--cache-dir", str(inductor_cache)]
-        env = {**os.environ, "COLUMNS": "200"}
+        cmd += theirs
+        env = {**os.environ, "COLUMNS": "200", **(env or {})}
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              cwd=tmp_path, **kwargs)
+                              cwd=cwd or tmp_path, **kwargs)
         sessions = sorted(out.glob("*")) if out.exists() else []
         return proc, (sessions[-1] if sessions else None)
 

@@ -19,7 +19,8 @@ def test_parent_side_does_not_import_torch():
         " tuimon.session.stats, tuimon.session.store, tuimon.events, tuimon.variants,"
         " tuimon.recipe; tuimon.cli.run_parser(); tuimon.cli.summary_parser()"
         "; import tuimon.cli.attach, tuimon.cli.ls, tuimon.cli.detached, tuimon.detach,"
-        " tuimon.session.daemon, tuimon.envvars, tuimon.exit_codes, tuimon.ui.app")
+        " tuimon.session.daemon, tuimon.envvars, tuimon.exit_codes, tuimon.ui.app, tuimon.cli.script,"
+        " tuimon.cli.doctor")
     assert "torch" not in loaded
     # Every module of the split packages was imported (their __init__ re-exports them all).
     assert {"tuimon.session.stats.probes", "tuimon.session.stopping", "tuimon.cli.run",
@@ -27,9 +28,12 @@ def test_parent_side_does_not_import_torch():
 
 
 def test_runner_does_not_import_textual():
-    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop, tuimon.runner.profiling")
+    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop, tuimon.runner.profiling,"
+                           " tuimon.runner.script.hooks, tuimon.runner.script.steps,"
+                           " tuimon.runner.script.compile_modes, tuimon.runner.torch_facts")
     assert "textual" not in loaded and "torch" in loaded
-    assert {"tuimon.runner.profiling.analysis", "tuimon.runner.profiling.capture"} <= loaded
+    assert {"tuimon.runner.profiling.analysis", "tuimon.runner.profiling.capture",
+            "tuimon.runner.script.steps"} <= loaded
 
 
 def test_help_is_fast_and_torch_free():

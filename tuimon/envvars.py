@@ -8,3 +8,8 @@ SUPERVISOR_PID = "TUIMON_SUPERVISOR_PID"
 # warn | error, set by tests and bench (hidden): the runner checks that its own per-step work
 # never syncs with the GPU (runner/syncdebug.py).
 SYNC_DEBUG = "TUIMON_SYNC_DEBUG"
+# A script run (`tuimon run -- python train.py`): the run's settings as JSON, read (and removed,
+# so the script's own child processes stay unhooked) by the sitecustomize in runner/script/boot.
+SCRIPT = "TUIMON_SCRIPT"
+# Seconds before a script run says it has not stepped an optimizer (hidden; tests shorten it).
+NO_STEP_S = "TUIMON_NO_STEP_S"

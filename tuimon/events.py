@@ -18,8 +18,9 @@ RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params,
 PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
-FINISHED = "finished"  # reason: steps | duration | stopped; seconds, paused_s, compiles, compile_s
+FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles, ...
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
+SCRIPT_ENDED = "script ended"  # a script run's finished reason: the script ended by itself, exit 0
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
 #   oom-host | oom-cuda | signal | exit, what (one line for people); signal, tried_bytes, cuda_max_*
 COMPILE_PHASE = "compile_phase"  # phase (dynamo trace, inductor codegen, ...), compile_id, backward

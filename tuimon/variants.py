@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PRECISIONS = ("fp32", "amp")
+SCRIPT = "script"  # a script run's precision: whatever the script's own autocast makes it
 
 
 @dataclass(frozen=True)

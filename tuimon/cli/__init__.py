@@ -1,9 +1,10 @@
-"""Command line: ``tuimon [RECIPE] [options]`` runs a session; ``tuimon summary DIR`` exports;
+"""Command line: ``tuimon [RECIPE] [options]`` runs a session, ``tuimon run [options] -- python
+train.py`` one of the user's own script; ``tuimon summary DIR`` exports;
 ``replay``, ``attach`` and ``ls`` open and list sessions; ``doctor`` reports the machine.
 
 Every input is checked before anything is launched; a bad one gets one line on stderr and
-exit code 2, never a traceback. One module a command (run, summary, replay, attach, ls, doctor), their
-shared arguments in ``args``; a command's heavy imports (rich, the TUI, the supervisor) wait
+exit code 2, never a traceback. One module a command (run, script, summary, replay, attach, ls,
+doctor), their shared arguments in ``args``; a command's heavy imports (rich, the TUI, the supervisor) wait
 until it runs, so ``--help`` stays fast and torch-free.
 """
 
@@ -14,6 +15,7 @@ import sys
 from tuimon.cli.args import UsageError
 from tuimon.cli.replay import replay_command, replay_parser
 from tuimon.cli.run import run_command, run_parser
+from tuimon.cli.script import split_run
 from tuimon.cli.summary import summary_command, summary_parser
 from tuimon.exit_codes import EXIT_USAGE
 
@@ -31,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import attach
 
             return attach.attach_command(attach.attach_parser().parse_args(argv[1:]))
+        if argv[:1] == ["run"]:  # tuimon run [options] -- python train.py ...
+            options, command = split_run(argv[1:])
+            return run_command(run_parser().parse_args(options), argv, command)
         if argv[:1] == ["doctor"]:
             from tuimon.cli import doctor
 

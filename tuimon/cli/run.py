@@ -26,9 +26,10 @@ from tuimon.cli.args import (
     warmup_arg,
     window_arg,
 )
+from tuimon.cli.script import script_settings
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
-from tuimon.variants import MODES, PRECISIONS, parse_list, product
+from tuimon.variants import MODES, PRECISIONS, SCRIPT, parse_list, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
 
@@ -43,7 +44,8 @@ def run_parser() -> Parser:
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
         "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
     )
-    p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo")
+    p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo. "
+                   "Your own script instead: tuimon run [options] -- python train.py ...")
     p.add_argument("--modes", default="eager,default",
                    help=f"comma list of compile modes: {', '.join(MODES)} (default: eager,default)")
     p.add_argument("--precision", default="fp32",
@@ -100,6 +102,9 @@ def run_parser() -> Parser:
                    metavar="eager|all",
                    help="label each block's backward in captures: eager variants (default when "
                    "given), or all (compiled variants too: graph breaks and recompiles in the window)")
+    p.add_argument("--no-auto-compile", action="store_true",
+                   help="script runs: do not compile the trained module of a script that never "
+                   "calls torch.compile (its compiled variants then run as eager)")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -112,7 +117,8 @@ def run_parser() -> Parser:
     return p
 
 
-def run_command(args: argparse.Namespace, argv: list[str]) -> int:
+def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | None = None) -> int:
+    """A session: the recipe's (or the demo's), or with ``command`` the user's own script."""
     try:
         modes = parse_list(args.modes, MODES, "mode")
         precisions = parse_list(args.precision, PRECISIONS, "precision")
@@ -120,7 +126,14 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(str(exc)) from None
     if args.detach and args.headless:
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
-    if args.recipe is None:
+    script = None
+    if command is not None:
+        if args.recipe is not None:
+            raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
+        script = script_settings(args, command)
+        precisions = [SCRIPT]
+        recipe = Path(script["script"] or command[0])
+    elif args.recipe is None:
         recipe = DEMO
     else:
         try:
@@ -142,13 +155,15 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     from tuimon.session.supervisor import Plan, Supervisor, interrupt
 
     variants = product(modes, precisions)
-    name = "demo" if args.recipe is None else recipe.stem
+    name = script["name"] if script else ("demo" if args.recipe is None else recipe.stem)
     try:
         store = SessionStore.create(args.out, name)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     runner_args = runner_flags(args)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
+    if script is not None:
+        meta["command"] = script["command"]
     try:
         store.write_meta(meta)
     except OSError as exc:  # a disk full already: nothing is launched
@@ -158,7 +173,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, hang_s=args.hang_timeout,
-                repeats=args.repeats)
+                repeats=args.repeats, script=script)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.cli.detached import run_detached
@@ -172,7 +187,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
         written = {fmt: store.path / name for fmt, name in export.FORMATS.items()}
     else:
         view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
-        if args.recipe is None:
+        if args.recipe is None and script is None:
             console.print("tuimon demo: a small MLP, eager vs torch.compile "
                           "(run 'tuimon RECIPE' for your own model)", highlight=False)
         supervisor = Supervisor(store, plan, warn_on_stderr(view))
@@ -202,12 +217,13 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
 
     if supervisor.build_failure is not None:
         e = supervisor.build_failure
-        if e.get("error") in ("RecipeError", "SetupError"):  # already a complete sentence
+        if e.get("error") in ("RecipeError", "SetupError", "ScriptExit", "HookError"):  # a sentence
             line = e.get("message")
         else:
             where = f" at {e['where']}" if e.get("where") else ""
-            line = (f"recipe {args.recipe or recipe} raised while building{where}: "
-                    f"{e.get('error')}: {e.get('message')}")
+            what = f"script {recipe.name}" if script else f"recipe {args.recipe or recipe}"
+            line = (f"{what} raised {'before its first step' if script else 'while building'}"
+                    f"{where}: {e.get('error')}: {e.get('message')}")
         print(f"tuimon: error: {line} (log: {store.log_path(e['run'])})", file=sys.stderr)
         return EXIT_USAGE
     print_summary(console, summary)

@@ -14,6 +14,8 @@ import traceback
 
 from tuimon import events, failures
 from tuimon.runner.control import Control
+from tuimon.runner.crash import cuda_memory, recipe_frame
+from tuimon.runner.device import SetupError, device_name, resolve_device
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 
@@ -46,10 +48,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="backward attribution by default: off, eager variants, or all (compiled "
                    "variants then guard on module hooks: graph breaks inside a capture)")
     return p.parse_args(argv)
-
-
-class SetupError(Exception):
-    """The variant cannot be set up here (e.g. CUDA asked for and absent); one-line message."""
 
 
 def tail(text: str, lines: int = 12) -> str:
@@ -164,32 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
 
 
-def cuda_memory(exc: BaseException) -> dict:
-    """The CUDA allocator's peaks, said with a CUDA out-of-memory error (the device is still
-    usable after one: the failed allocation was never made)."""
-    torch = sys.modules.get("torch")
-    if torch is None or failures.of_exception(exc)["kind"] != failures.OOM_CUDA:
-        return {}
-    try:
-        if not torch.cuda.is_initialized():
-            return {}
-        return {"cuda_max_allocated": torch.cuda.max_memory_allocated(),
-                "cuda_max_reserved": torch.cuda.max_memory_reserved(),
-                "cuda_total": torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory}
-    except Exception:  # noqa: BLE001 - a broken context must not hide the failure itself
-        return {}
-
-
-def recipe_frame(exc: BaseException, recipe_path: str) -> str | None:
-    """'bad.py:7' for the deepest traceback frame inside the recipe file, if any."""
-    target = os.path.realpath(recipe_path)
-    where = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.realpath(frame.filename) == target:
-            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
-    return where
-
-
 def make_profiler(torch, args: argparse.Namespace, trainer, model):
     from tuimon.runner.profiling import Options, Profiler, parse_window
 
@@ -207,33 +179,6 @@ def make_profiler(torch, args: argparse.Namespace, trainer, model):
     return Profiler(device_type=trainer.device_type, model=model, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=args.profile_at,
                     out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards)
-
-
-def resolve_device(torch, requested: str) -> str:
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise SetupError(f"--device {requested} asked for, but CUDA is not available here")
-    if requested.startswith("cuda:"):
-        count = torch.cuda.device_count()
-        if int(requested.split(":", 1)[1]) >= count:
-            raise SetupError(f"--device {requested} asked for, but there {'is' if count == 1 else 'are'} "
-                             f"{count} CUDA device{'' if count == 1 else 's'} here (cuda:0"
-                             f"{f' to cuda:{count - 1}' if count > 1 else ''})")
-    return requested
-
-
-def device_name(torch, device: str) -> str:
-    if device.startswith("cuda"):
-        return torch.cuda.get_device_name(device)
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores"
 
 
 def seed_everything(torch, seed: int) -> None:

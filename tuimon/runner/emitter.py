@@ -40,9 +40,10 @@ class Emitter:
         self.flush()
 
     def emit_step(self, i: int, t: float, ms: float, data_ms: float, n: int, loss: float | None,
-                  phase: str, compile_ms: float = 0.0, profiled: int | None = None) -> None:
+                  phase: str, compile_ms: float = 0.0, profiled: int | None = None,
+                  gap: int = 0) -> None:
         """A ``step`` event: the same as ``emit(events.STEP, i=i, t=t, ms=ms, data_ms=data_ms,
-        n=n, loss=loss, phase=phase)`` plus ``compile_ms`` and ``profiled`` when set, and the
+        n=n, loss=loss, phase=phase)`` plus ``compile_ms``, ``profiled`` and ``gap`` when set, and the
         same line once encoded (tests/test_hot_path.py holds the two paths to that)."""
         if self._lines and type(n) is int and type(i) is int and phase in _PHASE_JSON:
             finite = t + ms + data_ms + (0.0 if loss is None else loss) + compile_ms
@@ -57,6 +58,8 @@ class Emitter:
                     line += f',"compile_ms":{compile_ms!r}'
                 if profiled:
                     line += f',"profiled":{profiled}'
+                if gap:
+                    line += ',"gap":1'
                 self._buffer.append(line + "}\n")
                 return
         step = {"i": i, "t": t, "ms": ms, "data_ms": data_ms, "n": n, "loss": loss, "phase": phase}
@@ -64,6 +67,8 @@ class Emitter:
             step["compile_ms"] = compile_ms
         if profiled:
             step["profiled"] = profiled
+        if gap:
+            step["gap"] = 1
         self.emit(events.STEP, **step)
 
     def flush_due(self) -> bool:

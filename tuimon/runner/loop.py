@@ -228,7 +228,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 guard.ours()
             if turns and i % turns == 0:
                 profile_at = poll_at = 0  # a request taken during the wait starts at once
-                if _obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
+                if obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
                     reason = "stopped"  # stopped while waiting for its turn
                     break
             # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
@@ -240,7 +240,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     poll_at = now + POLL_S
                 else:
                     profile_at = poll_at = 0
-                    if _obey(command, control, emitter, phase["now"], before_pause, profiler):
+                    if obey(command, control, emitter, phase["now"], before_pause, profiler):
                         reason = "stopped"
                         break
             capture = None
@@ -342,7 +342,7 @@ def _end_capture(profiler: Profiler | None, watch: CompileWatch, emitter: Emitte
         emitter.emit_now(events.PROFILE, **result)
 
 
-def _obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
+def obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
           profiler: Profiler | None = None, turn: bool = False) -> bool:
     """Apply one control line at a step boundary; True when the run must stop now.
 

@@ -10,6 +10,7 @@ to the group also reaches Inductor's compiler children.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -19,9 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
-from tuimon.envvars import SUPERVISOR_PID
+from tuimon.envvars import SCRIPT, SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER
 from tuimon.variants import Variant
+
+# The directory of the sitecustomize that loads tuimon's hooks into a script (a path, not an
+# import: the parent side never imports the runner).
+BOOT = Path(__file__).resolve().parents[1] / "runner" / "script" / "boot"
 
 # Called from the reader thread with (run, batch of events), and (run, None) at end of file.
 Deliver = Callable[[str, "list[dict] | None"], None]
@@ -37,17 +42,31 @@ class Child:
     @classmethod
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
               threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
-              torch_trace: Path | None = None) -> Child:
+              torch_trace: Path | None = None, script: dict | None = None) -> Child:
+        """``script``: the user's own command and its settings (a script run); else the recipe
+        runner, ``python -m tuimon.runner``."""
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
-        cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
-               "--mode", variant.mode, "--precision", variant.precision,
-               "--event-fd", str(event_w), "--control-fd", str(control_r), *runner_args]
-        if threads:
-            cmd += ["--threads", str(threads)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
                SUPERVISOR_PID: str(os.getpid()),
                "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
+        if script is None:
+            cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
+                   "--mode", variant.mode, "--precision", variant.precision,
+                   "--event-fd", str(event_w), "--control-fd", str(control_r), *runner_args]
+            if threads:
+                cmd += ["--threads", str(threads)]
+        else:
+            cmd = list(script["command"])
+            settings = {**script, "run": run, "mode": variant.mode, "precision": variant.precision,
+                        "event_fd": event_w, "control_fd": control_r}
+            # The hooks load before the script through a sitecustomize first on the path, and
+            # find this tuimon behind it.
+            path = [str(BOOT), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]
+            env.update({"PYTHONPATH": os.pathsep.join(p for p in path if p),
+                        SCRIPT: json.dumps(settings)})
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
             env["TORCH_TRACE"] = str(torch_trace)
         try:

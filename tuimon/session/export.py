@@ -9,6 +9,7 @@ import datetime
 import io
 import json
 import os
+import shlex
 from pathlib import Path
 
 from tuimon import events
@@ -38,7 +39,9 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     header, rows = table(summary)
     out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
     if meta:
-        out += [f"- recipe: `{meta.get('recipe', '?')}`",
+        what = (f"- script: `{shlex.join(meta['command'])}`" if meta.get("command")
+                else f"- recipe: `{meta.get('recipe', '?')}`")
+        out += [what,
                 f"- command: `{' '.join(meta.get('argv', []))}`",
                 f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
                 f"started {meta.get('started', '?')}",

@@ -44,6 +44,9 @@ class Plan:
     turn_steps: int = 50  # interleaved schedule: steps a run takes per turn
     hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
     repeats: int = 1  # processes per variant, run in rounds (every variant once per round)
+    # A script run (`tuimon run -- CMD`): command, script, name and the runner's settings (steps,
+    # duration, seed, warm-up, profiler, auto_compile) for runner/script/; None: a recipe.
+    script: dict | None = None
 
 
 @dataclass
@@ -68,3 +71,5 @@ class Run:
     last_step: float | None = None
     compiling: bool = False
     hung_said: bool = False
+    steps_seen: bool = False
+    script_end: dict | None = None  # a script's finished event, held until its exit code is known

@@ -162,7 +162,11 @@ class Supervisor(Commands, Stopping):
         runner_args = [*self.plan.runner_args, "--profile-dir", str(self.store.path / PROFILES)]
         if self.plan.schedule == "interleave":
             runner_args += ["--turns", str(self.plan.turn_steps)]
-        r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe,
+        script = None
+        if self.plan.script is not None:
+            script = {**self.plan.script, "profile_dir": str(self.store.path / PROFILES),
+                      "turns": self.plan.turn_steps if self.plan.schedule == "interleave" else 0}
+        r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe, script=script,
                               runner_args=runner_args, threads=threads,
                               cache=self.plan.cache_dir or self._fresh_cache(r.id),
                               log_path=self.store.log_path(r.id), deliver=self._deliver,
@@ -200,6 +204,8 @@ class Supervisor(Commands, Stopping):
             return
         for e in batch:
             e["run"] = run  # the supervisor, not the child, decides who said it
+        if self.plan.script is not None:
+            batch = self._hold_script_end(self._runs[run], batch)
         self._record(batch)
         for e in batch:
             self._note(self._runs[run], e)
@@ -207,7 +213,7 @@ class Supervisor(Commands, Stopping):
     def _note(self, r: Run, e: dict) -> None:
         kind = e["type"]
         if kind == events.STEP:
-            r.last_step, r.hung_said = time.monotonic(), False
+            r.last_step, r.hung_said, r.steps_seen = time.monotonic(), False, True
         elif kind == events.RUN_STARTED:
             # The clock starts now, not at the first step: steps are sent 4 times a second, so a
             # run that hangs right after fast steps may never have sent one.
@@ -260,7 +266,13 @@ class Supervisor(Commands, Stopping):
             shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
         seconds = round(time.monotonic() - r.child.started, 3)
         batch = []
-        if not r.ended:
+        if r.script_end is not None and rc == 0:  # it ended by itself, and well
+            batch.append(r.script_end)
+            r.ended = True
+            self._set_state(run, DONE)
+        elif not r.ended and self.plan.script is not None and not r.stop_asked:
+            batch.append(self._script_exit(r, rc))
+        elif not r.ended:
             how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
             if r.stop_asked:  # asked to stop and killed (still building, or deaf): still a stop
                 batch.append(events.make(events.FINISHED, run, reason="stopped", forced=how))
@@ -274,6 +286,33 @@ class Supervisor(Commands, Stopping):
                 self._set_state(run, FAILED)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
         self._record(batch)
+    def _hold_script_end(self, r: Run, batch: list[dict]) -> list[dict]:
+        """A script's hooks say it ended by itself at its exit; whether it ended well, only its
+        exit code says: their ``finished`` waits for the reap (``_reap``)."""
+        held = [e for e in batch if e["type"] == events.FINISHED and e.get("reason") == events.SCRIPT_ENDED]
+        if not held:
+            return batch
+        r.script_end = held[-1]
+        return [e for e in batch if e not in held]
+
+    def _script_exit(self, r: Run, rc: int) -> dict:
+        """A script's end that its hooks could not tell: a non-zero exit code, a kill, or an
+        error before its first step (a missing module, a bad argument): a build failure then."""
+        how = f"was killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
+        tail = log_tail(self.store.log_path(r.id))
+        last = next((x.strip() for x in reversed(tail.splitlines()) if x.strip()), "")
+        stage = "step" if r.steps_seen else "build"
+        when = "before its first step" if stage == "build" else "while training"
+        message = f"the script {how} {when}" + (f": {last}" if last else "")
+        self.failed_runs.append(r.id)
+        self._set_state(r.id, FAILED)
+        e = events.make(events.FAILED, r.id, stage=stage, error="ScriptExit", message=message[:500],
+                        returncode=rc, traceback=tail, **failures.of_exit(rc, tail))
+        if stage == "build" and self.build_failure is None:
+            self.build_failure = e
+            self._stop_everything()  # the same command fails the same way in every variant
+        return e
+
     # ---- helpers -------------------------------------------------------------------------
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
                  after: str | None = None, first: bool = False, replicate: int | None = None) -> None:

@@ -188,7 +188,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("steps measured", measured_text),
         ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
-        ("throughput", lambda r: DASH if r.throughput is None else f"{r.throughput:,.1f} samples/s"),
+        ("throughput", lambda r: DASH if r.throughput is None
+         else f"{r.throughput:,.1f} {r.throughput_unit}/s"),
         ("speedup vs eager", speedup_text),
         ("compile / warm-up time", compile_text),
         ("compile pays off after", breakeven_text),

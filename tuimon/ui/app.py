@@ -28,7 +28,7 @@ from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
-from tuimon.variants import MODES, PRECISIONS, Variant
+from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
 MAX_COLUMNS = 3
 LOG_LINES = 200
@@ -220,6 +220,10 @@ class TuimonApp(App[str]):
     def action_precision(self) -> None:
         if (live := self._steer()) is None:
             return
+        if live.precision == SCRIPT:
+            self.notify("a script owns its precision (its own autocast): tuimon does not toggle it",
+                        severity="warning")
+            return
         precision = "amp" if live.precision == "fp32" else "fp32"
         if (new := self._command("restart", live.run, Variant(live.mode, precision))) is None:
             return
@@ -248,7 +252,8 @@ class TuimonApp(App[str]):
         shown = {(r.mode, r.precision) for r in self.model.panel_runs()}
         focused = self.focused_run()
         precisions = [focused.precision] if focused else []
-        precisions += [p for p in PRECISIONS if p not in precisions]
+        if SCRIPT not in precisions:  # a script's variants differ in compile mode alone
+            precisions += [p for p in PRECISIONS if p not in precisions]
         variant = next((Variant(m, p) for p in precisions for m in MODES if (m, p) not in shown),
                        None)
         if variant is None:

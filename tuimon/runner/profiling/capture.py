@@ -71,8 +71,10 @@ class Capture:
                 "module spans not applied: Dynamo ignores module hooks added after compilation; "
                 "start the run with --profile-backward all to have them (graph breaks, recompiles)")
             return [], False
-        modules = block_modules(model)
-        if not modules:
+        modules = block_modules(model) if model is not None else []
+        if model is None:
+            self.notes.append("no module spans: tuimon does not know the script's model")
+        elif not modules:
             if backward:
                 self.notes.append("backward attribution: the model has no submodules to label")
             return [], False

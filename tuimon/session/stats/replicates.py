@@ -68,6 +68,7 @@ def _combined(group: list[RunStats]) -> RunStats:
     row.p90_ms = statistics.median(r.p90_ms for r in measured)
     throughputs = [r.throughput for r in measured if r.throughput]
     row.throughput = statistics.median(throughputs) if throughputs else None
+    row.throughput_unit = measured[0].throughput_unit
     if n < 2:
         return row
     # The spread between processes, but never less than their own step noise allows (with two or

@@ -14,7 +14,8 @@ HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at mo
 
 
 def is_measured(step: dict) -> bool:
-    return step.get("phase") == "steady" and not step.get("compile_ms") and not step.get("profiled")
+    return (step.get("phase") == "steady" and not step.get("compile_ms") and not step.get("profiled")
+            and not step.get("gap"))
 
 
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int) -> None:
@@ -44,13 +45,17 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     r.median_ci_lo, r.median_ci_hi = median_interval(measured, r.autocorr)
     r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
     samples = statistics.median(s.get("n", 0) for s in steady)
+    if not samples:  # a script whose batches tuimon cannot see: steps per second
+        samples, r.throughput_unit = 1, "steps"
     r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
     # A profiled step is slow because of the profiler, not warm-up (unless it compiled too).
-    kept_apart = [s["ms"] for s in run_steps
-                  if not is_measured(s) and (s.get("compile_ms") or not s.get("profiled"))]
+    kept_apart = [s["ms"] for s in run_steps if not is_measured(s) and not s.get("gap")
+                  and (s.get("compile_ms") or not s.get("profiled"))]
     kept_apart += [s["ms"] for s in candidates[:cut]]
     r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
-    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from]
+    # A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time cost
+    # of that pass, not training steps whose shapes or guards keep changing.
+    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from and not s.get("gap")]
     if late:
         r.unreliable = (f"{len(late)} step(s) recompiled after warm-up (first at step {late[0]['i']}): "
                         "shapes or guards keep changing")

@@ -1,0 +1,1 @@
+"""A training package run as ``python -m mypkg.train --config cfg.json``."""

@@ -1,0 +1,111 @@
+"""``tuimon run [options] -- COMMAND ...``: the user's own training script, unchanged.
+
+The command is checked here, before anything starts: it must be Python (``python train.py``,
+``python -m pkg.train``, or a script whose ``#!`` line names python), and its script must exist.
+What a recipe's flags set that a script owns itself (precision, device, batch and image size,
+``--set``) is refused with one line: those go after ``--``, to the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+from pathlib import Path
+
+from tuimon.cli.args import UsageError
+from tuimon.envvars import NO_STEP_S
+
+PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
+VALUE_OPTIONS = ("-W", "-X", "-Q")  # interpreter options that take the next word as value
+EXAMPLE = "e.g. tuimon run -- python train.py --epochs 3"
+
+
+def split_run(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``run``'s words: (tuimon's options, the command after ``--``, or None without one)."""
+    if "--" not in argv:
+        return argv, None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def check_command(command: list[str]) -> dict:
+    """{"command", "script" (its path, or None for -m / -c), "name"}; UsageError otherwise."""
+    if not command:
+        raise UsageError(f"no command after -- ({EXAMPLE})")
+    exe = command[0]
+    path = exe if os.sep in exe else shutil.which(exe)
+    if path is None:
+        raise UsageError(f"command not found: {exe} ({EXAMPLE})")
+    if not os.path.isfile(path):
+        raise UsageError(f"{exe}: no such file")
+    if PYTHON.match(os.path.basename(exe)) or PYTHON.match(os.path.basename(os.path.realpath(path))):
+        return _python_command(command)
+    if _shebang(path) is None:
+        raise UsageError(f"{exe} is not a Python program: tuimon runs Python training scripts "
+                         "(python train.py, python -m pkg.train, or a script whose #! line names "
+                         "python)")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"{exe} is not executable (chmod +x it, or run python {exe})")
+    return {"command": command, "script": str(Path(path).resolve()), "name": Path(path).stem}
+
+
+def _python_command(command: list[str]) -> dict:
+    rest = command[1:]
+    i = 0
+    while i < len(rest) and rest[i].startswith("-") and rest[i] != "-":
+        if rest[i] == "-m":
+            if i + 1 >= len(rest):
+                raise UsageError("python -m without a module (e.g. python -m pkg.train)")
+            return {"command": command, "script": None, "name": rest[i + 1].rsplit(".", 1)[-1]}
+        if rest[i] == "-c":
+            return {"command": command, "script": None, "name": "python-c"}
+        i += 2 if rest[i] in VALUE_OPTIONS else 1
+    if i >= len(rest) or rest[i] == "-":
+        raise UsageError(f"python without a script: give one ({EXAMPLE}) or a module "
+                         "(python -m pkg.train)")
+    script = Path(rest[i])
+    if not script.is_file():
+        raise UsageError(f"script not found: {rest[i]}")
+    return {"command": command, "script": str(script.resolve()), "name": script.stem}
+
+
+def _shebang(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return None
+    return first.decode("utf-8", "replace") if first.startswith(b"#!") and b"python" in first else None
+
+
+def script_settings(args: argparse.Namespace, command: list[str]) -> dict:
+    """The checked command and what the hooks need (runner/script/); UsageError for a flag
+    that a script owns itself."""
+    if args.device != "auto":
+        raise UsageError("--device: a script picks its own device (CUDA_VISIBLE_DEVICES chooses "
+                         "the GPU it sees)")
+    for flag, value in (("--batch-size", args.batch_size), ("--image-size", args.image_size),
+                        ("--set", args.set or None)):
+        if value is not None:
+            raise UsageError(f"{flag} is a recipe's option; a script takes its own flags after --")
+    if [p.strip() for p in args.precision.split(",") if p.strip()] != ["fp32"]:
+        raise UsageError("--precision: a script owns its autocast, tuimon does not toggle it "
+                         "(leave --precision out; the variants differ in compile mode)")
+    found = check_command(command)
+    settings = {
+        **found,
+        "steps": args.steps,
+        "duration": args.duration,
+        "warmup": 1 if args.warmup == "auto" else int(args.warmup),
+        "warmup_text": str(args.warmup),
+        "seed": args.seed,
+        "auto_compile": not args.no_auto_compile,
+        "profile_at": args.profile_at,
+        "profile_window": args.profile_window,
+        "profile_backward": args.profile_backward or "off",
+    }
+    if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
+        settings["no_step_s"] = float(os.environ[NO_STEP_S])
+    return settings

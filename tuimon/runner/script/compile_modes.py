@@ -1,0 +1,126 @@
+"""A variant's compile mode on a script that knows nothing of it.
+
+The script's own ``torch.compile`` / ``Module.compile`` calls get the variant's mode (eager:
+compile disabled, which torch itself does by handing the model back unchanged). A script that
+never compiles still gets its compiled variants: once an optimizer exists, the first module
+called whose parameters include all the optimizer's is compiled in place
+(``Module.compile(mode=...)``) at that first call, so its first forward runs eager and the
+next one compiles (step 1 holds the compile). The module is found by a one-shot global forward
+pre-hook, removed once found, so no hook is ever traced by Dynamo.
+"""
+
+from __future__ import annotations
+
+import torch
+
+INDUCTOR = "inductor"
+
+
+class CompileModes:
+    def __init__(self, mode: str, auto: bool, say) -> None:
+        self.mode = mode
+        self.auto = auto and mode != "eager"
+        self.say = say  # one line for the run's notes
+        self.script_compiles = 0
+        self.auto_compiled = None  # the module compiled by tuimon, if any
+        self._optimizer_params: set[int] | None = None
+        self._hook = None
+        self._orig_compile = None
+        self._orig_module_compile = None
+
+    def install(self) -> None:
+        self._orig_compile = torch.compile
+        self._orig_module_compile = torch.nn.Module.compile
+        modes = self
+
+        def compile(model=None, **kwargs):  # noqa: A001 - torch.compile's stand-in
+            return modes.compile_call(model, kwargs)
+
+        def module_compile(module, *args, **kwargs):
+            return modes.module_compile_call(module, args, kwargs)
+
+        compile.__doc__ = self._orig_compile.__doc__
+        torch.compile = compile
+        torch.nn.Module.compile = module_compile
+
+    # ---- the script's own calls -------------------------------------------------------------
+    def _kwargs(self, kwargs: dict, what: str) -> dict | None:
+        """The script's compile arguments with the variant's mode, or None for eager."""
+        self.script_compiles += 1
+        if self.mode == "eager":
+            self.say(f"the script's {what} is disabled in the eager variant")
+            return None
+        backend = kwargs.get("backend", INDUCTOR)
+        if backend != INDUCTOR:
+            self.say(f"the script's {what} uses backend={backend!r}: its mode is left as it is")
+            return kwargs
+        asked = kwargs.get("mode")
+        out = dict(kwargs, mode=self.mode)
+        if out.pop("options", None) is not None:
+            self.say(f"the script's {what} options= were dropped for mode={self.mode}")
+        if asked != self.mode:
+            self.say(f"the script's {what}(mode={asked!r}) runs with mode={self.mode!r} here")
+        return out
+
+    def compile_call(self, model, kwargs: dict):
+        self._undo_auto(model)
+        out = self._kwargs(kwargs, "torch.compile")
+        if out is None:
+            return model if model is not None else (lambda fn: fn)
+        return self._orig_compile(model, **out) if model is not None else self._orig_compile(**out)
+
+    def module_compile_call(self, module, args: tuple, kwargs: dict):
+        if module is self.auto_compiled and getattr(self, "_auto_running", False):
+            return self._orig_module_compile(module, *args, **kwargs)
+        self._undo_auto(module)
+        out = self._kwargs(kwargs, "Module.compile")
+        if out is None:
+            return None
+        return self._orig_module_compile(module, *args, **out)
+
+    def _undo_auto(self, target) -> None:
+        if self.auto_compiled is not None and target is self.auto_compiled:
+            target._compiled_call_impl = None  # the script compiles it itself: its call wins
+            self.say(f"the script compiles {type(target).__name__} itself: tuimon's compile undone")
+            self.auto_compiled = None
+
+    # ---- compiling a script that never does ---------------------------------------------------
+    def optimizer_made(self, optimizer) -> None:
+        if not self.auto or self.script_compiles or self._optimizer_params is not None:
+            return
+        self._optimizer_params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        if self._optimizer_params:
+            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+
+    def _first_call(self, module, args):
+        if self.script_compiles or self.auto_compiled is not None:
+            self._remove_hook()
+            return None
+        own = {id(p) for p in module.parameters()}
+        if not self._optimizer_params <= own:
+            return None  # a part of the model, or another model: wait for the trained one
+        self._remove_hook()
+        self._auto_running = True
+        try:
+            module.compile(mode=self.mode)
+        finally:
+            self._auto_running = False
+        self.auto_compiled = module
+        self.say(f"the script never calls torch.compile: tuimon compiled {type(module).__name__} "
+                 f"(the module the optimizer trains) with mode={self.mode!r} at its first call, "
+                 "which ran eager (--no-auto-compile turns this off)")
+        return None
+
+    def _remove_hook(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    def no_module_found(self) -> bool:
+        """Still looking after the first step: no single module holds what the optimizer trains."""
+        if self._hook is None:
+            return False
+        self._remove_hook()
+        self.say("nothing auto-compiled: no module called holds all the parameters the optimizer "
+                 "trains (call torch.compile in the script)")
+        return True

@@ -1,0 +1,244 @@
+"""Where tuimon listens in a script: torch's global optimizer-step hook, ``torch.autograd.backward``
+(every ``loss.backward()`` goes through it), GradScaler's ``scale`` and ``step``, the DataLoader
+iterator's ``__next__``, ``Module.train`` and ``Optimizer.__init__``; plus the process's exit
+(atexit), uncaught exceptions (sys.excepthook), SIGINT and fork. Each hook is a few attribute
+reads and a call into ``ScriptSteps``; none of them syncs with the GPU.
+
+``start(config)`` is called by the sitecustomize in ``boot/`` before the script runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+
+NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
+
+
+def start(config: str) -> None:
+    cfg = json.loads(config)
+    try:
+        _install(cfg)
+    except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
+        from tuimon import events
+
+        line = events.encode(events.make(
+            events.FAILED, cfg.get("run"), stage="build", error="HookError",
+            message=f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc()[-4000:]))
+        if cfg.get("event_fd") is not None:
+            os.write(cfg["event_fd"], line.encode())
+        print(f"tuimon: could not hook this script: {type(exc).__name__}: {exc}", file=sys.stderr)
+        os._exit(2)
+
+
+def _install(cfg: dict) -> None:
+    import torch
+    import torch.optim.optimizer as optim
+    import torch.utils.data.dataloader as dataloader
+
+    from tuimon import events
+    from tuimon.runner.compile_watch import CompileWatch
+    from tuimon.runner.control import Control
+    from tuimon.runner.emitter import Emitter
+    from tuimon.runner.orphan import watch_parent
+    from tuimon.runner.script.compile_modes import CompileModes
+    from tuimon.runner.script.steps import ScriptSteps
+
+    watch_parent()
+    emitter = Emitter(cfg["event_fd"], cfg["run"])
+    control = Control(cfg.get("control_fd"))
+    watch = CompileWatch()
+    watch.install()
+    run = ScriptSteps(cfg, emitter, control, watch)
+    emitter.emit_now(events.PHASE, phase="building")
+    _seed(cfg.get("seed"), torch)
+    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
+    modes.install()
+    if cfg["mode"] != "eager":
+        from tuimon.runner.compile_trace import TraceListener
+
+        run.trace = TraceListener(emitter)
+        run.trace.install()
+
+    def compiling(compile_id: str, backward: bool = False) -> None:
+        run.activity()
+        if run.enabled:
+            emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
+
+    watch.on_start = compiling
+
+    # Optimizers: made (auto-compile, counting) and stepped (the step boundary).
+    original_init = torch.optim.Optimizer.__init__
+
+    def optimizer_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        if run.enabled:
+            run.optimizer_made()
+            modes.optimizer_made(self)
+
+    torch.optim.Optimizer.__init__ = optimizer_init
+
+    def stepped(optimizer, args, kwargs) -> None:
+        if run.boundaries == 0 and run.enabled:
+            modes.no_module_found()
+            run.profiler = _profiler(cfg, run, modes, torch)
+        run.optimizer_stepped(optimizer)
+
+    optim.register_optimizer_step_post_hook(stepped)
+
+    # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
+    original_backward = torch.autograd.backward
+    scaled: list = [None, None]  # the last GradScaler.scale(): [scaled tensor, what it scaled]
+
+    def backward(tensors, *args, **kwargs):
+        if not run.started:
+            run.activity()
+        out = original_backward(tensors, *args, **kwargs)
+        root = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
+        if root is scaled[0]:
+            root = scaled[1]
+        run.backward(root)
+        return out
+
+    torch.autograd.backward = backward
+
+    scaler_cls = torch.amp.GradScaler
+    original_scale, original_scaler_step = scaler_cls.scale, scaler_cls.step
+
+    def scale(self, outputs):
+        out = original_scale(self, outputs)
+        if isinstance(outputs, torch.Tensor):
+            scaled[:] = [out, outputs]
+        return out
+
+    def scaler_step(self, optimizer, *args, **kwargs):
+        before = run.boundaries
+        out = original_scaler_step(self, optimizer, *args, **kwargs)
+        if run.boundaries == before:
+            run.step_skipped(optimizer)
+        return out
+
+    scaler_cls.scale, scaler_cls.step = scale, scaler_step
+
+    # Batches: their wait is the step's data time; their first dimension its samples.
+    original_next = dataloader._BaseDataLoaderIter.__next__
+    perf = time.perf_counter
+
+    def next_batch(self):
+        t0 = perf()
+        batch = original_next(self)
+        run.batch(id(self._dataset), batch, perf() - t0)
+        return batch
+
+    dataloader._BaseDataLoaderIter.__next__ = next_batch
+
+    original_train = torch.nn.Module.train
+
+    def train(self, mode: bool = True):
+        if not mode:
+            run.eval_mode()
+        return original_train(self, mode)
+
+    torch.nn.Module.train = train
+
+    # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers).
+    atexit.register(run.finished)
+    original_hook = sys.excepthook
+    script = cfg.get("script")
+
+    def excepthook(kind, exc, tb):
+        try:
+            run.crashed(exc, "".join(traceback.format_exception(kind, exc, tb))[-8000:],
+                        _where(exc, script))
+        finally:
+            original_hook(kind, exc, tb)
+
+    sys.excepthook = excepthook
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        def interrupted(signum, frame):
+            if run.reason is None and run.enabled:
+                run.reason = "stopped"
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, interrupted)
+
+    def forked() -> None:  # a DataLoader worker (fork start method) is not the run
+        run.enabled = False
+        emitter.fd = None
+        control.fd = None
+        for fd in (cfg["event_fd"], cfg.get("control_fd")):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    os.register_at_fork(after_in_child=forked)
+    no_step_s = float(cfg.get("no_step_s") or NO_STEP_S)
+    threading.Thread(target=_no_step_watch, args=(run, cfg, no_step_s), daemon=True,
+                     name="tuimon-no-step").start()
+
+
+def _seed(seed, torch) -> None:
+    """--seed, before the script runs (best effort: a script that seeds itself wins)."""
+    if seed is None:
+        return
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def _profiler(cfg: dict, run, modes, torch):
+    """The same profiler captures as a recipe's, over the script's steps."""
+    from tuimon.runner.profiling import Options, Profiler, parse_window
+
+    wait, warmup, active = parse_window(cfg.get("profile_window") or "1,2,3")
+    backward = {"off": False, "eager": True, "all": "all"}[cfg.get("profile_backward") or "off"]
+    compiled = cfg["mode"] != "eager"
+    if compiled and backward:
+        backward = False  # module hooks on a compiled module would recompile it mid-run
+    device_type = "cuda" if run.device.startswith("cuda") else "cpu"
+    return Profiler(device_type=device_type, model=modes.auto_compiled, compiled=compiled,
+                    defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
+                    out_dir=cfg.get("profile_dir"), run=cfg["run"])
+
+
+def _where(exc: BaseException, script: str | None) -> str | None:
+    """'train.py:7' for the deepest frame in the script's own file, else the deepest frame
+    outside torch and the standard library."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    target = os.path.realpath(script) if script else None
+    if target:
+        mine = [f for f in frames if os.path.realpath(f.filename) == target]
+        if mine:
+            return f"{os.path.basename(mine[-1].filename)}:{mine[-1].lineno}"
+    user = [f for f in frames if "site-packages" not in f.filename and "/lib/python" not in f.filename
+            and "tuimon" not in f.filename]
+    return f"{os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else None
+
+
+def _no_step_watch(run, cfg: dict, seconds: float) -> None:
+    """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
+    one short line is one atomic write on the pipe)."""
+    time.sleep(seconds)
+    if not run.no_step_yet(seconds):
+        return
+    from tuimon import events
+
+    text = (f"no optimizer step in {seconds:g} s: tuimon times training loops that call "
+            "optimizer.step()")
+    line = events.encode(events.make(events.WARNING, cfg["run"], text=text))
+    with contextlib.suppress(OSError):
+        os.write(cfg["event_fd"], line.encode())

@@ -1,0 +1,322 @@
+"""A script's steps, found from the outside: a step ends when the lead optimizer (the first one
+stepped) has stepped, and the next one starts there. What happened in between (batches taken,
+their wait and size, the last backward's loss, a validation pass, a compile) becomes that
+step's event, through the same ring and emitter as a recipe's steps (runner/steps.py).
+
+At a boundary, outside the step's time, the control lines are read (pause / resume / stop /
+profile, at most every POLL_S), the interleaved schedule's turn is waited for, and ``--steps``
+/ ``--duration`` end the script: ``StopScript`` (a KeyboardInterrupt) is raised from inside
+``optimizer.step()``, so the script's own ``except KeyboardInterrupt`` and ``finally`` blocks
+run, as on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import time
+
+import torch
+
+from tuimon import events, failures
+from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner.control import Control
+from tuimon.runner.crash import cuda_memory
+from tuimon.runner.device import device_name
+from tuimon.runner.emitter import Emitter
+from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.steps import LossReader, StepRing, _emit_ready
+from tuimon.runner.syncdebug import SyncGuard
+from tuimon.runner.timing import CpuClock, CudaClock
+
+FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
+
+
+class StopScript(KeyboardInterrupt):
+    """tuimon ends the script at a step boundary (--steps, --duration, a stop): Ctrl-C's way."""
+
+
+class ScriptSteps:
+    def __init__(self, cfg: dict, emitter: Emitter, control: Control, watch: CompileWatch) -> None:
+        self.cfg = cfg
+        self.emitter = emitter
+        self.control = control
+        self.watch = watch
+        self.trace = None  # a TraceListener on compiled variants (graph breaks, recompiles)
+        self.profiler = None  # made at the first step, once the trained module may be known
+        self.steps = cfg.get("steps") or float("inf")
+        self.duration = cfg.get("duration")
+        self.warmup = int(cfg.get("warmup") or 1)
+        self.turns = int(cfg.get("turns") or 0)
+        self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
+        self.started = False  # run_started said: the first sign of training seen
+        self.reason: str | None = None  # why tuimon ended the script (steps, duration, stopped)
+        self.failed = False
+        self.i = 0  # steps recorded so far
+        self.boundaries = 0
+        self.lead = None  # the optimizer whose step ends a step
+        self.optimizers = 0  # torch.optim optimizers made so far
+        self.by_backward = False  # no optimizer steps: a step is one backward() to the next
+        self.module = None  # the trained module, when compile_modes found it
+        self.ring = StepRing(RING)
+        self.losses: LossReader | None = None
+        self.clock = None
+        self.on_cuda = False
+        self.guard = SyncGuard(None, None)
+        # Per step, reset at each boundary.
+        self.data_s = 0.0
+        self.samples = 0
+        self.gap = False
+        self.backwards = 0
+        self.loss = None
+        self.train_data = None  # id of the training loader's dataset (the one a step ends with)
+        self.last_data = None
+        self._notes_said: set[str] = set()
+        self._compiles = 0
+        self._phase = "building"
+        self._poll_at = 0.0
+        self._began = time.monotonic()  # reset when training starts: --duration counts from there
+        self._booted = time.monotonic()
+        self._accum_said = False
+
+    # ---- what the hooks tell ----------------------------------------------------------------
+    def activity(self) -> None:
+        """A first sign of training (a batch, a backward, a compile, an optimizer step)."""
+        if not self.started and self.enabled:
+            self._start()
+
+    def batch(self, data_key: int, batch, seconds: float) -> None:
+        if not self.enabled:
+            return
+        if not self.started:
+            self._start()
+        self.data_s += seconds
+        self.last_data = data_key
+        if self.train_data is not None and data_key != self.train_data:
+            self.gap = True  # another loader's batches (validation) inside this step
+            return
+        self.samples += _samples(batch)
+
+    def eval_mode(self) -> None:
+        """``Module.train(False)`` between two steps: a validation pass, not training."""
+        if self.started and self.enabled:
+            self.gap = True
+
+    def backward(self, root) -> None:
+        if not self.enabled:
+            return
+        if not self.started:
+            self._start()
+        self.backwards += 1
+        if isinstance(root, torch.Tensor) and root.numel() == 1:
+            self.loss = self.losses.capture(self.i, root.detach())
+        if self.lead is not None:
+            return
+        if not self.by_backward and (
+                (self.optimizers == 0 and self.backwards >= 2) or self.backwards >= FALLBACK_BACKWARDS):
+            self.by_backward = True
+            what = ("no torch.optim optimizer was made" if self.optimizers == 0
+                    else f"{self.backwards} backward() calls without an optimizer step")
+            self.note(f"{what}: steps are timed from one backward() to the next (tuimon finds steps "
+                      "by torch.optim optimizers' step())")
+        if self.by_backward:
+            self.boundary()
+
+    def optimizer_made(self) -> None:
+        self.optimizers += 1
+
+    def optimizer_stepped(self, optimizer) -> None:
+        if not self.enabled or self.by_backward:
+            return
+        if self.lead is None:
+            self.lead = optimizer
+        if optimizer is self.lead:
+            self.boundary()
+
+    def step_skipped(self, optimizer) -> None:
+        """GradScaler skipped ``optimizer.step()`` (inf/NaN gradients): still a step's end."""
+        if self.enabled and not self.by_backward and (self.lead is None or optimizer is self.lead):
+            self.note("GradScaler skipped optimizer.step() (inf/NaN gradients): such a step "
+                      "still ends at scaler.step()")
+            self.optimizer_stepped(optimizer)
+
+    def note(self, text: str) -> None:
+        """Said once per text, as a run warning flagged as a note."""
+        if text not in self._notes_said:
+            self._notes_said.add(text)
+            self.emitter.emit(events.WARNING, text=text, note=True)
+
+    # ---- the run's start and the boundaries -------------------------------------------------
+    def _start(self) -> None:
+        self.started = True
+        self.on_cuda = on_cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        self.device = f"cuda:{torch.cuda.current_device()}" if on_cuda else "cpu"
+        self.clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
+        self.losses = LossReader(on_cuda, RING)
+        self.guard = SyncGuard.from_env(torch.cuda if on_cuda else None)
+        cfg = self.cfg
+        self.emitter.emit_now(
+            events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],
+            amp_dtype=None, grad_scaler=None, device=self.device,
+            device_name=device_name(torch, self.device), torch=torch.__version__,
+            python=platform.python_version(), recipe=cfg.get("name") or "script",
+            script=cfg.get("command"), params=None, batch_size=None, image_size=None,
+            seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
+            warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
+            notes=list(cfg.get("notes") or []))
+        self._phase = "warmup"
+        self.emitter.emit_now(events.PHASE, phase="warmup")
+        if self.turns:  # the interleaved schedule: step 0 waits for its turn too
+            self._obey("pause", turn=True)
+        self._began = time.monotonic()
+        self.clock.start()
+
+    def boundary(self) -> None:
+        """The lead optimizer stepped: step ``i`` ended here and step ``i + 1`` starts."""
+        if not self.enabled:
+            return
+        if not self.started:
+            self._start()
+        guard = self.guard
+        guard.ours()
+        self.clock.stop()
+        i, ring = self.i, self.ring
+        k = i & ring.mask
+        ring.t[k] = time.time()
+        ring.data_ms[k] = self.data_s * 1000.0
+        ring.n[k] = self.samples
+        ring.loss[k] = self.loss
+        if self.train_data is None:
+            self.train_data = self.last_data
+        compile_ms = 0.0
+        if self.watch.count != self._compiles:
+            self._compiles = self.watch.count
+            compile_ms = self.watch.take_step_compile_ms()
+        profiled = result = None
+        if self.profiler is not None and self.profiler.capture is not None:
+            profiled, result = self.profiler.after_step(i, self.watch.count)
+        if compile_ms or profiled or self.gap:
+            ring.extra[i] = (compile_ms, profiled, self.gap)
+        if self.backwards > 1 and not self.by_backward and not self._accum_said:
+            self._accum_said = True
+            self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
+                      "or several losses): a step here is one optimizer step")
+        self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
+        self.i = i = i + 1
+        self.boundaries += 1
+        emitter = self.emitter
+        if result is not None:
+            _emit_ready(emitter, self.clock.ready(), ring, self.losses, i, self.warmup)
+            emitter.emit_now(events.PROFILE, **result)
+        phase = "warmup" if i < self.warmup else "steady"
+        if phase != self._phase:
+            self._phase = phase
+            emitter.emit_now(events.PHASE, phase=phase)
+        if i >= ring.first + ring.mask or emitter.flush_due():
+            _emit_ready(emitter, self.clock.ready(), ring, self.losses, i, self.warmup)
+            emitter.emit(events.MEMORY, **peak_memory(self.device))
+            emitter.flush()
+        try:
+            self._between(i)
+        finally:
+            guard.theirs()
+        self.clock.start()
+
+    def _between(self, i: int) -> None:
+        """At a boundary, outside every step: control lines, turns, the end, the profiler."""
+        now = time.perf_counter()
+        if now >= self._poll_at:
+            command = self.control.poll()
+            if command is None:
+                self._poll_at = now + POLL_S
+            else:
+                self._poll_at = 0.0
+                self._obey(command)
+        if self.turns and i % self.turns == 0:
+            self._obey("pause", turn=True)
+        if i >= self.steps:
+            self.stop("steps")
+        if self.duration is not None:
+            spent = self.control.paused_s + (self.profiler.overhead_s if self.profiler else 0.0)
+            if time.monotonic() - self._began - spent >= self.duration:
+                self.stop("duration")
+        if self.profiler is not None:
+            capture, opened = self.profiler.begin_step(i, self.watch.count)
+            if opened is not None:
+                self.emitter.emit_now(events.PROFILE, **opened)
+
+    def _obey(self, command: str, turn: bool = False) -> None:
+        if obey(command, self.control, self.emitter, self._phase, self.flush_measured,
+                self.profiler, turn=turn):
+            self.stop("stopped")
+
+    def stop(self, reason: str) -> None:
+        self.reason = reason
+        self.flush_measured()
+        self.enabled = False  # whatever the script does while it winds down is not measured
+        raise StopScript(f"tuimon: {reason}")
+
+    # ---- the end ----------------------------------------------------------------------------
+    def flush_measured(self) -> None:
+        """Hand over every step measured so far (and end an open capture)."""
+        if self.clock is None:
+            self.emitter.flush()
+            return
+        with contextlib.suppress(Exception):
+            _emit_ready(self.emitter, self.clock.drain(), self.ring, self.losses, self.i, self.warmup)
+        with contextlib.suppress(Exception):
+            self.emitter.emit(events.MEMORY, **peak_memory(self.device))
+        if self.profiler is not None:
+            result = self.profiler.abort(self.watch.count)
+            if result is not None:
+                self.emitter.emit(events.PROFILE, **result)
+        self.emitter.flush()
+
+    def finished(self) -> None:
+        """The interpreter is exiting (atexit): the steps, then why it ended."""
+        self.guard.restore()
+        if self.enabled or self.reason is not None:
+            self.flush_measured()
+        self.enabled = False
+        if self.failed:
+            return
+        self.emitter.emit_now(
+            events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
+            seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
+            compiles=self.watch.count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
+            recompiles=self.trace.recompiles if self.trace else 0,
+            compile_s=round(self.watch.total_s, 3))
+
+    def crashed(self, exc: BaseException, tb_text: str, where: str | None) -> None:
+        """An exception the script did not catch (sys.excepthook)."""
+        if isinstance(exc, KeyboardInterrupt):
+            if self.reason is None:
+                self.reason = "stopped"  # Ctrl-C's SIGINT (the supervisor's escalation)
+            return
+        if self.enabled:
+            self.flush_measured()
+        self.enabled, self.failed = False, True
+        memory = cuda_memory(exc)
+        self.emitter.emit_now(
+            events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
+            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
+            traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
+
+    def no_step_yet(self, seconds: float) -> bool:
+        return self.enabled and self.boundaries == 0 and time.monotonic() - self._booted >= seconds
+
+
+def _samples(batch) -> int:
+    """The first dimension of a batch's first tensor (a tensor, a tuple/list, or a dict)."""
+    if isinstance(batch, torch.Tensor):
+        return batch.shape[0] if batch.dim() else 1
+    if isinstance(batch, (list, tuple)) and batch:
+        return _samples(batch[0])
+    if isinstance(batch, dict):
+        for value in batch.values():
+            if isinstance(value, torch.Tensor):
+                return _samples(value)
+    return 0
+
+
