@@ -74,3 +74,22 @@ def test_the_mode_catches_a_sync_in_tuimons_own_work(cuda, monkeypatch):
     with pytest.raises(RuntimeError, match="synchroniz"):
         loop.run(trainer, ListEmitter(), CompileWatch(), guard=SyncGuard(torch.cuda, "error"))
     assert torch.cuda.get_sync_debug_mode() == before  # given back even when the step fails
+
+
+def test_a_scripts_hooks_add_no_sync(cuda, tuimon):
+    """`tuimon run -- python amp_scaler.py` on CUDA: the hooks (boundary, loss copy, batches)
+    under the guard; the script's own GradScaler and .item() are its business."""
+    import sys
+
+    from conftest import SCRIPTS
+
+    proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--steps", "200", "--",
+                           sys.executable, str(SCRIPTS / "amp_scaler.py"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    evs, finished = guarded_session(session)
+    assert finished == {"eager-script": "steps", "default-script": "steps"}
+    for run in finished:
+        started = next(e for e in evs if e["type"] == events.RUN_STARTED and e["run"] == run)
+        assert started["device"].startswith("cuda")
+        steps = [e for e in evs if e["type"] == events.STEP and e["run"] == run]
+        assert len(steps) == 200 and all(e["loss"] is not None for e in steps)

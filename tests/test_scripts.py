@@ -279,3 +279,15 @@ def test_pause_resume_restart_and_stop_a_script(tmp_path, inductor_cache):
     assert max(s["ms"] for s in steps[2:]) < 500  # the pause fell between two steps
     assert live.of(run, events.FINISHED)[0]["paused_s"] >= 1.0
     assert live.of(new, events.FINISHED)[0]["reason"] == "stopped"
+
+
+def test_loss_parity_says_when_the_runs_did_not_start_alike(tuimon):
+    """tuimon seeds torch before the script (--seed, default 0): gan.py, which seeds nothing, is
+    then comparable; clock_seeded.py reseeds from the clock, and the summary says so."""
+    for name, comparable in (("gan.py", True), ("clock_seeded.py", False)):
+        proc, session = tuimon("run", "--headless", "--modes", "eager,default",
+                               "--no-auto-compile", "--steps", "20", "--", PY, script(name))
+        assert proc.returncode == 0, proc.stderr
+        md = (session / "summary.md").read_text()
+        assert ("not comparable with eager/script: the first losses differ" in md) != comparable
+        assert ("max Δ" in md) == comparable

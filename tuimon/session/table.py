@@ -68,7 +68,10 @@ def loss_text(r: RunStats) -> str:
     if r.final_loss is None:
         return DASH
     text = fmt_loss(r.final_loss)
-    if r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
+    if r.baseline and r.baseline != r.label and r.loss_comparable is False:
+        text += (f" (not comparable with {r.baseline}: the first losses differ, so the runs "
+                 "trained on other data or weights, e.g. an unseeded script)")
+    elif r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
         text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
     return text
 

@@ -27,6 +27,7 @@ from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
+from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
 
@@ -110,7 +111,9 @@ class ScriptSteps:
             self._start()
         self.backwards += 1
         if isinstance(root, torch.Tensor) and root.numel() == 1:
+            self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
+            self.guard.theirs()
         if self.lead is not None:
             return
         if not self.by_backward and (
@@ -155,6 +158,9 @@ class ScriptSteps:
         self.clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
         self.losses = LossReader(on_cuda, RING)
         self.guard = SyncGuard.from_env(torch.cuda if on_cuda else None)
+        if self.guard.on:
+            self.emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={self.guard.level}: a "
+                              "host-device sync in tuimon's hooks fails this run")
         cfg = self.cfg
         self.emitter.emit_now(
             events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],

@@ -21,6 +21,12 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
     r.common_steps = len(diffs)
     r.max_loss_diff = max(diffs) if diffs else None
+    # Comparable losses start alike: the same seed and batches give the same first loss. A
+    # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
+    first = min(losses[r.run], default=None)
+    if first is not None and first in base_loss:
+        a, b = losses[r.run][first], base_loss[first]
+        r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
     if not r.median_ms:
         return
     r.speedup = base.median_ms / r.median_ms

@@ -28,6 +28,7 @@ class RunStats:
     p90_ms: float | None = None
     mean_data_ms: float | None = None
     throughput: float | None = None  # samples per second at the median step
+    loss_comparable: bool | None = None  # same first loss as its baseline (None: unknown)
     throughput_unit: str = "samples"  # "steps" for a script whose batches tuimon cannot see
     first_step_ms: float | None = None
     warmup_steps: int = 0

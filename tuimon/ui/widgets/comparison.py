@@ -33,7 +33,9 @@ class ComparisonStrip(Static):
                 t.append(" unreliable: recompiles", style="bold yellow")
             if r.compiled:
                 t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
-            if r.max_loss_diff is not None:
+            if r.loss_comparable is False:
+                t.append(" · losses not comparable (first losses differ)", style="dim")
+            elif r.max_loss_diff is not None:
                 t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
