@@ -29,6 +29,15 @@ def script(name: str) -> str:
     return str(SCRIPTS / name)
 
 
+def eager_run(tuimon, steps: int, name: str, *script_args: str, **kwargs):
+    """``tuimon run --headless --modes eager --steps N -- python NAME ARGS``: (session, the
+    run's events by kind)."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", str(steps), "--", PY,
+                           script(name), *script_args, **kwargs)
+    assert proc.returncode == 0, proc.stderr
+    return session, runs_of(session)[1]["eager-script"]
+
+
 def notes_of(kinds: dict) -> list[str]:
     return [w["text"] for w in kinds.get("warning", [])]
 
@@ -76,11 +85,7 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
 
 
 def test_amp_with_a_grad_scaler_that_skips_steps(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "40", "--", PY,
-                           script("amp_scaler.py"), "--nan-every", "5")
-    assert proc.returncode == 0, proc.stderr
-    _, runs = runs_of(session)
-    kinds = runs["eager-script"]
+    _, kinds = eager_run(tuimon, 40, "amp_scaler.py", "--nan-every", "5")
     steps = kinds["step"]
     assert len(steps) == 40  # a skipped optimizer.step() still ends its step
     assert any("GradScaler skipped" in t for t in notes_of(kinds))
@@ -106,11 +111,7 @@ def test_two_optimizers_and_a_profiler_capture(tuimon):
 
 
 def test_gradient_accumulation_counts_optimizer_steps(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "12", "--", PY,
-                           script("grad_accum.py"))
-    assert proc.returncode == 0, proc.stderr
-    _, runs = runs_of(session)
-    kinds = runs["eager-script"]
+    _, kinds = eager_run(tuimon, 12, "grad_accum.py")
     assert len(kinds["step"]) == 12
     assert all(s["n"] == 64 for s in kinds["step"][1:])  # 4 micro-batches of 16
     assert any("4 backward() calls per optimizer step" in t for t in notes_of(kinds))
@@ -169,11 +170,7 @@ def test_a_script_without_an_optimizer_says_so(tuimon):
 
 
 def test_an_optimizer_that_is_not_torch_optim_is_timed_by_backward(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "25", "--", PY,
-                           script("custom_optimizer.py"))
-    assert proc.returncode == 0, proc.stderr
-    _, runs = runs_of(session)
-    kinds = runs["eager-script"]
+    _, kinds = eager_run(tuimon, 25, "custom_optimizer.py")
     assert len(kinds["step"]) == 25
     assert any("no torch.optim optimizer was made" in t for t in notes_of(kinds))
 
@@ -191,11 +188,8 @@ def test_a_shebang_script_and_one_that_ends_by_itself(tuimon):
 
 
 def test_a_data_bound_script_shows_its_data_wait(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "30", "--", PY,
-                           script("slow_data.py"), "--item-ms", "0.5")
-    assert proc.returncode == 0, proc.stderr
-    _, runs = runs_of(session)
-    steps = runs["eager-script"]["step"][2:]
+    _, kinds = eager_run(tuimon, 30, "slow_data.py", "--item-ms", "0.5")
+    steps = kinds["step"][2:]
     # 32 items of 0.5 ms: at least 16 ms of each step is waiting for the batch
     assert statistics.median(s["data_ms"] for s in steps) >= 16
     assert statistics.median(s["data_ms"] / s["ms"] for s in steps) > 0.6

@@ -27,6 +27,7 @@ from typing import Any
 from tuimon import __version__
 from tuimon.cli.args import DEFAULT_CACHE, DEFAULT_OUT, Parser
 from tuimon.exit_codes import EXIT_OK
+from tuimon.failures import fmt_bytes
 
 PACKAGES = ("torch", "torchvision", "timm", "textual", "rich", "psutil", "nvidia-ml-py", "triton")
 TORCH_TIMEOUT_S = 180.0  # importing torch and asking CUDA: seconds, minutes on a cold disk
@@ -194,13 +195,7 @@ def cache_report(cache: Path) -> dict:
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "n/a"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n}"
+    return "n/a" if n is None else fmt_bytes(n)
 
 
 def rows(r: dict) -> list[tuple[str, str]]:

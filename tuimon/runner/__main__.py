@@ -6,7 +6,6 @@ import argparse
 import faulthandler
 import os
 import platform
-import random
 import signal
 import sys
 import time
@@ -18,6 +17,7 @@ from tuimon.runner.crash import cuda_memory, recipe_frame
 from tuimon.runner.device import SetupError, device_name, resolve_device
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
+from tuimon.runner.seeding import seed_everything
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -179,17 +179,6 @@ def make_profiler(torch, args: argparse.Namespace, trainer, model):
     return Profiler(device_type=trainer.device_type, model=model, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=args.profile_at,
                     out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards)
-
-
-def seed_everything(torch, seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
-
-        numpy.random.seed(seed)
-    except ImportError:
-        pass
 
 
 def variant_notes(mode: str, device: str) -> list[str]:

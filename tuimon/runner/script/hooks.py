@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import json
 import os
-import random
 import signal
 import sys
 import threading
@@ -188,16 +187,10 @@ def _install(cfg: dict) -> None:
 
 def _seed(seed, torch) -> None:
     """--seed, before the script runs (best effort: a script that seeds itself wins)."""
-    if seed is None:
-        return
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
+    from tuimon.runner.seeding import seed_everything
 
-        numpy.random.seed(seed)
-    except ImportError:
-        pass
+    if seed is not None:
+        seed_everything(torch, seed)
 
 
 def _profiler(cfg: dict, run, modes, torch):
