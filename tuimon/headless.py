@@ -31,6 +31,7 @@ class HeadlessView:
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
         self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
         self._phase: dict[str, str] = {}  # the last phase per run, shown again after "profiling"
+        self._said_compiling: set[str] = set()
         self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
@@ -133,7 +134,8 @@ class HeadlessView:
             if e["phase"] == "building":
                 self._progress.start_task(task)
             self._progress.update(task, phase=e["phase"])
-            if e["phase"] == "compiling" and "compile_id" not in e:
+            if e["phase"] == "compiling" and "compile_id" not in e and run not in self._said_compiling:
+                self._said_compiling.add(run)  # said again on resuming a turn: once is enough
                 self._say(f"{label}: compiling (the first step includes torch.compile)")
         elif kind == events.RUN_STARTED:
             params = e.get("params") or 0
@@ -220,3 +222,7 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for r in columns(summary):
         for note in r.notes:
             console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)
+        if r.unreliable:
+            console.print(f"unreliable: {r.label}: {r.unreliable}", style="yellow", highlight=False)
+    if summary.busy:
+        console.print(f"note: {summary.busy}", style="bold yellow", highlight=False)

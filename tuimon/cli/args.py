@@ -34,6 +34,7 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "image-size": (int, 1, 16384, ""),
     "seed": (int, 0, 2**32 - 1, ""),  # numpy's seed range (torch takes more)
     "turn-steps": (int, 1, 10**9, ""),
+    "turn": (float, 0.1, 3600, " s"),
     "interval": (float, 0.2, 3600, " s"),  # below 0.2 s the probes cost more than they tell
     "hang-timeout": (float, 1, 30 * DAY, " s"),
     "profile-at": (int, 0, 10**9, ""),

@@ -65,11 +65,19 @@ def run_parser() -> Parser:
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
                    default="interleave",
-                   help="interleave: variants take turns of --turn-steps steps, so drift hits all "
-                   "alike (default; every variant's process is alive at once); sequential: one "
-                   "variant after the other (one model in memory at a time); parallel: all at once")
-    p.add_argument("--turn-steps", type=limited("turn-steps"), default=50, metavar="N",
-                   help="steps per turn with --schedule interleave (default: 50)")
+                   help="interleave: variants take turns of --turn seconds, so drift and other "
+                   "jobs hit all alike (default; every variant's process is alive at once); "
+                   "sequential: one variant after the other (one model in memory at a time); "
+                   "parallel: all at once")
+    p.add_argument("--turn", type=limited("turn"), default=3.0, metavar="SECONDS",
+                   help="seconds of stepping per turn with --schedule interleave, counted from the "
+                   "turn's first step, compiles aside; at most a quarter of --steps / --duration, "
+                   "so every variant gets 4 turns or more (default: 3)")
+    p.add_argument("--turn-steps", type=limited("turn-steps"), metavar="N",
+                   help="steps per turn instead of --turn seconds")
+    p.add_argument("--quiet-only", action="store_true",
+                   help="keep steps measured while other processes loaded the machine (more than "
+                   "half a core, or on the run's GPU) out of the steady state, and count them")
     p.add_argument("--repeats", type=limited("repeats"), default=1, metavar="K",
                    help="run each variant in K separate processes, in rounds, and put the spread "
                    "between processes into the speedup's interval (default: 1; 3 or more to use it)")
@@ -172,7 +180,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
 
     interval = None if args.no_probes else args.interval
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
-                torch_trace=args.torch_trace, turn_steps=args.turn_steps, hang_s=args.hang_timeout,
+                torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
+                quiet_only=args.quiet_only, hang_s=args.hang_timeout,
                 repeats=args.repeats, script=script)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
@@ -282,7 +291,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
-                                                  "turn_steps", "repeats", "set", "interval",
+                                                  "turn", "turn_steps", "quiet_only", "repeats", "set",
+                                                  "interval",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
                                                   "profile_backward")},

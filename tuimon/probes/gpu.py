@@ -29,6 +29,8 @@ line, and `sample()` still returns the dict below with no devices.
           "fan_percent": int | None,
           "throttle_mask": int | None,   # raw clocks-event/throttle bit mask
           "throttle_reasons": [str, ...] | None,  # decoded, see REASON_BITS ("idle" included)
+          "foreign": {"pids": [int], "gpu_mem": int | None, "sm_util": int | None} | None,
+                                         # processes on it that are none of the runs' (None: not asked)
         },
       ],
       "runs": {
@@ -161,6 +163,7 @@ class GpuProbe:
         self._new_unsupported: list[str] = []
         self._errors: dict[str, str] = {}
         self._last_ts: dict[int, int] = {}  # per device, µs, process-utilisation window
+        self._foreign: dict[int, dict | None] = {}  # per device: other processes than the runs'
         self._nvml = nvml
         self._inited = False
         if nvml is None:
@@ -230,7 +233,9 @@ class GpuProbe:
         if self.available:
             for info, handle in zip(self.devices, self._handles, strict=True):
                 devices.append(self._device(info, handle))
+                self._foreign[info["index"]] = None
                 self._attribute(info["index"], handle, runs, per_run, answered)
+                devices[-1]["foreign"] = self._foreign[info["index"]]
         out_runs = {}
         for rid in runs:
             rows = per_run[rid]
@@ -318,6 +323,7 @@ class GpuProbe:
         util_by_pid: dict[int, list[tuple[int, int]]] = {}
         for s in samples or ():
             util_by_pid.setdefault(s.pid, []).append((int(s.smUtil), int(s.memUtil)))
+        self._foreign[i] = _foreign(mem_by_pid, util_by_pid, set().union(*runs.values()))
         for rid, pids in runs.items():
             if procs is not None:
                 answered[rid] = True
@@ -352,6 +358,17 @@ class GpuProbe:
             self._inited = False
             with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()
+
+
+def _foreign(mem_by_pid: dict, util_by_pid: dict, ours: set[int]) -> dict:
+    """The processes on a device that are none of the session's runs (a noisy neighbour):
+    their pids, memory and summed SM % (None where NVML did not say)."""
+    pids = sorted((mem_by_pid.keys() | util_by_pid.keys()) - ours)
+    mems = [mem_by_pid[p] for p in pids if mem_by_pid.get(p) is not None]
+    sms = [round(sum(v[0] for v in util_by_pid[p]) / len(util_by_pid[p])) for p in pids
+           if util_by_pid.get(p)]
+    return {"pids": pids, "gpu_mem": sum(mems) if mems else (0 if not pids else None),
+            "sm_util": min(sum(sms), 100) if sms else (0 if not pids else None)}
 
 
 def _text(value: Any) -> str | None:

@@ -31,6 +31,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--duration", type=float)
     p.add_argument("--warmup", default="auto")  # "auto": the statistics find it in the data
     p.add_argument("--turns", type=int, default=0, help="steps per turn (interleaved schedule)")
+    p.add_argument("--turn-seconds", type=float, default=0.0,
+                   help="seconds of stepping per turn (interleaved schedule, without --turns)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--image-size", type=int)
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         # With "auto" only the first step is labelled warm-up here; the statistics find the rest.
         fixed_warmup = 1 if args.warmup == "auto" else int(args.warmup)
         settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, fixed_warmup,
-                                     args.turns)
+                                     args.turns, args.turn_seconds)
         trainer = loop.Trainer(recipe, device, settings)
         watch = CompileWatch()
         watch.install()

@@ -42,6 +42,7 @@ from tuimon.runner.steps import (  # noqa: F401 - BatchCycle, to_device, samples
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.runner.turns import Turns
 
 
 @dataclass
@@ -51,7 +52,8 @@ class LoopSettings:
     steps: int | None
     duration: float | None
     warmup: int
-    turns: int = 0  # interleaved schedule: wait for a turn before step 0 and every `turns` steps
+    turns: int = 0  # interleaved schedule: steps per turn (0: turns sized in time, turn_s)
+    turn_s: float = 0.0  # interleaved schedule: seconds per turn (runner/turns.py); 0 and 0: no turns
 
 
 def amp_dtype(device: str):
@@ -209,7 +211,9 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
 
     # Locals for the hot path: each one a load instead of an attribute or a global lookup.
     steps = s.steps if s.steps is not None else float("inf")
-    warmup, turns, duration = s.warmup, s.turns, s.duration
+    warmup, duration = s.warmup, s.duration
+    turns = Turns(s.turns, s.turn_s, steps, duration)
+    taking_turns = turns.on
     guarded = guard.on
     step, recipe = trainer.step, trainer.recipe
     fixed_n = recipe.samples_per_batch or _fixed_samples(recipe)
@@ -226,11 +230,12 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
         while i < steps:
             if guarded and (profiler is None or profiler.capture is None):
                 guard.ours()
-            if turns and i % turns == 0:
+            if taking_turns and (i == 0 or turns.over(i)):
                 profile_at = poll_at = 0  # a request taken during the wait starts at once
                 if obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
                     reason = "stopped"  # stopped while waiting for its turn
                     break
+                turns.begin(i)
             # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
             # read every POLL_S at most; after a line, at the next boundary again (lines queue).
             now = perf()
@@ -290,6 +295,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 compile_ms = watch.take_step_compile_ms()
                 if compile_ms or profiled:
                     ring.extra[i] = (compile_ms, profiled)
+                if compile_ms:
+                    turns.compiled()  # a compile is not a turn
             step_phase = "warmup" if i < warmup else "steady"
             i += 1  # step i-1 is in the ring: a flush from here on hands it over
             if result is not None:  # a capture finished: its steps first, then its tables

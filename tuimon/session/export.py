@@ -47,6 +47,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 f"started {meta.get('started', '?')}",
                 f"- device: {device_line(summary)}",
                 f"- Inductor cache: {meta.get('cache', '?')}", ""]
+    if summary.busy:
+        out += [f"**Note: {summary.busy}.**", ""]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]

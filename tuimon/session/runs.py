@@ -41,7 +41,9 @@ class Plan:
     interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
     stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
     torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
-    turn_steps: int = 50  # interleaved schedule: steps a run takes per turn
+    turn_steps: int | None = None  # interleaved schedule: steps a run takes per turn, or
+    turn_s: float = 3.0  # (turn_steps None) seconds it steps per turn (runner/turns.py)
+    quiet_only: bool = False  # keep steps measured under other processes' load out (stats)
     hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
     repeats: int = 1  # processes per variant, run in rounds (every variant once per round)
     # A script run (`tuimon run -- CMD`): command, script, name and the runner's settings (steps,

@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import psutil
+
 from tuimon import events
 from tuimon.probes import GpuProbe, HostProbe, run_alerts, system_alerts
 
@@ -22,7 +24,11 @@ MIN_INTERVAL = 0.2
 class Sampler:
     def __init__(self, interval: float, pids: Callable[[], dict[str, int]],
                  deliver: Callable[[list[dict]], None], gpu: GpuProbe | None = None,
-                 host: HostProbe | None = None) -> None:
+                 host: HostProbe | None = None,
+                 stepping: Callable[[], set[str]] | None = None) -> None:
+        """``stepping``: the runs stepping now (not building, compiling, paused or waiting for
+        their turn); only they can overuse their share of the cores (None: every run)."""
+        self._stepping = stepping
         self.interval = max(MIN_INTERVAL, interval)
         self._pids = pids
         self._deliver = deliver
@@ -32,6 +38,8 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tuimon-sampler", daemon=True)
         self._said_gpu = False
+        self._own = psutil.Process()
+        self._own.cpu_percent(None)  # the baseline of this process's own CPU share
 
     def start(self) -> None:
         self._thread.start()
@@ -64,10 +72,24 @@ class Sampler:
             runs[run] = {**{k: h.get(k) for k in HOST_KEYS}, "gpu_mem": g.get("gpu_mem"),
                          "sm_util": g.get("sm_util"),
                          "gpus": [d["index"] for d in g.get("per_device", [])]}
-        batch.append(events.make(events.SAMPLE, system=host["system"], runs=runs,
-                                 devices=gpu["devices"]))
+        system = {**host["system"], "foreign_cores": self._foreign_cores(host)}
+        batch.append(events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"]))
         batch += self._warnings(host, gpu, runs)
         return batch
+
+    def _foreign_cores(self, host: dict) -> float | None:
+        """Cores the machine spent on other processes than the session's (its runs' trees and
+        this supervisor) over the last period: a noisy neighbour. None until every figure has
+        its baseline (the first sample of a process)."""
+        pct, cpus = host["system"].get("cpu_percent"), host["system"].get("cpu_count")
+        runs = [h.get("cpu_percent") for h in host["runs"].values()]
+        try:
+            own = self._own.cpu_percent(None)
+        except psutil.Error:
+            own = None
+        if pct is None or not cpus or own is None or any(c is None for c in runs):
+            return None
+        return round(max(0.0, pct / 100.0 * cpus - (sum(runs) + own) / 100.0), 2)
 
     def _info(self, gpu: dict) -> list[dict]:
         out = []
@@ -85,10 +107,14 @@ class Sampler:
         now: set[tuple[str | None, str]] = {(None, text) for text in system_alerts(host["system"])}
         devices = {d["index"]: d for d in gpu["devices"]}
         cpus = host["system"].get("cpu_count") or 1
+        # Only the runs stepping now share the cores: under interleave that is the one holding
+        # the turn, with the machine to itself; a compile's worker processes are no overuse.
+        stepping = set(runs) if self._stepping is None else self._stepping() & set(runs)
         for run, values in runs.items():
+            tree = host["runs"][run] if run in stepping else None
             for device in [devices.get(i) for i in values["gpus"]] or [None]:
-                for text in run_alerts(device, host["runs"][run], cpu_count=cpus,
-                                       concurrent_runs=len(runs)):
+                for text in run_alerts(device, tree, cpu_count=cpus,
+                                       concurrent_runs=max(1, len(stepping))):
                     now.add((run, text))
         new = now - self._active
         self._active = now

@@ -103,7 +103,7 @@ class Supervisor(Commands, Stopping):
         self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
         self._sampler = Sampler(plan.interval, self.live_pids,
                                 lambda batch: self._inbox.put((EVENTS, None, batch)),
-                                gpu=gpu_probe) if plan.interval else None
+                                gpu=gpu_probe, stepping=self._stepping) if plan.interval else None
     # ---- the loop ------------------------------------------------------------------------
     def run(self, keep_open: bool = False) -> str:
         """Run the plan's variants per the schedule, and whatever is added meanwhile.
@@ -112,6 +112,11 @@ class Supervisor(Commands, Stopping):
         keep_open=True (a TUI): keeps sampling and taking commands until ``close()``.
         Returns 'done', 'failed' (a run failed) or 'interrupted' (Ctrl-C).
         """
+        plan = self.plan  # what every reader of the session should know of how it was run
+        self._record([events.make(events.SESSION_STARTED, schedule=plan.schedule,
+                                  turn_steps=plan.turn_steps, turn_s=plan.turn_s,
+                                  interval=plan.interval, repeats=plan.repeats,
+                                  quiet_only=plan.quiet_only)])
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -160,12 +165,15 @@ class Supervisor(Commands, Stopping):
 
     def _start(self, r: Run, threads: int | None) -> None:
         runner_args = [*self.plan.runner_args, "--profile-dir", str(self.store.path / PROFILES)]
-        if self.plan.schedule == "interleave":
-            runner_args += ["--turns", str(self.plan.turn_steps)]
+        interleave = self.plan.schedule == "interleave"
+        if interleave:
+            runner_args += (["--turns", str(self.plan.turn_steps)] if self.plan.turn_steps
+                            else ["--turn-seconds", str(self.plan.turn_s)])
         script = None
         if self.plan.script is not None:
             script = {**self.plan.script, "profile_dir": str(self.store.path / PROFILES),
-                      "turns": self.plan.turn_steps if self.plan.schedule == "interleave" else 0}
+                      "turns": (self.plan.turn_steps or 0) if interleave else 0,
+                      "turn_s": self.plan.turn_s if interleave else 0.0}
         r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe, script=script,
                               runner_args=runner_args, threads=threads,
                               cache=self.plan.cache_dir or self._fresh_cache(r.id),
@@ -174,6 +182,11 @@ class Supervisor(Commands, Stopping):
                               if self.plan.torch_trace else None)
         self._live[r.id] = r
         self._set_state(r.id, RUNNING)
+
+    def _stepping(self) -> set[str]:
+        """The runs stepping now, for the sampler's thread (a snapshot; stale by a tick at most)."""
+        return {run for run, r in list(self._live.items()) if r.stepping and not r.compiling
+                and not r.waiting_turn and self._state(run) != PAUSED}
 
     def _deliver(self, run: str, batch: list[dict] | None) -> None:
         """Called by a child's reader thread."""

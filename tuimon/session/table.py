@@ -4,8 +4,9 @@ TUI, which format a number only through here (and ``fmt``)."""
 
 from __future__ import annotations
 
-from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_s, short_name
+from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
 from tuimon.session.stats import RunStats, SessionSummary
+from tuimon.session.stats.load import busy, load_text
 
 
 def status_text(r: RunStats) -> str:
@@ -84,8 +85,20 @@ def speedup_text(r: RunStats) -> str:
         text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
         if r.within_noise:
             text += ", within noise"
-    if r.unreliable:
+    if r.load_differs:
+        text += " — unreliable: other processes' load differed"
+    elif r.unreliable:
         text += " — unreliable"
+    return text
+
+
+def other_load_text(r: RunStats) -> str:
+    """Other processes' load during the run's steady steps (a noisy neighbour)."""
+    if r.foreign_cores is None and not r.foreign_gpu_pids:
+        return DASH
+    text = load_text(r) + (" — busy" if busy(r) else "")
+    if r.busy_dropped:
+        text += f" · {r.busy_dropped} steps kept out (--quiet-only)"
     return text
 
 
@@ -191,8 +204,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("steps measured", measured_text),
         ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
-        ("throughput", lambda r: DASH if r.throughput is None
-         else f"{r.throughput:,.1f} {r.throughput_unit}/s"),
+        ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
         ("speedup vs eager", speedup_text),
         ("compile / warm-up time", compile_text),
         ("compile pays off after", breakeven_text),
@@ -203,6 +215,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         ("peak memory", peak_memory_text),
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
+        ("other processes while it stepped", other_load_text),
     ]
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))

@@ -30,6 +30,7 @@ from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
 
@@ -49,7 +50,8 @@ class ScriptSteps:
         self.steps = cfg.get("steps") or float("inf")
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
-        self.turns = int(cfg.get("turns") or 0)
+        self.turns = Turns(int(cfg.get("turns") or 0), float(cfg.get("turn_s") or 0.0),
+                           cfg.get("steps"), self.duration)
         self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
         self.started = False  # run_started said: the first sign of training seen
         self.reason: str | None = None  # why tuimon ended the script (steps, duration, stopped)
@@ -173,8 +175,9 @@ class ScriptSteps:
             notes=list(cfg.get("notes") or []))
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
-        if self.turns:  # the interleaved schedule: step 0 waits for its turn too
+        if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
             self._obey("pause", turn=True)
+            self.turns.begin(0)
         self._began = time.monotonic()
         self.clock.start()
 
@@ -202,6 +205,8 @@ class ScriptSteps:
         profiled = result = None
         if self.profiler is not None and self.profiler.capture is not None:
             profiled, result = self.profiler.after_step(i, self.watch.count)
+        if compile_ms:
+            self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
         if self.backwards > 1 and not self.by_backward and not self._accum_said:
@@ -239,8 +244,9 @@ class ScriptSteps:
             else:
                 self._poll_at = 0.0
                 self._obey(command)
-        if self.turns and i % self.turns == 0:
+        if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
+            self.turns.begin(i)
         if i >= self.steps:
             self.stop("steps")
         if self.duration is not None:

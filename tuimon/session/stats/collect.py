@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.session.stats.compare import compare
+from tuimon.session.stats.load import busy_periods, session_busy
 from tuimon.session.stats.probes import probe_stats
 from tuimon.session.stats.replicates import combine_replicates
 from tuimon.session.stats.rows import RunStats, SessionSummary
@@ -109,21 +110,25 @@ class Collector:
                              profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
+        samples = list(self._samples)
         for run, r in runs.items():
-            step_stats(r, steps[run], *self._counts[run])
+            busy = busy_periods(samples, run) if self._session.quiet_only else None
+            step_stats(r, steps[run], *self._counts[run], busy=busy)
             profile_stats(r, steps[run])
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
-        samples = list(self._samples)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            compare(r, runs, losses)
             probe_stats(r, steps[r.run], samples, self._pauses[r.run])
+        for r in runs.values():  # after every run's probes: a comparison weighs both loads
+            compare(r, runs, losses)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
             compare(v, variants, losses)
-        return replace(self._session, runs=list(runs.values()), variants=list(variants.values()),
+        session = replace(self._session)
+        session_busy(session, list(runs.values()))
+        return replace(session, runs=list(runs.values()), variants=list(variants.values()),
                        unsupported=list(self._session.unsupported),
                        warnings=list(self._session.warnings))
 
@@ -151,7 +156,9 @@ class LossTrack:
 
 
 def _apply_session(summary: SessionSummary, e: dict) -> None:
-    if e["type"] == events.PROBE_INFO:
+    if e["type"] == events.SESSION_STARTED:
+        summary.quiet_only = bool(e.get("quiet_only"))
+    elif e["type"] == events.PROBE_INFO:
         if "gpu_available" in e:
             summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
         summary.unsupported += [m for m in e.get("unsupported", []) if m not in summary.unsupported]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from tuimon.session.stats.intervals import Z95, log_se, t95, welch_df
+from tuimon.session.stats.load import compare_load
 from tuimon.session.stats.replicates import measured_processes
 from tuimon.session.stats.rows import RunStats
 
@@ -29,6 +30,7 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
         r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
     if not r.median_ms:
         return
+    compare_load(r, base)
     r.speedup = base.median_ms / r.median_ms
     if r is base:
         return

@@ -4,6 +4,7 @@ its process tree, and the GPU figures of the devices it used."""
 from __future__ import annotations
 
 from tuimon.probes.alerts import BENIGN_REASONS
+from tuimon.session.stats.load import foreign_stats
 from tuimon.session.stats.rows import RunStats, max_of, mean_of
 from tuimon.session.stats.steady_state import steady_window
 
@@ -19,6 +20,7 @@ def probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses:
     r.samples = len(mine)
     if not mine:
         return
+    foreign_stats(r, mine)
     host = [v for _, v in mine]
     r.cpu_mean = mean_of([v.get("cpu_percent") for v in host])
     r.cpu_max = max_of([v.get("cpu_percent") for v in host])

@@ -45,6 +45,12 @@ class RunStats:
     speedup_lo: float | None = None  # 95 % interval of the speedup
     speedup_hi: float | None = None
     within_noise: bool = False  # the interval contains 1.0
+    foreign_cores: float | None = None  # other processes' CPU while it stepped (mean, cores)
+    foreign_gpu_sm: float | None = None  # other processes on its GPUs: SM % (mean)
+    foreign_gpu_mem: int | None = None  # ... their memory (max, bytes)
+    foreign_gpu_pids: list[int] = field(default_factory=list)
+    load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
+    busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
     unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
     baseline: str | None = None
     breakeven_steps: int | None = None  # None with breakeven_never False: not computable
@@ -111,12 +117,14 @@ class SessionSummary:
     unsupported: list[str] = field(default_factory=list)  # GPU metrics that were n/a
     warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
     variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
+    quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
+    busy: str | None = None  # every run stepped beside other processes' load: says how much
 
     def to_dict(self) -> dict:
         return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
                 "variants": [asdict(r) | {"label": r.label} for r in self.variants],
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
-                                                 "unsupported", "warnings")}}
+                                                 "unsupported", "warnings", "quiet_only", "busy")}}
 
 
 def mean_of(values: list) -> float | None:

@@ -3,6 +3,7 @@ step-time statistics of what is left (median, spread, interval, throughput, over
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 
@@ -18,7 +19,10 @@ def is_measured(step: dict) -> bool:
             and not step.get("gap"))
 
 
-def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int) -> None:
+def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,
+               busy: list[tuple[float, float]] | None = None) -> None:
+    """``busy``: --quiet-only's periods of other processes' load; steps ending in them are kept
+    out of the steady state and counted in ``busy_dropped``."""
     r.steps = total
     if not run_steps:
         return
@@ -29,6 +33,17 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     losses = [s.get("loss") for s in run_steps]
     r.final_loss = next((x for x in reversed(losses) if x is not None), None)
     candidates = [s for s in run_steps if is_measured(s)]  # in step order
+    if busy:  # periods in time order, not overlapping: one bisection a step
+        ends = [b for _, b in busy]
+
+        def in_busy(t: float) -> bool:
+            k = bisect.bisect_left(ends, t)
+            return k < len(busy) and busy[k][0] < t
+
+        quiet = [s for s in candidates if not in_busy(s["t"])]
+        r.busy_dropped = len(candidates) - len(quiet)
+        measured_total -= r.busy_dropped
+        candidates = quiet
     cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.warmup_auto else 0
     steady = candidates[cut:]
     r.measured = measured_total - cut

@@ -29,7 +29,9 @@ class ComparisonStrip(Static):
                 over = f", {len(r.processes)} processes" if r.processes else ""
                 t.append(f" (CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f}{over}"
                          f"{', within noise' if r.within_noise else ''})", style="dim")
-            if r.unreliable:
+            if r.load_differs:
+                t.append(" unreliable: other processes' load differed", style="bold yellow")
+            elif r.unreliable:
                 t.append(" unreliable: recompiles", style="bold yellow")
             if r.compiled:
                 t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
@@ -37,6 +39,8 @@ class ComparisonStrip(Static):
                 t.append(" · losses not comparable (first losses differ)", style="dim")
             elif r.max_loss_diff is not None:
                 t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
+        if summary.busy:
+            t.append(f"\n{summary.busy}", style="yellow")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
         self.update(t)

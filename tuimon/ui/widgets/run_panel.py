@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from tuimon.session.fmt import fmt_bytes, fmt_loss, fmt_ms, fmt_s
+from tuimon.session.fmt import fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s
 from tuimon.session.stats import RunStats
 from tuimon.session.table import breakeven_text
 from tuimon.ui.model import RunLive
@@ -84,7 +84,7 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
         t.append("median ", style="dim")
         t.append(fmt_ms(r.median_ms), style="bold")
         t.append(f"  p90 {fmt_ms(r.p90_ms)}\n", style="dim")
-        t.append(f"{r.throughput:,.0f}/s  " if r.throughput else "")
+        t.append(f"{fmt_rate(r.throughput, r.throughput_unit)}  " if r.throughput else "")
         if r.speedup is not None:
             t.append(f"{r.speedup:.2f}×", style="bold green" if r.speedup >= 1.0 else "bold red")
             t.append(f" vs {r.baseline.split('/')[0]}" if r.baseline != r.label else " baseline",

@@ -1,0 +1,45 @@
+"""When a run's turn ends in the interleaved schedule: after a fixed number of steps
+(``--turn-steps``), or once it has stepped for ``--turn`` seconds, counted from its first step
+after the turn began and restarted by a step that compiled (a compile is not a turn). With
+``--steps`` known, a turn holds at most a quarter of them, and with ``--duration`` it lasts at
+most a quarter of it, so every variant gets at least four turns however slow its steps are."""
+
+from __future__ import annotations
+
+import math
+import time
+
+MIN_TURNS = 4
+
+
+class Turns:
+    def __init__(self, steps_per_turn: int = 0, seconds: float = 0.0, steps: int | float | None = None,
+                 duration: float | None = None) -> None:
+        self.steps = int(steps_per_turn or 0)
+        self.seconds = float(seconds or 0.0)
+        if duration and self.seconds:
+            self.seconds = min(self.seconds, duration / MIN_TURNS)
+        finite = steps is not None and steps != float("inf")
+        self.cap = max(1, math.ceil(steps / MIN_TURNS)) if finite and not self.steps else None
+        self.on = bool(self.steps or self.seconds)
+        self.first = 0
+        self.t0 = 0.0
+
+    def begin(self, i: int) -> None:
+        """The turn starts before step ``i``."""
+        self.first = i
+        self.t0 = time.perf_counter()
+
+    def compiled(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def over(self, i: int) -> bool:
+        """``i`` steps done: is the turn over?"""
+        n = i - self.first
+        if n <= 0:
+            return False
+        if self.steps:
+            return n >= self.steps
+        if self.cap is not None and n >= self.cap:
+            return True
+        return time.perf_counter() - self.t0 >= self.seconds
