@@ -139,3 +139,25 @@ def test_a_foreign_gpu_process_is_seen_on_the_runs_device():
     foreign = sample["devices"][0]["foreign"]
     assert foreign == {"pids": [4242], "gpu_mem": 3 * 2**30, "sm_util": 35}
     assert sample["runs"]["eager-fp32"]["gpu_mem"] == 2**30
+
+
+def test_a_foreign_gpu_process_makes_the_session_busy_and_names_it():
+    """The same rules on a GPU box, from samples a fake NVML's probe would give: another process
+    at 35 % SM on the runs' GPU while both stepped."""
+    from test_stats import run_events
+
+    from tuimon import events
+    from tuimon.session.stats import summarize
+
+    evs = run_events("eager-fp32", "eager", "fp32", [10.0] * 40)
+    evs += run_events("default-fp32", "default", "fp32", [8.0] * 40)
+    device = {"index": 0, "util_gpu": 90, "foreign": {"pids": [4242], "gpu_mem": 2**30, "sm_util": 35}}
+    for k in range(40):
+        evs.append(events.make(events.SAMPLE, system={"foreign_cores": 0.05}, devices=[device],
+                               runs={run: {"cpu_percent": 100.0, "gpus": [0]}
+                                     for run in ("eager-fp32", "default-fp32")}))
+        evs[-1]["t"] = 1000.0 + k
+    summary = summarize(evs)
+    assert summary.busy == ("the machine was busy: other processes used ~0.1 cores (GPU: pid 4242 "
+                            "at 35 %) while these steps ran; times are slower than on a quiet machine")
+    assert all(r.foreign_gpu_pids == [4242] for r in summary.runs)
