@@ -329,7 +329,7 @@ def test_unknown_runs_are_refused_and_close_before_run_starts_nothing(tmp_path):
     assert no_children_left(0) == []
     session.close()
     kinds = [e["type"] for e in store.read_events(session.path)[0]]
-    assert kinds == ["run_queued", "control", "finished", "session_ended"]
+    assert kinds == ["session_started", "run_queued", "control", "finished", "session_ended"]
 
 
 def test_a_run_without_steps_is_flagged_hung_and_dump_writes_its_stacks(tmp_path):

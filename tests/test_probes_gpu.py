@@ -30,6 +30,7 @@ DEVICE_KEYS = {
     "fan_percent",
     "throttle_mask",
     "throttle_reasons",
+    "foreign",
 }
 
 

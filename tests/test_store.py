@@ -212,7 +212,7 @@ def test_a_deleted_session_directory_is_recreated_with_everything(tmp_path, indu
     evs, bad = store.read_events(session)
     assert bad == 0
     assert [e["i"] for e in evs if e["type"] == "step"] == list(range(80))  # nothing lost
-    assert evs[0]["type"] == "run_queued" and evs[-1]["type"] == "session_ended"
+    assert evs[0]["type"] == "session_started" and evs[-1]["type"] == "session_ended"
     assert any(e["type"] == "warning" and e.get("store") for e in evs)
     assert store.read_meta(session)["status"] == "done"  # meta.json rewritten too
     assert (session / "summary.md").is_file() and (session / "logs").is_dir()
