@@ -7,7 +7,9 @@
   then at its end with the comparison strip;
 - repeats-120x32: a real interleaved tiny_mlp session with --repeats 3, in its last round: the
   panels show the third processes, the strip the speedup combined over the rounds.
-`--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats).
+- script-120x32: `tuimon run -- python tests/scripts/plain_loop.py`, an unmodified script
+  (DataLoader workers, a validation pass each epoch), eager vs default, interleaved.
+`--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats, script).
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
@@ -131,6 +133,31 @@ async def repeats(tmp: Path) -> None:
         app.source.close()
 
 
+async def script(tmp: Path) -> None:
+    """`tuimon run -- python tests/scripts/plain_loop.py`: an unmodified script, eager vs default
+    (tuimon compiles its model), interleaved, with its validation passes kept apart."""
+    from tuimon.cli.script import check_command
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import SCRIPT, product
+
+    command = [sys.executable, str(ROOT / "tests/scripts/plain_loop.py"), "--workers", "2",
+               "--epochs", "1000"]
+    settings = {**check_command(command), "steps": 6000, "duration": None, "warmup": 1, "seed": 0,
+                "auto_compile": True}
+    store = SessionStore.create(tmp, "plain_loop")
+    plan = Plan(Path(command[1]), product(["eager", "default"], [SCRIPT]), "interleave", [],
+                cache_dir=tmp / "cache", interval=0.5, turn_s=1.0, script=settings)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+    async with app.run_test(size=(120, 32)) as pilot:
+        runs = app.model.runs
+        while not (len(runs) == 2 and all(r.steps > 1500 for r in runs.values())):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 1)
+        shoot(app, "script-120x32")
+        app.source.close()
+
+
 def shoot(app, name: str) -> None:
     out = HERE / f"{name}.svg"
     app.save_screenshot(out.name, str(HERE))
@@ -140,7 +167,7 @@ def shoot(app, name: str) -> None:
 async def main() -> None:
     makers = [replay, compile_pane]
     if "--replay-only" not in sys.argv:
-        makers += [live, profiler_pane, repeats]
+        makers += [live, profiler_pane, repeats, script]
     if "--only" in sys.argv:
         makers = [globals()[sys.argv[sys.argv.index("--only") + 1]]]
     with tempfile.TemporaryDirectory() as tmp:

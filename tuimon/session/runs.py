@@ -72,6 +72,7 @@ class Run:
     # (started, a compile ended, resumed); None until it starts. Compiling does not count.
     last_step: float | None = None
     compiling: bool = False
+    stepping_since: float | None = None  # since when it may step without a break (the sampler)
     hung_said: bool = False
     steps_seen: bool = False
     script_end: dict | None = None  # a script's finished event, held until its exit code is known

@@ -184,9 +184,15 @@ class Supervisor(Commands, Stopping):
         self._set_state(r.id, RUNNING)
 
     def _stepping(self) -> set[str]:
-        """The runs stepping now, for the sampler's thread (a snapshot; stale by a tick at most)."""
-        return {run for run, r in list(self._live.items()) if r.stepping and not r.compiling
-                and not r.waiting_turn and self._state(run) != PAUSED}
+        """The runs that stepped through the whole last sampling period, for the sampler's
+        thread (a snapshot): a period that held a compile, a turn wait or a pause says nothing
+        of a run's share of the cores (a compile's workers are no overuse). Under interleave
+        only the run holding the turn steps."""
+        now, period = time.monotonic(), self.plan.interval or 1.0
+        runs = {run for run, r in list(self._live.items()) if r.stepping and not r.compiling
+                and not r.waiting_turn and self._state(run) != PAUSED
+                and now - (r.stepping_since or now) >= period}
+        return runs & {self._turn} if self.plan.schedule == "interleave" else runs
 
     def _deliver(self, run: str, batch: list[dict] | None) -> None:
         """Called by a child's reader thread."""
@@ -231,10 +237,11 @@ class Supervisor(Commands, Stopping):
             # The clock starts now, not at the first step: steps are sent 4 times a second, so a
             # run that hangs right after fast steps may never have sent one.
             r.stepping, r.last_step = True, time.monotonic()
+            r.stepping_since = r.last_step
         elif kind == events.PHASE:
             if r.compiling or e.get("phase") == "compiling":
                 r.compiling = e.get("phase") == "compiling"
-                r.last_step = time.monotonic()
+                r.last_step = r.stepping_since = time.monotonic()
             if e.get("phase") == "paused" and e.get("turn"):
                 r.waiting_turn = True  # its turn is over (or it is ready for its first)
                 if self._turn == r.id:
@@ -243,7 +250,7 @@ class Supervisor(Commands, Stopping):
                 self._set_state(r.id, PAUSED)
             elif self._state(r.id) == PAUSED:
                 self._set_state(r.id, RUNNING)
-                r.last_step = time.monotonic()  # a paused time is no silence
+                r.last_step = r.stepping_since = time.monotonic()  # a paused time is no silence
         elif kind == events.FINISHED:
             r.ended = True
             self._set_state(r.id, STOPPED if e.get("reason") == "stopped" else DONE)
@@ -270,6 +277,7 @@ class Supervisor(Commands, Stopping):
         r = self._runs[nxt]
         if r.child.send("resume"):
             r.waiting_turn, r.last_step = False, time.monotonic()
+            r.stepping_since = r.last_step
             self._turn = self._last_turn = nxt
 
     def _reap(self, run: str) -> None:
