@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+import pytest
 from conftest import RECIPES, TEST_RECIPES
 from test_end_to_end import runs_of
 
@@ -96,6 +98,11 @@ def test_a_busy_machine_is_said(tuimon):
 def test_load_during_one_variants_turns_is_flagged_then_dropped_with_quiet_only(tuimon, tmp_path):
     """Two burners run while the compiled variant steps: all its turns (flagged unreliable,
     with the figures), then every other one with --quiet-only (those steps kept out)."""
+    # On 2 cores the burners can only show beside the runner's own core: other load already
+    # there would leave no room for the difference this test reads.
+    background = psutil.cpu_percent(interval=1.0) / 100 * (os.cpu_count() or 1)
+    if background > 0.5:
+        pytest.skip(f"needs a quiet machine: {background:.1f} cores busy before the test")
     poke = tmp_path / "poke"
     poke.touch()
     os.utime(poke, (0, 0))
