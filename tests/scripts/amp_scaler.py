@@ -1,36 +1,61 @@
-"""Mixed precision the usual way: autocast around the forward, a GradScaler around backward and
-the step; --nan-every N makes every N-th loss infinite so the scaler skips that step."""
+"""Mixed precision the way the PyTorch AMP recipe does it: autocast around the forward pass
+(bfloat16 on CPU, float16 on CUDA) and a GradScaler around backward and the optimizer step.
+--nan-every N makes every N-th loss infinite, like an fp16 overflow, so the scaler skips that
+optimizer step and lowers its scale."""
 
 import argparse
+import math
+import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-p = argparse.ArgumentParser()
-p.add_argument("--epochs", type=int, default=20)
-p.add_argument("--lr", type=float, default=1e-3)
-p.add_argument("--nan-every", type=int, default=0)
-args = p.parse_args()
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=60)
+parser.add_argument("--lr", type=float, default=1e-3)
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--nan-every", type=int, default=0, help="make every N-th loss inf (0: never)")
+args = parser.parse_args()
 
-device = "cuda" if torch.cuda.is_available() else "cpu"
-torch.manual_seed(0)
+torch.manual_seed(args.seed)
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
 model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
-opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-scaler = torch.amp.GradScaler(device)
-dtype = torch.float16 if device == "cuda" else torch.bfloat16
-data = DataLoader(TensorDataset(torch.randn(1024, 32), torch.randint(0, 10, (1024,))), batch_size=32)
+optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+criterion = nn.CrossEntropyLoss()
+
+# autocast and the scaler follow the device the model lives on
+device_type = next(model.parameters()).device.type
+amp_dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+scaler = torch.amp.GradScaler(device_type)
+
+x = torch.randn(4096, 32)
+y = (x[:, :10] + 0.5 * torch.randn(4096, 10)).argmax(1)
+loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True, num_workers=0)
+
 step = 0
 for epoch in range(args.epochs):
-    for x, y in data:
-        x, y = x.to(device), y.to(device)
-        opt.zero_grad()
-        with torch.autocast(device_type=device, dtype=dtype):
-            loss = nn.functional.cross_entropy(model(x), y)
+    t0 = time.time()
+    total, skipped = 0.0, 0
+    for xb, yb in loader:
+        xb, yb = xb.to(device), yb.to(device)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device_type, dtype=amp_dtype):
+            out = model(xb)
+            loss = criterion(out, yb)
         step += 1
         if args.nan_every and step % args.nan_every == 0:
-            loss = loss * float("inf")
+            loss = loss * float("inf")  # simulate an overflow
         scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-    print(f"epoch {epoch}: loss {loss.item():.4f} scale {scaler.get_scale()}", flush=True)
+        scaler.step(optimizer)  # skipped when the gradients hold inf/nan
+        scaler.update()  # and the scale is halved
+        value = loss.item()
+        if math.isfinite(value):
+            total += value
+        else:
+            skipped += 1
+    n = len(loader) - skipped
+    print(f"epoch {epoch}: loss {total / max(n, 1):.4f}  skipped steps {skipped}  "
+          f"scale {scaler.get_scale():g}  ({time.time() - t0:.2f}s)", flush=True)

@@ -1,20 +1,41 @@
-"""A script that trains, then fails on a bad batch deep in a helper."""
+"""A script that trains, then dies on a corrupt record: a data check helper raises a ValueError."""
+import argparse
 
 import torch
-from torch import nn
 
 
-def check(batch, epoch, step):
-    if epoch == 0 and step == 7:
+def check_batch(x, epoch, step):
+    if not torch.isfinite(x).all():
         raise ValueError(f"bad batch at epoch {epoch} step {step}")
-    return batch
+    return x
 
 
-model = nn.Linear(32, 10)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-for epoch in range(3):
-    for step in range(100):
-        x = check(torch.randn(32, 32), epoch, step)
-        opt.zero_grad()
-        model(x).pow(2).mean().backward()
-        opt.step()
+def train_epoch(model, optimizer, x, y, epoch, batch_size):
+    for step, k in enumerate(range(0, len(x), batch_size)):
+        xb = check_batch(x[k:k + batch_size], epoch, step)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xb), y[k:k + batch_size])
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+
+    x = torch.randn(1024, 32)
+    y = torch.randint(0, 10, (1024,))
+    x[7 * 32 + 5, 3] = float("nan")  # one corrupt record, in the 8th batch of 32
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    for epoch in range(args.epochs):
+        loss = train_epoch(model, optimizer, x, y, epoch, args.batch_size)
+        print(f"epoch {epoch}: loss {loss:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
