@@ -286,3 +286,14 @@ def test_loss_parity_says_when_the_runs_did_not_start_alike(tuimon):
         md = (session / "summary.md").read_text()
         assert ("not comparable with eager/script: the first losses differ" in md) != comparable
         assert ("max Δ" in md) == comparable
+
+
+def test_a_capture_on_a_script_timed_by_backward(tuimon):
+    """No torch.optim optimizer: steps come from backward(), and a profiler capture still opens
+    there (the profiler is made when training starts, not at the first optimizer step)."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "30", "--profile-at",
+                           "10", "--", PY, script("custom_optimizer.py"))
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["eager-script"]
+    done = [p for p in kinds["profile"] if p.get("state") == "done"]
+    assert done and done[0]["top_ops"], kinds["profile"]

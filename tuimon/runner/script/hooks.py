@@ -86,10 +86,13 @@ def _install(cfg: dict) -> None:
 
     torch.optim.Optimizer.__init__ = optimizer_init
 
+    run.make_profiler = lambda: _profiler(cfg, run)
+
     def stepped(optimizer, args, kwargs) -> None:
         if run.boundaries == 0 and run.enabled:
             modes.no_module_found()
-            run.profiler = _profiler(cfg, run, modes, torch)
+            if run.profiler is not None:  # module spans need the model: known by now, if ever
+                run.profiler.model = modes.auto_compiled
         run.optimizer_stepped(optimizer)
 
     optim.register_optimizer_step_post_hook(stepped)
@@ -193,7 +196,7 @@ def _seed(seed, torch) -> None:
         seed_everything(torch, seed)
 
 
-def _profiler(cfg: dict, run, modes, torch):
+def _profiler(cfg: dict, run):
     """The same profiler captures as a recipe's, over the script's steps."""
     from tuimon.runner.profiling import Options, Profiler, parse_window
 
@@ -203,7 +206,7 @@ def _profiler(cfg: dict, run, modes, torch):
     if compiled and backward:
         backward = False  # module hooks on a compiled module would recompile it mid-run
     device_type = "cuda" if run.device.startswith("cuda") else "cpu"
-    return Profiler(device_type=device_type, model=modes.auto_compiled, compiled=compiled,
+    return Profiler(device_type=device_type, model=None, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
                     out_dir=cfg.get("profile_dir"), run=cfg["run"])
 

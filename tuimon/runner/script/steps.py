@@ -46,7 +46,8 @@ class ScriptSteps:
         self.control = control
         self.watch = watch
         self.trace = None  # a TraceListener on compiled variants (graph breaks, recompiles)
-        self.profiler = None  # made at the first step, once the trained module may be known
+        self.profiler = None  # made when training starts (make_profiler: the device is known)
+        self.make_profiler = None
         self.steps = cfg.get("steps") or float("inf")
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
@@ -173,6 +174,8 @@ class ScriptSteps:
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
             notes=list(cfg.get("notes") or []))
+        if self.make_profiler is not None:
+            self.profiler = self.make_profiler()
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
