@@ -118,7 +118,7 @@ class Collector:
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            probe_stats(r, steps[r.run], samples, self._pauses[r.run])
+            probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses)
         variants = combine_replicates(list(runs.values()))

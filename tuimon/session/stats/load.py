@@ -18,8 +18,19 @@ DIFFERS_CORES = 0.5  # a baseline and a variant whose neighbours differ by more:
 BUSY_SM = 10  # % SM of other processes on the run's GPU
 
 
-def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]]) -> None:
-    """``mine``: (sample, the run's values in it) over the run's stepping steady state."""
+def busy_sample(s: dict, v: dict) -> bool:
+    """A sample period in which other processes loaded the run's CPU or GPU."""
+    cores = s.get("system", {}).get("foreign_cores") or 0.0
+    sm = max([(d.get("foreign") or {}).get("sm_util") or 0 for d in s.get("devices", [])
+              if d.get("index") in v.get("gpus", [])], default=0)
+    return cores > BUSY_CORES or sm > BUSY_SM
+
+
+def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool = False) -> None:
+    """``mine``: (sample, the run's values in it) over the run's stepping steady state; with
+    --quiet-only, only its quiet periods count (the steps measured in the others are out)."""
+    if quiet_only:
+        mine = [(s, v) for s, v in mine if not busy_sample(s, v)]
     r.foreign_cores = mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine])
     on_gpu = [d.get("foreign") for s, v in mine for d in s.get("devices", [])
               if d.get("index") in v.get("gpus", []) and d.get("foreign")]
@@ -60,6 +71,11 @@ def compare_load(r: RunStats, base: RunStats) -> None:
 
 
 def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:
+    dropped = sum(r.busy_dropped for r in runs)
+    if dropped:
+        summary.busy = (f"other processes loaded the machine during {dropped} steps; --quiet-only "
+                        "kept them out of the steady state")
+        return
     measured = [r for r in runs if r.median_ms and r.foreign_cores is not None]
     if measured and all(busy(r) for r in measured):
         worst = max(measured, key=lambda r: (r.foreign_cores or 0.0, r.foreign_gpu_sm or 0))
@@ -73,11 +89,7 @@ def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:
     for s in samples:
         t = s.get("t")
         v = s.get("runs", {}).get(run)
-        if v is not None and before is not None:
-            cores = s.get("system", {}).get("foreign_cores") or 0.0
-            sm = max([(d.get("foreign") or {}).get("sm_util") or 0 for d in s.get("devices", [])
-                      if d.get("index") in v.get("gpus", [])], default=0)
-            if cores > BUSY_CORES or sm > BUSY_SM:
-                out.append((before, t))
+        if v is not None and before is not None and busy_sample(s, v):
+            out.append((before, t))
         before = t
     return out
