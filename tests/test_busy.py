@@ -114,15 +114,24 @@ def test_load_during_one_variants_turns_is_flagged_then_dropped_with_quiet_only(
         quiet_proc, quiet_session = tuimon(*args, "--set", "noisy_every=2", "--quiet-only")
         assert quiet_proc.returncode == 0, quiet_proc.stderr
     rows = {r["run"]: r for r in json.loads((session / "summary.json").read_text())["runs"]}
+    quiet = {r["run"]: r for r in json.loads((quiet_session / "summary.json").read_text())["runs"]}
     eager, default = rows["eager-fp32"], rows["default-fp32"]
+    # Eager pokes nothing: load during its steps came from outside the test (another job that
+    # started after the check above), which leaves the test nothing to read.
+    outside = [f"{eager['foreign_cores']:.1f} cores during eager's steps"] if (
+        eager["foreign_cores"] or 0.0) > 0.3 else []
+    if quiet["eager-fp32"]["busy_dropped"] > quiet["eager-fp32"]["steps"] // 3:
+        outside.append(f"{quiet['eager-fp32']['busy_dropped']} of eager's steps busy with --quiet-only")
+    if outside:
+        pytest.skip(f"needs a quiet machine: other processes used {', '.join(outside)}")
     assert default["foreign_cores"] - eager["foreign_cores"] > 0.5, (eager, default)
     assert default["load_differs"] and "during eager/fp32's steps" in default["unreliable"]
     assert "unreliable: other processes' load differed" in (session / "summary.md").read_text()
     assert "unreliable: default/fp32: other processes used" in proc.stdout
     # --quiet-only: the busy turns (every other one) are kept out, the rest compared.
-    quiet = {r["run"]: r for r in json.loads((quiet_session / "summary.json").read_text())["runs"]}
     assert quiet["default-fp32"]["busy_dropped"] >= 40
     assert not quiet["default-fp32"]["load_differs"]
+    assert quiet["default-fp32"]["speedup"] is not None, quiet  # quiet steps were left to compare
     assert 0.85 < quiet["default-fp32"]["speedup"] < 1.15  # the same spin: no speedup
     assert "steps kept out (--quiet-only)" in (quiet_session / "summary.md").read_text()
 
