@@ -1,0 +1,324 @@
+"""``tuimon serve`` (issue 16) in a real headless browser: Debian's chromium driven by playwright
+(tests/browser.py installs chromium with apt-get when it is missing; skipped, with the reason,
+only when that cannot be done). Real processes throughout: a detached session's daemon and its
+runners, the server, one viewer process per browser tab.
+
+What the browser sees is read from xterm.js's own buffer (tests/browser.py EXPOSE) and checked
+against a screenshot cell by cell (``drawn_like_buffer``), so the test knows the canvas shows the
+panels, not just that bytes went by. Checks that need no browser (bad input, the printed lines)
+come last and run without one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import browser
+import psutil
+import pytest
+from conftest import TEST_RECIPES, wait_for
+from test_detach import gone, of_type
+
+from tuimon.session import channel
+
+ROOT = Path(__file__).resolve().parent.parent
+SLOW = str(TEST_RECIPES / "slow_steps.py")
+RUNS = ("eager-fp32", "eager-amp")
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+# ---- the browser --------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path, why = browser.find_chromium()
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def chrome(chromium):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    with sync_api.sync_playwright() as playwright:
+        b = browser.launch(playwright, chromium)
+        yield b
+        b.close()
+
+
+class Tab:
+    """One browser tab on the server; every request it makes is recorded, and any that would
+    leave this machine is refused (and then fails the test)."""
+
+    def __init__(self, chrome, url: str) -> None:
+        self.page = chrome.new_page(viewport=VIEWPORT)
+        self.requests: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.add_init_script(browser.EXPOSE)
+        self.page.goto(url)
+
+    def _route(self, route) -> None:
+        self.requests.append(route.request.url)
+        if re.match(r"(http|ws)://127\.0\.0\.1:\d+/", route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    def text(self) -> str:
+        return browser.text(self.page)
+
+    def until(self, predicate, what: str, timeout: float = 60.0):
+        deadline = time.monotonic() + timeout
+        while not (value := predicate()):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}; the screen:\n{self.text()}"
+            self.page.wait_for_timeout(100)  # lets playwright handle the page's events meanwhile
+        return value
+
+    def shows(self, *words: str, timeout: float = 60.0) -> str:
+        return self.until(lambda: (t := self.text()) and all(w in t for w in words) and t,
+                          f"{words} on the screen", timeout)
+
+    def press(self, key: str) -> None:
+        self.page.focus(".xterm-helper-textarea")  # where xterm.js takes its keys
+        self.page.keyboard.press(key)
+
+    def closed(self) -> bool:
+        """The server closed this tab's websocket (its viewer ended)."""
+        return "-closed" in (self.page.evaluate("document.body.className") or "")
+
+
+# ---- the server ---------------------------------------------------------------------------------
+class Served:
+    """``tuimon serve ARGS --port 0`` in a process group of its own, as a shell runs it (Ctrl-C
+    in a terminal reaches the foreground group: the server and its tabs)."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tuimon", "serve", *args, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     cwd=cwd, start_new_session=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        line = wait_for(lambda: next((x for x in self.lines if x.startswith("serving on ")), None)
+                        or self.proc.poll() is not None and "exited", 30, "the server's address")
+        assert line != "exited", self.output
+        self.url = line.split()[-1]
+        self.port = int(re.search(r":(\d+)/$", self.url).group(1))
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def tabs(self) -> list[psutil.Process]:
+        """The viewer processes (one per open tab)."""
+        return [p for p in psutil.Process(self.proc.pid).children(recursive=True)
+                if p.status() != psutil.STATUS_ZOMBIE]
+
+    def ctrl_c(self, timeout: float = 30) -> int:
+        os.killpg(self.proc.pid, signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def serve(tmp_path):
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        started.append(Served(*args, cwd=tmp_path))
+        return started[-1]
+
+    yield start
+    for served in started:  # a failed test's server (and its tabs)
+        if served.proc.poll() is None:
+            served.kill()
+
+
+def controls(session: Path) -> list[tuple[str, str | None]]:
+    return [(e["action"], e.get("run")) for e in of_type(session, "control")]
+
+
+def attached(session: Path) -> int:
+    return channel.request(session, "hello")["attached"]
+
+
+def running(session: Path) -> bool:
+    states = channel.request(session, "hello")["states"]
+    return all(states.get(run) in ("running", "paused") for run in RUNS)
+
+
+# ---- a live session in the browser --------------------------------------------------------------
+def test_live_session_in_the_browser(tuimon, serve, chrome, tmp_path, reaper):
+    started = time.monotonic()
+    proc, session = tuimon(SLOW, "--modes", "eager", "--precision", "fp32,amp", "--steps", "100000",
+                           "--set", "sleep_ms=20", "--warmup", "0", "--interval", "0.5",
+                           "--schedule", "parallel", "--detach")
+    assert proc.returncode == 0, proc.stderr
+    # No SESSION: the latest running one under --out.
+    server = serve("--out", str(session.parent))
+    assert f"session: {session.resolve()}" in server.output
+    assert "running: each tab is a live viewer" in server.output
+    assert f"ssh -L {server.port}:127.0.0.1:{server.port} " in server.output
+    # It listens on loopback only.
+    listening = [c.laddr for c in psutil.Process(server.proc.pid).net_connections("inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+
+    # The page: titled with the session, both panels drawn, and nothing fetched from elsewhere.
+    a = Tab(chrome, server.url)
+    assert a.page.title() == f"{session.name} · tuimon"
+    a.shows("eager/fp32", "eager/amp", f"{session.name} · live", "steps")
+    a.page.wait_for_timeout(500)  # one more redraw reaches the canvas
+    grid = browser.cells(a.page)
+    shot = tmp_path / "browser.png"
+    a.page.screenshot(path=str(shot))
+    inked, plain = browser.drawn_like_buffer(shot, grid)
+    assert inked > 0.97 and plain > 0.97, (inked, plain)
+    assert grid["cols"] > 100 and len(grid["rows"]) > 25  # the page's size, not 80x24
+    assert all(url.startswith(f"http://127.0.0.1:{server.port}/") for url in a.requests), a.requests
+
+    # A key typed in the browser pauses the focused run, through the daemon.
+    a.press("Space")
+    paused = wait_for(lambda: next((run for action, run in controls(session) if action == "pause"), None),
+                      30, "the pause in events.jsonl")
+    assert paused in RUNS
+    wait_for(lambda: any(e.get("run") == paused and e.get("phase") == "paused"
+                         for e in of_type(session, "phase")), 30, "the run to pause")
+    a.shows("paused")
+
+    # A second tab at once: a viewer of its own; q asks stop / detach, d detaches it alone.
+    b = Tab(chrome, server.url)
+    b.shows("eager/fp32", "eager/amp")
+    assert len(server.tabs()) == 2 and attached(session) == 2
+    b.press("q")
+    b.shows("detach")
+    b.press("d")
+    b.until(b.closed, "the page to say the viewer ended")
+    wait_for(lambda: len(server.tabs()) == 1 and attached(session) == 1, 30, "tab B's viewer to end")
+    assert running(session)  # detach left the runs going
+
+    # Closing a tab ends its viewer; the runs go on.
+    viewer = server.tabs()[0].pid
+    a.page.close()
+    wait_for(lambda: gone([viewer]) and attached(session) == 0, 30, "tab A's viewer to end")
+    assert running(session)
+
+    # The session ends while a tab is open: the tab says so, the runs were stopped once.
+    c = Tab(chrome, server.url)
+    c.shows("eager/fp32")
+    channel.request(session, "close")  # as another viewer's q -> s would
+    c.shows("session has ended", timeout=90)
+
+    # Ctrl-C: the server and every viewer end; exit 0.
+    viewers = [p.pid for p in server.tabs()]
+    assert viewers
+    assert server.ctrl_c() == 0, server.output
+    assert gone(viewers)
+    assert "stopped (1 tab closed)" in server.output, server.output
+    here = str(session.resolve())
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if "tuimon.web.tab" in (p.info["cmdline"] or []) and here in p.info["cmdline"]]
+    c.until(c.closed, "the page to say the viewer ended")
+    c.page.close()
+    print(f"live browser test: {time.monotonic() - started:.1f} s")
+
+
+# ---- a finished session: read-only ----------------------------------------------------------------
+def test_finished_session_is_a_read_only_replay(serve, chrome, tmp_path):
+    session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp_path / "session_tiny_mlp"))
+    before = {p.name: p.read_bytes() for p in session.iterdir() if p.is_file()}
+    server = serve(str(session))
+    assert "done: each tab is a read-only replay" in server.output
+    tab = Tab(chrome, server.url)
+    screen = tab.shows("session_tiny_mlp · ", "eager/fp32", "default/fp32")
+    assert "live" not in screen.splitlines()[0]
+    for key in ("Space", "r", "n", "x"):  # keys that change runs do nothing here
+        tab.press(key)
+    tab.page.wait_for_timeout(500)
+    tab.press("q")  # read-only: quits at once, no question
+    tab.until(tab.closed, "the viewer to end")
+    wait_for(lambda: not server.tabs(), 30, "the viewer process to end")
+    assert {p.name: p.read_bytes() for p in session.iterdir() if p.is_file()} == before
+    assert server.ctrl_c() == 0
+    tab.page.close()
+
+
+# ---- without a browser: bad input, the lines it prints -------------------------------------------
+def serve_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuimon", "serve", *args], capture_output=True,
+                          text=True, timeout=60, cwd=cwd)
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp_path / "s"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = {
+            ("--port", str(port)): f"port {port} on 127.0.0.1 is already in use",
+            ("--port", "70000"): "argument --port: must be between 0 and 65,535, got 70000",
+            ("--host", "192.0.2.1"): "--host 192.0.2.1: not an address of this machine",
+            ("--fps", "0"): "argument --fps: must be between 1 and 30",
+        }
+        for args, expected in cases.items():
+            proc = serve_cli(str(session), *args, cwd=tmp_path)
+            assert proc.returncode == 2 and proc.stdout == "", (args, proc)
+            assert proc.stderr.count("\n") == 1 and expected in proc.stderr, (args, proc.stderr)
+    (tmp_path / "empty").mkdir()
+    for args, expected in {("--out", str(tmp_path / "empty")): "no tuimon session in",
+                           ("--out", str(tmp_path / "nope")): "no such directory",
+                           (str(tmp_path / "empty"),): "tuimon: error: "}.items():
+        proc = serve_cli(*args, "--port", "0", cwd=tmp_path)
+        assert proc.returncode == 2 and expected in proc.stderr and proc.stderr.count("\n") == 1, proc
+
+
+def test_what_it_prints_and_the_warning_off_loopback(tmp_path, monkeypatch, capsys):
+    """--host other than loopback warns (no authentication); the ssh line always reaches the
+    server through the remote's loopback. Bound to nothing: the socket and the server are fakes
+    (tests bind to 127.0.0.1 only)."""
+    from tuimon.cli import serve as serve_cli_module
+    from tuimon.web import server
+
+    session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp_path / "s"))
+    ran = {}
+
+    class FakeSocket:
+        def __init__(self, ip: str) -> None:
+            self.ip = ip
+
+        def getsockname(self):
+            return (self.ip, 8123)
+
+    def fake_run(sock, command, title, name, say):
+        ran.update(command=command, title=title)
+        return 2, 0
+
+    monkeypatch.setattr(server, "run", fake_run)
+    for ip, warned, ssh in (("0.0.0.0", True, "ssh -L 8123:127.0.0.1:8123 "),
+                            ("127.0.0.1", False, "ssh -L 8123:127.0.0.1:8123 "),
+                            ("::", True, "ssh -L 8123:[::1]:8123 "),
+                            ("10.1.2.3", True, "ssh -L 8123:10.1.2.3:8123 ")):
+        monkeypatch.setattr(serve_cli_module, "bind", lambda host, port, ip=ip: FakeSocket(ip))
+        args = serve_cli_module.serve_parser().parse_args([str(session), "--host", ip])
+        assert serve_cli_module.serve_command(args) == 0
+        out, err = capsys.readouterr()
+        assert ("no authentication" in err) is warned, (ip, err)
+        assert ssh in out and "stopped (2 tabs closed)" in out, out
+    assert ran["title"] == "s · tuimon"
+    assert "-m tuimon.web.tab" in ran["command"] and str(session.resolve()) in ran["command"]
