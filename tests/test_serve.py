@@ -62,6 +62,7 @@ class Tab:
         self.page = chrome.new_page(viewport=VIEWPORT)
         self.requests: list[str] = []
         self.page.route("**/*", self._route)
+        self.page.on("websocket", lambda ws: self.requests.append(ws.url))
         self.page.add_init_script(browser.EXPOSE)
         self.page.goto(url)
 
@@ -147,6 +148,36 @@ def serve(tmp_path):
     for served in started:  # a failed test's server (and its tabs)
         if served.proc.poll() is None:
             served.kill()
+
+
+class Forward:
+    """127.0.0.1:<port> to 127.0.0.1:<target>: what ``ssh -L 9000:127.0.0.1:8000`` is on a laptop
+    (another local port than the server's)."""
+
+    def __init__(self, target: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target = target
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                near, _ = self.listener.accept()
+                far = socket.create_connection(("127.0.0.1", self.target))
+                for a, b in ((near, far), (far, near)):
+                    threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
 
 
 def controls(session: Path) -> list[tuple[str, str | None]]:
@@ -244,7 +275,10 @@ def test_finished_session_is_a_read_only_replay(serve, chrome, tmp_path):
     before = {p.name: p.read_bytes() for p in session.iterdir() if p.is_file()}
     server = serve(str(session))
     assert "done: each tab is a read-only replay" in server.output
-    tab = Tab(chrome, server.url)
+    # Reached through a tunnel on another local port, as from a laptop: every URL the page uses
+    # (the websocket's too) follows the address the browser used.
+    tunnel = Forward(server.port)
+    tab = Tab(chrome, f"http://127.0.0.1:{tunnel.port}/")
     screen = tab.shows("session_tiny_mlp · ", "eager/fp32", "default/fp32")
     assert "live" not in screen.splitlines()[0]
     for key in ("Space", "r", "n", "x"):  # keys that change runs do nothing here
@@ -254,8 +288,12 @@ def test_finished_session_is_a_read_only_replay(serve, chrome, tmp_path):
     tab.until(tab.closed, "the viewer to end")
     wait_for(lambda: not server.tabs(), 30, "the viewer process to end")
     assert {p.name: p.read_bytes() for p in session.iterdir() if p.is_file()} == before
+    assert any(url.startswith("ws://") for url in tab.requests), tab.requests
+    assert all(re.match(rf"(http|ws)://127\.0\.0\.1:{tunnel.port}/", url)
+                                    for url in tab.requests), tab.requests
     assert server.ctrl_c() == 0
     tab.page.close()
+    tunnel.close()
 
 
 # ---- without a browser: bad input, the lines it prints -------------------------------------------
