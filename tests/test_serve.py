@@ -221,7 +221,7 @@ def test_live_session_in_the_browser(tuimon, serve, chrome, tmp_path, reaper):
     inked, plain = browser.drawn_like_buffer(shot, grid)
     assert inked > 0.97 and plain > 0.97, (inked, plain)
     assert grid["cols"] > 100 and len(grid["rows"]) > 25  # the page's size, not 80x24
-    assert all(url.startswith(f"http://127.0.0.1:{server.port}/") for url in a.requests), a.requests
+    assert all(re.match(rf"(http|ws)://127\.0\.0\.1:{server.port}/", url) for url in a.requests), a.requests
 
     # A key typed in the browser pauses the focused run, through the daemon.
     a.press("Space")
@@ -360,3 +360,65 @@ def test_what_it_prints_and_the_warning_off_loopback(tmp_path, monkeypatch, caps
         assert ssh in out and "stopped (2 tabs closed)" in out, out
     assert ran["title"] == "s · tuimon"
     assert "-m tuimon.web.tab" in ran["command"] and str(session.resolve()) in ran["command"]
+
+
+def http_status(port: int, uid: int | None = None) -> int:
+    """GET / on 127.0.0.1:port, as ``uid`` (a forked child that drops to it) or as us."""
+    def get() -> int:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            return int(conn.recv(64).split()[1])
+
+    if uid is None:
+        return get()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to uid, ask, report the status through the pipe
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.write(write, str(get()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as f:
+        return int(f.read() or 0)
+
+
+def test_another_user_of_this_machine_is_refused(serve, tmp_path):
+    """127.0.0.1 keeps the network out, not the machine's other users: a loopback connection
+    is answered only from our own uid (the owner of its socket, from /proc/net/tcp)."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as another user needs root")
+    session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp_path / "s"))
+    server = serve(str(session))
+    assert http_status(server.port) == 200
+    assert http_status(server.port, uid=65534) == 403  # nobody
+    wait_for(lambda: "refused a connection from another user (uid 65534)" in server.output, 10,
+             "the refusal on the server's console")
+    assert not server.tabs()
+    assert server.ctrl_c() == 0
+
+
+def test_peers_reads_the_kernel_tables(tmp_path):
+    from tuimon.web import peers
+
+    table = tmp_path / "tcp"
+    table.write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+        "   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1\n"
+        "   1: 0100007F:A4A6 0100007F:1F40 01 00000000:00000000 00:00000000 00000000  1001 0 2\n")
+    tcp6 = tmp_path / "tcp6"
+    tcp6.write_text("  sl  local_address remote_address st tx rx tr retr uid\n"
+                    "   0: 0000000000000000FFFF00000100007F:B000 0000000000000000FFFF00000100007F:1F40"
+                    " 01 0:0 0:0 0 1002 0 3\n")
+    tables = (str(table), str(tcp6))
+    assert peers.owner(("127.0.0.1", 0xA4A6), ("127.0.0.1", 8000), tables) == 1001
+    assert peers.owner(("::ffff:127.0.0.1", 0xB000, 0, 0), ("127.0.0.1", 8000), tables) == 1002
+    assert peers.owner(("127.0.0.1", 1), ("127.0.0.1", 8000), tables) is None
+    with pytest.raises(peers.Unknown):
+        peers.owner(("127.0.0.1", 1), ("127.0.0.1", 8000), (str(tmp_path / "none"),))
+    assert peers.is_loopback("127.0.0.1") and peers.is_loopback("::1")
+    assert peers.is_loopback("::ffff:127.0.0.1") and not peers.is_loopback("0.0.0.0")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import errno
 import getpass
-import ipaddress
 import shlex
 import socket
 import sys
@@ -24,6 +23,7 @@ import tuimon
 from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg, limited
 from tuimon.cli.attach import resolve_session
 from tuimon.exit_codes import EXIT_OK
+from tuimon.web.peers import is_loopback
 
 DEFAULT_PORT = 8000
 NO_AUTH = ("there is no authentication: anyone who can reach this address can watch the session "
@@ -86,13 +86,6 @@ def bind(host: str, port: int) -> socket.socket:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     return sock
-
-
-def is_loopback(ip: str) -> bool:
-    try:
-        return ipaddress.ip_address(ip.split("%")[0]).is_loopback
-    except ValueError:
-        return False
 
 
 def url_host(ip: str) -> str:

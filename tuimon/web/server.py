@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
-from tuimon.web import page
+from tuimon.web import page, peers
 
 STATIC = Path(textual_serve.__file__).resolve().parent / "static"
 QUIT_WAIT = 10.0  # seconds the tabs get to quit on their own before they are killed
@@ -45,12 +46,30 @@ class TabServer:
         self.downloads = DownloadManager()
         self.tabs: dict[web.WebSocketResponse, asyncio.Task] = {}
         self.opened = 0
+        self.refused: set[int | None] = set()
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._same_user])
         app.add_routes([web.get("/", self.index), web.get("/ws", self.websocket),
                         web.static("/static", STATIC)])
         return app
+
+    @web.middleware
+    async def _same_user(self, request: web.Request, handler):
+        """A loopback connection is answered only when it comes from our own uid (peers.py)."""
+        transport = request.transport
+        client = transport.get_extra_info("peername") if transport else None
+        if client and peers.is_loopback(client[0]):
+            try:
+                uid = peers.owner(client, transport.get_extra_info("sockname"))
+            except peers.Unknown:  # not Linux: cannot tell
+                uid = os.getuid()
+            if uid != os.getuid():
+                if uid not in self.refused:
+                    self.refused.add(uid)
+                    self.say(f"refused a connection from another user (uid {uid}) of this machine")
+                raise web.HTTPForbidden(text="this tuimon serve belongs to another user\n")
+        return await handler(request)
 
     async def index(self, request: web.Request) -> web.Response:
         return web.Response(text=self.html, content_type="text/html",
