@@ -4,8 +4,10 @@ A detached session of two runs of tests/recipes/slow_steps.py (--set sleep_ms=5:
 each, in parallel), ``tuimon serve`` on it, and N tabs (default 3) of headless Debian chromium
 (tests/browser.py) opened one after the other. For each tab: the time from opening the page to
 both panels on its screen; then, over 20 s with every tab open: each viewer process's CPU and
-RSS, the server's CPU, and the bytes per second the server sends each tab (websocket frames as
-the browser receives them: what an SSH tunnel carries). Chromium's own cost is not counted.
+RSS, the server's CPU, and the bytes per second the server sends each tab: on the wire (each tab
+goes through a loopback forwarder that counts them, as ``ssh -L`` would carry them: websocket
+frames are deflate-compressed when the browser agrees) and as the terminal's output (the
+frames' payload after decompression). Chromium's own cost is not counted.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ def main() -> None:
         try:
             with sync_playwright() as playwright:
                 chrome = browser.launch(playwright, chromium)
-                pages, received, first = [], [], []
+                pages, received, first, tunnels = [], [], [], []
                 for k in range(tabs):
+                    tunnels.append(browser.Forward(int(url.rsplit(":", 1)[1].strip("/"))))
                     page = chrome.new_page(viewport={"width": 1280, "height": 720})
                     page.add_init_script(browser.EXPOSE)
                     received.append(0)
@@ -63,7 +66,7 @@ def main() -> None:
                         "framereceived", lambda frame, k=k: received.__setitem__(
                             k, received[k] + len(frame if isinstance(frame, bytes) else frame.encode()))))
                     t0 = time.perf_counter()
-                    page.goto(url)
+                    page.goto(f"http://127.0.0.1:{tunnels[k].port}/")
                     while not re.search(r"eager/fp32.*eager/amp", browser.text(page), re.S):
                         page.wait_for_timeout(20)
                     first.append(time.perf_counter() - t0)
@@ -74,13 +77,14 @@ def main() -> None:
                 procs = [serving, *viewers]
                 for p in procs:
                     p.cpu_percent()
-                sent0, t0 = list(received), time.perf_counter()
+                sent0, wire0, t0 = list(received), [t.sent for t in tunnels], time.perf_counter()
                 while time.perf_counter() - t0 < SECONDS:
                     pages[0].wait_for_timeout(250)  # let playwright count frames meanwhile
                 elapsed = time.perf_counter() - t0
                 cpu = [p.cpu_percent() for p in procs]
                 rss = [p.memory_info().rss / 2**20 for p in viewers]
                 rate = [(received[k] - sent0[k]) / elapsed / 1024 for k in range(tabs)]
+                wire = [(tunnels[k].sent - wire0[k]) / elapsed / 1024 for k in range(tabs)]
                 steps = sum(1 for e in store.read_events(session)[0] if e["type"] == "step")
                 chrome.close()
         finally:
@@ -95,7 +99,8 @@ def main() -> None:
     print(f"viewer CPU: {', '.join(f'{c:.1f} %' for c in cpu[1:])} "
           f"(median {statistics.median(cpu[1:]):.1f} % of a core); server CPU: {cpu[0]:.1f} %")
     print(f"viewer RSS: {', '.join(f'{r:.0f} MiB' for r in rss)}")
-    print(f"sent to each tab: {', '.join(f'{r:.1f} KiB/s' for r in rate)}")
+    print(f"sent to each tab, on the wire: {', '.join(f'{r:.1f} KiB/s' for r in wire)}; "
+          f"terminal output: {', '.join(f'{r:.1f} KiB/s' for r in rate)}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ what the canvas was asked to draw; ``drawn_like_buffer`` then checks the screens
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 CHROMIUM = "chromium"
@@ -125,3 +128,34 @@ def drawn_like_buffer(png: Path, grid: dict) -> tuple[float, float]:
                 glyphs += 1
                 inked += spread > 24
     return inked / max(glyphs, 1), plain / max(blanks, 1)
+
+
+class Forward:
+    """127.0.0.1:<port> to 127.0.0.1:<target>: what ``ssh -L 9000:127.0.0.1:8000`` is on a laptop
+    (another local port than the server's)."""
+
+    def __init__(self, target: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target = target
+        self.sent = 0  # bytes from the server to the browser, as they went over the wire
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                near, _ = self.listener.accept()
+                far = socket.create_connection(("127.0.0.1", self.target))
+                for a, b in ((near, far), (far, near)):
+                    threading.Thread(target=self._pump, args=(a, b, a is far), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, count: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+                self.sent += len(data) if count else 0
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()

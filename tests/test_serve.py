@@ -150,36 +150,6 @@ def serve(tmp_path):
             served.kill()
 
 
-class Forward:
-    """127.0.0.1:<port> to 127.0.0.1:<target>: what ``ssh -L 9000:127.0.0.1:8000`` is on a laptop
-    (another local port than the server's)."""
-
-    def __init__(self, target: int) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.target = target
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                near, _ = self.listener.accept()
-                far = socket.create_connection(("127.0.0.1", self.target))
-                for a, b in ((near, far), (far, near)):
-                    threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 def controls(session: Path) -> list[tuple[str, str | None]]:
     return [(e["action"], e.get("run")) for e in of_type(session, "control")]
 
@@ -277,7 +247,7 @@ def test_finished_session_is_a_read_only_replay(serve, chrome, tmp_path):
     assert "done: each tab is a read-only replay" in server.output
     # Reached through a tunnel on another local port, as from a laptop: every URL the page uses
     # (the websocket's too) follows the address the browser used.
-    tunnel = Forward(server.port)
+    tunnel = browser.Forward(server.port)
     tab = Tab(chrome, f"http://127.0.0.1:{tunnel.port}/")
     screen = tab.shows("session_tiny_mlp · ", "eager/fp32", "default/fp32")
     assert "live" not in screen.splitlines()[0]
@@ -422,3 +392,15 @@ def test_peers_reads_the_kernel_tables(tmp_path):
         peers.owner(("127.0.0.1", 1), ("127.0.0.1", 8000), (str(tmp_path / "none"),))
     assert peers.is_loopback("127.0.0.1") and peers.is_loopback("::1")
     assert peers.is_loopback("::ffff:127.0.0.1") and not peers.is_loopback("0.0.0.0")
+
+
+def test_every_serve_flag_is_in_commands_md():
+    from tuimon.cli.serve import serve_parser
+
+    text = (ROOT / "docs/commands.md").read_text(encoding="utf-8")
+    section = text[text.index("## `tuimon serve"):]
+    section = section[:section.index("\n## ")]
+    flags = {opt for action in serve_parser()._actions for opt in action.option_strings
+             if opt.startswith("--") and opt != "--help"}
+    assert flags >= {"--port", "--host", "--out", "--fps"}
+    assert [f for f in flags if f"`{f}" not in section] == []
