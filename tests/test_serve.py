@@ -219,23 +219,34 @@ def test_live_session_in_the_browser(tuimon, serve, chrome, tmp_path, reaper):
     wait_for(lambda: gone([viewer]) and attached(session) == 0, 30, "tab A's viewer to end")
     assert running(session)
 
-    # The session ends while a tab is open: the tab says so, the runs were stopped once.
+    # Ctrl-C with a tab open: the server and every viewer end, exit 0; the runs go on.
     c = Tab(chrome, server.url)
     c.shows("eager/fp32")
-    channel.request(session, "close")  # as another viewer's q -> s would
-    c.shows("session has ended", timeout=90)
-
-    # Ctrl-C: the server and every viewer end; exit 0.
     viewers = [p.pid for p in server.tabs()]
     assert viewers
     assert server.ctrl_c() == 0, server.output
     assert gone(viewers)
-    assert "stopped (1 tab closed)" in server.output, server.output
     here = str(session.resolve())
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if "tuimon.web.tab" in (p.info["cmdline"] or []) and here in p.info["cmdline"]]
+    assert f"stopped (1 tab closed); the runs go on: tuimon attach {here}" in server.output
     c.until(c.closed, "the page to say the viewer ended")
     c.page.close()
+    assert running(session) and attached(session) == 0
+
+    # The session ends while a tab is open (another viewer's stop): the tab says so and stays;
+    # q then just leaves.
+    again = serve(str(session))
+    d = Tab(chrome, again.url)
+    d.shows("eager/fp32")
+    channel.request(session, "close")
+    d.shows("session has ended", timeout=90)
+    d.press("q")
+    d.until(d.closed, "the viewer to end")
+    wait_for(lambda: not again.tabs(), 30, "the viewer process to end")
+    assert again.ctrl_c() == 0
+    assert again.output.endswith("stopped (0 tabs closed)"), again.output
+    d.page.close()
     print(f"live browser test: {time.monotonic() - started:.1f} s")
 
 

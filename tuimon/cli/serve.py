@@ -139,7 +139,10 @@ def serve_command(args: argparse.Namespace) -> int:
     command = (f"cd {shlex.quote(str(home))} && exec {shlex.quote(sys.executable)} -m tuimon.web.tab "
                f"{shlex.quote(str(path))} --fps {args.fps:g}")
     open_tabs, killed = server.run(sock, command, f"{path.name} · tuimon", path.name, say)
+    from tuimon.session import listing, store
+
+    going = listing.state_of(store.read_meta(path)) == listing.RUNNING
     say(f"stopped ({open_tabs} tab{'s' * (open_tabs != 1)} closed"
-        + (f", {killed} viewer process{'es' * (killed != 1)} killed" if killed else "")
-        + f"); the session is untouched: tuimon attach {path}")
+        + (f", {killed} viewer process{'es' * (killed != 1)} killed" if killed else "") + ")"
+        + (f"; the runs go on: tuimon attach {path}" if going else ""))
     return EXIT_OK
