@@ -1,6 +1,7 @@
-"""A real browser for the tests of ``tuimon serve`` (and screenshots/make_browser_screenshot.py):
-Debian's chromium, installed with apt-get when it is missing and we are root, driven by
-playwright (its own browser download cannot work here, so it is pointed at /usr/bin/chromium).
+"""A real browser, and the server, for the tests of ``tuimon serve`` (also used by
+screenshots/make_browser_screenshot.py and bench/serve_cost.py): Debian's chromium, installed
+with apt-get when it is missing and we are root, driven by playwright (its own browser download
+cannot work here, so it is pointed at /usr/bin/chromium).
 
 Reading what the page shows without OCR: textual-serve draws the terminal with xterm.js on a
 canvas, and keeps its xterm ``Terminal`` in a closure. ``EXPOSE`` (an init script, run before
@@ -14,11 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
+
+import psutil
 
 CHROMIUM = "chromium"
 
@@ -159,3 +166,43 @@ class Forward:
 
     def close(self) -> None:
         self.listener.close()
+
+
+class Served:
+    """``tuimon serve ARGS --port 0`` in a process group of its own, as a shell runs it (Ctrl-C
+    in a terminal reaches the foreground group: the server and its tabs)."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tuimon", "serve", *args, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     cwd=cwd, start_new_session=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + 30
+        while not (line := next((x for x in self.lines if x.startswith("serving on ")), None)):
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.output
+            time.sleep(0.05)
+        self.url = line.split()[-1]
+        self.port = int(re.search(r":(\d+)/$", self.url).group(1))
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def tabs(self) -> list[psutil.Process]:
+        """The viewer processes (one per open tab)."""
+        return [p for p in psutil.Process(self.proc.pid).children(recursive=True)
+                if p.status() != psutil.STATUS_ZOMBIE]
+
+    def ctrl_c(self, timeout: float = 30) -> int:
+        os.killpg(self.proc.pid, signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)

@@ -23,6 +23,7 @@ import tuimon
 from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg, limited
 from tuimon.cli.attach import resolve_session
 from tuimon.exit_codes import EXIT_OK
+from tuimon.session import listing, store
 from tuimon.web.peers import is_loopback
 
 DEFAULT_PORT = 8000
@@ -93,17 +94,19 @@ def url_host(ip: str) -> str:
 
 
 def tunnel_line(ip: str, port: int) -> str:
-    """The ``ssh -L`` line that reaches this server from a laptop."""
-    target = "127.0.0.1" if is_loopback(ip) or ip in ("0.0.0.0", "::") else url_host(ip)
-    if ip == "::" or (":" in ip and is_loopback(ip)):
+    """The ``ssh -L`` line that reaches this server from a laptop: through the remote machine's
+    loopback when the server listens there (or on every address), else through its address."""
+    if ip == "0.0.0.0" or (is_loopback(ip) and ":" not in ip):
+        target = "127.0.0.1"
+    elif ip == "::" or is_loopback(ip):
         target = "[::1]"
+    else:
+        target = url_host(ip)
     return f"ssh -L {port}:{target}:{port} {getpass.getuser()}@{socket.gethostname()}"
 
 
 def describe(path: Path) -> str:
     """What a tab will show, from the session's state."""
-    from tuimon.session import listing, store
-
     state = listing.state_of(store.read_meta(path))
     if state == listing.RUNNING:
         if (path / "control.sock").exists():
@@ -139,8 +142,6 @@ def serve_command(args: argparse.Namespace) -> int:
     command = (f"cd {shlex.quote(str(home))} && exec {shlex.quote(sys.executable)} -m tuimon.web.tab "
                f"{shlex.quote(str(path))} --fps {args.fps:g}")
     open_tabs, killed = server.run(sock, command, f"{path.name} · tuimon", path.name, say)
-    from tuimon.session import listing, store
-
     going = listing.state_of(store.read_meta(path)) == listing.RUNNING
     say(f"stopped ({open_tabs} tab{'s' * (open_tabs != 1)} closed"
         + (f", {killed} viewer process{'es' * (killed != 1)} killed" if killed else "") + ")"
