@@ -159,3 +159,10 @@ def test_every_serve_flag_is_in_commands_md():
              if opt.startswith("--") and opt != "--help"}
     assert flags >= {"--port", "--host", "--out", "--fps"}
     assert [f for f in flags if f"`{f}" not in section] == []
+
+
+def test_the_server_and_its_viewers_never_import_torch():
+    code = ("import sys, tuimon.cli.serve, tuimon.web.server, tuimon.web.tab, tuimon.web.peers;"
+            "import tuimon.cli.serve as s; s.serve_parser(); print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False", proc.stderr
