@@ -29,6 +29,7 @@ snapshots: venv
 
 screenshots: venv
 	$(PY) screenshots/make_screenshots.py
+	$(PY) screenshots/make_browser_screenshot.py
 
 bench: venv
 	$(PY) bench/probe_cost.py

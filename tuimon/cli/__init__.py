@@ -1,6 +1,7 @@
 """Command line: ``tuimon [RECIPE] [options]`` runs a session, ``tuimon run [options] -- python
 train.py`` one of the user's own script; ``tuimon summary DIR`` exports;
-``replay``, ``attach`` and ``ls`` open and list sessions; ``doctor`` reports the machine.
+``replay``, ``attach`` and ``ls`` open and list sessions; ``serve`` puts the TUI in a browser;
+``doctor`` reports the machine.
 
 Every input is checked before anything is launched; a bad one gets one line on stderr and
 exit code 2, never a traceback. One module a command (run, script, summary, replay, attach, ls,
@@ -40,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import doctor
 
             return doctor.doctor_command(doctor.doctor_parser().parse_args(argv[1:]))
+        if argv[:1] == ["serve"]:
+            from tuimon.cli import serve
+
+            return serve.serve_command(serve.serve_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 

@@ -39,6 +39,7 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "hang-timeout": (float, 1, 30 * DAY, " s"),
     "profile-at": (int, 0, 10**9, ""),
     "fps": (float, 1, 30, ""),
+    "port": (int, 0, 65535, ""),  # tuimon serve; 0: any free port
 }
 
 

@@ -42,6 +42,7 @@ def run_parser() -> Parser:
         epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
         "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
+        "'tuimon serve [SESSION_DIR]' puts it in a browser; "
         "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
     )
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo. "

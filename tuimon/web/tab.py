@@ -1,0 +1,60 @@
+"""``python -m tuimon.web.tab SESSION_DIR [--fps N]``: what one browser tab of ``tuimon serve``
+runs. textual-serve starts it with Textual's web driver (stdin / stdout are its pipes to the
+server): the TUI as ``tuimon attach`` opens it, live on the session's daemon with working keys,
+or read-only (replay) once the session has ended or has no daemon.
+
+The tab ends when the browser tab closes (the server asks the app to quit), on ``q`` (the same
+stop / detach question as attach), or when the server goes away without asking (killed): the
+parent watch below quits the app, so no viewer outlives its server and holds a finished session
+open. Leaving without stop detaches: the runs go on."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from tuimon.cli.args import fps_arg
+
+
+def watch_parent(every: float = 0.5) -> None:
+    """SIGTERM this process once its parent (the server) is gone: Textual's web driver turns
+    SIGTERM into a clean exit of the app."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="tuimon-parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tuimon.web.tab")
+    p.add_argument("session")
+    p.add_argument("--fps", type=fps_arg, default=4.0)
+    args = p.parse_args(argv)
+
+    from tuimon.cli.attach import open_source
+    from tuimon.session import store
+    from tuimon.ui.app import TuimonApp
+
+    if (why := store.check_session(args.session)) is not None:
+        print(f"tuimon: error: {why}", file=sys.stderr)  # the server's console shows it
+        return 2
+    watch_parent()
+    source, note = open_source(args.session)
+    try:
+        TuimonApp(source, fps=args.fps, note=note).run()
+    finally:
+        # Quit without stop (ctrl+q, the tab closed, the server stopping): leave the runs going.
+        if not source.read_only and not source.closed and not source.detached:
+            source.detach()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
