@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import doctor
 
             return doctor.doctor_command(doctor.doctor_parser().parse_args(argv[1:]))
+        if argv[:1] == ["compare"]:
+            from tuimon.cli import compare
+
+            return compare.compare_command(compare.compare_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 
