@@ -73,6 +73,7 @@ def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -
             "median_change": [m.to_dict() if m else None for m in v.median],
             "compile_s": [r.compile_s if r is not None else None for r in v.rows],
             "compile_change": [m.to_dict() if m else None for m in v.compile],
+            "unreliable": v.unreliable,
             "metrics": [{"name": m.name, "values": m.values,
                          "changes": [x.to_dict() if x else None for x in m.changes]} for m in v.metrics],
         } for v in c.variants],

@@ -10,8 +10,22 @@ from tuimon.session.diff.sessions import Key, Session, key_rows, label, matched
 from tuimon.session.diff.settings import differences
 from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s
 from tuimon.session.stats import RunStats
-from tuimon.session.stats.change import Change, loss_drift, median_change, spread_change, step_losses
-from tuimon.session.table import cache_text, cpu_text, graphs_text, measured_text, speedup_text
+from tuimon.session.stats.change import (
+    Change,
+    load_differs,
+    loss_drift,
+    median_change,
+    spread_change,
+    step_losses,
+)
+from tuimon.session.table import (
+    cache_text,
+    cpu_text,
+    graphs_text,
+    measured_text,
+    other_load_text,
+    speedup_text,
+)
 
 PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
 
@@ -30,6 +44,7 @@ class VariantDiff:
     rows: list[RunStats | None]  # per session (None: not in that session)
     median: list[Change | None]
     compile: list[Change | None]
+    unreliable: list[str | None]  # per session: other processes' load differed from A's
     metrics: list[Metric] = field(default_factory=list)
 
     @property
@@ -72,7 +87,8 @@ def _variant(sessions: list[Session], key: Key) -> VariantDiff:
     def spread(attr: str):
         return lambda b, r, s: spread_change(processes(sessions[0], b, attr), processes(s, r, attr))
 
-    v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r)), against(spread("compile_s")))
+    v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r)), against(spread("compile_s")),
+                    against(lambda b, r, s: load_differs(b, r)))
 
     def metric(name: str, text, changes=None, kind: str = "time") -> None:
         values = [text(r) if r is not None else "not run" for r in rows]
@@ -103,6 +119,7 @@ def _variant(sessions: list[Session], key: Key) -> VariantDiff:
     if any(drift):
         v.metrics.append(Metric("loss vs A, same steps", drift, [None] * len(rows), "other"))
     metric("CPU, process tree (100 % = 1 core)", cpu_text)
+    metric("other processes while it stepped", other_load_text)
     if any(r is not None and r.gpu_util_mean is not None for r in rows):
         metric("GPU util (mean)", lambda r: DASH if r.gpu_util_mean is None else f"{r.gpu_util_mean:.0f} %")
     return v
@@ -129,8 +146,10 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None) ->
     the change itself counts)."""
     failures, unjudged = [], []
     for v in c.variants:
-        for s, m, comp in zip(c.sessions[1:], v.median[1:], v.compile[1:], strict=True):
-            who = f"{v.label} in {s.letter} vs A"
+        for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
+                                     strict=True):
+            who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
+                                                      if shaky else "")
             if slower_pct is not None and m is not None:
                 if m.significant is None:
                     unjudged.append(f"{who}: no interval for the median step (too few steady steps)")
@@ -162,11 +181,14 @@ def headline(c: Comparison) -> list[str]:
     """One line per variant and session: the median step's change, and the compile time's."""
     out = []
     for v in c.variants:
-        for s, m, comp in zip(c.sessions[1:], v.median[1:], v.compile[1:], strict=True):
+        for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
+                                     strict=True):
             if v.rows[c.sessions.index(s)] is None:
                 continue
             parts = [f"median step {change_text(m)}" if m is not None else "median step: not measured"]
             if comp is not None:
                 parts.append(f"compile time {change_text(comp)}")
+            if shaky:
+                parts.append(f"unreliable: {shaky}")
             out.append(f"{v.label}, {s.letter} vs A: " + "; ".join(parts))
     return out

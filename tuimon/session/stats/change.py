@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from tuimon import events
 from tuimon.session.stats.intervals import Z95, log_se, t95, welch_df
+from tuimon.session.stats.load import BUSY_SM, DIFFERS_CORES, load_text
 from tuimon.session.stats.replicates import measured_processes
 from tuimon.session.stats.rows import RunStats
 
@@ -74,6 +75,19 @@ def spread_change(before: list[float], after: list[float]) -> Change | None:
     half = t95(welch_df(se_a, len(la) - 1, se_b, len(lb) - 1)) * math.hypot(se_a, se_b)
     lo, hi = ratio * math.exp(-half), ratio * math.exp(half)
     return Change(ratio, lo, hi, not lo <= 1.0 <= hi)
+
+
+def load_differs(before: RunStats, after: RunStats) -> str | None:
+    """Other processes' load differed between the two sessions' steps (a noisy neighbour in one
+    of them): the change is unreliable, and this says by how much; None when alike or unknown."""
+    if before.foreign_cores is None or after.foreign_cores is None:
+        return None
+    cpu = abs(after.foreign_cores - before.foreign_cores) > DIFFERS_CORES
+    gpu = abs((after.foreign_gpu_sm or 0) - (before.foreign_gpu_sm or 0)) > BUSY_SM
+    if not (cpu or gpu):
+        return None
+    return (f"other processes used {load_text(before)} during the baseline's steps, "
+            f"{load_text(after)} during these")
 
 
 def step_losses(session_events: list[dict], runs: set[str]) -> dict[int, float]:
