@@ -179,6 +179,15 @@ def test_the_change_interval_combines_both_sessions_intervals():
     assert spread_change([10.0, 14.0], [11.0, 9.0]).significant is False
 
 
+def test_every_compare_flag_is_documented():
+    from tuimon.cli.compare import compare_parser
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text()
+    flags = {o for a in compare_parser()._actions for o in a.option_strings if o.startswith("--")}
+    assert "--fail-if-slower" in flags
+    assert [f for f in sorted(flags) if f"`{f}" not in page and f != "--help"] == []
+
+
 # ---- bad input: one line, exit 2 --------------------------------------------------------------------
 @pytest.mark.parametrize("case", ["missing", "not a session", "one session", "none in common", "bad pct"])
 def test_bad_input_is_one_line_and_exit_2(case, tmp_path, capsys):
