@@ -271,3 +271,27 @@ def test_the_automatic_capture_waits_for_compiles_to_settle_and_fits_the_run():
     late._auto = [28, 0, 1]
     late._look(28, compiles=0)  # the window would not end before the run does
     assert not late._pending and late.next_step(30) == 30
+
+
+def test_an_automatic_capture_cut_short_is_taken_once_more():
+    class Cut:  # what a window paused by the end of a turn hands back
+        source, number, spans, notes = "auto", 1, None, []
+
+        def close(self):
+            pass
+
+        def result(self, compiles):
+            return {"capture": 1, "state": "failed", "error": "the window ended before any active step"}
+
+    p = Profiler(device_type="cpu", model=None, compiled=False, auto=True, steps=1000)
+    p._auto = None  # the first one opened
+    p.capture = Cut()
+    assert p.abort()["state"] == "failed"
+    assert p.next_step(1000) == 0  # at the next boundary (after the turn's pause)
+    p._look(40, compiles=0)
+    assert p._pending == [(AUTO, "auto")]
+    p._pending.clear()
+    p.capture = Cut()
+    p.abort()
+    assert p.next_step(1000) == 1000  # once only
+

@@ -45,6 +45,7 @@ class Profiler:
         short = steps is not None and steps < max(AUTO_MIN_STEPS, AUTO_FROM + AUTO.steps)
         self._auto = [AUTO_FROM - AUTO_SETTLE, None, 0] if auto and at_step is None and not short else None
         self._steps = steps
+        self._retried = False
 
     def next_step(self, default: int | float) -> int | float:
         """The next step boundary at which ``begin_step`` has something to do when no capture is
@@ -137,10 +138,17 @@ class Profiler:
         cap, self.capture = self.capture, None
         try:
             cap.close()
-            return cap.result(compiles)
+            result = cap.result(compiles)
         except Exception as exc:  # noqa: BLE001 - a failed capture must never fail the run
             with contextlib.suppress(Exception):
                 if cap.spans is not None:
                     cap.spans.remove()
-            return {"capture": cap.number, "state": "failed", "notes": cap.notes,
-                    "error": one_line(exc)}
+            result = {"capture": cap.number, "state": "failed", "notes": cap.notes,
+                      "error": one_line(exc)}
+        cut = result["state"] != "done" or result.get("partial")
+        if cap.source == "auto" and cut and not self._retried:
+            # Cut short (the end of a turn of the interleaved schedule paused the run): once more,
+            # at the next boundary, which after a turn's pause has a whole turn ahead of it.
+            self._retried = True
+            self._auto = [0, -1, AUTO_TRIES]
+        return result
