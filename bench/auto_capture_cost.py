@@ -44,12 +44,14 @@ def session(args: list[str], out: Path, cache: Path, auto: bool) -> tuple[float,
         mine = [e for e in evs if e.get("run") == r["run"]]
         finished = next(e for e in mine if e["type"] == "finished")
         steps = [e for e in mine if e["type"] == "step" and e.get("profiled")]
-        capture = next((e for e in mine if e["type"] == "profile" and e.get("state") == "done"), {})
+        captures = [e for e in mine if e["type"] == "profile" and e.get("state") in ("done", "failed")]
+        capture = next((e for e in captures if e["state"] == "done"), {})
         runs[r["run"]] = {
             "boundary_s": finished.get("profile_s") or 0.0,
             "in_steps_s": sum(s["ms"] - r["median_ms"] for s in steps) / 1000.0 if r["median_ms"] else 0.0,
             "run_s": finished.get("seconds") or 0.0,
-            "events": (capture.get("cost") or {}).get("events"),
+            "events": (capture.get("cost") or {}).get("events") or 0,
+            "captures": ", ".join(("partial" if e.get("partial") else e["state"]) for e in captures),
             "median_ms": r["median_ms"],
         }
     return wall, runs
@@ -77,7 +79,8 @@ def main(rounds: int) -> None:
                 print(f"  {run}: boundaries {med('boundary_s') * 1000:.0f} ms + recorded steps "
                       f"{med('in_steps_s') * 1000:.0f} ms = {cost * 1000:.0f} ms "
                       f"({cost / med('run_s'):.1%} of its {med('run_s'):.1f} s run); "
-                      f"{med('events'):.0f} events; median step {med('median_ms'):.2f} ms")
+                      f"{med('events'):.0f} events; median step {med('median_ms'):.2f} ms; captures: "
+                      f"{' / '.join(f['captures'] for f in figures)}")
             print(f"  session wall time: {statistics.median(walls[True]):.1f} s with, "
                   f"{statistics.median(walls[False]):.1f} s without "
                   f"({', '.join(f'{w:.1f}' for w in walls[True])} / "

@@ -295,3 +295,39 @@ def test_an_automatic_capture_cut_short_is_taken_once_more():
     p.abort()
     assert p.next_step(1000) == 1000  # once only
 
+
+
+def test_the_automatic_capture_through_begin_step(monkeypatch):
+    from tuimon.runner.profiling import profiler as front
+
+    class Fake:  # torch.profiler's place: begin_step's view of a capture
+        def __init__(self, number, options, source, first_step, **kw):
+            self.number, self.options, self.source = number, options, source
+            self.notes, self.modules, self.spans, self.trace = [], [], None, kw["trace_path"]
+
+        def prepare(self):
+            pass
+
+        def close(self):
+            pass
+
+        def result(self, compiles):
+            return {"capture": self.number, "state": "done", "partial": True}
+
+    monkeypatch.setattr(front, "Capture", Fake)
+    p = Profiler(device_type="cpu", model=None, compiled=True, auto=True, steps=100, out_dir="/tmp/x")
+    opened = []
+    for i in range(40):
+        if i >= p.next_step(100) or p.capture is not None:
+            cap, started = p.begin_step(i, compiles=1 if i < 3 else 2)
+            if started:
+                opened.append((i, started["source"], cap.trace))
+            if opened and i == opened[-1][0] + 1:
+                p.abort()  # a turn ended inside the window: cut short
+    assert opened == [(10, "auto", None), (12, "auto", None)]  # again at once, and no trace file
+    # A capture the user asks for first: no automatic one.
+    p = Profiler(device_type="cpu", model=None, compiled=True, auto=True, steps=100)
+    p.request({}, "control")
+    p.begin_step(2)
+    p.capture = None
+    assert p.next_step(100) == 100

@@ -46,6 +46,7 @@ class Profiler:
         self._auto = [AUTO_FROM - AUTO_SETTLE, None, 0] if auto and at_step is None and not short else None
         self._steps = steps
         self._retried = False
+        self._asked = False  # a capture other than the automatic one was taken
 
     def next_step(self, default: int | float) -> int | float:
         """The next step boundary at which ``begin_step`` has something to do when no capture is
@@ -67,7 +68,7 @@ class Profiler:
         if self.at_step is not None and i >= self.at_step:
             self._pending.insert(0, (self.defaults, "profile_at"))
             self.at_step = None
-        if self._auto is not None and (self.count or self._pending):
+        if self._auto is not None and (self._asked or self._pending):
             self._auto = None  # a capture was asked for: the diagnosis reads that one
         elif self._auto is not None and i >= self._auto[0]:
             self._look(i, compiles)
@@ -76,6 +77,7 @@ class Profiler:
         t0 = time.perf_counter()
         options, source = self._pending.pop(0)
         self.count += 1
+        self._asked = self._asked or source != "auto"
         # The automatic capture writes no chrome trace: the diagnosis reads the tables only.
         path = (os.path.join(self.out_dir, f"{self.run}-profile{self.count}.json")
                 if self.out_dir and source != "auto" else None)
