@@ -196,6 +196,11 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
     # No compiled variant: no section at all.
     eager_only = SessionSummary([eager])
     assert diagnose(eager_only) == [] and "## Why" not in to_markdown({}, eager_only)
+    alone, _ = rows()  # no eager run: no speedup to judge by, the findings still come
+    alone.graph_breaks = [{"where": "m.py:3", "reason": "print", "hint": None, "count": 1}]
+    (v,) = diagnose(SessionSummary([alone]))
+    assert top_lines([v])[0] == "why default/fp32: no speedup measured (no eager run of its precision " \
+                                "finished steps):" and v.findings[0].rule == "graph_breaks"
 
 
 # ---- the runner's side --------------------------------------------------------------------------------

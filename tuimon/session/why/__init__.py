@@ -41,8 +41,8 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
         findings = [f for rule in RULES for f in rule(ctx)]
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
         helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
-        speed = speedup_text(row) if row.speedup is not None else "not measured"
-        if row.baseline and row.speedup is not None:
-            speed = speed.replace("×", f"× {row.baseline}", 1)
+        speed = None
+        if row.speedup is not None:
+            speed = speedup_text(row).replace("×", f"× {row.baseline}", 1)
         out.append(VariantWhy(row.run, row.label, speed, helped, findings))
     return out

@@ -42,7 +42,7 @@ class Context:
 class VariantWhy:
     run: str
     label: str
-    speedup: str  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"
+    speedup: str | None  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"; None: no baseline
     helped: bool  # faster than its baseline beyond noise
     findings: list[Finding] = field(default_factory=list)
 

@@ -9,6 +9,8 @@ SEVERITY = {HIGH: "high", MEDIUM: "medium"}
 
 
 def headline(v: VariantWhy) -> str:
+    if v.speedup is None:
+        return f"{v.label}: no speedup measured (no eager run of its precision finished steps)"
     verb = "compile helped" if v.helped else "compile did not help"
     return f"{v.label}: {v.speedup} — {verb}"
 
