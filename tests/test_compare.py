@@ -98,13 +98,15 @@ def test_script_sessions_compare_too(tuimon):
 
 
 # ---- synthetic sessions: matching, intervals, the guard -----------------------------------------
-def fake_session(path: Path, runs: dict, settings: dict | None = None, meta: dict | None = None) -> Path:
+def fake_session(path: Path, runs: dict, settings: dict | None = None, meta: dict | None = None,
+                 replicate: dict | None = None) -> Path:
     """A session directory as tuimon writes one: ``runs`` maps run id -> (mode, precision, axes,
-    step times in ms)."""
+    step times in ms); ``replicate``: run id -> its round, for a --repeats session."""
     path.mkdir(parents=True)
     evs = []
     for run, (mode, precision, axes, times) in runs.items():
-        evs.append(events.make(events.RUN_QUEUED, run, mode=mode, precision=precision,
+        rounds = {"replicate": replicate[run], "repeats": 3} if replicate else {}
+        evs.append(events.make(events.RUN_QUEUED, run, mode=mode, precision=precision, **rounds,
                                **({"axes": axes} if axes else {})))
         evs.append(events.make(events.RUN_STARTED, run, mode=mode, precision=precision, device="cpu",
                                device_name="cpu", torch="2.14.1", threads=2, extra={}))
@@ -158,6 +160,19 @@ def test_an_axis_held_at_one_value_is_a_setting_not_a_key(tmp_path):
     c = compare_sessions([open_session(a, "A"), open_session(b, "B")])
     assert [v.label for v in c.variants] == ["eager/fp32"]
     assert ("--set", ["width=256", "width=512"]) in c.differences
+
+
+def test_repeats_sessions_compare_their_combined_rows(tmp_path):
+    def repeats(name: str, medians: list[float]) -> Path:
+        runs = {f"eager-fp32-{k}": ("eager", "fp32", {}, times(m, seed=k)) for k, m in enumerate(medians, 1)}
+        return fake_session(tmp_path / name, runs, replicate={run: k for k, run in enumerate(runs, 1)})
+
+    c = compare_sessions([open_session(repeats("a", [10.0, 10.3, 9.8]), "A"),
+                          open_session(repeats("b", [13.0, 12.6, 13.3]), "B")])
+    (v,) = c.variants
+    assert v.rows[0].processes and v.rows[1].processes  # the --repeats rows, not one process
+    m = v.median[1]
+    assert m.significant and 1.2 < m.lo < m.ratio < m.hi < 1.45  # Student's t over 3 processes
 
 
 def test_the_change_interval_combines_both_sessions_intervals():
