@@ -158,6 +158,26 @@ def test_the_top_op_diff_says_what_was_fused_and_what_stayed():
     assert any(a.startswith("aten::mm take the same time") for a in f.advice)
 
 
+def test_a_disturbed_capture_gives_counts_and_names_not_times():
+    split = {"data_ms": 0.0, "forward_ms": 20.0, "backward_ms": 2.0, "optimizer_ms": 20.0, "step_ms": 42.0}
+    graphs = {"calls": 4.0, "graphs": 4, "ms": 1.0, "forward_ms": 0.5, "backward_ms": 0.5}
+    broke = [{"where": "m.py:3", "reason": "x", "hint": None, "count": 1}]
+    comp, eager = rows(p10_ms=1.5, graph_breaks=broke,
+                       profiles=[capture(step_ms=42.0, split=split, compiled_graphs=graphs,
+                                         top_ops=[{"name": "aten::mm", "self_ms": 9.0}])])
+    eager.p10_ms = 1.0
+    eager.profiles = [capture(step_ms=1.2, top_ops=[{"name": "aten::mm", "self_ms": 0.3},
+                                                    {"name": "aten::sqrt", "self_ms": 0.2}])]
+    found = {f.rule: f for f in findings(session(comp, eager))}
+    assert "optimizer" not in found  # 20 ms of optimizer in a disturbed window says nothing
+    breaks = found["graph_breaks"]
+    assert "4 compiled graphs" in breaks.title and breaks.cost_ms is None
+    assert any("28× its run's quick steps (p10 1.50 ms)" in e for e in breaks.evidence)
+    ops = found["ops"]
+    assert ops.title == "top ops: 1 of eager's top ops fused into compiled graphs" and ops.severity == INFO
+    assert "slower" not in text(ops) and "aten::sqrt" in text(ops)
+
+
 def test_memory_and_payoff():
     comp, eager = rows("cuda:0", cuda_peak_allocated=2048 * MiB)
     eager.cuda_peak_allocated = 1024 * MiB

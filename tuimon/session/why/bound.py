@@ -39,7 +39,7 @@ def launch_bound(ctx: Context) -> list[Finding]:
     if not ctx.on_gpu:
         return []
     evidence, idle = [], None
-    if cap and cap.get("device_busy_ms") is not None and cap.get("step_ms"):
+    if cap and cap.get("device_busy_ms") is not None and cap.get("step_ms") and ctx.row_timed:
         idle = max(0.0, 1.0 - cap["device_busy_ms"] / cap["step_ms"])
         evidence.append(f"the GPU ran kernels {fmt_ms(cap['device_busy_ms'])} of a "
                         f"{fmt_ms(cap['step_ms'])} step: idle {idle:.0%} ({span(cap)})")
@@ -66,12 +66,12 @@ def eager_optimizer(ctx: Context) -> list[Finding]:
     split = (cap or {}).get("split") or {}
     graphs = (cap or {}).get("compiled_graphs") or {}
     opt, step = split.get("optimizer_ms"), split.get("step_ms")
-    if not opt or not step or opt / step < OPTIMIZER_SHARE or graphs.get("optimizer_ms"):
+    if not ctx.row_timed or not opt or not step or opt / step < OPTIMIZER_SHARE or graphs.get("optimizer_ms"):
         return []
     evidence = [f"optimizer {fmt_ms(opt)} of a {fmt_ms(step)} step ({opt / step:.0%}) in {ctx.row.label}'s "
                 f"{span(cap)}, with no compiled graph inside"]
     base = ((ctx.base_capture or {}).get("split") or {})
-    if base.get("optimizer_ms"):
+    if base.get("optimizer_ms") and "base" not in ctx.disturbed:
         evidence.append(f"{ctx.baseline.label}: optimizer {fmt_ms(base['optimizer_ms'])}: compiling the "
                         "model left it as it was")
     advice = ["compile the optimizer step too: a function that calls opt.step(), under torch.compile",

@@ -46,11 +46,13 @@ def graph_breaks(ctx: Context) -> list[Finding]:
     evidence += [f"break at {b['where']} (×{b['count']}): {b['reason']}" for b in r.graph_breaks[:SHOWN]]
     if places > SHOWN:
         evidence.append(f"and {places - SHOWN} more (the compile pane, key c, lists them all)")
-    outside = outside_ms(cap)
+    outside = outside_ms(cap) if ctx.row_timed else None
     share = outside / cap["split"]["step_ms"] if outside is not None and cap["split"].get("step_ms") else None
     if share is not None:
         evidence.append(f"{fmt_ms(outside)} a step ({share:.0%}) of forward and backward ran outside "
                         "compiled graphs: the eager code between them, guard checks, autograd glue")
+    if graphs and not ctx.row_timed:
+        evidence.append(ctx.disturbed["row"])
     advice = list(dict.fromkeys(f"{b['where']}: {b['hint']}" for b in r.graph_breaks[:SHOWN]
                                 if b.get("hint")))
     for words, text in PATTERNS:

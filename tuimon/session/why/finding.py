@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tuimon.session.fmt import fmt_ms
 from tuimon.session.stats import RunStats, SessionSummary
 from tuimon.session.table import columns
 
 HIGH, MEDIUM, INFO = 3, 2, 1
+# A captured step this many times the run's quick steps (p10) met something else than the
+# profiler (which slows a step by ~1.5x): other processes, a compile. Its times are left out.
+DISTURBED = 3.0
 
 
 @dataclass
@@ -32,6 +36,17 @@ class Context:
     capture: dict | None  # its last usable profiler capture
     base_capture: dict | None  # the baseline's
     summary: SessionSummary
+    disturbed: dict[str, str] = field(default_factory=dict)  # "row" / "base": why its capture's
+    # times are not to be trusted (its counts and names still are)
+
+    @property
+    def row_timed(self) -> bool:
+        return "row" not in self.disturbed
+
+    @property
+    def timed(self) -> bool:
+        """Both captures' times can be read as the runs'."""
+        return not self.disturbed
 
     @property
     def on_gpu(self) -> bool:
@@ -71,8 +86,15 @@ def baseline_of(row: RunStats, summary: SessionSummary) -> RunStats | None:
 
 def context(row: RunStats, summary: SessionSummary) -> Context:
     base = baseline_of(row, summary)
-    return Context(row, base, capture_of(row, summary),
-                   capture_of(base, summary) if base is not None else None, summary)
+    ctx = Context(row, base, capture_of(row, summary),
+                  capture_of(base, summary) if base is not None else None, summary)
+    for which, r, cap in (("row", row, ctx.capture), ("base", base, ctx.base_capture)):
+        if cap and r is not None and r.p10_ms and cap.get("step_ms", 0) > DISTURBED * r.p10_ms:
+            ctx.disturbed[which] = (f"{r.label}'s {span(cap)} ran at {fmt_ms(cap['step_ms'])} a step, "
+                                    f"{cap['step_ms'] / r.p10_ms:.0f}× its run's quick steps (p10 "
+                                    f"{fmt_ms(r.p10_ms)}): something else slowed it (other processes, "
+                                    "a compile), so its times are left out")
+    return ctx
 
 
 def span(p: dict) -> str:

@@ -58,5 +58,5 @@ def host_syncs(ctx: Context) -> list[Finding]:
         advice.append("torch.cuda.set_sync_debug_mode('warn') names every line that syncs")
     in_step = named.get("phase") in ("forward", "backward")
     severity = HIGH if ctx.on_gpu and device else MEDIUM if in_step else INFO
-    cost = sum(s.get("ms") or 0.0 for s in mine) or None
+    cost = (sum(s.get("ms") or 0.0 for s in mine) or None) if ctx.row_timed else None
     return [Finding("syncs", title, evidence, advice, severity, cost)]
