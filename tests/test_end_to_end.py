@@ -67,9 +67,10 @@ def test_tiny_mlp_eager_vs_compiled(tuimon):
         assert 1 <= r["steady_from"] <= 41
         steady = sorted(s["ms"] for s in runs[r["run"]]["step"]
                         if s["i"] >= r["steady_from"] and not s.get("compile_ms") and not s.get("profiled"))
-        # The automatic diagnosis capture's steps (a 3-step window) are kept apart too.
+        # The automatic diagnosis capture's steps (a 3-step window, as the second turn began) are
+        # kept apart too.
         captured = [s["i"] for s in runs[r["run"]]["step"] if s.get("profiled")]
-        assert len(captured) == 3 and captured[0] >= 10
+        assert len(captured) == 3 and captured[0] >= 1
         assert r["measured"] == len(steady) == 80 - r["steady_from"] - sum(
             i >= r["steady_from"] for i in captured)
         assert r["median_ms"] == pytest.approx(statistics.median(steady))

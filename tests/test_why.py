@@ -38,11 +38,15 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
     proc, session = tuimon(str(TINY), "--headless", "--modes", "eager,default", "--steps", "30",
                            "--set", "graph_break=1")
     assert proc.returncode == 0, proc.stderr
-    # Each run got its automatic capture once its compiles had settled: no trace file.
+    # Each run got its automatic capture as its second turn began: no trace file.
     evs, _ = store.read_events(session)
     auto = [e for e in evs if e["type"] == "profile" and e.get("state") == "done"]
     assert {e["run"] for e in auto} == {"eager-fp32", "default-fp32"}
-    assert all(e["source"] == "auto" and e["trace"] is None and e["first_step"] >= 10 for e in auto)
+    turns = {run: [e["t"] for e in evs if e.get("run") == run and e["type"] == "phase" and e.get("turn")]
+             for run in ("eager-fp32", "default-fp32")}
+    for e in auto:
+        assert e["source"] == "auto" and e["trace"] is None and e["first_step"] >= 1
+        assert e["t"] > turns[e["run"]][1]  # after the second turn's wait, not in the first turn
     assert next(e for e in auto if e["run"] == "default-fp32")["compiled_graphs"]["calls"] == 4
     f = findings(session)["graph_breaks"]
     assert "each step runs 4 compiled graphs" in f["title"]

@@ -356,3 +356,20 @@ def test_the_automatic_capture_through_begin_step(monkeypatch):
     p.begin_step(2)
     p.capture = None
     assert p.next_step(100) == 100
+
+
+def test_taking_turns_the_automatic_capture_opens_as_the_second_turn_begins(monkeypatch):
+    from tuimon.runner.profiling import profiler as front
+
+    monkeypatch.setattr(front, "Capture", lambda number, options, source, i, **kw: type(
+        "Fake", (), {"number": number, "source": source, "notes": [], "modules": [], "spans": None,
+                     "prepare": lambda self: None})())
+    p = Profiler(device_type="cpu", model=None, compiled=True, auto=True, steps=100, turns=True)
+    p.turn_began()  # the first turn: the other runs are still building and compiling
+    assert p.next_step(100) == 100
+    for i in range(30):
+        assert p.begin_step(i, compiles=1) == (None, None)
+    p.turn_began()
+    cap, started = p.begin_step(30, compiles=1)
+    assert started["source"] == "auto" and started["first_step"] == 30
+

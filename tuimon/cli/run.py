@@ -112,7 +112,7 @@ def run_parser() -> Parser:
                    "given), or all (compiled variants too: graph breaks and recompiles in the window)")
     p.add_argument("--no-auto-capture", action="store_true",
                    help="take no automatic diagnosis capture (by default each run without a "
-                   "capture gets one short profiler window after its compiles settle, for the "
+                   "capture gets one short profiler window as its second turn begins, for the "
                    "'why' diagnosis)")
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "

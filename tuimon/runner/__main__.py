@@ -187,7 +187,8 @@ def make_profiler(torch, args: argparse.Namespace, trainer, model, steps: int | 
     return Profiler(device_type=trainer.device_type, model=model, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=args.profile_at,
                     out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards,
-                    auto=not args.no_auto_profile, steps=steps)
+                    auto=not args.no_auto_profile, steps=steps,
+                    turns=bool(args.turns or args.turn_seconds))
 
 
 def variant_notes(mode: str, device: str) -> list[str]:

@@ -236,6 +236,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     reason = "stopped"  # stopped while waiting for its turn
                     break
                 turns.begin(i)
+                if profiler is not None:
+                    profiler.turn_began()
             # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
             # read every POLL_S at most; after a line, at the next boundary again (lines queue).
             now = perf()

@@ -4,6 +4,7 @@ boundary; what it costs at boundaries is counted apart from the steps."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 
@@ -11,10 +12,13 @@ from tuimon.runner.profiling.capture import Capture, one_line
 from tuimon.runner.profiling.options import Options
 
 # The automatic diagnosis capture (source "auto"), taken when a run has none: a short window
-# (one step to absorb the profiler's start, two kept), once the compiles have settled. It is
-# looked for from AUTO_FROM, opens after AUTO_SETTLE steps without a compile (after AUTO_TRIES
-# looks it opens anyway: a run that keeps recompiling is worth a look too), and only in a run
-# planned for AUTO_MIN_STEPS steps or more (or a --duration), so a short run keeps its steps.
+# (one step to absorb the profiler's start, two kept), once the compiles have settled, and only
+# in a run planned for AUTO_MIN_STEPS steps or more (or a --duration), so a short run keeps its
+# steps. Taking turns (the interleaved schedule), it opens as the run's second turn begins: the
+# session's other processes have built their models and compiled by then (during the first turn
+# they load the machine), and a whole turn lies ahead. Otherwise it is looked for from AUTO_FROM
+# and opens after AUTO_SETTLE steps without a compile (after AUTO_TRIES looks it opens anyway: a
+# run that keeps recompiling is worth a look too).
 AUTO = Options(wait=0, warmup=1, active=2, backward=False)
 AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, AUTO_MIN_STEPS = 10, 5, 4, 30
 
@@ -27,7 +31,8 @@ class Profiler:
 
     def __init__(self, *, device_type: str, model, compiled: bool, defaults: Options | None = None,
                  at_step: int | None = None, out_dir: str | None = None, run: str = "run",
-                 hook_guards: bool = False, auto: bool = False, steps: int | None = None) -> None:
+                 hook_guards: bool = False, auto: bool = False, steps: int | None = None,
+                 turns: bool = False) -> None:
         self.device_type = device_type
         self.model = model
         self.compiled = compiled
@@ -43,15 +48,25 @@ class Profiler:
         # The automatic capture: (the step to look at next, compiles seen then, looks so far);
         # None when off, asked for a capture at a step already, or too short a run.
         short = steps is not None and steps < max(AUTO_MIN_STEPS, AUTO_FROM + AUTO.steps)
-        self._auto = [AUTO_FROM - AUTO_SETTLE, None, 0] if auto and at_step is None and not short else None
+        first = math.inf if turns else AUTO_FROM - AUTO_SETTLE  # taking turns: turn_began arms it
+        self._auto = [first, None, 0] if auto and at_step is None and not short else None
+        self._turns = 0
         self._steps = steps
         self._retried = False
         self._asked = False  # a capture other than the automatic one was taken
 
+    def turn_began(self) -> None:
+        """The interleaved schedule gave the run its turn: from the second one, the automatic
+        capture opens at this boundary."""
+        self._turns += 1
+        if self._auto is not None and self._turns >= 2:
+            self._auto = [0, -1, AUTO_TRIES]
+
     def next_step(self, default: int | float) -> int | float:
         """The next step boundary at which ``begin_step`` has something to do when no capture is
         open and none is asked for (the loop skips the call until then)."""
-        due = [x for x in (self.at_step, self._auto[0] if self._auto else None) if x is not None]
+        due = [x for x in (self.at_step, self._auto[0] if self._auto else None)
+               if x is not None and x != math.inf]
         return min(due) if due else default
 
     def request(self, overrides: dict, source: str = "control") -> None:

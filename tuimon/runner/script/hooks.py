@@ -212,7 +212,7 @@ def _profiler(cfg: dict, run):
     return Profiler(device_type=device_type, model=None, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
                     out_dir=cfg.get("profile_dir"), run=cfg["run"],
-                    auto=cfg.get("auto_profile", True), steps=cfg.get("steps"))
+                    auto=cfg.get("auto_profile", True), steps=cfg.get("steps"), turns=run.turns.on)
 
 
 def _where(exc: BaseException, script: str | None) -> str | None:

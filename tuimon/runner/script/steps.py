@@ -181,6 +181,8 @@ class ScriptSteps:
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
             self._obey("pause", turn=True)
             self.turns.begin(0)
+            if self.profiler is not None:
+                self.profiler.turn_began()
         self._began = time.monotonic()
         self.clock.start()
 
@@ -250,6 +252,8 @@ class ScriptSteps:
         if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
             self.turns.begin(i)
+            if self.profiler is not None:
+                self.profiler.turn_began()
         if i >= self.steps:
             self.stop("steps")
         if self.duration is not None:
