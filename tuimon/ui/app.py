@@ -162,9 +162,7 @@ class TuimonApp(App[str]):
         if profiler.has_class("visible"):
             live = self.focused_run()
             profiler.show(live, self._compare_with(live), self.backward_next)
-        why = self.query_one(WhyPane)
-        if why.has_class("visible"):
-            why.show(self.focused_run(), summary)
+        self.query_one(WhyPane).show(self.focused_run(), summary)  # when visible
 
     def _relayout(self, grid: Grid, panels: list[RunPanel], count: int) -> None:
         for panel in panels[count:]:

@@ -23,7 +23,9 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         yield Static(id="why-body")
 
     def show(self, live: RunLive | None, summary: SessionSummary) -> None:
-        self.query_one("#why-body", Static).update(render(live, diagnose(summary)))
+        """Redraw from the summary, when the pane is open (the diagnosis is not free)."""
+        if self.has_class("visible"):
+            self.query_one("#why-body", Static).update(render(live, diagnose(summary)))
 
 
 def render(live: RunLive | None, whys: list[VariantWhy]):
