@@ -5,6 +5,7 @@ findings are the summary's, the same as summary.md's "Why" section; this module 
 from __future__ import annotations
 
 from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -37,12 +38,12 @@ def render(live: RunLive | None, whys: list[VariantWhy]):
     for v in focused or whys:
         parts.append(Text(f"why {headline(v)}", style="bold"))
         if not v.findings:
-            parts.append(Text("  no finding yet (a capture is taken after the compiles settle, in runs of "
-                              "30 steps or more)", style="dim"))
+            parts.append(Padding.indent(Text("no finding yet (a capture is taken as the second turn "
+                                             "begins, in runs of 30 steps or more)", style="dim"), 1))
         for k, f in enumerate(v.findings, 1):
-            parts.append(Text(f" {k}. {f.title}", style=STYLE.get(f.severity, "")))
-            parts += [Text(f"    {line}") for line in f.evidence]
-            parts += [Text(f"    try: {line}", style="green") for line in f.advice]
+            parts.append(Padding.indent(Text(f"{k}. {f.title}", style=STYLE.get(f.severity, "")), 1))
+            parts += [Padding.indent(Text(f"· {line}"), 4) for line in f.evidence]
+            parts += [Padding.indent(Text(f"try: {line}", style="green"), 4) for line in f.advice]
     if focused and len(whys) > 1:
         others = ", ".join(v.label for v in whys if v.run != live.run)
         parts.append(Text(f"other compiled variants ({others}): focus their panel", style="dim"))
