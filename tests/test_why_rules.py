@@ -223,6 +223,19 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
                                 "finished steps):" and v.findings[0].rule == "graph_breaks"
 
 
+def test_a_rule_that_fails_is_said_and_costs_nothing_else(monkeypatch):
+    from tuimon.session import why
+
+    def broken(ctx):
+        raise KeyError("split")
+
+    monkeypatch.setattr(why, "RULES", (broken, *why.RULES))
+    comp, eager = rows(mean_data_ms=4.0)
+    (v,) = why.diagnose(session(comp, eager))
+    assert [f.rule for f in v.findings] == ["input_bound", "internal"]
+    assert v.findings[1].title == "the broken rule failed: KeyError: 'split'"
+
+
 # ---- the runner's side --------------------------------------------------------------------------------
 class Said:
     def __init__(self) -> None:

@@ -17,7 +17,7 @@ from tuimon.session.table import columns, speedup_text
 from tuimon.session.why.bound import eager_optimizer, input_bound, launch_bound
 from tuimon.session.why.breaks import graph_breaks
 from tuimon.session.why.cudagraphs import cudagraphs
-from tuimon.session.why.finding import Finding, VariantWhy, context
+from tuimon.session.why.finding import INFO, Finding, VariantWhy, context
 from tuimon.session.why.memory import memory
 from tuimon.session.why.ops import op_diff
 from tuimon.session.why.payoff import payoff
@@ -38,7 +38,13 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
         if not row.compiled:
             continue
         ctx = context(row, summary)
-        findings = [f for rule in RULES for f in rule(ctx)]
+        findings = []
+        for rule in RULES:
+            try:
+                findings += rule(ctx)
+            except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
+                findings.append(Finding("internal", f"the {rule.__name__} rule failed: "
+                                        f"{type(exc).__name__}: {exc}", [], [], INFO))
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
         helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
         speed = None
