@@ -66,8 +66,13 @@ def test_tiny_mlp_eager_vs_compiled(tuimon):
         # Warm-up is found in the data: at least the first step, at most half of the rest.
         assert 1 <= r["steady_from"] <= 41
         steady = sorted(s["ms"] for s in runs[r["run"]]["step"]
-                        if s["i"] >= r["steady_from"] and not s.get("compile_ms"))
-        assert r["measured"] == len(steady) == 80 - r["steady_from"]
+                        if s["i"] >= r["steady_from"] and not s.get("compile_ms") and not s.get("profiled"))
+        # The automatic diagnosis capture's steps (a 3-step window, as the second turn began) are
+        # kept apart too.
+        captured = [s["i"] for s in runs[r["run"]]["step"] if s.get("profiled")]
+        assert len(captured) == 3 and captured[0] >= 1
+        assert r["measured"] == len(steady) == 80 - r["steady_from"] - sum(
+            i >= r["steady_from"] for i in captured)
         assert r["median_ms"] == pytest.approx(statistics.median(steady))
         assert r["p90_ms"] == pytest.approx(percentile(steady, 0.9))
         assert r["final_loss"] == pytest.approx(runs[r["run"]]["step"][-1]["loss"])

@@ -363,8 +363,8 @@ def test_profile_control_command_through_the_supervisor(tmp_path):
     s = SessionStore.create(tmp_path, "profile")
     got: list[dict] = []
     plan = Plan(TEST_RECIPES / "slow_steps.py", [Variant("eager", "fp32")], "sequential",
-                ["--device", "cpu", "--warmup", "0", "--steps", "100000", "--set", "sleep_ms=10"],
-                interval=None)
+                ["--device", "cpu", "--warmup", "0", "--steps", "100000", "--set", "sleep_ms=10",
+                 "--no-auto-profile"], interval=None)
     sup = Supervisor(s, plan, got.extend)
     status: list[str] = []
     thread = threading.Thread(target=lambda: status.append(sup.run(keep_open=True)))

@@ -18,7 +18,7 @@ from tuimon.variants import product
 async def test_p_captures_and_the_pane_shows_top_ops_and_a_comparison(tmp_path, inductor_cache):
     store = SessionStore.create(tmp_path, "prof")
     plan = Plan(RECIPES / "tiny_mlp.py", product(["eager"], ["fp32", "amp"]), "parallel",
-                ["--steps", "200000"], cache_dir=inductor_cache, interval=None)
+                ["--steps", "200000", "--no-auto-profile"], cache_dir=inductor_cache, interval=None)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
 
     async with app.run_test(size=(140, 50)) as pilot:

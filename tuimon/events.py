@@ -18,7 +18,8 @@ RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params,
 PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
-FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles, ...
+FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
+#   profile_s (time spent starting and finishing profiler captures, outside every step), ...
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 SCRIPT_ENDED = "script ended"  # a script run's finished reason: the script ended by itself, exit 0
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
@@ -29,6 +30,7 @@ COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, 
 #   fx/aot cache hits & misses, cache: cold | warm | none, failed, fail_reason
 GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
 RECOMPILE = "recompile"  # compile_id, reasons: [str]
+CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind skipped | rerecorded, text
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
@@ -46,7 +48,7 @@ WARNING = "warning"  # text (run-tagged, or session-wide without run): throttlin
 #   stop_all | close (session-wide, no run).
 CONTROL = "control"
 # Written by the runner: a torch.profiler capture (runner/profiling/), emitted at once:
-#   state "started": capture (1, 2, ... per run), source (control | profile_at), window {wait,
+#   state "started": capture (1, 2, ... per run), source (control | profile_at | auto), window {wait,
 #     warmup, active}, backward (false | true | "all"), first_step, active_steps [first, last],
 #     module_spans, notes -- the UI shows "profiling..." until that capture's next event;
 #   state "done": capture, source, window, backward, first_step, recorded_steps, active_steps
@@ -55,7 +57,10 @@ CONTROL = "control"
 #     on a GPU, top_device_ops (device time by launching op) and top_kernels: each [{name, calls,
 #     self_ms, total_ms, share}], top 30; modules [{name, forward_ms, backward_ms}], syncs [{op,
 #     kind: scalar_read | device_sync | blocking_copy, where, phase, module, via, context, count,
-#     ms, ours}], sync_count (not ours), trace (chrome trace path or null), trace_bytes, cost
+#     ms, ours}], sync_count (not ours), compiled_graphs {calls, graphs, ms, forward_ms,
+#     backward_ms, optimizer_ms} (calls of compiled graphs and the host time inside them, per
+#     step), device_busy_ms (on a GPU: time the device ran anything, per step), trace (chrome
+#     trace path or null; none for source auto), trace_bytes, cost
 #     {events, events_s, build_s, export_s}, compiles, notes. Times and counts are per step
 #     (means over the active steps); share is of the mean step;
 #   state "failed": capture, error, notes (nothing was recorded; the run goes on).

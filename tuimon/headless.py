@@ -18,6 +18,8 @@ from tuimon import events, failures
 from tuimon.session.fmt import fmt_ms, fmt_s
 from tuimon.session.stats import SessionSummary, is_measured
 from tuimon.session.table import columns, table, top_ops_text
+from tuimon.session.why import diagnose
+from tuimon.session.why import render as why_text
 
 
 class HeadlessView:
@@ -226,3 +228,5 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
             console.print(f"unreliable: {r.label}: {r.unreliable}", style="yellow", highlight=False)
     if summary.busy:
         console.print(f"note: {summary.busy}", style="bold yellow", highlight=False)
+    for line in why_text.top_lines(diagnose(summary)):
+        console.print(line, style="bold" if line.startswith("why ") else None, highlight=False, markup=False)

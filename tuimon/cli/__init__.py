@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import serve
 
             return serve.serve_command(serve.serve_parser().parse_args(argv[1:]))
+        if argv[:1] == ["compare"]:
+            from tuimon.cli import compare
+
+            return compare.compare_command(compare.compare_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 

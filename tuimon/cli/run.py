@@ -111,6 +111,10 @@ def run_parser() -> Parser:
                    metavar="eager|all",
                    help="label each block's backward in captures: eager variants (default when "
                    "given), or all (compiled variants too: graph breaks and recompiles in the window)")
+    p.add_argument("--no-auto-capture", action="store_true",
+                   help="take no automatic diagnosis capture (by default each run without a "
+                   "capture gets one short profiler window as its second turn begins, for the "
+                   "'why' diagnosis)")
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")
@@ -273,6 +277,8 @@ def runner_flags(args: argparse.Namespace) -> list[str]:
         flags += ["--profile-window", args.profile_window]
     if args.profile_backward:
         flags += ["--profile-backward", args.profile_backward]
+    if args.no_auto_capture:
+        flags.append("--no-auto-profile")
     return flags
 
 
@@ -296,13 +302,14 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
                                                   "interval",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
-                                                  "profile_backward")},
+                                                  "profile_backward", "no_auto_capture")},
         "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "torch": version("torch"),
+        "triton": version("triton"),
         "torchvision": version("torchvision"),
         "timm": version("timm"),
         "started": now_iso(),

@@ -105,6 +105,7 @@ def script_settings(args: argparse.Namespace, command: list[str]) -> dict:
         "profile_at": args.profile_at,
         "profile_window": args.profile_window,
         "profile_backward": args.profile_backward or "off",
+        "auto_profile": not args.no_auto_capture,
     }
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
         settings["no_step_s"] = float(os.environ[NO_STEP_S])

@@ -46,6 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-at", type=int, metavar="STEP", help="capture a profiler window from STEP")
     p.add_argument("--profile-window", default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
                    help="the default window of a capture (default: 1,2,3)")
+    p.add_argument("--no-auto-profile", action="store_true",
+                   help="no automatic diagnosis capture (one short window when none is asked for)")
     p.add_argument("--profile-backward", choices=("off", "eager", "all"), default="off",
                    help="backward attribution by default: off, eager variants, or all (compiled "
                    "variants then guard on module hooks: graph breaks inside a capture)")
@@ -104,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
 
             trace = TraceListener(emitter)
             trace.install()
-        profiler = make_profiler(torch, args, trainer, recipe.model)
+            from tuimon.runner.torch_hints import HintListener
+
+            HintListener(emitter).install()
+        profiler = make_profiler(torch, args, trainer, recipe.model, steps)
         emitter.emit_now(
             events.RUN_STARTED,
             pid=os.getpid(),
@@ -140,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             graph_breaks=trace.graph_breaks if trace else 0,
             recompiles=trace.recompiles if trace else 0,
             compile_s=round(watch.total_s, 3),
+            profile_s=round(profiler.overhead_s, 4),
         )
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
 
 
-def make_profiler(torch, args: argparse.Namespace, trainer, model):
+def make_profiler(torch, args: argparse.Namespace, trainer, model, steps: int | None = None):
     from tuimon.runner.profiling import Options, Profiler, parse_window
 
     try:
@@ -180,7 +186,9 @@ def make_profiler(torch, args: argparse.Namespace, trainer, model):
         torch._dynamo.config.skip_nnmodule_hook_guards = False
     return Profiler(device_type=trainer.device_type, model=model, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=args.profile_at,
-                    out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards)
+                    out_dir=args.profile_dir, run=args.run_id, hook_guards=hook_guards,
+                    auto=not args.no_auto_profile, steps=steps,
+                    turns=bool(args.turns or args.turn_seconds))
 
 
 def variant_notes(mode: str, device: str) -> list[str]:

@@ -236,6 +236,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     reason = "stopped"  # stopped while waiting for its turn
                     break
                 turns.begin(i)
+                if profiler is not None:
+                    profiler.turn_began()
             # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
             # read every POLL_S at most; after a line, at the next boundary again (lines queue).
             now = perf()
@@ -251,10 +253,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             capture = None
             if profiler is not None and (i >= profile_at or profiler.capture is not None):
                 capture, opened = profiler.begin_step(i, watch.count)
-                if capture is not None or opened is not None:
-                    profile_at = i + 1  # open (or one failed to start: the next may be queued)
-                else:
-                    profile_at = profiler.at_step if profiler.at_step is not None else steps
+                # Open (or one failed to start: the next may be queued): look again next step.
+                profile_at = i + 1 if capture is not None or opened is not None else profiler.next_step(steps)
                 if capture is not None and guarded:
                     guard.theirs()  # torch.profiler syncs as a capture ends: a cost asked for
                 if opened is not None:

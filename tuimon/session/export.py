@@ -23,6 +23,8 @@ from tuimon.session.table import (  # noqa: F401 - breakeven_text, profiles_text
     profiles_text,
     table,
 )
+from tuimon.session.why import diagnose
+from tuimon.session.why import render as why_text
 
 
 def load(path: str | Path, unwritten: list[dict] | None = None,
@@ -83,7 +85,9 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                     "between processes: --repeats 3 or more measures that.")
     if any(r.profiled_steps for r in summary.runs):
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
-    return "\n".join(out) + "\n"
+    if why := why_text.markdown(diagnose(summary)):
+        out += ["", *why]
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def device_line(summary: SessionSummary) -> str:
@@ -92,7 +96,8 @@ def device_line(summary: SessionSummary) -> str:
 
 
 def to_json(meta: dict, summary: SessionSummary) -> str:
-    return json.dumps({"meta": meta, **summary.to_dict()}, indent=2, default=str) + "\n"
+    why = [v.to_dict() for v in diagnose(summary)]
+    return json.dumps({"meta": meta, **summary.to_dict(), "why": why}, indent=2, default=str) + "\n"
 
 
 STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase",

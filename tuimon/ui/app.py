@@ -28,6 +28,7 @@ from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
+from tuimon.ui.widgets.why_pane import WhyPane
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
 MAX_COLUMNS = 3
@@ -51,6 +52,7 @@ class TuimonApp(App[str]):
         Binding("c", "toggle_compile", "compile"),
         Binding("p", "profile", "profile"),
         Binding("P", "toggle_profiler", "profiler", show=False),
+        Binding("w", "toggle_why", "why", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("d", "dump", "dump stacks", show=False),
         Binding("left", "focus_previous", "←", show=False),
@@ -72,6 +74,7 @@ class TuimonApp(App[str]):
         ("p", "capture a torch.profiler window of the focused run (opens the profiler pane)"),
         ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
         ("b", "backward attribution (module backward spans) on / off for the next capture"),
+        ("w", "show / hide why compile did not help the focused variant: findings, evidence, what to try"),
         ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
@@ -101,6 +104,7 @@ class TuimonApp(App[str]):
         yield ComparisonStrip(id="comparison")
         yield CompilePane(id="compile")
         yield ProfilerPane(id="profiler")
+        yield WhyPane(id="why")
         yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
         yield Footer()
 
@@ -158,6 +162,7 @@ class TuimonApp(App[str]):
         if profiler.has_class("visible"):
             live = self.focused_run()
             profiler.show(live, self._compare_with(live), self.backward_next)
+        self.query_one(WhyPane).show(self.focused_run(), summary)  # when visible
 
     def _relayout(self, grid: Grid, panels: list[RunPanel], count: int) -> None:
         for panel in panels[count:]:
@@ -319,6 +324,10 @@ class TuimonApp(App[str]):
         self.query_one(ProfilerPane).toggle_class("visible")
         self.redraw()
 
+    def action_toggle_why(self) -> None:
+        self.query_one(WhyPane).toggle_class("visible")
+        self.redraw()
+
     def action_toggle_backward(self) -> None:
         self.backward_next = not self.backward_next
         self.notify(f"backward attribution for the next capture: {'on' if self.backward_next else 'off'}")
@@ -392,7 +401,7 @@ class TuimonApp(App[str]):
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward", "d": "dump",
+                   "b": "toggle_backward", "w": "toggle_why", "d": "dump",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

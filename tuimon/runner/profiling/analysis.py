@@ -12,6 +12,7 @@ TOP_N = 30
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 ENGINE = "autograd::engine::evaluate_function: "  # the autograd engine's wrapper of a backward node
+GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's span around each call of a compiled graph
 
 
 def _ms(us: float, steps: int) -> float:
@@ -73,6 +74,11 @@ def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
     out["modules"] = [{"name": m, "forward_ms": _ms(fwd[m], n) if m in fwd else None,
                        "backward_ms": _ms(bwd[m], n) if backward and m in bwd else None}
                       for m in module_names if m in fwd or m in bwd]
+    if kernels:
+        out["device_busy_ms"] = _ms(_union_us(e for e in evs if not e.cpu and not e.annotation), n)
+    graphs = compiled_graphs(cpu, spans, n)
+    if graphs is not None:
+        out["compiled_graphs"] = graphs
     out["syncs"] = find_syncs(cpu, spans, n)
     out["sync_count"] = round(sum(s["count"] for s in out["syncs"] if not s["ours"]), 2)
     return out
@@ -82,6 +88,34 @@ def _top(rows: dict[str, list[float]], n: int, window_us: float) -> list[dict]:
     ranked = sorted(rows.items(), key=lambda kv: kv[1][1], reverse=True)[:TOP_N]
     return [{"name": name, "calls": round(c / n, 2), "self_ms": _ms(s, n), "total_ms": _ms(t, n),
              "share": round(s / window_us, 4)} for name, (c, s, t) in ranked]
+
+
+def _union_us(evs) -> float:
+    """Time covered by at least one of the intervals (the device busy, however many streams)."""
+    total, end = 0.0, float("-inf")
+    for e in sorted(evs, key=lambda e: e.start):
+        if e.end > end:
+            total += e.end - max(e.start, end)
+            end = e.end
+    return total
+
+
+def compiled_graphs(cpu_events: list[Ev], spans, n: int) -> dict | None:
+    """Calls of compiled graphs per step and the host time inside them, by the loop's label
+    around each (forward / backward): the rest of those phases ran outside compiled code (graph
+    breaks, hooks, eager ops). None when no compiled graph ran."""
+    calls = [e for e in cpu_events if e.name.startswith(GRAPH_CALL)]
+    if not calls:
+        return None
+    inside: dict[str, float] = defaultdict(float)
+    for e in calls:
+        if any(a.name.startswith(GRAPH_CALL) for a in _ancestors(e)):
+            continue  # a graph called from a graph: counted with the outer one
+        label, _, _ = _where(e.start, spans)
+        inside[label or "other"] += e.total_us
+    return {"calls": round(len(calls) / n, 2), "graphs": len({e.name for e in calls}),
+            "ms": _ms(sum(inside.values()), n),
+            **{f"{k}_ms": _ms(inside.get(k, 0.0), n) for k in ("forward", "backward", "optimizer")}}
 
 
 def _descendants(e: Ev):

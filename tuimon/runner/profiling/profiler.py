@@ -4,11 +4,23 @@ boundary; what it costs at boundaries is counted apart from the steps."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 
 from tuimon.runner.profiling.capture import Capture, one_line
 from tuimon.runner.profiling.options import Options
+
+# The automatic diagnosis capture (source "auto"), taken when a run has none: a short window
+# (one step to absorb the profiler's start, two kept), once the compiles have settled, and only
+# in a run planned for AUTO_MIN_STEPS steps or more (or a --duration), so a short run keeps its
+# steps. Taking turns (the interleaved schedule), it opens as the run's second turn begins: the
+# session's other processes have built their models and compiled by then (during the first turn
+# they load the machine), and a whole turn lies ahead. Otherwise it is looked for from AUTO_FROM
+# and opens after AUTO_SETTLE steps without a compile (after AUTO_TRIES looks it opens anyway: a
+# run that keeps recompiling is worth a look too).
+AUTO = Options(wait=0, warmup=1, active=2, backward=False)
+AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, AUTO_MIN_STEPS = 10, 5, 4, 30
 
 
 class Profiler:
@@ -19,7 +31,8 @@ class Profiler:
 
     def __init__(self, *, device_type: str, model, compiled: bool, defaults: Options | None = None,
                  at_step: int | None = None, out_dir: str | None = None, run: str = "run",
-                 hook_guards: bool = False) -> None:
+                 hook_guards: bool = False, auto: bool = False, steps: int | None = None,
+                 turns: bool = False) -> None:
         self.device_type = device_type
         self.model = model
         self.compiled = compiled
@@ -32,6 +45,29 @@ class Profiler:
         self.count = 0
         self.overhead_s = 0.0
         self._pending: list[tuple[Options, str]] = []
+        # The automatic capture: (the step to look at next, compiles seen then, looks so far);
+        # None when off, asked for a capture at a step already, or too short a run.
+        short = steps is not None and steps < max(AUTO_MIN_STEPS, AUTO_FROM + AUTO.steps)
+        first = math.inf if turns else AUTO_FROM - AUTO_SETTLE  # taking turns: turn_began arms it
+        self._auto = [first, None, 0] if auto and at_step is None and not short else None
+        self._turns = 0
+        self._steps = steps
+        self._retried = False
+        self._asked = False  # a capture other than the automatic one was taken
+
+    def turn_began(self) -> None:
+        """The interleaved schedule gave the run its turn: from the second one, the automatic
+        capture opens at this boundary."""
+        self._turns += 1
+        if self._auto is not None and self._turns >= 2:
+            self._auto = [0, -1, AUTO_TRIES]
+
+    def next_step(self, default: int | float) -> int | float:
+        """The next step boundary at which ``begin_step`` has something to do when no capture is
+        open and none is asked for (the loop skips the call until then)."""
+        due = [x for x in (self.at_step, self._auto[0] if self._auto else None)
+               if x is not None and x != math.inf]
+        return min(due) if due else default
 
     def request(self, overrides: dict, source: str = "control") -> None:
         """Ask for a capture at the next step boundary (after the open one, if any).
@@ -47,13 +83,19 @@ class Profiler:
         if self.at_step is not None and i >= self.at_step:
             self._pending.insert(0, (self.defaults, "profile_at"))
             self.at_step = None
+        if self._auto is not None and (self._asked or self._pending):
+            self._auto = None  # a capture was asked for: the diagnosis reads that one
+        elif self._auto is not None and i >= self._auto[0]:
+            self._look(i, compiles)
         if not self._pending:
             return None, None
         t0 = time.perf_counter()
         options, source = self._pending.pop(0)
         self.count += 1
+        self._asked = self._asked or source != "auto"
+        # The automatic capture writes no chrome trace: the diagnosis reads the tables only.
         path = (os.path.join(self.out_dir, f"{self.run}-profile{self.count}.json")
-                if self.out_dir else None)
+                if self.out_dir and source != "auto" else None)
         cap = None
         try:
             cap = Capture(self.count, options, source, i, device_type=self.device_type,
@@ -74,6 +116,18 @@ class Profiler:
                    "module_spans": bool(cap.modules), "notes": list(cap.notes)}
         self.overhead_s += time.perf_counter() - t0
         return cap, started
+
+    def _look(self, i: int, compiles: int) -> None:
+        """The automatic capture's look at step ``i``: queue it once AUTO_SETTLE steps went by
+        without a compile (or after AUTO_TRIES looks), if its window fits in the run."""
+        at, seen, looks = self._auto
+        if self._steps is not None and i + AUTO.steps > self._steps:
+            self._auto = None  # it would be cut short by the end of the run
+        elif seen is not None and (seen == compiles or looks >= AUTO_TRIES):
+            self._pending.append((AUTO, "auto"))
+            self._auto = None
+        else:
+            self._auto = [i + AUTO_SETTLE, compiles, looks + (seen is not None)]
 
     def after_step(self, i: int, compiles: int = 0) -> tuple[int | None, dict | None]:
         """After the step's clock stopped: (the capture number if step ``i`` was recorded, the
@@ -101,10 +155,17 @@ class Profiler:
         cap, self.capture = self.capture, None
         try:
             cap.close()
-            return cap.result(compiles)
+            result = cap.result(compiles)
         except Exception as exc:  # noqa: BLE001 - a failed capture must never fail the run
             with contextlib.suppress(Exception):
                 if cap.spans is not None:
                     cap.spans.remove()
-            return {"capture": cap.number, "state": "failed", "notes": cap.notes,
-                    "error": one_line(exc)}
+            result = {"capture": cap.number, "state": "failed", "notes": cap.notes,
+                      "error": one_line(exc)}
+        cut = result["state"] != "done" or result.get("partial")
+        if cap.source == "auto" and cut and not self._retried:
+            # Cut short (the end of a turn of the interleaved schedule paused the run): once more,
+            # at the next boundary, which after a turn's pause has a whole turn ahead of it.
+            self._retried = True
+            self._auto = [0, -1, AUTO_TRIES]
+        return result

@@ -67,6 +67,9 @@ def _install(cfg: dict) -> None:
 
         run.trace = TraceListener(emitter)
         run.trace.install()
+        from tuimon.runner.torch_hints import HintListener
+
+        HintListener(emitter).install()
 
     def compiling(compile_id: str, backward: bool = False) -> None:
         run.activity()
@@ -208,7 +211,8 @@ def _profiler(cfg: dict, run):
     device_type = "cuda" if run.device.startswith("cuda") else "cpu"
     return Profiler(device_type=device_type, model=None, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
-                    out_dir=cfg.get("profile_dir"), run=cfg["run"])
+                    out_dir=cfg.get("profile_dir"), run=cfg["run"],
+                    auto=cfg.get("auto_profile", True), steps=cfg.get("steps"), turns=run.turns.on)
 
 
 def _where(exc: BaseException, script: str | None) -> str | None:

@@ -181,6 +181,8 @@ class ScriptSteps:
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
             self._obey("pause", turn=True)
             self.turns.begin(0)
+            if self.profiler is not None:
+                self.profiler.turn_began()
         self._began = time.monotonic()
         self.clock.start()
 
@@ -250,6 +252,8 @@ class ScriptSteps:
         if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
             self.turns.begin(i)
+            if self.profiler is not None:
+                self.profiler.turn_began()
         if i >= self.steps:
             self.stop("steps")
         if self.duration is not None:
@@ -301,7 +305,8 @@ class ScriptSteps:
             seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
             compiles=self.watch.count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
             recompiles=self.trace.recompiles if self.trace else 0,
-            compile_s=round(self.watch.total_s, 3))
+            compile_s=round(self.watch.total_s, 3),
+            profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
 
     def crashed(self, exc: BaseException, tb_text: str, where: str | None) -> None:
         """An exception the script did not catch (sys.excepthook)."""

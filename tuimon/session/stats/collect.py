@@ -107,6 +107,8 @@ class Collector:
                              graph_breaks=sorted((dict(b) for b in r.graph_breaks),
                                                  key=lambda b: -b["count"]),
                              recompile_reasons=list(r.recompile_reasons),
+                             compile_failures=[dict(f) for f in r.compile_failures],
+                             cudagraphs=[dict(c) for c in r.cudagraphs],
                              profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
@@ -206,9 +208,12 @@ def _apply(r: RunStats, e: dict) -> None:
         known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
                      None)
         if known is None:
-            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "", "count": 1})
+            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
+                                   "hint": _hint(e.get("detail")), "count": 1})
         else:
             known["count"] += 1
+    elif kind == events.CUDAGRAPHS:
+        _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
     elif kind == events.RECOMPILE:
         r.recompiles += 1
         for reason in e.get("reasons") or []:
@@ -229,6 +234,26 @@ def _apply_compile(r: RunStats, e: dict) -> None:
         r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
     r.fx_cache_hits += e.get("fx_cache_hits") or 0
     r.fx_cache_misses += e.get("fx_cache_misses") or 0
+    if e.get("failed"):  # e.g. Dynamo's recompile limit: that frame runs eagerly from then on
+        reason = (e.get("fail_reason") or "").strip().splitlines()
+        _count(r.compile_failures, {"failed": e["failed"], "reason": reason[0][:300] if reason else ""})
+
+
+def _count(found: list[dict], item: dict) -> None:
+    """One row per distinct item, counted (a bounded list: torch may say the same often)."""
+    known = next((f for f in found if all(f.get(k) == v for k, v in item.items())), None)
+    if known is not None:
+        known["count"] += 1
+    elif len(found) < 20:
+        found.append({**item, "count": 1})
+
+
+def _hint(detail: str | None) -> str | None:
+    """torch's own advice in a graph break's text ("Hint: ...")."""
+    for line in (detail or "").splitlines():
+        if line.strip().startswith("Hint:"):
+            return line.split(":", 1)[1].strip()[:300] or None
+    return None
 
 
 def _track_pause(windows: list[list], e: dict) -> None:

@@ -45,6 +45,7 @@ def _combined(group: list[RunStats]) -> RunStats:
     row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
     row.unreliable = next((f"{r.run}: {r.unreliable}" for r in group if r.unreliable), None)
     row.graph_breaks, row.compile_phases = first.graph_breaks, first.compile_phases
+    row.compile_failures, row.cudagraphs = first.compile_failures, first.cudagraphs
     row.graphs_fwd, row.graphs_bwd = first.graphs_fwd, first.graphs_bwd
     row.fx_cache_hits = sum(r.fx_cache_hits for r in group)
     row.fx_cache_misses = sum(r.fx_cache_misses for r in group)

@@ -89,11 +89,13 @@ class RunStats:
     compile_phases: dict[str, float] = field(default_factory=dict)  # fwd dynamo/aot/inductor/codegen, bwd
     graphs_fwd: int = 0
     graphs_bwd: int = 0
-    graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, count}, most frequent first
+    graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, hint, count}, most often first
     recompiles: int = 0
     recompile_reasons: list[str] = field(default_factory=list)
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
+    compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
     # Profiler captures (``profile`` events, done or failed), in order; each gains
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
     profiles: list[dict] = field(default_factory=list)

@@ -1,0 +1,221 @@
+"""``tuimon compare``: real sessions (recipes and scripts) diffed, the regression guard's exit
+codes, what differs named first; its matching and its intervals on synthetic sessions; bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SCRIPTS, TEST_RECIPES
+
+from tuimon import cli, events
+from tuimon.session.diff import compare_sessions, guard, open_session
+from tuimon.session.stats import RunStats
+from tuimon.session.stats.change import median_change, spread_change
+
+SLOW = str(TEST_RECIPES / "slow_steps.py")
+PY = sys.executable
+
+
+def session_pair_args(sleep_ms: int, modes: str = "eager,default") -> tuple:
+    return (SLOW, "--headless", "--modes", modes, "--steps", "30", "--warmup", "2", "--set",
+            f"sleep_ms={sleep_ms}", "--no-auto-capture")
+
+
+def compare(tuimon, *args):
+    proc, _ = tuimon("compare", *map(str, args))
+    return proc
+
+
+# ---- real sessions ----------------------------------------------------------------------------
+def test_identical_sessions_pass_the_guard_and_a_slower_one_fails_it(tuimon, tmp_path):
+    runs = []
+    for sleep_ms, modes in ((20, "eager,default"), (20, "eager,default"), (120, "eager")):
+        proc, session = tuimon(*session_pair_args(sleep_ms, modes))
+        assert proc.returncode == 0, proc.stderr
+        runs.append(session)
+    a, b, slow = runs
+
+    # Identical sessions (a copy): no change at all, the guard passes at any threshold.
+    twin = shutil.copytree(a, tmp_path / "twin")
+    same = compare(tuimon, a, twin, "--format", "json", "--fail-if-slower", "0",
+                   "--fail-if-compile-slower", "0")
+    assert same.returncode == 0, same.stderr
+    doc = json.loads(same.stdout)
+    assert doc["differences"] == [] and not doc["guard"]["failed"]
+    assert [v["label"] for v in doc["variants"]] == ["eager/fp32", "default/fp32"]
+    for v in doc["variants"]:
+        assert v["median_change"][1]["ratio"] == 1.0 and v["median_change"][1]["significant"] is False
+
+    # Two runs of the same thing: matched variant by variant, every figure beside its change.
+    # (Not asserted: that their medians agree; other engineers' compiles load this machine.)
+    again = compare(tuimon, a, b, "--format", "json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    doc = json.loads(again.stdout)
+    assert [v["label"] for v in doc["variants"]] == ["eager/fp32", "default/fp32"]
+    default = doc["variants"][1]
+    assert default["compile_s"][0] > 0 and default["compile_change"][1] is not None
+    assert default["median_change"][1]["lo"] < default["median_change"][1]["ratio"]
+    names = [m["name"] for m in default["metrics"]]
+    assert {"compile time", "graphs / breaks / recompiles", "peak RSS", "loss vs A, same steps",
+            "other processes while it stepped"} <= set(names)
+    assert not any(d["what"].startswith("recipe knobs") for d in doc["differences"])
+
+    # Six times the sleep: slower beyond noise, the guard fails with exit 1 and says why on stderr.
+    slower = compare(tuimon, a, slow, "--format", "md", "--fail-if-slower", "20")
+    assert slower.returncode == 1, slower.stdout + slower.stderr
+    md = slower.stdout
+    differs = md.split("## What differs")[1].split("## Changes")[0]
+    assert "| recipe knobs (cfg.extra) | sleep_ms=20 | sleep_ms=120 |" in differs  # named first
+    assert "| --set | sleep_ms=20 | sleep_ms=120 |" in differs
+    assert "eager/fp32, B vs A: median step +" in md and ", slower" in md
+    assert "default/fp32: only in A" in md  # B ran eager only
+    assert "Guard: FAILED" in md
+    line = slower.stderr.strip().splitlines()
+    assert len(line) == 1 and "eager/fp32 in B vs A" in line[0] and "median step +" in line[0]
+    assert "more than --fail-if-slower 20 %" in line[0]
+    # The default output: rich tables, the guard's verdict among them.
+    table = compare(tuimon, a, slow, "--fail-if-slower", "20")
+    assert table.returncode == 1 and "What differs" in table.stdout and "guard failed" in table.stdout
+
+
+def test_script_sessions_compare_too(tuimon):
+    sessions = []
+    for item_ms in ("0.05", "3"):
+        proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "25", "--no-auto-capture",
+                               "--", PY, str(SCRIPTS / "slow_data.py"), "--item-ms", item_ms)
+        assert proc.returncode == 0, proc.stderr
+        sessions.append(session)
+    proc = compare(tuimon, *sessions, "--format", "md", "--fail-if-slower", "50")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "| command |" in proc.stdout and "--item-ms 0.05" in proc.stdout and "--item-ms 3" in proc.stdout
+    assert "### eager/script" in proc.stdout
+
+
+# ---- synthetic sessions: matching, intervals, the guard -----------------------------------------
+def fake_session(path: Path, runs: dict, settings: dict | None = None, meta: dict | None = None,
+                 replicate: dict | None = None) -> Path:
+    """A session directory as tuimon writes one: ``runs`` maps run id -> (mode, precision, axes,
+    step times in ms); ``replicate``: run id -> its round, for a --repeats session."""
+    path.mkdir(parents=True)
+    evs = []
+    for run, (mode, precision, axes, times) in runs.items():
+        rounds = {"replicate": replicate[run], "repeats": 3} if replicate else {}
+        evs.append(events.make(events.RUN_QUEUED, run, mode=mode, precision=precision, **rounds,
+                               **({"axes": axes} if axes else {})))
+        evs.append(events.make(events.RUN_STARTED, run, mode=mode, precision=precision, device="cpu",
+                               device_name="cpu", torch="2.14.1", threads=2, extra={}))
+        evs.append(events.make(events.PHASE, run, phase="steady"))
+        t = 1000.0
+        for i, ms in enumerate(times):
+            t += ms / 1000.0
+            evs.append({"type": "step", "run": run, "t": t, "i": i, "ms": ms, "data_ms": 0.0, "n": 8,
+                        "loss": 1.0 / (i + 1), "phase": "steady" if i else "warmup"})
+        evs.append(events.make(events.FINISHED, run, reason="steps", compiles=0))
+    (path / "events.jsonl").write_text("".join(events.encode(e) for e in evs))
+    (path / "meta.json").write_text(json.dumps({"name": path.name, "host": "vm", "torch": "2.14.1",
+                                                "settings": settings or {"steps": len(times)},
+                                                "status": "done", **(meta or {})}))
+    return path
+
+
+def times(median: float, n: int = 200, spread: float = 0.02, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [median * math.exp(rng.gauss(0.0, spread)) for _ in range(n)]
+
+
+def test_variants_match_by_mode_precision_and_varying_axes(tmp_path):
+    a = fake_session(tmp_path / "a", {
+        "eager-fp32-w1": ("eager", "fp32", {"width": "256"}, times(10)),
+        "eager-fp32-w2": ("eager", "fp32", {"width": "512"}, times(20, seed=1)),
+        "default-fp32-w1": ("default", "fp32", {"width": "256"}, times(8, seed=2))})
+    b = fake_session(tmp_path / "b", {
+        "eager-fp32-w1": ("eager", "fp32", {"width": "256"}, times(10, seed=3)),
+        "eager-fp32-w2": ("eager", "fp32", {"width": "512"}, times(30, seed=4)),
+        "default-amp-w1": ("default", "amp", {"width": "256"}, times(5, seed=5))},
+        meta={"torch": "2.15.0"})
+    c = compare_sessions([open_session(a, "A"), open_session(b, "B")])
+    assert [v.label for v in c.variants] == ["eager/fp32 · width=256", "eager/fp32 · width=512"]
+    assert c.left_out == ["default/fp32 · width=256: only in A", "default/amp · width=256: only in B"]
+    assert ("torch", ["2.14.1", "2.15.0"]) in c.differences
+    same, slower = (v.median[1] for v in c.variants)
+    assert not same.significant and abs(same.pct) < 2
+    assert slower.significant and slower.pct == pytest.approx(50, abs=2)
+    failures, unjudged = guard(c, 10.0, None)
+    assert len(failures) == 1 and "width=512" in failures[0] and not unjudged
+    assert guard(c, 60.0, None) == ([], [])
+
+
+def test_an_axis_held_at_one_value_is_a_setting_not_a_key(tmp_path):
+    # A plain --set width=512 in B: B's variant still matches A's; the width is a difference.
+    a = fake_session(tmp_path / "a", {"eager-fp32": ("eager", "fp32", {}, times(10))},
+                     settings={"set": ["width=256"]})
+    b = fake_session(tmp_path / "b", {"eager-fp32": ("eager", "fp32", {"width": "512"}, times(10, seed=1))},
+                     settings={"set": ["width=512"]})
+    c = compare_sessions([open_session(a, "A"), open_session(b, "B")])
+    assert [v.label for v in c.variants] == ["eager/fp32"]
+    assert ("--set", ["width=256", "width=512"]) in c.differences
+
+
+def test_repeats_sessions_compare_their_combined_rows(tmp_path):
+    def repeats(name: str, medians: list[float]) -> Path:
+        runs = {f"eager-fp32-{k}": ("eager", "fp32", {}, times(m, seed=k)) for k, m in enumerate(medians, 1)}
+        return fake_session(tmp_path / name, runs, replicate={run: k for k, run in enumerate(runs, 1)})
+
+    c = compare_sessions([open_session(repeats("a", [10.0, 10.3, 9.8]), "A"),
+                          open_session(repeats("b", [13.0, 12.6, 13.3]), "B")])
+    (v,) = c.variants
+    assert v.rows[0].processes and v.rows[1].processes  # the --repeats rows, not one process
+    m = v.median[1]
+    assert m.significant and 1.2 < m.lo < m.ratio < m.hi < 1.45  # Student's t over 3 processes
+
+
+def test_the_change_interval_combines_both_sessions_intervals():
+    a = RunStats("a", "eager", "fp32", median_ms=10.0, median_ci_lo=9.8, median_ci_hi=10.2)
+    b = RunStats("b", "eager", "fp32", median_ms=10.5, median_ci_lo=10.29, median_ci_hi=10.71)
+    m = median_change(a, b)
+    # Each interval is ±1.96 standard errors of the log median; the two errors add in quadrature.
+    half = 1.959964 * math.hypot(math.log(10.2 / 9.8), math.log(10.71 / 10.29)) / (2 * 1.959964)
+    assert m.ratio == pytest.approx(1.05) and m.lo == pytest.approx(1.05 * math.exp(-half))
+    assert m.hi == pytest.approx(1.05 * math.exp(half))
+    assert m.significant
+    wide = RunStats("c", "eager", "fp32", median_ms=10.5, median_ci_lo=9.0, median_ci_hi=12.0)
+    assert median_change(a, wide).significant is False
+    assert median_change(a, RunStats("d", "eager", "fp32", median_ms=11.0)).significant is None
+    # One measurement a process: a plain ratio; several: a Welch interval over them.
+    assert spread_change([10.0], [12.0]).lo is None
+    spread = spread_change([10.0, 10.4, 9.8], [12.0, 12.3, 11.8])
+    assert spread.significant and spread.lo > 1.1
+    assert spread_change([10.0, 14.0], [11.0, 9.0]).significant is False
+
+
+def test_every_compare_flag_is_documented():
+    from tuimon.cli.compare import compare_parser
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text()
+    flags = {o for a in compare_parser()._actions for o in a.option_strings if o.startswith("--")}
+    assert "--fail-if-slower" in flags
+    assert [f for f in sorted(flags) if f"`{f}" not in page and f != "--help"] == []
+
+
+# ---- bad input: one line, exit 2 --------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["missing", "not a session", "one session", "none in common", "bad pct"])
+def test_bad_input_is_one_line_and_exit_2(case, tmp_path, capsys):
+    a = fake_session(tmp_path / "a", {"eager-fp32": ("eager", "fp32", {}, times(10))})
+    other = fake_session(tmp_path / "b", {"default-amp": ("default", "amp", {}, times(10))})
+    (tmp_path / "plain").mkdir()
+    args, expected = {
+        "missing": ([a, tmp_path / "nope"], "no such directory"),
+        "not a session": ([a, tmp_path / "plain"], "not a tuimon session directory (no events.jsonl)"),
+        "one session": ([a], "compare needs two sessions or more, got 1"),
+        "none in common": ([a, other], "no variant in common with A"),
+        "bad pct": ([a, a, "--fail-if-slower", "lots"], "expected a percentage"),
+    }[case]
+    assert cli.main(["compare", *map(str, args)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tuimon: error: ") and expected in err[0], err

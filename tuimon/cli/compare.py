@@ -1,0 +1,86 @@
+"""``tuimon compare A B [C ...]``: sessions side by side (before and after a torch upgrade, a
+code change, another GPU): what differs between them first, then each variant they share with
+its change against A; ``--fail-if-slower`` makes it a regression guard for CI."""
+
+from __future__ import annotations
+
+import argparse
+import string
+import sys
+
+from tuimon.cli.args import Parser, UsageError
+from tuimon.exit_codes import EXIT_FAILED, EXIT_OK
+
+MAX_SESSIONS = len(string.ascii_uppercase)
+
+
+def percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage (a number), got {text!r}") from None
+    if not 0 <= value <= 10_000:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"must be between 0 and 10,000 %, got {text}")
+    return value
+
+
+def compare_parser() -> Parser:
+    p = Parser(prog="tuimon compare",
+               description="Compare sessions: what differs between them (settings, host, devices, "
+               "versions), then each variant they share, with its change against the first "
+               "session (A) and whether that change is beyond noise.")
+    p.add_argument("sessions", nargs="*", metavar="SESSION_DIR",
+                   help="two session directories or more; the first is the baseline")
+    p.add_argument("--format", choices=("table", "md", "json"), default="table",
+                   help="table: rich tables (default); md: Markdown; json: every figure and change")
+    p.add_argument("--fail-if-slower", type=percent, metavar="PCT",
+                   help="exit 1 when a variant's median step got slower than in A beyond noise "
+                   "by more than PCT %%")
+    p.add_argument("--fail-if-compile-slower", type=percent, metavar="PCT",
+                   help="exit 1 when a variant's compile time grew by more than PCT %% (beyond the "
+                   "spread between processes when both sessions ran --repeats 2 or more)")
+    return p
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from tuimon.session import store
+
+    paths = args.sessions
+    if len(paths) < 2:
+        raise UsageError(f"compare needs two sessions or more, got {len(paths)} "
+                         "(tuimon compare SESSION_A SESSION_B ...)")
+    if len(paths) > MAX_SESSIONS:
+        raise UsageError(f"compare takes at most {MAX_SESSIONS} sessions, got {len(paths)}")
+    for path in paths:
+        if (why := store.check_session(path)) is not None:
+            raise UsageError(why)
+
+    from rich.console import Console
+
+    from tuimon.session.diff import compare_sessions, guard, open_session
+    from tuimon.session.diff.render import print_rich, to_json, to_markdown
+
+    try:
+        sessions = [open_session(path, string.ascii_uppercase[k]) for k, path in enumerate(paths)]
+    except OSError as exc:
+        raise UsageError(f"cannot read a session: {exc.strerror or exc}") from None
+    comparison = compare_sessions(sessions)
+    if not comparison.variants:
+        have = "; ".join(f"{s.letter}: {', '.join(_labels(s)) or 'no run'}" for s in sessions)
+        raise UsageError(f"no variant in common with A (matched by mode, precision and axis values): {have}")
+    failures, unjudged = guard(comparison, args.fail_if_slower, args.fail_if_compile_slower)
+    if args.format == "md":
+        sys.stdout.write(to_markdown(comparison, failures, unjudged))
+    elif args.format == "json":
+        sys.stdout.write(to_json(comparison, failures, unjudged))
+    else:
+        print_rich(Console(), comparison, failures, unjudged)
+    for failure in failures:  # CI logs show stderr: the reason for the exit code, one a line
+        print(f"tuimon: compare: {failure}", file=sys.stderr)
+    return EXIT_FAILED if failures else EXIT_OK
+
+
+def _labels(s) -> list[str]:
+    from tuimon.session.diff.sessions import label
+
+    return [label(k) for k in s.rows]

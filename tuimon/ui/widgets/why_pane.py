@@ -1,0 +1,50 @@
+"""The why pane (key w): why compile did not help the focused variant (or, on an eager panel,
+every compiled one): the findings of ``session.why`` with their evidence and what to try. The
+findings are the summary's, the same as summary.md's "Why" section; this module only draws."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.padding import Padding
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tuimon.session.stats import SessionSummary
+from tuimon.session.why import VariantWhy, diagnose
+from tuimon.session.why.finding import HIGH, MEDIUM
+from tuimon.session.why.render import headline
+from tuimon.ui.model import RunLive
+
+STYLE = {HIGH: "bold red", MEDIUM: "bold yellow"}
+
+
+class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
+    def compose(self):
+        yield Static(id="why-body")
+
+    def show(self, live: RunLive | None, summary: SessionSummary) -> None:
+        """Redraw from the summary, when the pane is open (the diagnosis is not free)."""
+        if self.has_class("visible"):
+            self.query_one("#why-body", Static).update(render(live, diagnose(summary)))
+
+
+def render(live: RunLive | None, whys: list[VariantWhy]):
+    if not whys:
+        return Text("why: no compiled variant in this session (n adds one)", style="dim")
+    # The focused variant first; on an eager panel, every compiled one in order.
+    focused = [v for v in whys if live is not None and v.run == live.run]
+    parts: list = []
+    for v in focused or whys:
+        parts.append(Text(f"why {headline(v)}", style="bold"))
+        if not v.findings:
+            parts.append(Padding.indent(Text("no finding yet (a capture is taken as the second turn "
+                                             "begins, in runs of 30 steps or more)", style="dim"), 1))
+        for k, f in enumerate(v.findings, 1):
+            parts.append(Padding.indent(Text(f"{k}. {f.title}", style=STYLE.get(f.severity, "")), 1))
+            parts += [Padding.indent(Text(f"· {line}"), 4) for line in f.evidence]
+            parts += [Padding.indent(Text(f"try: {line}", style="green"), 4) for line in f.advice]
+    if focused and len(whys) > 1:
+        others = ", ".join(v.label for v in whys if v.run != live.run)
+        parts.append(Text(f"other compiled variants ({others}): focus their panel", style="dim"))
+    return Group(*parts)
