@@ -26,8 +26,10 @@ from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
+from tuimon.ui.widgets.overlay import OverlayView
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
+from tuimon.ui.widgets.zoom import ZoomView
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
 MAX_COLUMNS = 3
@@ -53,6 +55,10 @@ class TuimonApp(App[str]):
         Binding("P", "toggle_profiler", "profiler", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("d", "dump", "dump stacks", show=False),
+        Binding("o", "overlay", "overlay"),
+        Binding("z", "zoom", "zoom"),
+        Binding("y", "log_loss", "log loss", show=False),
+        Binding("escape", "back", "back", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -73,7 +79,11 @@ class TuimonApp(App[str]):
         ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
         ("b", "backward attribution (module backward spans) on / off for the next capture"),
         ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
-        ("tab ← →", "move focus between panels"),
+        ("o", "overlay: every run on one chart (by step, by wall time, loss, CPU / GPU); o again: panels"),
+        ("z", "zoom the focused chart full screen (← → next chart); escape returns"),
+        ("y", "loss charts: log / linear y axis"),
+        ("escape", "back from the zoom or the overlay"),
+        ("tab ← →", "move focus between panels (between charts in the overlay)"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
     ]
@@ -92,12 +102,16 @@ class TuimonApp(App[str]):
         self._log_run: str | None = None
         self._log_offset = 0
         self.backward_next = False  # b: backward attribution for the next capture
+        self.log_loss = False  # y: loss charts on a log axis
+        self._panel_focus: RunPanel | None = None  # the panel the keys act on from other views
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("waiting for the first run…", id="empty")
         yield Grid(id="panels")
+        yield OverlayView(id="overlay")
+        yield ZoomView(id="zoom")
         yield ComparisonStrip(id="comparison")
         yield CompilePane(id="compile")
         yield ProfilerPane(id="profiler")
@@ -143,8 +157,15 @@ class TuimonApp(App[str]):
             return
         summary = self.model.summary()
         by_run = {r.run: r for r in summary.runs}
+        zoom = self.query_one(ZoomView)
+        view = self.view
         for panel, live in zip(panels, runs, strict=True):
-            panel.show(live, by_run.get(live.run), now)
+            if view == "panels" or (view == "zoom" and zoom.source in panel.charts()):
+                panel.show(live, by_run.get(live.run), now, self.model, self.log_loss)
+        if view == "overlay" or (view == "zoom" and zoom.source in self.query_one(OverlayView).charts()):
+            self.query_one(OverlayView).show(self.model, runs, self.log_loss)
+        if view == "zoom":
+            zoom.follow()
         self.query_one("#empty").display = not runs
         self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
         state = self.model.ended or ("replay" if self.source.read_only else "live")
@@ -178,10 +199,87 @@ class TuimonApp(App[str]):
     # ---- which run the keys act on ---------------------------------------------------------
     def focused_run(self) -> RunLive | None:
         widget = self.focused
+        if not isinstance(widget, RunPanel) and self._panel_focus in self.query(RunPanel):
+            widget = self._panel_focus  # in the overlay or the zoom: the panel focused last
         if isinstance(widget, RunPanel):
             return self.model.runs.get(widget.run)
         runs = self.model.panel_runs()
         return runs[0] if runs else None
+
+    # ---- views: panels, overlay (o), zoom (z) ----------------------------------------------
+    @property
+    def view(self) -> str:
+        screen = self.screen
+        if screen.has_class("-zoom"):
+            return "zoom"
+        return "overlay" if screen.has_class("-overlay") else "panels"
+
+    def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, RunPanel):
+            self._panel_focus = event.widget
+
+    def action_overlay(self) -> None:
+        if self.view == "zoom":
+            self.action_back()
+        screen = self.screen
+        screen.toggle_class("-overlay")
+        if screen.has_class("-overlay"):
+            self.redraw()
+            self.call_after_refresh(self._focus_overlay)
+        else:
+            self._refocus_panel()
+            self.redraw()
+
+    def _focus_overlay(self) -> None:
+        charts = self.query_one(OverlayView).charts()
+        if charts:
+            charts[0].focus()
+
+    def _refocus_panel(self) -> None:
+        if self._panel_focus in self.query(RunPanel):
+            self._panel_focus.focus()
+        else:
+            self._focus_first()
+
+    def action_zoom(self) -> None:
+        zoom = self.query_one(ZoomView)
+        if self.view == "zoom":
+            self.action_back()
+            return
+        widget = self.focused
+        overlay = self.query_one(OverlayView).charts()
+        if widget in overlay:
+            zoom.zoom(widget, overlay, "all runs")
+        else:
+            panel = widget if isinstance(widget, RunPanel) else self._panel_focus
+            if panel not in self.query(RunPanel):
+                self.notify("no chart to zoom yet", severity="warning")
+                return
+            live = self.model.runs.get(panel.run)
+            charts = panel.charts()
+            zoom.zoom(charts[0], charts, live.label if live else panel.run)
+        self.screen.add_class("-zoom")
+        self.redraw()
+        self.call_after_refresh(lambda: self.query_one("#zoom Chart").focus())
+
+    def action_back(self) -> None:
+        screen = self.screen
+        if screen.has_class("-zoom"):
+            source = self.query_one(ZoomView).source
+            screen.remove_class("-zoom")
+            if self.view == "overlay" and source is not None and source.can_focus:
+                self.call_after_refresh(source.focus)
+            else:
+                self.call_after_refresh(self._refocus_panel)
+        elif screen.has_class("-overlay"):
+            screen.remove_class("-overlay")
+            self.call_after_refresh(self._refocus_panel)
+        self.redraw()
+
+    def action_log_loss(self) -> None:
+        self.log_loss = not self.log_loss
+        self.redraw()
+        self.notify(f"loss charts: {'log' if self.log_loss else 'linear'} y axis", timeout=3)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in self.CHANGES_RUNS and self.source.read_only:
@@ -392,7 +490,8 @@ class TuimonApp(App[str]):
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward", "d": "dump",
+                   "b": "toggle_backward", "d": "dump", "o": "overlay", "z": "zoom",
+                   "y": "log_loss", "escape": "back",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

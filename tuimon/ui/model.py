@@ -1,8 +1,8 @@
 """What the TUI shows, folded from events; no Textual here, so it is tested without a screen.
 
 Statistics come from ``stats.Collector`` (bounded: recent steps only), never recomputed here;
-this module adds what only a live view needs: each run's state and elapsed time, the recent
-step-time and loss series for the plots, the latest probe sample, and which run each panel shows.
+this module adds what only a live view needs: each run's state and elapsed time, its chart
+history (ui/history.py), the latest probe sample, and which run each panel shows.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.session.stats import Collector, RunStats, SessionSummary, is_measured
+from tuimon.session.stats import Collector, RunStats, SessionSummary
+from tuimon.ui.history import RunHistory
 
-SERIES = 512  # points kept per plot; a plot decimates them to its width
 COMPILES = 200  # compile / recompile events kept per run for the compile pane
 
 
@@ -30,8 +30,7 @@ class RunLive:
     last_t: float | None = None
     steps: int = 0
     compile_id: str | None = None
-    step_ms: deque = field(default_factory=lambda: deque(maxlen=SERIES))
-    loss: deque = field(default_factory=lambda: deque(maxlen=SERIES))
+    history: RunHistory = field(default_factory=RunHistory)  # what the charts draw
     sample: dict | None = None  # this run's part of the latest probe sample
     devices: list[dict] = field(default_factory=list)  # the GPUs it uses, latest sample
     warnings: list[str] = field(default_factory=list)
@@ -76,6 +75,7 @@ class SessionModel:
         self.session_warnings: list[str] = []
         self.ended: str | None = None  # session status once it ended
         self.events_seen = 0
+        self.latest_t = 0.0  # the latest time any event carried: the charts' "now"
         self._summary: SessionSummary | None = None
 
     # ---- folding -------------------------------------------------------------------------
@@ -85,6 +85,8 @@ class SessionModel:
 
     def add(self, e: dict) -> None:
         self.events_seen += 1
+        if (t := e.get("t")) is not None and t > self.latest_t:
+            self.latest_t = t
         self.collector.add(e)
         self._summary = None
         kind = e["type"]
@@ -133,15 +135,12 @@ class SessionModel:
     def _apply(self, live: RunLive, e: dict) -> None:
         kind = e["type"]
         t = e.get("t")
+        live.history.add(e)
         if kind == events.STEP:
             live.steps = e["i"] + 1
             if live.hung is not None and t is not None and t > live.hung:
                 live.hung = None  # steps sent at the stop ended before the warning
             live.last_t = t
-            if is_measured(e):  # a compile spike would flatten the plot of everything else
-                live.step_ms.append(e["ms"])
-            if e.get("loss") is not None:
-                live.loss.append(e["loss"])
             if live.state not in ("paused",):
                 live.state = e.get("phase", live.state)
         elif kind == events.PHASE:
@@ -195,6 +194,7 @@ class SessionModel:
             if live is not None:
                 live.sample = values
                 live.devices = [devices[i] for i in values.get("gpus", []) if i in devices]
+                live.history.sample(e.get("t", 0.0), values, live.devices)
 
     # ---- reading -------------------------------------------------------------------------
     def summary(self) -> SessionSummary:
