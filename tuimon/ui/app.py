@@ -34,6 +34,7 @@ from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
 MAX_COLUMNS = 3
 LOG_LINES = 200
+SUMMARY_EVERY = 1.0  # seconds: the least age of the numbers shown while events stream in
 
 
 class TuimonApp(App[str]):
@@ -104,6 +105,7 @@ class TuimonApp(App[str]):
         self.backward_next = False  # b: backward attribution for the next capture
         self.log_loss = False  # y: loss charts on a log axis
         self._panel_focus: RunPanel | None = None  # the panel the keys act on from other views
+        self._strip_shown: tuple | None = None
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -155,7 +157,9 @@ class TuimonApp(App[str]):
             self._relayout(grid, panels, len(runs))
             self.call_after_refresh(self.redraw)  # new panels draw once they are composed
             return
-        summary = self.model.summary()
+        # During a fast stream the numbers follow every second at most, or every 100 times what
+        # the summary costs (<= 1 % of a core): the charts, from the model, follow every redraw.
+        summary = self.model.summary(max_age=max(SUMMARY_EVERY, 100 * self.model.summary_cost))
         by_run = {r.run: r for r in summary.runs}
         zoom = self.query_one(ZoomView)
         view = self.view
@@ -167,7 +171,9 @@ class TuimonApp(App[str]):
         if view == "zoom":
             zoom.follow()
         self.query_one("#empty").display = not runs
-        self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
+        if (summary, self.model.gpu_note) != self._strip_shown:  # it changes when the numbers do
+            self._strip_shown = (summary, self.model.gpu_note)
+            self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
         state = self.model.ended or ("replay" if self.source.read_only else "live")
         self.sub_title = f"{self.session_path.name} · {state}"
         self._tail_log()

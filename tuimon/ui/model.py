@@ -77,6 +77,9 @@ class SessionModel:
         self.events_seen = 0
         self.latest_t = 0.0  # the latest time any event carried: the charts' "now"
         self._summary: SessionSummary | None = None
+        self._stale = False  # events came since the summary was computed
+        self._summary_at = 0.0  # when (monotonic), and what it cost (s)
+        self.summary_cost = 0.0
 
     # ---- folding -------------------------------------------------------------------------
     def add_all(self, batch: list[dict]) -> None:
@@ -85,10 +88,10 @@ class SessionModel:
 
     def add(self, e: dict) -> None:
         self.events_seen += 1
+        self._stale = True
         if (t := e.get("t")) is not None and t > self.latest_t:
             self.latest_t = t
         self.collector.add(e)
-        self._summary = None
         kind = e["type"]
         if kind == events.SAMPLE:
             self._sample(e)
@@ -197,9 +200,16 @@ class SessionModel:
                 live.history.sample(e.get("t", 0.0), values, live.devices)
 
     # ---- reading -------------------------------------------------------------------------
-    def summary(self) -> SessionSummary:
-        if self._summary is None:
+    def summary(self, max_age: float = 0.0) -> SessionSummary:
+        """Every statistic of what was folded. ``max_age`` (the live view): a summary computed
+        less than that many seconds ago is returned even if events came since, so a fast
+        stream does not recompute medians over thousands of steps at every redraw."""
+        now = time.monotonic()
+        if self._summary is None or (self._stale and (now - self._summary_at >= max_age or self.ended)):
             self._summary = self.collector.summary()
+            self._stale = False
+            self.summary_cost = time.monotonic() - now
+            self._summary_at = now
         return self._summary
 
     def stats(self, run: str) -> RunStats | None:

@@ -12,6 +12,7 @@ where a chart clips: steps above it are outliers, marked, and do not scale the a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tuimon.session.stats.intervals import percentile
@@ -20,6 +21,7 @@ CAP = 512  # buckets held per series
 WINDOW = 16  # steps at least behind a column's median and band: its rolling window
 SAMPLE = 32  # order statistics kept per bucket
 KINDS = ("compile", "warmup", "profiled", "gap", "steady")  # a merged bucket keeps the first
+RANK = {kind: k for k, kind in enumerate(KINDS)}
 
 
 def step_kind(step: dict) -> str:
@@ -164,16 +166,24 @@ def columns(buckets: list[Bucket], x0: float, x1: float, ncols: int, by: str = "
     steps are in. Its max, min and count are its own. A bucket wider than a column (a compile
     step of seconds, on a time axis) fills every column it spans."""
     cols: list[list[Bucket]] = [[] for _ in range(ncols)]
-    span = (x1 - x0) or 1.0
-    for b in buckets:
-        a, z = (b.t0, b.t1) if by == "t" else (b.i0, b.i1 + 1)
-        if z < x0 or a > x1:
+    scale = ncols / ((x1 - x0) or 1.0)
+    last = ncols - 1
+    for b in buckets:  # the hot loop of every chart: kept to a few operations a bucket
+        if by == "t":
+            if b.kind == "compile":  # a compile's span is drawn as wide as it took
+                c0 = int((b.t0 - x0) * scale)
+                c1 = int((b.t1 - x0) * scale - 1e-9)
+            else:  # a bucket of steps sits where it ended
+                c0 = c1 = min(last, int((b.t1 - x0) * scale))
+        else:
+            c0 = int((b.i0 - x0) * scale)
+            c1 = int((b.i1 + 1 - x0) * scale - 1e-9)
+        if c1 < 0 or c0 > last:
             continue
-        c0 = min(ncols - 1, max(0, int((a - x0) / span * ncols)))
-        c1 = min(ncols - 1, max(c0, int((z - x0) / span * ncols - 1e-9)))
-        if by == "t" and b.kind != "compile":
-            c0 = c1  # a bucket of steps sits where it ended; only a compile's span is drawn wide
-        for c in range(c0, c1 + 1):
+        if c0 == c1:
+            cols[c0].append(b)
+            continue
+        for c in range(max(0, c0), min(last, max(c0, c1)) + 1):
             cols[c].append(b)
     out = [_column(bs) if bs else None for bs in cols]
     reach = max(1, ncols // 24)
@@ -199,11 +209,16 @@ def _column(bs: list[Bucket]) -> Column:
     if len(bs) == 1:
         b = bs[0]
         return Column(b.n, b.kind, b.p10, b.p50, b.p90, b.hi, b.lo, b.n == 1)
-    n = sum(b.n for b in bs)
-    kind = min((b.kind for b in bs), key=KINDS.index)
-    return Column(n, kind, sum(b.p10 * b.n for b in bs) / n, sum(b.p50 * b.n for b in bs) / n,
-                  sum(b.p90 * b.n for b in bs) / n, max(b.hi for b in bs), min(b.lo for b in bs),
-                  False)
+    n, p10, p50, p90, hi, lo, rank = 0, 0.0, 0.0, 0.0, -math.inf, math.inf, len(KINDS)
+    for b in bs:  # one pass: this runs for every column of every chart
+        n += b.n
+        p10 += b.p10 * b.n
+        p50 += b.p50 * b.n
+        p90 += b.p90 * b.n
+        hi = b.hi if b.hi > hi else hi
+        lo = b.lo if b.lo < lo else lo
+        rank = min(rank, RANK[b.kind])
+    return Column(n, KINDS[rank], p10 / n, p50 / n, p90 / n, hi, lo, False)
 
 
 def axis_range(cols: list[Column | None], log: bool = False) -> tuple[float, float] | None:

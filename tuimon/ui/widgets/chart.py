@@ -1,11 +1,14 @@
-"""A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size when shown.
+"""A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size.
 
-Nothing is drawn while the chart is hidden (a panel behind the overlay, a chart that is not
-zoomed), and a chart whose plot did not change since its last drawing is not drawn again.
+Redraws are what the UI spends most of its time on, so a chart on screen draws a new plot at
+once and asks Textual to repaint only the rows that changed (a growing series changes a few
+rows at its right edge; its axes stay put, see plots.py); a chart off screen (a panel behind
+the overlay) draws nothing until it is shown.
 """
 
 from __future__ import annotations
 
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -27,15 +30,27 @@ class Chart(Widget):
 
     def plot(self, data: Plot) -> None:
         self.data = data
-        self._strips = None
-        if self.display:
+        size = (self.content_size.width, self.content_size.height)
+        if not self.region or not size[0]:  # off screen: drawn when shown
+            self._strips = None
+            return
+        old = self._strips if self._drawn_size == size else None
+        new = self._draw(size)
+        if old is None or len(old) != len(new):
             self.refresh()
+            return
+        for y, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                self.refresh(Region(0, y, size[0], 1))
+
+    def _draw(self, size: tuple[int, int]) -> list[Strip]:
+        self._drawn_size = size
+        base = self.rich_style
+        self._strips = [strip.apply_style(base) for strip in draw(self.data, *size)] if (
+            self.data is not None and size[0]) else []
+        return self._strips
 
     def render_line(self, y: int) -> Strip:
         size = (self.content_size.width, self.content_size.height)
-        if self._strips is None or self._drawn_size != size:
-            self._drawn_size = size
-            base = self.rich_style
-            self._strips = [strip.apply_style(base) for strip in draw(self.data, *size)] if (
-                self.data is not None and size[0]) else []
-        return self._strips[y] if y < len(self._strips) else Strip.blank(size[0])
+        strips = self._strips if self._strips is not None and self._drawn_size == size else self._draw(size)
+        return strips[y] if y < len(strips) else Strip.blank(size[0])

@@ -4,6 +4,8 @@ loss on its run's own clock, and the overlays of every run on one axis, by step 
 
 from __future__ import annotations
 
+import math
+
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart_draw import Plot, PlotLine
 
@@ -14,6 +16,18 @@ PROBES = {  # name: (title, unit)
     "vram": ("VRAM GiB", "GiB"),
     "temp": ("GPU °C", "°C"),
 }
+
+
+NICE = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+
+
+def ahead(span: float) -> float:
+    """A live chart's x extent: the span rounded up to a nice value (at most 25 % more), so
+    its axis stays put for a while and a redraw changes only the columns new data lands in."""
+    if span <= 0:
+        return span
+    mag = 10 ** math.floor(math.log10(span))
+    return next(m * mag for m in NICE if m * mag >= span * 0.9999)
 
 
 def color(model: SessionModel, run: str) -> str:
@@ -30,18 +44,25 @@ def _end(live: RunLive, model: SessionModel) -> float:
     return max(model.latest_t, live.last_t or 0.0)
 
 
-def step_plot(model: SessionModel, live: RunLive) -> Plot:
+def run_span(model: SessionModel, live: RunLive) -> tuple[float, float]:
+    """A panel's time axis: its run's first step to its last (ahead of it while it runs)."""
     h = live.history
-    start = h.first_t if h.first_t is not None else _end(live, model)
-    return Plot("step ms", [PlotLine(live.label, color(model, live.run), h.steps.buckets())],
-                start, max(_end(live, model), start + 0.01), origin=start, spans=list(h.spans))
+    end = _end(live, model)
+    start = h.first_t if h.first_t is not None else end
+    span = max(end - start, 0.01)
+    return start, start + (ahead(span) if live.active else span)
+
+
+def step_plot(model: SessionModel, live: RunLive) -> Plot:
+    start, end = run_span(model, live)
+    return Plot("step ms", [PlotLine(live.label, color(model, live.run), live.history.steps.buckets())],
+                start, end, origin=start, spans=list(live.history.spans))
 
 
 def loss_plot(model: SessionModel, live: RunLive, log: bool) -> Plot:
-    h = live.history
-    start = h.first_t if h.first_t is not None else _end(live, model)
-    return Plot("loss", [PlotLine(live.label, color(model, live.run), h.loss.buckets(), kinds=False)],
-                start, max(_end(live, model), start + 0.01), origin=start, spans=list(h.spans),
+    start, end = run_span(model, live)
+    line = PlotLine(live.label, color(model, live.run), live.history.loss.buckets(), kinds=False)
+    return Plot("loss", [line], start, end, origin=start, spans=list(live.history.spans),
                 log=log, unit="loss", clip=False, empty="no loss yet")
 
 
@@ -54,9 +75,13 @@ def overlay_lines(model: SessionModel, runs: list[RunLive], series: str) -> list
     return lines
 
 
+def last_step(runs: list[RunLive]) -> float:
+    last = max(max((r.steps for r in runs), default=1), 2)
+    return ahead(last) if any(r.active for r in runs) else last
+
+
 def overlay_by_step(model: SessionModel, runs: list[RunLive]) -> Plot:
-    last = max((r.steps for r in runs), default=1)
-    return Plot("step ms by step", overlay_lines(model, runs, "steps"), 0, max(last, 2), by="i",
+    return Plot("step ms by step", overlay_lines(model, runs, "steps"), 0, last_step(runs), by="i",
                 legend=True)
 
 
@@ -64,7 +89,8 @@ def session_span(model: SessionModel, runs: list[RunLive]) -> tuple[float, float
     starts = [r.history.first_t for r in runs if r.history.first_t is not None]
     start = min(starts) if starts else model.latest_t
     end = max((_end(r, model) for r in runs), default=start)
-    return start, max(end, start + 0.01)
+    span = max(end - start, 0.01)
+    return start, start + (ahead(span) if any(r.active for r in runs) else span)
 
 
 def overlay_by_time(model: SessionModel, runs: list[RunLive]) -> Plot:
@@ -74,8 +100,7 @@ def overlay_by_time(model: SessionModel, runs: list[RunLive]) -> Plot:
 
 
 def overlay_loss(model: SessionModel, runs: list[RunLive], log: bool) -> Plot:
-    last = max((r.steps for r in runs), default=1)
-    return Plot("loss by step", overlay_lines(model, runs, "loss"), 0, max(last, 2), by="i",
+    return Plot("loss by step", overlay_lines(model, runs, "loss"), 0, last_step(runs), by="i",
                 log=log, unit="loss", clip=False, legend=True, empty="no loss yet")
 
 

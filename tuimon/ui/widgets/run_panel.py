@@ -27,6 +27,8 @@ class RunPanel(Vertical, can_focus=True):
     def __init__(self, run: str) -> None:
         super().__init__(classes="run-panel")
         self.run = run
+        self._subtitle_state: str | None = None
+        self._subtitle_t = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(classes="numbers")
@@ -52,11 +54,15 @@ class RunPanel(Vertical, can_focus=True):
             state += " · profiling…"
         if live.hung is not None and live.state != "failed":
             state += " · hung"  # stopped while hung, or still silent
-        self.border_subtitle = f"{state} · {live.steps} steps" + (
-            f" · {fmt_s(elapsed)}" if elapsed is not None else "")
+        # A new subtitle repaints the whole panel: while only the step count and the clock
+        # move, once a second.
+        if state != self._subtitle_state or now - self._subtitle_t >= 1.0:
+            self._subtitle_state, self._subtitle_t = state, now
+            self.border_subtitle = f"{state} · {live.steps} steps" + (
+                f" · {fmt_s(elapsed)}" if elapsed is not None else "")
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
-        self.query_one(".numbers", Static).update(numbers(live, stats))
+        update(self.query_one(".numbers", Static), numbers(live, stats))
         compiling = live.state == "compiling"
         bar = self.query_one(CompileBar)
         bar.display = compiling
@@ -66,7 +72,14 @@ class RunPanel(Vertical, can_focus=True):
         else:
             self.query_one(".steps", Chart).plot(step_plot(model, live))
         self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
-        self.query_one(".system", Static).update(system(live))
+        update(self.query_one(".system", Static), system(live))
+
+
+def update(widget: Static, text: Text) -> None:
+    """A Static redrawn only when its text changed (a redraw a tick is most of the UI's cost)."""
+    if getattr(widget, "_shown", None) != text:
+        widget._shown = text
+        widget.update(text)
 
 
 def compiling_text(live: RunLive, now: float) -> str:
