@@ -19,13 +19,15 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, RichLog, Static
+from textual.widgets import Header, RichLog, Static
 
 from tuimon.session import export
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
+from tuimon.ui.views import Views
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
+from tuimon.ui.widgets.footer import KeyFooter
 from tuimon.ui.widgets.overlay import OverlayView
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
@@ -104,7 +106,7 @@ class TuimonApp(App[str]):
         self._log_offset = 0
         self.backward_next = False  # b: backward attribution for the next capture
         self.log_loss = False  # y: loss charts on a log axis
-        self._panel_focus: RunPanel | None = None  # the panel the keys act on from other views
+        self.views = Views(self)  # panels, overlay (o), zoom (z)
         self._strip_shown: tuple | None = None
 
     # ---- layout ----------------------------------------------------------------------------
@@ -118,7 +120,7 @@ class TuimonApp(App[str]):
         yield CompilePane(id="compile")
         yield ProfilerPane(id="profiler")
         yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#log", RichLog).can_focus = False  # focus moves between panels only
@@ -162,7 +164,7 @@ class TuimonApp(App[str]):
         summary = self.model.summary(max_age=max(SUMMARY_EVERY, 100 * self.model.summary_cost))
         by_run = {r.run: r for r in summary.runs}
         zoom = self.query_one(ZoomView)
-        view = self.view
+        view = self.views.current
         for panel, live in zip(panels, runs, strict=True):
             if view == "panels" or (view == "zoom" and zoom.source in panel.charts()):
                 panel.show(live, by_run.get(live.run), now, self.model, self.log_loss)
@@ -205,81 +207,29 @@ class TuimonApp(App[str]):
     # ---- which run the keys act on ---------------------------------------------------------
     def focused_run(self) -> RunLive | None:
         widget = self.focused
-        if not isinstance(widget, RunPanel) and self._panel_focus in self.query(RunPanel):
-            widget = self._panel_focus  # in the overlay or the zoom: the panel focused last
+        if not isinstance(widget, RunPanel) and self.views.panel in self.query(RunPanel):
+            widget = self.views.panel  # in the overlay or the zoom: the panel focused last
         if isinstance(widget, RunPanel):
             return self.model.runs.get(widget.run)
         runs = self.model.panel_runs()
         return runs[0] if runs else None
 
-    # ---- views: panels, overlay (o), zoom (z) ----------------------------------------------
-    @property
-    def view(self) -> str:
-        screen = self.screen
-        if screen.has_class("-zoom"):
-            return "zoom"
-        return "overlay" if screen.has_class("-overlay") else "panels"
-
+    # ---- views: panels, overlay (o), zoom (z): ui/views.py ------------------------------
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, RunPanel):
-            self._panel_focus = event.widget
+            self.views.panel = event.widget
 
     def action_overlay(self) -> None:
-        if self.view == "zoom":
-            self.action_back()
-        screen = self.screen
-        screen.toggle_class("-overlay")
-        if screen.has_class("-overlay"):
-            self.redraw()
-            self.call_after_refresh(self._focus_overlay)
-        else:
-            self._refocus_panel()
-            self.redraw()
-
-    def _focus_overlay(self) -> None:
-        charts = self.query_one(OverlayView).charts()
-        if charts:
-            charts[0].focus()
-
-    def _refocus_panel(self) -> None:
-        if self._panel_focus in self.query(RunPanel):
-            self._panel_focus.focus()
-        else:
-            self._focus_first()
+        self.views.toggle_overlay()
+        self.redraw()
 
     def action_zoom(self) -> None:
-        zoom = self.query_one(ZoomView)
-        if self.view == "zoom":
-            self.action_back()
-            return
-        widget = self.focused
-        overlay = self.query_one(OverlayView).charts()
-        if widget in overlay:
-            zoom.zoom(widget, overlay, "all runs")
-        else:
-            panel = widget if isinstance(widget, RunPanel) else self._panel_focus
-            if panel not in self.query(RunPanel):
-                self.notify("no chart to zoom yet", severity="warning")
-                return
-            live = self.model.runs.get(panel.run)
-            charts = panel.charts()
-            zoom.zoom(charts[0], charts, live.label if live else panel.run)
-        self.screen.add_class("-zoom")
+        if (why := self.views.zoom(self.focused)) is not None:
+            self.notify(why, severity="warning")
         self.redraw()
-        self.call_after_refresh(lambda: self.query_one("#zoom Chart").focus())
 
     def action_back(self) -> None:
-        screen = self.screen
-        if screen.has_class("-zoom"):
-            source = self.query_one(ZoomView).source
-            screen.remove_class("-zoom")
-            if self.view == "overlay" and source is not None and source.can_focus:
-                self.call_after_refresh(source.focus)
-            else:
-                self.call_after_refresh(self._refocus_panel)
-        elif screen.has_class("-overlay"):
-            screen.remove_class("-overlay")
-            self.call_after_refresh(self._refocus_panel)
+        self.views.back()
         self.redraw()
 
     def action_log_loss(self) -> None:

@@ -77,12 +77,15 @@ class StepSeries:
         self._last: tuple[int, float] = (0, 0.0)  # (i, t) of its last step
         self._break = False  # a pause happened: the next step starts a new bucket
         self._cache: list[Bucket] | None = None
+        self._opened: Bucket | None = None  # the open bucket, settled (until the next add)
+        self._gen = 0  # bumped when buckets merge: binnings made before are void
+        self._binned: dict[tuple, _Binned] = {}  # per chart axis: the closed buckets binned
         self.count = 0
 
     def add(self, i: int, t_end: float, ms: float, value: float, kind: str) -> None:
         """A step: its index, its end (wall clock), its duration (ms) and the value charted."""
         self.count += 1
-        self._cache = None
+        self._cache = self._opened = None
         head = self._head
         if head is not None and (kind != head[2] or self._break or len(self._open) >= self.width):
             self._close()
@@ -99,8 +102,39 @@ class StepSeries:
 
     def buckets(self) -> list[Bucket]:
         if self._cache is None:
-            self._cache = self.closed + ([self._bucket()] if self._open else [])
+            self._cache = self.closed + ([self.open_bucket()] if self._open else [])
         return self._cache
+
+    def open_bucket(self) -> Bucket | None:
+        if self._opened is None and self._open:
+            self._opened = self._bucket()
+        return self._opened
+
+    def columns(self, x0: float, x1: float, ncols: int, by: str = "t",
+                window: int = WINDOW) -> list[Column | None]:
+        """``columns(self.buckets(), ...)``, incrementally: a chart redrawn on the same axis
+        bins only the buckets closed since its last drawing (and the open one)."""
+        key = (x0, x1, ncols, by)
+        e = self._binned.get(key)
+        if e is None or e.gen != self._gen:
+            if len(self._binned) >= 8:
+                del self._binned[next(iter(self._binned))]
+            e = self._binned[key] = _Binned(self._gen, ncols)
+        scale = ncols / ((x1 - x0) or 1.0)
+        for b in self.closed[e.done:]:
+            for c in _place(b, x0, scale, ncols - 1, by):
+                e.cols[c].append(b)
+                e.dirty.add(c)
+        e.done = len(self.closed)
+        for c in e.dirty:
+            e.out[c] = _column(e.cols[c]) if e.cols[c] else None
+        e.dirty = set()
+        out = list(e.out)
+        opened = self.open_bucket()
+        if opened is not None:
+            for c in _place(opened, x0, scale, ncols - 1, by):
+                out[c] = _column(e.cols[c] + [opened])
+        return _rolling(out, e.cols, opened, window, x0, scale, by)
 
     def _bucket(self) -> Bucket:
         values = sorted(self._open)
@@ -121,6 +155,7 @@ class StepSeries:
         while len(self.closed) > self.cap * 3 // 4:
             self.width *= 2
             self.closed = _merge_neighbours(self.closed, self.width, strict)
+            self._gen += 1
             strict = False  # a second pass merges across kinds and pauses too
 
 
@@ -157,6 +192,33 @@ class Column:
     single: bool  # exactly one step: drawn as a point
 
 
+class _Binned:
+    """One chart axis's binning of a series' closed buckets, kept between redraws."""
+
+    __slots__ = ("cols", "dirty", "done", "gen", "out")
+
+    def __init__(self, gen: int, ncols: int) -> None:
+        self.gen, self.done = gen, 0
+        self.cols: list[list[Bucket]] = [[] for _ in range(ncols)]
+        self.out: list[Column | None] = [None] * ncols
+        self.dirty: set[int] = set()
+
+
+def _place(b: Bucket, x0: float, scale: float, last: int, by: str) -> range:
+    """The columns a bucket falls in: where it ended (a compile step: every column its span
+    covers, on a time axis)."""
+    if by == "t":
+        if b.kind == "compile":
+            c0, c1 = int((b.t0 - x0) * scale), int((b.t1 - x0) * scale - 1e-9)
+        else:
+            c0 = c1 = min(last, int((b.t1 - x0) * scale))
+    else:
+        c0, c1 = int((b.i0 - x0) * scale), int((b.i1 + 1 - x0) * scale - 1e-9)
+    if c1 < 0 or c0 > last:
+        return range(0)
+    return range(max(0, c0), min(last, max(c0, c1)) + 1)
+
+
 def columns(buckets: list[Bucket], x0: float, x1: float, ncols: int, by: str = "t",
             window: int = WINDOW) -> list[Column | None]:
     """Buckets binned into ``ncols`` columns spanning [x0, x1] (by step index ``i`` or wall
@@ -167,41 +229,39 @@ def columns(buckets: list[Bucket], x0: float, x1: float, ncols: int, by: str = "
     step of seconds, on a time axis) fills every column it spans."""
     cols: list[list[Bucket]] = [[] for _ in range(ncols)]
     scale = ncols / ((x1 - x0) or 1.0)
-    last = ncols - 1
-    for b in buckets:  # the hot loop of every chart: kept to a few operations a bucket
-        if by == "t":
-            if b.kind == "compile":  # a compile's span is drawn as wide as it took
-                c0 = int((b.t0 - x0) * scale)
-                c1 = int((b.t1 - x0) * scale - 1e-9)
-            else:  # a bucket of steps sits where it ended
-                c0 = c1 = min(last, int((b.t1 - x0) * scale))
-        else:
-            c0 = int((b.i0 - x0) * scale)
-            c1 = int((b.i1 + 1 - x0) * scale - 1e-9)
-        if c1 < 0 or c0 > last:
-            continue
-        if c0 == c1:
-            cols[c0].append(b)
-            continue
-        for c in range(max(0, c0), min(last, max(c0, c1)) + 1):
+    for b in buckets:
+        for c in _place(b, x0, scale, ncols - 1, by):
             cols[c].append(b)
-    out = [_column(bs) if bs else None for bs in cols]
+    return _rolling([_column(bs) if bs else None for bs in cols], cols, None, window, x0, scale, by)
+
+
+def _rolling(out: list[Column | None], cols: list[list[Bucket]], opened: Bucket | None,
+             window: int, x0: float, scale: float, by: str) -> list[Column | None]:
+    """Columns of fewer than ``window`` steps take their median and band from their
+    neighbours too (see ``columns``)."""
+    ncols = len(out)
+    extra = set(_place(opened, x0, scale, ncols - 1, by)) if opened is not None else set()
+
+    def held(k: int) -> list[Bucket]:
+        return cols[k] + [opened] if k in extra else cols[k]
+
     reach = max(1, ncols // 24)
     for c, col in enumerate(out):
         if col is None or col.n >= window or col.kind == "compile":
             continue
-        pool, n = [b for b in cols[c] if b.kind == col.kind], col.n
+        pool, n = [b for b in held(c) if b.kind == col.kind], col.n
         for r in range(1, reach + 1):
             for k in (c - r, c + r):
                 if 0 <= k < ncols:
-                    near = [b for b in cols[k] if b.kind == col.kind]
+                    near = [b for b in held(k) if b.kind == col.kind]
                     pool += near
                     n += sum(b.n for b in near)
             if n >= window:
                 break
         if len(pool) > 1:
             values = sorted(v for b in pool for v in b.sample)
-            col.p10, col.p50, col.p90 = (percentile(values, q) for q in (0.10, 0.50, 0.90))
+            p10, p50, p90 = (percentile(values, q) for q in (0.10, 0.50, 0.90))
+            out[c] = Column(col.n, col.kind, p10, p50, p90, col.hi, col.lo, col.single)
     return out
 
 

@@ -21,7 +21,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from tuimon.session.fmt import fmt_ms
-from tuimon.session.stats.series import Bucket, Column, axis_range, columns
+from tuimon.session.stats.series import Column, StepSeries, axis_range
 
 DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [dot row][dot column]
 LABEL = 6  # width of a y tick label
@@ -37,7 +37,7 @@ _styles: dict[tuple, Style] = {}
 class PlotLine:
     label: str
     color: str
-    buckets: list[Bucket]
+    series: StepSeries
     band: bool = True  # the p10–p90 band behind the median
     kinds: bool = True  # warm-up, compile and profiled steps drawn in their own colours
 
@@ -140,12 +140,12 @@ class Canvas:
 def draw(plot: Plot, width: int, height: int) -> list[Strip]:
     """Every row of the chart at this size (caption, plot rows, x axis)."""
     w, h = width - LABEL - 1, height - 2
-    lines = [ln for ln in plot.lines if ln.buckets]
+    lines = [ln for ln in plot.lines if ln.series.count]
     if w < 4 or h < 1 or not lines:
         caption = [Segment(plot.title, TITLE), Segment("  " + plot.empty, CAPTION)]
         rows = [Strip(caption).crop_extend(0, width, None)]
         return rows + [Strip.blank(width)] * max(0, height - 1)
-    cols = {id(ln): columns(ln.buckets, plot.x0, plot.x1, 2 * w, plot.by) for ln in lines}
+    cols = {id(ln): ln.series.columns(plot.x0, plot.x1, 2 * w, plot.by) for ln in lines}
     y_range = _y_range(plot, [c for cs in cols.values() for c in cs])
     canvas = Canvas(w, h)
     _spans(canvas, plot, w)

@@ -55,13 +55,13 @@ def run_span(model: SessionModel, live: RunLive) -> tuple[float, float]:
 
 def step_plot(model: SessionModel, live: RunLive) -> Plot:
     start, end = run_span(model, live)
-    return Plot("step ms", [PlotLine(live.label, color(model, live.run), live.history.steps.buckets())],
+    return Plot("step ms", [PlotLine(live.label, color(model, live.run), live.history.steps)],
                 start, end, origin=start, spans=list(live.history.spans))
 
 
 def loss_plot(model: SessionModel, live: RunLive, log: bool) -> Plot:
     start, end = run_span(model, live)
-    line = PlotLine(live.label, color(model, live.run), live.history.loss.buckets(), kinds=False)
+    line = PlotLine(live.label, color(model, live.run), live.history.loss, kinds=False)
     return Plot("loss", [line], start, end, origin=start, spans=list(live.history.spans),
                 log=log, unit="loss", clip=False, empty="no loss yet")
 
@@ -70,7 +70,7 @@ def overlay_lines(model: SessionModel, runs: list[RunLive], series: str) -> list
     lines = []
     for live in runs:
         s = live.history.probes[series] if series in PROBES else getattr(live.history, series)
-        lines.append(PlotLine(live.label, color(model, live.run), s.buckets(), band=False,
+        lines.append(PlotLine(live.label, color(model, live.run), s, band=False,
                               kinds=False))
     return lines
 

@@ -4,6 +4,7 @@ way), system metrics. Its children are stacked in ``compose``: add a child there
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -27,6 +28,7 @@ class RunPanel(Vertical, can_focus=True):
     def __init__(self, run: str) -> None:
         super().__init__(classes="run-panel")
         self.run = run
+        self._title: str | None = None
         self._subtitle_state: str | None = None
         self._subtitle_t = 0.0
 
@@ -45,7 +47,9 @@ class RunPanel(Vertical, can_focus=True):
         self.run = live.run
         if not self.children:  # mounted but not composed yet: the next tick draws it
             return
-        self.border_title = f"{live.label} · {live.device or '…'}"
+        title = f"{live.label} · {live.device or '…'}"
+        if title != self._title:  # setting a border title repaints the whole panel
+            self._title = self.border_title = title
         elapsed = live.elapsed(now)
         state = live.state
         if state == "compiling":
@@ -76,10 +80,17 @@ class RunPanel(Vertical, can_focus=True):
 
 
 def update(widget: Static, text: Text) -> None:
-    """A Static redrawn only when its text changed (a redraw a tick is most of the UI's cost)."""
-    if getattr(widget, "_shown", None) != text:
+    """A Static redrawn only when its text changed, and laid out again (the whole screen
+    arranged and repainted) only when its height may have changed."""
+    old = getattr(widget, "_shown", None)
+    if old != text:
         widget._shown = text
-        widget.update(text)
+        width = max(1, widget.content_size.width)
+        widget.update(text, layout=old is None or height(old, width) != height(text, width))
+
+
+def height(text: Text, width: int) -> int:
+    return sum(max(1, -(-cell_len(line) // width)) for line in text.plain.split("\n"))
 
 
 def compiling_text(live: RunLive, now: float) -> str:
