@@ -17,6 +17,7 @@ rsvg would otherwise drop between differently styled runs of text).
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -35,9 +36,34 @@ def to_png(svg: Path) -> None:
     text = svg.read_text(encoding="utf-8").replace("<svg ", '<svg xml:space="preserve" ', 1)
     svg.write_text(text, encoding="utf-8")
     if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))], check=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".svg", encoding="utf-8") as f:
+            f.write(one_cell_glyphs(text))
+            f.flush()
+            subprocess.run(["rsvg-convert", f.name, "-o", str(svg.with_suffix(".png"))], check=True)
     else:
         print("rsvg-convert not found (apt-get install librsvg2-bin): SVG only")
+
+
+TEXT = re.compile(r'(<text [^>]*?x=")([\d.]+)("[^>]*?textLength=")([\d.]+)("[^>]*>)([^<]*)(</text>)')
+GLYPH = re.compile(r"&#?\w+;|.")
+WIDE = re.compile("[\u2500-\u28ff]")  # box drawing, blocks, shapes, braille
+
+
+def one_cell_glyphs(svg: str) -> str:
+    """For the PNG only: the charts' braille and shapes come from a fallback font wider than the
+    terminal's cell, and rsvg-convert ignores textLength, so a line of them overflows its chart.
+    Each such text run is split into one element per character, each at its own cell."""
+
+    def split(m: re.Match) -> str:
+        head, x, mid, length, tail, content, end = m.groups()
+        glyphs = GLYPH.findall(content)
+        if not WIDE.search(content) or not glyphs:
+            return m.group(0)
+        cell = float(length) / len(glyphs)
+        return "".join(f"{head}{float(x) + k * cell:.1f}{mid}{cell:.1f}{tail}{g}{end}"
+                       for k, g in enumerate(glyphs))
+
+    return TEXT.sub(split, svg)
 
 
 async def settle(app, pilot, seconds: float) -> None:

@@ -215,10 +215,6 @@ class TuimonApp(App[str]):
         return runs[0] if runs else None
 
     # ---- views: panels, overlay (o), zoom (z): ui/views.py ------------------------------
-    def on_descendant_focus(self, event) -> None:
-        if isinstance(event.widget, RunPanel):
-            self.views.panel = event.widget
-
     def action_overlay(self) -> None:
         self.views.toggle_overlay()
         self.redraw()

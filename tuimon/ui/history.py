@@ -33,14 +33,15 @@ class RunHistory:
 
     def add(self, e: dict) -> None:
         kind, t = e["type"], e.get("t")
-        if kind == events.STEP:
+        if kind == events.STEP:  # thousands a second: kept short
             ms = e.get("ms") or 0.0
             if self.first_t is None:
                 self.first_t = t - ms / 1000.0
-            step = step_kind(e)
-            self.steps.add(e["i"], t, ms, ms, step)
-            if e.get("loss") is not None:
-                self.loss.add(e["i"], t, ms, e["loss"], "steady")
+            self.compile_t0 = None  # a step ended: the compile in it is over
+            i = e["i"]
+            self.steps.add(i, t, ms, ms, step_kind(e))
+            if (loss := e.get("loss")) is not None:
+                self.loss.add(i, t, ms, loss, "steady")
         elif kind == events.PHASE:
             paused = e.get("phase") == "paused"
             self._end_span(t, still_paused=paused)

@@ -24,6 +24,8 @@ class Views:
         self.panel: RunPanel | None = None  # the panel focused last: the keys act on its run
 
     def _show(self, view: str) -> None:
+        if self.current == "panels" and isinstance(self.app.focused, RunPanel):
+            self.panel = self.app.focused  # hidden, it loses focus: the keys still act on it
         q = self.app.query_one
         if view == "zoom":
             for selector in ZOOM_HIDES:

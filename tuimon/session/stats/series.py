@@ -74,7 +74,7 @@ class StepSeries:
         self.closed: list[Bucket] = []
         self._open: list[float] = []
         self._head: tuple | None = None  # (i0, t0, kind) of the open bucket
-        self._last: tuple[int, float] = (0, 0.0)  # (i, t) of its last step
+        self._last_i, self._last_t = 0, 0.0  # its last step's index and end
         self._break = False  # a pause happened: the next step starts a new bucket
         self._cache: list[Bucket] | None = None
         self._opened: Bucket | None = None  # the open bucket, settled (until the next add)
@@ -87,14 +87,13 @@ class StepSeries:
         self.count += 1
         self._cache = self._opened = None
         head = self._head
-        if head is not None and (kind != head[2] or self._break or len(self._open) >= self.width):
-            self._close()
-            head = None
-        if head is None:
+        if head is None or kind != head[2] or self._break or len(self._open) >= self.width:
+            if head is not None:
+                self._close()
             self._head = (i, t_end - ms / 1000.0, kind)
             self._break = False
         self._open.append(value)
-        self._last = (i, t_end)
+        self._last_i, self._last_t = i, t_end
 
     def pause(self) -> None:
         """A pause or a turn wait began: no bucket spans it."""
@@ -139,7 +138,7 @@ class StepSeries:
     def _bucket(self) -> Bucket:
         values = sorted(self._open)
         i0, t0, kind = self._head
-        b = Bucket(i0, self._last[0], t0, self._last[1], len(values), kind, values[0], values[-1],
+        b = Bucket(i0, self._last_i, t0, self._last_t, len(values), kind, values[0], values[-1],
                    _thin(values))
         b.settle()
         return b

@@ -65,7 +65,7 @@ def style(fg: str | None, bg: str | None = None, bold: bool = False) -> Style:
     return _styles[key]
 
 
-def dim(color: str, amount: float = 0.28) -> str:
+def dim(color: str, amount: float = 0.24) -> str:
     """The colour mixed into black: a band's background."""
     r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
     return f"#{int(r * amount):02x}{int(g * amount):02x}{int(b * amount):02x}"
@@ -90,6 +90,8 @@ def x_label(x: float, plot: Plot) -> str:
         x = round(x)
         return f"{x / 1000:.3g}k" if x >= 10_000 else str(x)
     s = max(0.0, x - plot.origin)
+    if 0 < s < 1:
+        return f"{s * 1000:.3g}ms"
     if s >= 3600:
         return f"{s / 3600:.3g}h"
     return f"{s / 60:.3g}m" if s >= 120 else f"{s:.3g}s"
@@ -236,13 +238,17 @@ def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tupl
         f = (hi - v) / (hi - lo) if hi > lo else 0.5
         return min(rows - 1, max(0, int(f * rows)))
 
-    points = sum(c.n for c in cols if c is not None) <= canvas.w // 2
+    points = sum(c is not None and c.kind != "compile" for c in cols) <= canvas.w // 2  # one a cell
     outliers: list[float] = []
     prev: int | None = None
+    gap = 0
     for x, c in enumerate(cols):
         if c is None:
-            prev = None
+            gap += 1
+            if gap > 3:  # a short gap (fewer buckets than dot columns) is bridged
+                prev = None
             continue
+        gap = 0
         color = ln.color
         if ln.kinds and c.kind != "steady":
             color = {"warmup": WARMUP, "compile": COMPILE}.get(c.kind, PROFILED)
@@ -259,7 +265,7 @@ def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tupl
             outliers.append(c.hi)
             canvas.mark(x >> 1, 0, "▲", OUTLIER)
         y = to_y(c.p50)
-        if ln.band and c.p90 > c.p10:
+        if ln.band and not points and c.p90 > c.p10:
             canvas.shade(x >> 1, range(to_y(c.p90) >> 2, (to_y(c.p10) >> 2) + 1), band_bg)
         if points:
             canvas.mark(x >> 1, y >> 2, "•", color)
@@ -284,18 +290,28 @@ def _label_span(canvas: Canvas, cols: list[Column | None], end: int, text: str) 
 
 
 def _caption(plot: Plot, lines: list[PlotLine], outliers: list[float], width: int) -> list[Segment]:
+    """The title, then what is clipped and the axis kind, then the legend: items that do not
+    fit the width are left out whole, not cut (the overlay names its runs on its own line)."""
     segs = [Segment(plot.title, TITLE)]
-    if plot.legend:
-        for ln in lines:
-            segs += [Segment("  ━ ", style(ln.color, bold=True)), Segment(ln.label, CAPTION)]
-    elif lines and lines[0].band:
-        segs += [Segment("  ━", style(lines[0].color)), Segment(" median ", CAPTION),
-                 Segment("  ", style(None, dim(lines[0].color))), Segment(" p10–p90", CAPTION)]
+    items: list[list[Segment]] = []
     if outliers:
-        segs += [Segment("  ▲", style(OUTLIER)),
-                 Segment(f" {len(outliers)} clipped, max {tick(max(outliers), plot.unit).strip()}", CAPTION)]
+        items.append([Segment("  ▲", style(OUTLIER)),
+                      Segment(f" {len(outliers)} clipped, max {tick(max(outliers), plot.unit).strip()}",
+                              CAPTION)])
     if plot.log:
-        segs.append(Segment("  log", CAPTION))
+        items.append([Segment("  log", CAPTION)])
+    if plot.legend:
+        items += [[Segment("  ━ ", style(ln.color, bold=True)), Segment(ln.label, CAPTION)] for ln in lines]
+    elif lines and lines[0].band:
+        items += [[Segment("  ━", style(lines[0].color)), Segment(" median", CAPTION)],
+                  [Segment("  ", CAPTION), Segment("  ", style(None, dim(lines[0].color))),
+                   Segment(" p10–p90", CAPTION)]]
+    used = len(plot.title)
+    for item in items:
+        size = sum(len(seg.text) for seg in item)
+        if used + size <= width:
+            segs += item
+            used += size
     return segs
 
 

@@ -5,8 +5,10 @@ and temperature."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
+from textual.widgets import Static
 
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets import plots
@@ -15,27 +17,40 @@ from tuimon.ui.widgets.chart import Chart
 GPU_PROBES = ("util", "vram", "temp")
 
 
-class OverlayView(Grid):
+class OverlayView(Vertical):
     DEFAULT_CSS = """
-    OverlayView { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; }
+    OverlayView { height: 1fr; }
+    OverlayView #overlay-legend { height: auto; max-height: 3; }
+    OverlayView Grid { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; }
     OverlayView Chart { height: 1fr; }
     OverlayView Chart:focus { background: $boost; }
     OverlayView #overlay-system { height: 1fr; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Chart("step time by step", classes="by-step", focusable=True)
-        yield Chart("step time by wall time", classes="by-time", focusable=True)
-        yield Chart("loss by step", classes="loss", focusable=True)
-        with Vertical(id="overlay-system"):
-            yield Chart("CPU %", classes="probe-cpu", focusable=True)
-            for name in GPU_PROBES:
-                yield Chart(plots.PROBES[name][0], classes=f"probe-{name}", focusable=True)
+        yield Static(id="overlay-legend")
+        with Grid():
+            yield Chart("step time by step", classes="by-step", focusable=True)
+            yield Chart("step time by wall time", classes="by-time", focusable=True)
+            yield Chart("loss by step", classes="loss", focusable=True)
+            with Vertical(id="overlay-system"):
+                yield Chart("CPU %", classes="probe-cpu", focusable=True)
+                for name in GPU_PROBES:
+                    yield Chart(plots.PROBES[name][0], classes=f"probe-{name}", focusable=True)
 
     def charts(self) -> list[Chart]:
         return [c for c in self.query(Chart) if c.display]
 
     def show(self, model: SessionModel, runs: list[RunLive], log_loss: bool) -> None:
+        legend = Text()
+        for live in runs:
+            legend.append("━━ ", style=f"bold {plots.color(model, live.run)}")
+            legend.append(f"{live.label}   ")
+        legend.append("◆ compile  ▲ clipped", style="dim")
+        legend_widget = self.query_one("#overlay-legend", Static)
+        if getattr(legend_widget, "_shown", None) != legend:
+            legend_widget._shown = legend
+            legend_widget.update(legend)
         self.query_one(".by-step", Chart).plot(plots.overlay_by_step(model, runs))
         self.query_one(".by-time", Chart).plot(plots.overlay_by_time(model, runs))
         self.query_one(".loss", Chart).plot(plots.overlay_loss(model, runs, log_loss))

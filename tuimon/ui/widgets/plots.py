@@ -49,7 +49,7 @@ def run_span(model: SessionModel, live: RunLive) -> tuple[float, float]:
     h = live.history
     end = _end(live, model)
     start = h.first_t if h.first_t is not None else end
-    span = max(end - start, 0.01)
+    span = max(end - start, 1e-3)
     return start, start + (ahead(span) if live.active else span)
 
 
@@ -89,7 +89,7 @@ def session_span(model: SessionModel, runs: list[RunLive]) -> tuple[float, float
     starts = [r.history.first_t for r in runs if r.history.first_t is not None]
     start = min(starts) if starts else model.latest_t
     end = max((_end(r, model) for r in runs), default=start)
-    span = max(end - start, 0.01)
+    span = max(end - start, 1e-3)
     return start, start + (ahead(span) if any(r.active for r in runs) else span)
 
 
