@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -72,7 +71,6 @@ def writer(path: Path, rate: float, runs: int, seconds: float, gpu: bool) -> Non
     server.start()
     rng = random.Random(0)
     names = [f"{m}-{p}" for m, p in RUNS[:runs]]
-    t = time.time()
     batch = [events.make(events.SESSION_STARTED)]
     for name, (mode, precision) in zip(names, RUNS, strict=False):
         batch += [events.make(events.RUN_QUEUED, name, mode=mode, precision=precision),
@@ -237,7 +235,8 @@ def drive(args) -> dict:
     frames = data.get("frames", [])[8:] or [math.nan]  # past the first frames (layout, imports)
     frames_cpu = data.get("frames_cpu", [])[8:] or [math.nan]
     result = {"load": round(load, 2), "cpu_percent": round(cpu, 1), "events": data.get("events"),
-              "frame_median_ms": round(statistics.median(frames), 1), "frame_p95_ms": round(pct(frames, 0.95), 1),
+              "frame_median_ms": round(statistics.median(frames), 1),
+              "frame_p95_ms": round(pct(frames, 0.95), 1),
               "frame_cpu_median_ms": round(statistics.median(frames_cpu), 1),
               "frame_cpu_p95_ms": round(pct(frames_cpu, 0.95), 1),
               "key_median_ms": round(statistics.median(latencies)) if latencies else None,
