@@ -75,7 +75,8 @@ def test_one_slow_step_does_not_scale_the_axis():
     cols = s.columns(100.0, 100.2, 60)
     low, top = axis_range(cols)
     assert top < 0.6 and low > 0.45
-    rows = [strip.text for strip in draw(Plot("step ms", [PlotLine("eager", "#4aa3ff", s)], 100.0, 100.2), 60, 10)]
+    plot = Plot("step ms", [PlotLine("eager", "#4aa3ff", s)], 100.0, 100.2)
+    rows = [strip.text for strip in draw(plot, 60, 10)]
     assert "▲" in rows[1] and "1 clipped, max 5.00" in rows[0]
 
 
@@ -103,7 +104,8 @@ def test_history_keeps_turns_pauses_and_the_compile_under_way():
     h.add({"type": "compile_phase", "t": 1.5, "run": "r", "phase": "dynamo trace", "compile_id": "0/0"})
     h.add({"type": "compile_phase", "t": 3.0, "run": "r", "phase": "inductor codegen", "compile_id": "0/0"})
     assert h.compile_bar(now=7.0) == [("starting", 0.5), ("dynamo", 1.5), ("codegen", 4.0)]
-    h.add({"type": "step", "t": 8.0, "run": "r", "i": 0, "ms": 7000.0, "compile_ms": 6990.0, "phase": "warmup"})
+    h.add({"type": "step", "t": 8.0, "run": "r", "i": 0, "ms": 7000.0, "compile_ms": 6990.0,
+           "phase": "warmup"})
     assert h.compile_t0 is None and h.steps.buckets()[0].kind == "compile"
     h.add({"type": "phase", "t": 9.0, "run": "r", "phase": "paused", "turn": True})
     h.add({"type": "phase", "t": 11.0, "run": "r", "phase": "steady"})
