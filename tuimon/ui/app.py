@@ -58,14 +58,14 @@ class TuimonApp(App[str]):
         Binding("P", "toggle_profiler", "profiler", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("d", "dump", "dump stacks", show=False),
-        Binding("o", "overlay", "overlay"),
-        Binding("z", "zoom", "zoom"),
-        Binding("y", "log_loss", "log loss", show=False),
-        Binding("escape", "back", "back", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit_app", "quit"),
+        Binding("o", "overlay", "overlay"),  # after help and quit: those stay in the footer
+        Binding("z", "zoom", "zoom"),
+        Binding("y", "log_loss", "log loss", show=False),
+        Binding("escape", "back", "back", show=False),
     ]
     # What each key does, for the help screen and the palette (one source of truth).
     KEYS = [
@@ -163,15 +163,7 @@ class TuimonApp(App[str]):
         # the summary costs (<= 1 % of a core): the charts, from the model, follow every redraw.
         summary = self.model.summary(max_age=max(SUMMARY_EVERY, 100 * self.model.summary_cost))
         by_run = {r.run: r for r in summary.runs}
-        zoom = self.query_one(ZoomView)
-        view = self.views.current
-        for panel, live in zip(panels, runs, strict=True):
-            if view == "panels" or (view == "zoom" and zoom.source in panel.charts()):
-                panel.show(live, by_run.get(live.run), now, self.model, self.log_loss)
-        if view == "overlay" or (view == "zoom" and zoom.source in self.query_one(OverlayView).charts()):
-            self.query_one(OverlayView).show(self.model, runs, self.log_loss)
-        if view == "zoom":
-            zoom.follow()
+        self.views.draw(panels, runs, by_run, now, self.log_loss)  # what is on screen
         self.query_one("#empty").display = not runs
         if (summary, self.model.gpu_note) != self._strip_shown:  # it changes when the numbers do
             self._strip_shown = (summary, self.model.gpu_note)

@@ -23,6 +23,19 @@ class Views:
         self.under_zoom = "panels"  # the view escape returns to from the zoom
         self.panel: RunPanel | None = None  # the panel focused last: the keys act on its run
 
+    def draw(self, panels: list[RunPanel], runs: list, by_run: dict, now: float, log_loss: bool) -> None:
+        """Fills what is on screen: the panels, the overlay, or the zoomed chart's source."""
+        model, zoom = self.app.model, self.app.query_one(ZoomView)
+        overlay = self.app.query_one(OverlayView)
+        view = self.current
+        for panel, live in zip(panels, runs, strict=True):
+            if view == "panels" or (view == "zoom" and zoom.source in panel.charts()):
+                panel.show(live, by_run.get(live.run), now, model, log_loss)
+        if view == "overlay" or (view == "zoom" and zoom.source in overlay.charts()):
+            overlay.show(model, runs, log_loss)
+        if view == "zoom":
+            zoom.follow()
+
     def _show(self, view: str) -> None:
         if self.current == "panels" and isinstance(self.app.focused, RunPanel):
             self.panel = self.app.focused  # hidden, it loses focus: the keys still act on it

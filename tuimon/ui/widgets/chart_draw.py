@@ -238,7 +238,8 @@ def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tupl
         f = (hi - v) / (hi - lo) if hi > lo else 0.5
         return min(rows - 1, max(0, int(f * rows)))
 
-    points = sum(c is not None and c.kind != "compile" for c in cols) <= canvas.w // 2  # one a cell
+    # Few points (at most one a cell on average): each a point, not a line through a few.
+    points = sum(c.n for c in cols if c is not None and c.kind != "compile") <= canvas.w // 2
     outliers: list[float] = []
     prev: int | None = None
     gap = 0
@@ -300,8 +301,9 @@ def _caption(plot: Plot, lines: list[PlotLine], outliers: list[float], width: in
                               CAPTION)])
     if plot.log:
         items.append([Segment("  log", CAPTION)])
-    if plot.legend:
-        items += [[Segment("  ━ ", style(ln.color, bold=True)), Segment(ln.label, CAPTION)] for ln in lines]
+    if plot.legend:  # every run named, or none (the overlay has its own legend line)
+        items.append([seg for ln in lines
+                      for seg in (Segment("  ━ ", style(ln.color, bold=True)), Segment(ln.label, CAPTION))])
     elif lines and lines[0].band:
         items += [[Segment("  ━", style(lines[0].color)), Segment(" median", CAPTION)],
                   [Segment("  ", CAPTION), Segment("  ", style(None, dim(lines[0].color))),
