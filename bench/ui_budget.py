@@ -136,15 +136,19 @@ def ui(path: Path, out: Path) -> None:
     frames: list[float] = []  # one per tick: the tick plus the refreshes after it (wall ms)
     frames_cpu: list[float] = []  # the same in CPU time of the UI thread (ms)
     ticks: list[float] = []
-    state = {"frame": None, "cpu": 0.0}
+    stamps: list[list] = []  # per frame: wall clock at its tick, whether the numbers were recomputed
+    state = {"frame": None, "cpu": 0.0, "summary_at": None}
     original_tick, original_refresh = app.tick, Screen._compositor_refresh
 
     def tick() -> None:
         if state["frame"] is not None:
             frames.append(state["frame"])
             frames_cpu.append(state["cpu"])
+        stamps.append([time.time(), app.model._summary_at != state["summary_at"]])
         t, c = time.perf_counter(), time.thread_time()
         original_tick()
+        stamps[-1][1] = app.model._summary_at != state["summary_at"]
+        state["summary_at"] = app.model._summary_at
         ticks.append((time.perf_counter() - t) * 1000)
         state["frame"], state["cpu"] = ticks[-1], (time.thread_time() - c) * 1000
 
@@ -167,6 +171,7 @@ def ui(path: Path, out: Path) -> None:
             app.run()
     finally:
         out.write_text(json.dumps({"frames": frames, "frames_cpu": frames_cpu, "ticks": ticks,
+                                   "stamps": stamps[:len(frames)],
                                    "events": app.model.events_seen}))
 
 
@@ -216,9 +221,9 @@ def drive(args) -> dict:
             tmux(server, "send-keys", "-t", "b", "o")
         time.sleep(5)  # past the compile: every run steps
         load = os.getloadavg()[0]
-        c0, t0 = proc.cpu_times(), time.perf_counter()
+        c0, t0, w0 = proc.cpu_times(), time.perf_counter(), time.time()
         time.sleep(args.seconds)
-        c1, wall = proc.cpu_times(), time.perf_counter() - t0
+        c1, wall, w1 = proc.cpu_times(), time.perf_counter() - t0, time.time()
         cpu = (c1.user + c1.system - c0.user - c0.system) / wall * 100
         latencies = [] if args.base else keys(server, screen, args.keys, args.view)
         tmux(server, "send-keys", "-t", "b", "C-q")
@@ -232,13 +237,21 @@ def drive(args) -> dict:
         w.terminate()
         w.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    frames = data.get("frames", [])[8:] or [math.nan]  # past the first frames (layout, imports)
-    frames_cpu = data.get("frames_cpu", [])[8:] or [math.nan]
+    # The frames of the CPU window (streaming, every chart on screen; no keys typed), and apart
+    # the ones that recomputed the numbers (the session summary, once a second or less).
+    window = [k for k, (t, _) in enumerate(data.get("stamps", [])) if w0 <= t <= w1]
+    frames = [data["frames"][k] for k in window] or [math.nan]
+    frames_cpu = [data["frames_cpu"][k] for k in window] or [math.nan]
+    plain = [data["frames_cpu"][k] for k in window if not data["stamps"][k][1]] or [math.nan]
+    summary = [data["frames_cpu"][k] for k in window if data["stamps"][k][1]] or [math.nan]
     result = {"load": round(load, 2), "cpu_percent": round(cpu, 1), "events": data.get("events"),
               "frame_median_ms": round(statistics.median(frames), 1),
               "frame_p95_ms": round(pct(frames, 0.95), 1),
               "frame_cpu_median_ms": round(statistics.median(frames_cpu), 1),
               "frame_cpu_p95_ms": round(pct(frames_cpu, 0.95), 1),
+              "frames": len(window), "summary_frames": len(summary) if summary != [math.nan] else 0,
+              "plain_frame_cpu_p95_ms": round(pct(plain, 0.95), 1),
+              "summary_frame_cpu_median_ms": round(statistics.median(summary), 1),
               "key_median_ms": round(statistics.median(latencies)) if latencies else None,
               "key_max_ms": round(max(latencies)) if latencies else None}
     print(json.dumps(result))

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from tuimon.session.fmt import fmt_s
 from tuimon.ui.model import RunLive
 from tuimon.ui.widgets.compile_pane import PHASE_STYLE
+from tuimon.ui.widgets.redraw import update
 
 SCALES = (5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600)  # the bar's full width, seconds
 STYLE = {**PHASE_STYLE, "starting": "dim", "other": "white"}
@@ -21,7 +22,7 @@ STYLE = {**PHASE_STYLE, "starting": "dim", "other": "white"}
 
 class CompileBar(Static):
     def show(self, live: RunLive, now: float) -> None:
-        self.update(render(live, now, max(10, self.content_size.width)))
+        update(self, render(live, now, max(10, self.content_size.width)))
 
 
 def render(live: RunLive, now: float, width: int) -> Text:

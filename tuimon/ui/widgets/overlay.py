@@ -13,6 +13,7 @@ from textual.widgets import Static
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets import plots
 from tuimon.ui.widgets.chart import Chart
+from tuimon.ui.widgets.redraw import update
 
 GPU_PROBES = ("util", "vram", "temp")
 
@@ -47,10 +48,7 @@ class OverlayView(Vertical):
             legend.append("━━ ", style=f"bold {plots.color(model, live.run)}")
             legend.append(f"{live.label}   ")
         legend.append("◆ compile  ▲ clipped", style="dim")
-        legend_widget = self.query_one("#overlay-legend", Static)
-        if getattr(legend_widget, "_shown", None) != legend:
-            legend_widget._shown = legend
-            legend_widget.update(legend)
+        update(self.query_one("#overlay-legend", Static), legend)
         self.query_one(".by-step", Chart).plot(plots.overlay_by_step(model, runs))
         self.query_one(".by-time", Chart).plot(plots.overlay_by_time(model, runs))
         self.query_one(".loss", Chart).plot(plots.overlay_loss(model, runs, log_loss))

@@ -4,7 +4,6 @@ way), system metrics. Its children are stacked in ``compose``: add a child there
 
 from __future__ import annotations
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -17,6 +16,7 @@ from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart import Chart
 from tuimon.ui.widgets.compile_bar import CompileBar
 from tuimon.ui.widgets.plots import loss_plot, step_plot
+from tuimon.ui.widgets.redraw import update
 
 STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",
                "compiling": "bold magenta", "steady": "bold green", "warmup": "cyan"}
@@ -77,20 +77,6 @@ class RunPanel(Vertical, can_focus=True):
             self.query_one(".steps", Chart).plot(step_plot(model, live))
         self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
         update(self.query_one(".system", Static), system(live))
-
-
-def update(widget: Static, text: Text) -> None:
-    """A Static redrawn only when its text changed, and laid out again (the whole screen
-    arranged and repainted) only when its height may have changed."""
-    old = getattr(widget, "_shown", None)
-    if old != text:
-        widget._shown = text
-        width = max(1, widget.content_size.width)
-        widget.update(text, layout=old is None or height(old, width) != height(text, width))
-
-
-def height(text: Text, width: int) -> int:
-    return sum(max(1, -(-cell_len(line) // width)) for line in text.plain.split("\n"))
 
 
 def compiling_text(live: RunLive, now: float) -> str:
