@@ -24,6 +24,7 @@ DIR``) for a before/after comparison; its keys are not measured (that version ha
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -131,6 +132,12 @@ def ui(path: Path, out: Path) -> None:
     from tuimon.ui.app import TuimonApp
     from tuimon.ui.sources import RemoteSource
 
+    if os.environ.get("UI_BUDGET_GC"):  # an experiment: "freeze" and/or the collector's thresholds
+        spec = os.environ["UI_BUDGET_GC"]
+        if "freeze" in spec:
+            gc.freeze()
+        if "," in spec:
+            gc.set_threshold(*(int(x) for x in spec.replace("freeze", "").strip(":").split(",")))
     source = RemoteSource(path)
     app = TuimonApp(source, fps=float(os.environ.get("UI_BUDGET_FPS", "4")))
     frames: list[float] = []  # one per tick: the tick plus the refreshes after it (wall ms)
@@ -161,6 +168,15 @@ def ui(path: Path, out: Path) -> None:
 
     app.tick = tick
     Screen._compositor_refresh = refresh
+    pauses: list[list] = []  # the cyclic garbage collector's pauses: [wall clock, generation, ms]
+
+    def collected(phase: str, info: dict) -> None:
+        if phase == "start":
+            state["gc"] = time.perf_counter()
+        elif state.get("gc") is not None:
+            pauses.append([time.time(), info["generation"], (time.perf_counter() - state["gc"]) * 1000])
+
+    gc.callbacks.append(collected)
     profile = os.environ.get("UI_BUDGET_PROFILE")  # a cProfile of the UI process, to this file
     try:
         if profile:
@@ -171,7 +187,7 @@ def ui(path: Path, out: Path) -> None:
             app.run()
     finally:
         out.write_text(json.dumps({"frames": frames, "frames_cpu": frames_cpu, "ticks": ticks,
-                                   "stamps": stamps[:len(frames)],
+                                   "stamps": stamps[:len(frames)], "gc": pauses,
                                    "events": app.model.events_seen}))
 
 
@@ -198,7 +214,7 @@ def drive(args) -> dict:
     out = tmp / "ui.json"
     code = Path(args.base).resolve() if args.base else ROOT
     env = f"PYTHONPATH={code} TERM=xterm-256color"
-    env += f" UI_BUDGET_FPS={args.fps}"
+    env += f" UI_BUDGET_FPS={args.fps}" + (f" UI_BUDGET_GC={args.gc}" if args.gc else "")
     if args.profile:
         env += f" UI_BUDGET_PROFILE={Path(args.profile).resolve()}"
     width, height = args.size.split("x")
@@ -244,6 +260,7 @@ def drive(args) -> dict:
     frames_cpu = [data["frames_cpu"][k] for k in window] or [math.nan]
     plain = [data["frames_cpu"][k] for k in window if not data["stamps"][k][1]] or [math.nan]
     summary = [data["frames_cpu"][k] for k in window if data["stamps"][k][1]] or [math.nan]
+    gc_ms = [ms for t, _, ms in data.get("gc", []) if w0 <= t <= w1]
     result = {"load": round(load, 2), "cpu_percent": round(cpu, 1), "events": data.get("events"),
               "frame_median_ms": round(statistics.median(frames), 1),
               "frame_p95_ms": round(pct(frames, 0.95), 1),
@@ -252,6 +269,7 @@ def drive(args) -> dict:
               "frames": len(window), "summary_frames": len(summary) if summary != [math.nan] else 0,
               "plain_frame_cpu_p95_ms": round(pct(plain, 0.95), 1),
               "summary_frame_cpu_median_ms": round(statistics.median(summary), 1),
+              "gc_ms_per_s": round(sum(gc_ms) / wall, 1), "gc_max_ms": round(max(gc_ms, default=0), 1),
               "key_median_ms": round(statistics.median(latencies)) if latencies else None,
               "key_max_ms": round(max(latencies)) if latencies else None}
     print(json.dumps(result))
@@ -301,6 +319,7 @@ def main() -> None:
     p.add_argument("--base", help="run the UI side from this checkout (before/after)")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--fps", type=float, default=4.0, help="the UI's redraws a second (--fps)")
+    p.add_argument("--gc", help="an experiment: 'freeze', thresholds '10000,20,50', or 'freeze:10000,20,50'")
     p.add_argument("--profile", help="write a cProfile of the UI process here")
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; {vars(args)}")

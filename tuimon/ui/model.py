@@ -7,6 +7,7 @@ history (ui/history.py), the latest probe sample, and which run each panel shows
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class SessionModel:
         self._stale = False  # events came since the summary was computed
         self._summary_at = 0.0  # when (monotonic), and what it cost (s)
         self.summary_cost = 0.0
+        self._worker: threading.Thread | None = None  # the summary being computed (summary_behind)
 
     # ---- folding -------------------------------------------------------------------------
     def add_all(self, batch: list[dict]) -> None:
@@ -206,11 +208,32 @@ class SessionModel:
         stream does not recompute medians over thousands of steps at every redraw."""
         now = time.monotonic()
         if self._summary is None or (self._stale and (now - self._summary_at >= max_age or self.ended)):
-            self._summary = self.collector.summary()
-            self._stale = False
-            self.summary_cost = time.monotonic() - now
-            self._summary_at = now
+            self._compute(now)
         return self._summary
+
+    def summary_behind(self, max_age: float) -> SessionSummary:
+        """The live view's summary: the latest one computed, and when it is stale and older
+        than ``max_age``, a new one started on a thread (its medians over thousands of steps
+        take tens of ms: no redraw waits for them). While it runs, ``busy`` is true and nothing
+        may be folded (the caller keeps its events for the next redraw)."""
+        now = time.monotonic()
+        if self._summary is None or self.ended:
+            return self.summary(max_age)
+        if not self.busy and self._stale and now - self._summary_at >= max_age:
+            self._worker = threading.Thread(target=self._compute, args=(now,), daemon=True,
+                                            name="tuimon-summary")
+            self._worker.start()
+        return self._summary
+
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _compute(self, now: float) -> None:
+        self._stale = False  # events folded from now on make it stale again
+        summary = self.collector.summary()
+        self.summary_cost = time.monotonic() - now
+        self._summary, self._summary_at = summary, now
 
     def stats(self, run: str) -> RunStats | None:
         return next((r for r in self.summary().runs if r.run == run), None)
