@@ -31,8 +31,13 @@ def ahead(span: float) -> float:
 
 
 def color(model: SessionModel, run: str) -> str:
-    """Each run keeps its colour in every chart: by the order runs appeared."""
-    return PALETTE[list(model.runs).index(run) % len(PALETTE)] if run in model.runs else PALETTE[0]
+    """A variant keeps its colour in every chart, across restarts and --repeats rounds: by the
+    order variants appeared."""
+    live = model.runs.get(run)
+    if live is None:
+        return PALETTE[0]
+    variants = list(dict.fromkeys((r.mode, r.precision) for r in model.runs.values()))
+    return PALETTE[variants.index((live.mode, live.precision)) % len(PALETTE)]
 
 
 def _end(live: RunLive, model: SessionModel) -> float:
