@@ -151,11 +151,12 @@ def ui(path: Path, out: Path) -> None:
         if state["frame"] is not None:
             frames.append(state["frame"])
             frames_cpu.append(state["cpu"])
-        stamps.append([time.time(), app.model._summary_at != state["summary_at"]])
+        stamps.append([time.time(), False])
         t, c = time.perf_counter(), time.thread_time()
         original_tick()
-        stamps[-1][1] = app.model._summary_at != state["summary_at"]
-        state["summary_at"] = app.model._summary_at
+        at = getattr(app.model, "_summary_at", None)  # None: a version without it (--base)
+        stamps[-1][1] = at is not None and at != state["summary_at"]
+        state["summary_at"] = at
         ticks.append((time.perf_counter() - t) * 1000)
         state["frame"], state["cpu"] = ticks[-1], (time.thread_time() - c) * 1000
 
@@ -252,6 +253,8 @@ def drive(args) -> dict:
         tmux(server, "kill-server")
         w.terminate()
         w.wait()
+        if args.keep and out.exists():
+            shutil.copy(out, Path(args.keep) / f"ui-{int(time.time())}.json")
         shutil.rmtree(tmp, ignore_errors=True)
     # The frames of the CPU window (streaming, every chart on screen; no keys typed), and apart
     # the ones that recomputed the numbers (the session summary, once a second or less).
@@ -320,6 +323,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--fps", type=float, default=4.0, help="the UI's redraws a second (--fps)")
     p.add_argument("--gc", help="an experiment: 'freeze', thresholds '10000,20,50', or 'freeze:10000,20,50'")
+    p.add_argument("--keep", help="keep the UI's frame timings (JSON) in this directory")
     p.add_argument("--profile", help="write a cProfile of the UI process here")
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; {vars(args)}")
