@@ -236,3 +236,10 @@ async def test_a_compiling_panel_shows_its_phases_growing_not_an_empty_chart(tmp
         text = str(bar.render())
         assert "inductor codegen" in text and "dynamo" in text and "codegen" in text
         assert "█" in text
+
+
+def test_an_empty_x_range_draws_axes_not_an_error():
+    s = series([1.0, 2.0])  # steps at t = 100.001, 100.002
+    for clip, log in ((True, False), (False, False), (False, True)):
+        rows = draw(Plot("x", [PlotLine("a", "#4aa3ff", s)], 200.0, 201.0, clip=clip, log=log), 40, 6)
+        assert len(rows) == 6

@@ -169,6 +169,8 @@ def draw(plot: Plot, width: int, height: int) -> list[Strip]:
 
 def _y_range(plot: Plot, cols: list[Column | None]) -> tuple[float, float]:
     shown = [c for c in cols if c is not None]
+    if not shown:  # nothing in the x range (yet)
+        return (-0.5, 0.5) if plot.log else (0.0, 1.0)
     if plot.clip:
         lo, hi = axis_range(cols, plot.log) or (0.0, 1.0)
     else:

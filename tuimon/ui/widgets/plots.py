@@ -90,8 +90,11 @@ def overlay_by_step(model: SessionModel, runs: list[RunLive]) -> Plot:
                 legend=True)
 
 
-def session_span(model: SessionModel, runs: list[RunLive]) -> tuple[float, float]:
+def session_span(model: SessionModel, runs: list[RunLive], probe: str | None = None) -> tuple[float, float]:
+    """The overlay's time axis: the session's first step (or first probe sample) to now."""
     starts = [r.history.first_t for r in runs if r.history.first_t is not None]
+    if probe is not None:  # a probe chart shows the compiles and builds before the first step too
+        starts += [s.buckets()[0].t0 for r in runs if (s := r.history.probes[probe]).count]
     start = min(starts) if starts else model.latest_t
     end = max((_end(r, model) for r in runs), default=start)
     span = max(end - start, 1e-3)
@@ -110,7 +113,7 @@ def overlay_loss(model: SessionModel, runs: list[RunLive], log: bool) -> Plot:
 
 
 def overlay_probe(model: SessionModel, runs: list[RunLive], name: str) -> Plot:
-    start, end = session_span(model, runs)
+    start, end = session_span(model, runs, name)
     title, unit = PROBES[name]
     return Plot(title, overlay_lines(model, runs, name), start, end, origin=start, unit=unit,
                 clip=False, legend=True, empty="no samples yet")
