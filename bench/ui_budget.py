@@ -19,6 +19,11 @@ that another process writes, typed at through a real terminal. Run by hand:
 
 ``--base DIR``: run the UI side from another checkout (e.g. ``git archive 3c6b104 | tar -x -C
 DIR``) for a before/after comparison; its keys are not measured (that version has no ``o``).
+``--fps``: the UI's redraw rate; ``--gc``: an A/B experiment on the garbage collector (applied
+before the app's own setting); ``--keep DIR``: keep the UI's per-redraw timings;
+``--profile FILE``: a cProfile of the UI process (slows it down: not for the figures).
+Reported: CPU %, redraws (all of the streaming window, and those that recomputed the numbers),
+the garbage collector's pauses, key latency; ``--repeat N`` adds the medians of N runs.
 """
 
 from __future__ import annotations
