@@ -46,6 +46,8 @@ def render(live: RunLive, now: float, width: int) -> Text:
     spent: dict[str, float] = {}
     for family, seconds in segments:
         spent[family] = spent.get(family, 0.0) + seconds
+    if spent.get("starting", 1.0) < 0.1:
+        del spent["starting"]  # the phases were said at once: nothing to tell
     for k, (family, seconds) in enumerate(spent.items()):
         t.append(" · " if k else "", style="dim")
         t.append("■ ", style=STYLE.get(family, "white"))
