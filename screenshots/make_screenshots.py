@@ -1,10 +1,12 @@
 """Screenshots for README, made from the real app: .venv/bin/python screenshots/make_screenshots.py
 
-- main-80x24 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a recorded session);
+- main-80x24 / main-120x32 / main-160x45: the TUI replaying tests/data/session_tiny_mlp (a
+  recorded session);
 - compile-pane-120x40: the compile pane (key c) of tiny_mlp with a deliberate graph break;
 - profiler-pane-140x50: two real captures (key p on each panel), eager fp32 beside amp;
-- live-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in parallel) mid-run,
-  then at its end with the comparison strip;
+- live-120x32 / overlay-120x32 / done-120x32: a real tiny_mlp session (eager vs default, in
+  parallel) mid-run, the same moment in the overlay (key o), then at its end with the
+  comparison strip;
 - repeats-120x32: a real interleaved tiny_mlp session with --repeats 3, in its last round: the
   panels show the third processes, the strip the speedup combined over the rounds.
 - script-120x32: `tuimon run -- python tests/scripts/plain_loop.py`, an unmodified script
@@ -17,6 +19,7 @@ rsvg would otherwise drop between differently styled runs of text).
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -35,9 +38,34 @@ def to_png(svg: Path) -> None:
     text = svg.read_text(encoding="utf-8").replace("<svg ", '<svg xml:space="preserve" ', 1)
     svg.write_text(text, encoding="utf-8")
     if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", str(svg), "-o", str(svg.with_suffix(".png"))], check=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".svg", encoding="utf-8") as f:
+            f.write(one_cell_glyphs(text))
+            f.flush()
+            subprocess.run(["rsvg-convert", f.name, "-o", str(svg.with_suffix(".png"))], check=True)
     else:
         print("rsvg-convert not found (apt-get install librsvg2-bin): SVG only")
+
+
+TEXT = re.compile(r'(<text [^>]*?x=")([\d.]+)("[^>]*?textLength=")([\d.]+)("[^>]*>)([^<]*)(</text>)')
+GLYPH = re.compile(r"&#?\w+;|.")
+WIDE = re.compile("[\u2500-\u28ff]")  # box drawing, blocks, shapes, braille
+
+
+def one_cell_glyphs(svg: str) -> str:
+    """For the PNG only: the charts' braille and shapes come from a fallback font wider than the
+    terminal's cell, and rsvg-convert ignores textLength, so a line of them overflows its chart.
+    Each such text run is split into one element per character, each at its own cell."""
+
+    def split(m: re.Match) -> str:
+        head, x, mid, length, tail, content, end = m.groups()
+        glyphs = GLYPH.findall(content)
+        if not WIDE.search(content) or not glyphs:
+            return m.group(0)
+        cell = float(length) / len(glyphs)
+        return "".join(f"{head}{float(x) + k * cell:.1f}{mid}{cell:.1f}{tail}{g}{end}"
+                       for k, g in enumerate(glyphs))
+
+    return TEXT.sub(split, svg)
 
 
 async def settle(app, pilot, seconds: float) -> None:
@@ -49,7 +77,7 @@ async def settle(app, pilot, seconds: float) -> None:
 
 async def replay(tmp: Path) -> None:
     session = Path(shutil.copytree(ROOT / "tests/data/session_tiny_mlp", tmp / "session_tiny_mlp"))
-    for w, h in ((80, 24), (160, 45)):
+    for w, h in ((80, 24), (120, 32), (160, 45)):
         app = TuimonApp(ReplaySource(session, follow=False))
         async with app.run_test(size=(w, h)) as pilot:
             await settle(app, pilot, 2)
@@ -67,11 +95,15 @@ async def live(tmp: Path) -> None:
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(120, 32)) as pilot:
         runs = app.model.runs
-        while not (len(runs) == 2 and all(r.state == "steady" and len(r.step_ms) > 200
+        while not (len(runs) == 2 and all(r.state == "steady" and r.steps > 1500
                                           for r in runs.values())):
             await settle(app, pilot, 0.5)
         await settle(app, pilot, 3)
         shoot(app, "live-120x32")
+        await pilot.press("o")  # every run on one chart: the compiled line starts late
+        await settle(app, pilot, 1)
+        shoot(app, "overlay-120x32")
+        await pilot.press("o")
         while any(r.active for r in runs.values()):
             await settle(app, pilot, 0.5)
         await settle(app, pilot, 1)

@@ -1,4 +1,5 @@
-"""Snapshots of the main screen from a recorded session (deterministic: no live data).
+"""Snapshots of the main screen, the overlay and a zoomed chart, from a recorded session and
+from synthetic ones (few points; outliers, turns and GPUs): deterministic, no live data.
 
 Update after an intended UI change: pytest tests/test_ui_snapshots.py --snapshot-update
 """
@@ -9,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from synthetic_session import session
 
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import ReplaySource
@@ -33,3 +35,34 @@ def test_main_screen(snap_compare, tmp_path, size):
     session = Path(shutil.copytree(RECORDED, tmp_path / RECORDED.name))
     app = TuimonApp(ReplaySource(session, follow=False))
     assert snap_compare(app, terminal_size=size, run_before=loaded)
+
+
+def replay(path: Path, keys: tuple[str, ...] = ()):
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await loaded(pilot)
+    return TuimonApp(ReplaySource(path, follow=False)), run_before
+
+
+def test_few_points_are_points(snap_compare, tmp_path):
+    app, run_before = replay(session(tmp_path, "session_few", steps=6))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_outliers_clipped_turns_and_gpus(snap_compare, tmp_path):
+    path = session(tmp_path, "session_outliers", steps=400, outliers=(50, 120, 260), gpu=True, turn=100)
+    app, run_before = replay(path)
+    assert snap_compare(app, terminal_size=(120, 32), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 32)])
+def test_two_variants_overlaid(snap_compare, tmp_path, size):
+    app, run_before = replay(Path(shutil.copytree(RECORDED, tmp_path / RECORDED.name)), ("o",))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_zoomed_chart_at_80x24(snap_compare, tmp_path):
+    app, run_before = replay(Path(shutil.copytree(RECORDED, tmp_path / RECORDED.name)), ("right", "z"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -8,6 +8,7 @@ and redraws. Nothing is drawn per event, so a fast run cannot flood the screen.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import time
 from collections import deque
@@ -19,20 +20,26 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header, RichLog, Static
+from textual.widgets import Header, RichLog, Static
 
 from tuimon.session import export
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
+from tuimon.ui.views import Views
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
+from tuimon.ui.widgets.footer import KeyFooter
+from tuimon.ui.widgets.overlay import OverlayView
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.ui.widgets.why_pane import WhyPane
+from tuimon.ui.widgets.zoom import ZoomView
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
 MAX_COLUMNS = 3
 LOG_LINES = 200
+GC_THRESHOLDS = (10_000, 50, 100)
+SUMMARY_EVERY = 1.0  # seconds: the least age of the numbers shown while events stream in
 
 
 class TuimonApp(App[str]):
@@ -59,6 +66,10 @@ class TuimonApp(App[str]):
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit_app", "quit"),
+        Binding("o", "overlay", "overlay"),  # after help and quit: those stay in the footer
+        Binding("z", "zoom", "zoom"),
+        Binding("y", "log_loss", "log loss", show=False),
+        Binding("escape", "back", "back", show=False),
     ]
     # What each key does, for the help screen and the palette (one source of truth).
     KEYS = [
@@ -76,7 +87,11 @@ class TuimonApp(App[str]):
         ("b", "backward attribution (module backward spans) on / off for the next capture"),
         ("w", "show / hide why compile did not help the focused variant: findings, evidence, what to try"),
         ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
-        ("tab ← →", "move focus between panels"),
+        ("o", "overlay: every run on one chart (by step, by wall time, loss, CPU / GPU); o again: panels"),
+        ("z", "zoom the focused chart full screen (← → next chart); escape returns"),
+        ("y", "loss charts: log / linear y axis"),
+        ("escape", "back from the zoom or the overlay"),
+        ("tab ← →", "move focus between panels (between charts in the overlay)"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
     ]
@@ -95,30 +110,46 @@ class TuimonApp(App[str]):
         self._log_run: str | None = None
         self._log_offset = 0
         self.backward_next = False  # b: backward attribution for the next capture
+        self.log_loss = False  # y: loss charts on a log axis
+        self.views = Views(self)  # panels, overlay (o), zoom (z)
+        self._strip_shown: tuple | None = None
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("waiting for the first run…", id="empty")
         yield Grid(id="panels")
+        yield OverlayView(id="overlay")
+        yield ZoomView(id="zoom")
         yield ComparisonStrip(id="comparison")
         yield CompilePane(id="compile")
         yield ProfilerPane(id="profiler")
         yield WhyPane(id="why")
         yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
+        # What exists now lives as long as the app: the garbage collector need not walk it
+        # again; and young objects are collected 10 000 at a time, not 700. At 4 runs x 1 000
+        # steps/s this takes collection pauses from ~75 ms a second (up to 400 ms each) to
+        # ~10 (at most ~30): bench/RESULTS.md, UI budget.
+        self._gc_before = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         self.query_one("#log", RichLog).can_focus = False  # focus moves between panels only
         self.source.start(self.inbox.append)
         self.set_interval(1.0 / self.fps, self.tick)
         if self.note:
             self.notify(self.note, timeout=15)
 
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # as it was (several apps in one process: tests)
+        gc.set_threshold(*self._gc_before)
+
     # ---- the redraw tick -----------------------------------------------------------------
     def tick(self) -> None:
         batch = []
-        while self.inbox:
+        while self.inbox and not self.model.busy:  # busy: the summary is being computed
             batch.extend(self.inbox.popleft())
         if batch:
             ended = self.model.ended
@@ -145,12 +176,16 @@ class TuimonApp(App[str]):
             self._relayout(grid, panels, len(runs))
             self.call_after_refresh(self.redraw)  # new panels draw once they are composed
             return
-        summary = self.model.summary()
+        # During a fast stream the numbers follow every second at most, or every 100 times what
+        # the summary costs (<= 1 % of a core), computed on a thread; the charts, from the
+        # model, follow every redraw.
+        summary = self.model.summary_behind(max(SUMMARY_EVERY, 100 * self.model.summary_cost))
         by_run = {r.run: r for r in summary.runs}
-        for panel, live in zip(panels, runs, strict=True):
-            panel.show(live, by_run.get(live.run), now)
+        self.views.draw(panels, runs, by_run, now, self.log_loss)  # what is on screen
         self.query_one("#empty").display = not runs
-        self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
+        if (summary, self.model.gpu_note) != self._strip_shown:  # it changes when the numbers do
+            self._strip_shown = (summary, self.model.gpu_note)
+            self.query_one(ComparisonStrip).show(summary, self.model.gpu_note)
         state = self.model.ended or ("replay" if self.source.read_only else "live")
         self.sub_title = f"{self.session_path.name} · {state}"
         self._tail_log()
@@ -183,10 +218,31 @@ class TuimonApp(App[str]):
     # ---- which run the keys act on ---------------------------------------------------------
     def focused_run(self) -> RunLive | None:
         widget = self.focused
+        if not isinstance(widget, RunPanel) and self.views.panel in self.query(RunPanel):
+            widget = self.views.panel  # in the overlay or the zoom: the panel focused last
         if isinstance(widget, RunPanel):
             return self.model.runs.get(widget.run)
         runs = self.model.panel_runs()
         return runs[0] if runs else None
+
+    # ---- views: panels, overlay (o), zoom (z): ui/views.py ------------------------------
+    def action_overlay(self) -> None:
+        self.views.toggle_overlay()
+        self.redraw()
+
+    def action_zoom(self) -> None:
+        if (why := self.views.zoom(self.focused)) is not None:
+            self.notify(why, severity="warning")
+        self.redraw()
+
+    def action_back(self) -> None:
+        self.views.back()
+        self.redraw()
+
+    def action_log_loss(self) -> None:
+        self.log_loss = not self.log_loss
+        self.redraw()
+        self.notify(f"loss charts: {'log' if self.log_loss else 'linear'} y axis", timeout=3)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in self.CHANGES_RUNS and self.source.read_only:
@@ -401,7 +457,8 @@ class TuimonApp(App[str]):
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward", "w": "toggle_why", "d": "dump",
+                   "b": "toggle_backward", "w": "toggle_why", "d": "dump", "o": "overlay", "z": "zoom",
+                   "y": "log_loss", "escape": "back",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

@@ -1,20 +1,21 @@
 """What the TUI shows, folded from events; no Textual here, so it is tested without a screen.
 
 Statistics come from ``stats.Collector`` (bounded: recent steps only), never recomputed here;
-this module adds what only a live view needs: each run's state and elapsed time, the recent
-step-time and loss series for the plots, the latest probe sample, and which run each panel shows.
+this module adds what only a live view needs: each run's state and elapsed time, its chart
+history (ui/history.py), the latest probe sample, and which run each panel shows.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.session.stats import Collector, RunStats, SessionSummary, is_measured
+from tuimon.session.stats import Collector, RunStats, SessionSummary
+from tuimon.ui.history import RunHistory
 
-SERIES = 512  # points kept per plot; a plot decimates them to its width
 COMPILES = 200  # compile / recompile events kept per run for the compile pane
 
 
@@ -30,8 +31,7 @@ class RunLive:
     last_t: float | None = None
     steps: int = 0
     compile_id: str | None = None
-    step_ms: deque = field(default_factory=lambda: deque(maxlen=SERIES))
-    loss: deque = field(default_factory=lambda: deque(maxlen=SERIES))
+    history: RunHistory = field(default_factory=RunHistory)  # what the charts draw
     sample: dict | None = None  # this run's part of the latest probe sample
     devices: list[dict] = field(default_factory=list)  # the GPUs it uses, latest sample
     warnings: list[str] = field(default_factory=list)
@@ -76,7 +76,12 @@ class SessionModel:
         self.session_warnings: list[str] = []
         self.ended: str | None = None  # session status once it ended
         self.events_seen = 0
+        self.latest_t = 0.0  # the latest time any event carried: the charts' "now"
         self._summary: SessionSummary | None = None
+        self._stale = False  # events came since the summary was computed
+        self._summary_at = 0.0  # when (monotonic), and what it cost (s)
+        self.summary_cost = 0.0
+        self._worker: threading.Thread | None = None  # the summary being computed (summary_behind)
 
     # ---- folding -------------------------------------------------------------------------
     def add_all(self, batch: list[dict]) -> None:
@@ -85,8 +90,10 @@ class SessionModel:
 
     def add(self, e: dict) -> None:
         self.events_seen += 1
+        self._stale = True
+        if (t := e.get("t")) is not None and t > self.latest_t:
+            self.latest_t = t
         self.collector.add(e)
-        self._summary = None
         kind = e["type"]
         if kind == events.SAMPLE:
             self._sample(e)
@@ -133,15 +140,12 @@ class SessionModel:
     def _apply(self, live: RunLive, e: dict) -> None:
         kind = e["type"]
         t = e.get("t")
+        live.history.add(e)
         if kind == events.STEP:
             live.steps = e["i"] + 1
             if live.hung is not None and t is not None and t > live.hung:
                 live.hung = None  # steps sent at the stop ended before the warning
             live.last_t = t
-            if is_measured(e):  # a compile spike would flatten the plot of everything else
-                live.step_ms.append(e["ms"])
-            if e.get("loss") is not None:
-                live.loss.append(e["loss"])
             if live.state not in ("paused",):
                 live.state = e.get("phase", live.state)
         elif kind == events.PHASE:
@@ -195,12 +199,41 @@ class SessionModel:
             if live is not None:
                 live.sample = values
                 live.devices = [devices[i] for i in values.get("gpus", []) if i in devices]
+                live.history.sample(e.get("t", 0.0), values, live.devices)
 
     # ---- reading -------------------------------------------------------------------------
-    def summary(self) -> SessionSummary:
-        if self._summary is None:
-            self._summary = self.collector.summary()
+    def summary(self, max_age: float = 0.0) -> SessionSummary:
+        """Every statistic of what was folded. ``max_age`` (the live view): a summary computed
+        less than that many seconds ago is returned even if events came since, so a fast
+        stream does not recompute medians over thousands of steps at every redraw."""
+        now = time.monotonic()
+        if self._summary is None or (self._stale and (now - self._summary_at >= max_age or self.ended)):
+            self._compute(now)
         return self._summary
+
+    def summary_behind(self, max_age: float) -> SessionSummary:
+        """The live view's summary: the latest one computed, and when it is stale and older
+        than ``max_age``, a new one started on a thread (its medians over thousands of steps
+        take tens of ms: no redraw waits for them). While it runs, ``busy`` is true and nothing
+        may be folded (the caller keeps its events for the next redraw)."""
+        now = time.monotonic()
+        if self._summary is None or self.ended:
+            return self.summary(max_age)
+        if not self.busy and self._stale and now - self._summary_at >= max_age:
+            self._worker = threading.Thread(target=self._compute, args=(now,), daemon=True,
+                                            name="tuimon-summary")
+            self._worker.start()
+        return self._summary
+
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _compute(self, now: float) -> None:
+        self._stale = False  # events folded from now on make it stale again
+        summary = self.collector.summary()
+        self.summary_cost = time.monotonic() - now
+        self._summary, self._summary_at = summary, now
 
     def stats(self, run: str) -> RunStats | None:
         return next((r for r in self.summary().runs if r.run == run), None)

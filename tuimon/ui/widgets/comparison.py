@@ -9,6 +9,7 @@ from textual.widgets import Static
 from tuimon.session.fmt import fmt_s
 from tuimon.session.stats import SessionSummary
 from tuimon.session.table import breakeven_text, columns
+from tuimon.ui.widgets.redraw import update
 
 
 class ComparisonStrip(Static):
@@ -43,4 +44,4 @@ class ComparisonStrip(Static):
             t.append(f"\n{summary.busy}", style="yellow")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
-        self.update(t)
+        update(self, t)  # laid out again only when its height changes

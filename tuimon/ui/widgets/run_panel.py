@@ -1,16 +1,22 @@
-"""One run's panel: state, the big numbers, step-time and loss plots, system metrics."""
+"""One run's panel: state, the big numbers, step-time and loss charts (or the compile under
+way), system metrics. Its children are stacked in ``compose``: add a child there, and fill it in
+``show``."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s
+from tuimon.session.fmt import fmt_bytes, fmt_ms, fmt_rate, fmt_s
 from tuimon.session.stats import RunStats
 from tuimon.session.table import breakeven_text
-from tuimon.ui.model import RunLive
+from tuimon.ui.model import RunLive, SessionModel
+from tuimon.ui.widgets.chart import Chart
+from tuimon.ui.widgets.compile_bar import CompileBar
+from tuimon.ui.widgets.plots import loss_plot, step_plot
+from tuimon.ui.widgets.redraw import update
 
 STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",
                "compiling": "bold magenta", "steady": "bold green", "warmup": "cyan"}
@@ -22,20 +28,28 @@ class RunPanel(Vertical, can_focus=True):
     def __init__(self, run: str) -> None:
         super().__init__(classes="run-panel")
         self.run = run
+        self._title: str | None = None
+        self._subtitle_state: str | None = None
+        self._subtitle_t = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(classes="numbers")
-        yield Static(classes="caption steps-caption")
-        yield Sparkline([], classes="steps")
-        yield Static(classes="caption loss-caption")
-        yield Sparkline([], classes="loss")
+        yield CompileBar(classes="compile-bar")
+        yield Chart("step time", classes="steps")
+        yield Chart("loss", classes="loss")
         yield Static(classes="system")
 
-    def show(self, live: RunLive, stats: RunStats | None, now: float) -> None:
+    def charts(self) -> list[Chart]:
+        return list(self.query(Chart))
+
+    def show(self, live: RunLive, stats: RunStats | None, now: float, model: SessionModel,
+             log_loss: bool = False) -> None:
         self.run = live.run
         if not self.children:  # mounted but not composed yet: the next tick draws it
             return
-        self.border_title = f"{live.label} · {live.device or '…'}"
+        title = f"{live.label} · {live.device or '…'}"
+        if title != self._title:  # setting a border title repaints the whole panel
+            self._title = self.border_title = title
         elapsed = live.elapsed(now)
         state = live.state
         if state == "compiling":
@@ -44,21 +58,25 @@ class RunPanel(Vertical, can_focus=True):
             state += " · profiling…"
         if live.hung is not None and live.state != "failed":
             state += " · hung"  # stopped while hung, or still silent
-        self.border_subtitle = f"{state} · {live.steps} steps" + (
-            f" · {fmt_s(elapsed)}" if elapsed is not None else "")
+        # A new subtitle repaints the whole panel: while only the step count and the clock
+        # move, once a second.
+        if state != self._subtitle_state or now - self._subtitle_t >= 1.0:
+            self._subtitle_state, self._subtitle_t = state, now
+            self.border_subtitle = f"{state} · {live.steps} steps" + (
+                f" · {fmt_s(elapsed)}" if elapsed is not None else "")
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
-        self.query_one(".numbers", Static).update(numbers(live, stats))
-        series = list(live.step_ms)
-        self.query_one(".steps-caption", Static).update(
-            f"steady steps {fmt_ms(min(series))}–{fmt_ms(max(series))} (last {len(series)})"
-            if series else "steady step time: after warm-up")
-        self.query_one(".steps", Sparkline).data = series
-        losses = list(live.loss)
-        self.query_one(".loss-caption", Static).update(
-            f"loss {fmt_loss(losses[-1])}" if losses else "loss")
-        self.query_one(".loss", Sparkline).data = losses
-        self.query_one(".system", Static).update(system(live))
+        update(self.query_one(".numbers", Static), numbers(live, stats))
+        compiling = live.state == "compiling"
+        bar = self.query_one(CompileBar)
+        bar.display = compiling
+        self.query_one(".steps", Chart).display = not compiling
+        if compiling:
+            bar.show(live, now)
+        else:
+            self.query_one(".steps", Chart).plot(step_plot(model, live))
+        self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
+        update(self.query_one(".system", Static), system(live))
 
 
 def compiling_text(live: RunLive, now: float) -> str:

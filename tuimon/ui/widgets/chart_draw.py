@@ -1,0 +1,336 @@
+"""Line charts with axes in braille (2×4 dots a cell), drawn straight into Textual Strips.
+
+Pure drawing: the columns, the axis range and which steps are outliers come from
+``tuimon.session.stats.series``; this module only maps them to cells. A chart is a caption
+row, plot rows with y ticks on the left, and an x axis row with its labels:
+
+    step ms  ─ median  █ p10–p90  ▲ 2 above, max 4.80
+      0.62┤      ▲
+          │⠤⠤⠒⠒⠉⠉⠒⠒⠤⠤⣀⣀   (band as a shaded background behind the median line)
+      0.48┤
+          └0 s────────8 s──────16 s
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from tuimon.session.fmt import fmt_ms
+from tuimon.session.stats.series import Column, StepSeries, axis_range
+
+DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [dot row][dot column]
+LABEL = 6  # width of a y tick label
+WARMUP, COMPILE, OUTLIER, PROFILED = "#e0a030", "#c061cb", "#ff5f5f", "#8a8a8a"
+PAUSE_BG, TURN_BG, COMPILE_BG = "#3d3418", "#262a33", "#2c1a2e"
+AXIS = Style(color="#7a7a7a")
+CAPTION = Style(color="#b0b0b0")
+TITLE = Style(bold=True)
+_styles: dict[tuple, Style] = {}
+
+
+@dataclass
+class PlotLine:
+    label: str
+    color: str
+    series: StepSeries
+    band: bool = True  # the p10–p90 band behind the median
+    kinds: bool = True  # warm-up, compile and profiled steps drawn in their own colours
+
+
+@dataclass
+class Plot:
+    title: str
+    lines: list[PlotLine]
+    x0: float
+    x1: float
+    by: str = "t"  # "t": wall time (labels: seconds since origin), "i": step index
+    origin: float = 0.0
+    spans: list = field(default_factory=list)  # [t0, t1 or None, turn]: pauses and turn waits
+    log: bool = False
+    unit: str = "ms"
+    clip: bool = True  # outliers clipped and marked, not scaling the axis
+    empty: str = "no steps yet"
+    legend: bool = False  # name each line in the caption (overlays)
+
+
+def style(fg: str | None, bg: str | None = None, bold: bool = False) -> Style:
+    key = (fg, bg, bold)
+    if key not in _styles:
+        _styles[key] = Style(color=fg, bgcolor=bg, bold=bold or None)
+    return _styles[key]
+
+
+def dim(color: str, amount: float = 0.24) -> str:
+    """The colour mixed into black: a band's background."""
+    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    return f"#{int(r * amount):02x}{int(g * amount):02x}{int(b * amount):02x}"
+
+
+def tick(value: float, unit: str) -> str:
+    """A y tick in at most LABEL characters."""
+    a = abs(value)
+    if unit in ("%", "°C") or a >= 100:
+        text = f"{value:.0f}"
+    elif a >= 10:
+        text = f"{value:.1f}"
+    elif a >= 0.01 or a == 0:
+        text = f"{value:.3g}" if a < 1 else f"{value:.2f}"
+    else:
+        text = f"{value:.0e}".replace("e-0", "e-")
+    return text[:LABEL].rjust(LABEL)
+
+
+def x_label(x: float, plot: Plot) -> str:
+    if plot.by == "i":
+        x = round(x)
+        return f"{x / 1000:.3g}k" if x >= 10_000 else str(x)
+    s = max(0.0, x - plot.origin)
+    if 0 < s < 1:
+        return f"{s * 1000:.3g}ms"
+    if s >= 3600:
+        return f"{s / 3600:.3g}h"
+    return f"{s / 60:.3g}m" if s >= 120 else f"{s:.3g}s"
+
+
+class Canvas:
+    def __init__(self, w: int, h: int) -> None:
+        self.w, self.h = w, h
+        self.bits = [[0] * w for _ in range(h)]
+        self.fg: list[list[str | None]] = [[None] * w for _ in range(h)]
+        self.bg: list[list[str | None]] = [[None] * w for _ in range(h)]
+        self.char: list[list[str | None]] = [[None] * w for _ in range(h)]
+
+    def dot(self, x: int, y: int, color: str) -> None:
+        """x, y in dots, y from the top."""
+        cx, cy = x >> 1, y >> 2
+        if 0 <= cx < self.w and 0 <= cy < self.h and self.char[cy][cx] is None:
+            self.bits[cy][cx] |= DOTS[y & 3][x & 1]
+            self.fg[cy][cx] = color
+
+    def shade(self, cx: int, rows: range, color: str) -> None:
+        if 0 <= cx < self.w:
+            for cy in rows:
+                if 0 <= cy < self.h:
+                    self.bg[cy][cx] = color
+
+    def mark(self, cx: int, cy: int, char: str, color: str) -> None:
+        if 0 <= cx < self.w and 0 <= cy < self.h:
+            self.char[cy][cx], self.fg[cy][cx] = char, color
+
+    def row(self, cy: int) -> list[Segment]:
+        segs: list[Segment] = []
+        text, key = [], None
+        bits, fg, bg, char = self.bits[cy], self.fg[cy], self.bg[cy], self.char[cy]
+        for cx in range(self.w):
+            c = char[cx] or (chr(0x2800 + bits[cx]) if bits[cx] else " ")
+            k = (fg[cx] if c != " " else None, bg[cx])
+            if k != key and text:
+                segs.append(Segment("".join(text), style(*key)))
+                text = []
+            key = k
+            text.append(c)
+        if text:
+            segs.append(Segment("".join(text), style(*key)))
+        return segs
+
+
+def draw(plot: Plot, width: int, height: int) -> list[Strip]:
+    """Every row of the chart at this size (caption, plot rows, x axis)."""
+    w, h = width - LABEL - 1, height - 2
+    lines = [ln for ln in plot.lines if ln.series.count]
+    if w < 4 or h < 1 or not lines:
+        caption = [Segment(plot.title, TITLE), Segment("  " + plot.empty, CAPTION)]
+        rows = [Strip(caption).crop_extend(0, width, None)]
+        return rows + [Strip.blank(width)] * max(0, height - 1)
+    cols = {id(ln): ln.series.columns(plot.x0, plot.x1, 2 * w, plot.by) for ln in lines}
+    y_range = _y_range(plot, [c for cs in cols.values() for c in cs])
+    canvas = Canvas(w, h)
+    _spans(canvas, plot, w)
+    outliers: list[float] = []
+    for ln in lines:
+        outliers += _line(canvas, ln, cols[id(ln)], y_range, plot)
+    caption = _caption(plot, lines, outliers, width)
+    rows = [Strip(caption).crop_extend(0, width, None)]
+    ticks = _ticks(y_range, h, plot.log)
+    for cy in range(h):
+        if cy in ticks:
+            head = [Segment(tick(ticks[cy], plot.unit), AXIS), Segment("┤", AXIS)]
+        else:
+            head = [Segment(" " * LABEL, AXIS), Segment("│", AXIS)]
+        rows.append(Strip(head + canvas.row(cy), width))
+    rows.append(Strip([Segment(" " * LABEL + "└" + _x_axis(plot, w), AXIS)]).crop_extend(0, width, None))
+    return rows
+
+
+def _y_range(plot: Plot, cols: list[Column | None]) -> tuple[float, float]:
+    shown = [c for c in cols if c is not None]
+    if not shown:  # nothing in the x range (yet)
+        return (-0.5, 0.5) if plot.log else (0.0, 1.0)
+    if plot.clip:
+        lo, hi = axis_range(cols, plot.log) or (0.0, 1.0)
+    else:
+        lo, hi = min(c.lo for c in shown), max(c.hi for c in shown)
+    if plot.log:
+        lo = math.log10(lo) if lo > 0 else -12.0
+        hi = math.log10(hi) if hi > 0 else lo + 1
+        lo, hi = (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo, hi)
+        return lo, hi
+    if hi - lo < 1e-12:
+        pad = abs(hi) * 0.1 or 1.0
+        return lo - pad, hi + pad
+    pad = (hi - lo) * 0.08
+    return (max(0.0, lo - pad) if lo >= 0 else lo - pad), hi + pad
+
+
+def _ticks(y_range: tuple[float, float], h: int, log: bool) -> dict[int, float]:
+    """Round values (1, 2 or 5 times a power of ten; powers of ten on a log axis) by the row
+    they fall in, at least two rows apart."""
+    lo, hi = y_range
+    want = 2 if h < 5 else 3 if h < 9 else 5
+    if log:
+        values = [float(k) for k in range(math.ceil(lo), math.floor(hi) + 1)]
+        if len(values) < 2:
+            values = [lo + (hi - lo) * k / (want - 1) for k in range(want)]
+    else:
+        raw = (hi - lo) / max(1, want - 1)
+        mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+        values = []
+        first = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+        for step in [first] + [m * mag for m in (5, 2, 1, 0.5, 0.2, 0.1) if m * mag < first]:
+            values = [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
+            if len(values) >= 2:
+                break
+    out: dict[int, float] = {}
+    for v in values:
+        row = min(h - 1, max(0, int((hi - v) / (hi - lo) * h))) if hi > lo else 0
+        if all(abs(row - r) >= 2 for r in out):
+            out[row] = 10 ** v if log else v
+    return out
+
+
+def _spans(canvas: Canvas, plot: Plot, w: int) -> None:
+    if plot.by != "t" or not plot.spans:
+        return
+    span = (plot.x1 - plot.x0) or 1.0
+    for t0, t1, turn in plot.spans:
+        t1 = plot.x1 if t1 is None else t1
+        if t1 < plot.x0 or t0 > plot.x1:
+            continue
+        c0 = max(0, int((t0 - plot.x0) / span * w))
+        c1 = min(w - 1, int((t1 - plot.x0) / span * w))
+        for cx in range(c0, c1 + 1):
+            canvas.shade(cx, range(canvas.h), TURN_BG if turn else PAUSE_BG)
+
+
+def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tuple[float, float],
+          plot: Plot) -> list[float]:
+    """Draws one line; returns the outliers' highest values (one per column above the axis)."""
+    lo, hi = y_range
+    rows = canvas.h * 4
+    band_bg = dim(ln.color)
+
+    def to_y(v: float) -> int:
+        if plot.log:
+            v = math.log10(v) if v > 0 else lo
+        f = (hi - v) / (hi - lo) if hi > lo else 0.5
+        return min(rows - 1, max(0, int(f * rows)))
+
+    # Few points (at most one a cell on average): each a point, not a line through a few.
+    points = sum(c.n for c in cols if c is not None and c.kind != "compile") <= canvas.w // 2
+    outliers: list[float] = []
+    prev: int | None = None
+    gap = 0
+    for x, c in enumerate(cols):
+        if c is None:
+            gap += 1
+            if gap > 3:  # a short gap (fewer buckets than dot columns) is bridged
+                prev = None
+            continue
+        gap = 0
+        color = ln.color
+        if ln.kinds and c.kind != "steady":
+            color = {"warmup": WARMUP, "compile": COMPILE}.get(c.kind, PROFILED)
+        if c.kind == "compile":  # a compile's span shaded, one mark where it ended
+            if ln.kinds:
+                canvas.shade(x >> 1, range(canvas.h), COMPILE_BG)
+            if x + 1 == len(cols) or cols[x + 1] is None or cols[x + 1].kind != "compile":
+                canvas.mark(x >> 1, 0, "◆", COMPILE if ln.kinds else ln.color)
+                if ln.kinds:
+                    _label_span(canvas, cols, x, f"compile step {fmt_ms(c.hi)}")
+            prev = None
+            continue
+        if plot.clip and c.hi > (10 ** hi if plot.log else hi):
+            outliers.append(c.hi)
+            canvas.mark(x >> 1, 0, "▲", OUTLIER)
+        y = to_y(c.p50)
+        if ln.band and not points and c.p90 > c.p10:
+            canvas.shade(x >> 1, range(to_y(c.p90) >> 2, (to_y(c.p10) >> 2) + 1), band_bg)
+        if points:
+            canvas.mark(x >> 1, y >> 2, "•", color)
+        else:
+            a, b = (y, y) if prev is None else (min(prev, y), max(prev, y))
+            for yy in range(a, b + 1):
+                canvas.dot(x, yy, color)
+        prev = y
+    return outliers
+
+
+def _label_span(canvas: Canvas, cols: list[Column | None], end: int, text: str) -> None:
+    """Writes ``text`` in the middle row of a compile span that ends at dot column ``end``."""
+    start = end
+    while start > 0 and cols[start - 1] is not None and cols[start - 1].kind == "compile":
+        start -= 1
+    c0, c1 = start >> 1, end >> 1
+    if c1 - c0 + 1 >= len(text) + 2:
+        pos = c0 + (c1 - c0 + 1 - len(text)) // 2
+        for k, ch in enumerate(text):
+            canvas.mark(pos + k, canvas.h // 2, ch, COMPILE)
+
+
+def _caption(plot: Plot, lines: list[PlotLine], outliers: list[float], width: int) -> list[Segment]:
+    """The title, then what is clipped and the axis kind, then the legend: items that do not
+    fit the width are left out whole, not cut (the overlay names its runs on its own line)."""
+    segs = [Segment(plot.title, TITLE)]
+    items: list[list[Segment]] = []
+    if outliers:
+        items.append([Segment("  ▲", style(OUTLIER)),
+                      Segment(f" {len(outliers)} clipped, max {tick(max(outliers), plot.unit).strip()}",
+                              CAPTION)])
+    if plot.log:
+        items.append([Segment("  log", CAPTION)])
+    if plot.legend:  # every run named, or none (the overlay has its own legend line)
+        items.append([seg for ln in lines
+                      for seg in (Segment("  ━ ", style(ln.color, bold=True)), Segment(ln.label, CAPTION))])
+    elif lines and lines[0].band:
+        items += [[Segment("  ━", style(lines[0].color)), Segment(" median", CAPTION)],
+                  [Segment("  ", CAPTION), Segment("  ", style(None, dim(lines[0].color))),
+                   Segment(" p10–p90", CAPTION)]]
+    used = len(plot.title)
+    for item in items:
+        size = sum(len(seg.text) for seg in item)
+        if used + size <= width:
+            segs += item
+            used += size
+    return segs
+
+
+def _x_axis(plot: Plot, w: int) -> str:
+    line = ["─"] * w
+    labels = [(0, x_label(plot.x0, plot))]
+    if w >= 24:
+        labels.append((w // 2, x_label((plot.x0 + plot.x1) / 2, plot)))
+    end = x_label(plot.x1, plot)
+    labels.append((w - len(end), end))
+    taken = -1
+    for pos, text in labels:
+        pos = max(pos, taken + 2 if taken >= 0 else 0)
+        if pos + len(text) > w:
+            continue
+        line[pos:pos + len(text)] = list(text)
+        taken = pos + len(text)
+    return "".join(line)

@@ -1,0 +1,63 @@
+"""The overlay view (key o): every run on one axis, a colour each, the legend naming them —
+step time by step and by wall time (a compiled run's line starts late by its compile), loss by
+step, and a system box: CPU % of each run's process tree, and with GPUs their utilisation, VRAM
+and temperature."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical
+from textual.widgets import Static
+
+from tuimon.ui.model import RunLive, SessionModel
+from tuimon.ui.widgets import plots
+from tuimon.ui.widgets.chart import Chart
+from tuimon.ui.widgets.redraw import update
+
+GPU_PROBES = ("util", "vram", "temp")
+
+
+class OverlayView(Vertical):
+    DEFAULT_CSS = """
+    OverlayView { height: 1fr; }
+    OverlayView #overlay-legend { height: auto; max-height: 3; }
+    OverlayView Grid { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; }
+    OverlayView Chart { height: 1fr; }
+    OverlayView Chart:focus { background: $boost; }
+    OverlayView #overlay-system { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="overlay-legend")
+        with Grid():
+            yield Chart("step time by step", classes="by-step", focusable=True)
+            yield Chart("step time by wall time", classes="by-time", focusable=True)
+            yield Chart("loss by step", classes="loss", focusable=True)
+            with Vertical(id="overlay-system"):
+                yield Chart("CPU %", classes="probe-cpu", focusable=True)
+                for name in GPU_PROBES:
+                    yield Chart(plots.PROBES[name][0], classes=f"probe-{name}", focusable=True)
+
+    def charts(self) -> list[Chart]:
+        return [c for c in self.query(Chart) if c.display]
+
+    def show(self, model: SessionModel, runs: list[RunLive], log_loss: bool) -> None:
+        legend = Text()
+        for live in runs:
+            legend.append("━━ ", style=f"bold {plots.color(model, live.run)}")
+            legend.append(f"{live.label}   ")
+        legend.append("◆ compile  ▲ clipped", style="dim")
+        update(self.query_one("#overlay-legend", Static), legend)
+        self.query_one(".by-step", Chart).plot(plots.overlay_by_step(model, runs))
+        self.query_one(".by-time", Chart).plot(plots.overlay_by_time(model, runs))
+        self.query_one(".loss", Chart).plot(plots.overlay_loss(model, runs, log_loss))
+        gpu = any(r.history.probes["util"].count or r.history.probes["vram"].count for r in runs)
+        self.query_one(".probe-cpu", Chart).display = not gpu
+        if not gpu:
+            self.query_one(".probe-cpu", Chart).plot(plots.overlay_probe(model, runs, "cpu"))
+        for name in GPU_PROBES:
+            chart = self.query_one(f".probe-{name}", Chart)
+            chart.display = gpu
+            if gpu:
+                chart.plot(plots.overlay_probe(model, runs, name))
