@@ -52,7 +52,10 @@ class ScriptSteps:
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
         self.turns = Turns(int(cfg.get("turns") or 0), float(cfg.get("turn_s") or 0.0),
-                           cfg.get("steps"), self.duration)
+                           cfg.get("steps"), self.duration, first_only=bool(cfg.get("turn_first")))
+        # A rank of a torchrun job (its identity from torchrun's environment, runner/rank_link.py):
+        # its steps also say how long they took to reach backward() (pre_ms).
+        self.ident = cfg.get("rank_identity")
         self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
         self.started = False  # run_started said: the first sign of training seen
         self.reason: str | None = None  # why tuimon ended the script (steps, duration, stopped)
@@ -63,7 +66,9 @@ class ScriptSteps:
         self.optimizers = 0  # torch.optim optimizers made so far
         self.by_backward = False  # no optimizer steps: a step is one backward() to the next
         self.module = None  # the trained module, when compile_modes found it
-        self.ring = StepRing(RING)
+        self.ring = StepRing(RING, pre=self.ident is not None)
+        self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
+        self._t0 = 0.0  # perf_counter() as the step began
         self.losses: LossReader | None = None
         self.clock = None
         self.on_cuda = False
@@ -173,7 +178,7 @@ class ScriptSteps:
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
-            notes=list(cfg.get("notes") or []))
+            notes=list(cfg.get("notes") or []), **self._rank_fields())
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
         self._phase = "warmup"
@@ -183,6 +188,19 @@ class ScriptSteps:
             self.turns.begin(0)
         self._began = time.monotonic()
         self.clock.start()
+        self._t0 = time.perf_counter()
+
+    def _rank_fields(self) -> dict:
+        """A rank's run_started: who it is in the job, and the process group's backend."""
+        if self.ident is None:
+            return {}
+        backend = None
+        with contextlib.suppress(Exception):  # not initialised (yet): said as None
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                backend = str(dist.get_backend())
+        return {**self.ident, "backend": backend}
 
     def boundary(self) -> None:
         """The lead optimizer stepped: step ``i`` ended here and step ``i + 1`` starts."""
@@ -199,6 +217,9 @@ class ScriptSteps:
         ring.data_ms[k] = self.data_s * 1000.0
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
+        if ring.pre is not None:
+            ring.pre[k] = ((self.backward_at - self._t0) * 1000.0 if self.backward_at >= self._t0
+                           else None)
         if self.train_data is None:
             self.train_data = self.last_data
         compile_ms = 0.0
@@ -236,6 +257,7 @@ class ScriptSteps:
         finally:
             guard.theirs()
         self.clock.start()
+        self._t0 = time.perf_counter()
 
     def _between(self, i: int) -> None:
         """At a boundary, outside every step: control lines, turns, the end, the profiler."""
@@ -247,6 +269,8 @@ class ScriptSteps:
             else:
                 self._poll_at = 0.0
                 self._obey(command)
+        if i >= self.control.at:  # a job's pause-at / stop-at: every rank acts at this step
+            self._obey(self.control.due(i))
         if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
             self.turns.begin(i)
@@ -263,8 +287,8 @@ class ScriptSteps:
 
     def _obey(self, command: str, turn: bool = False) -> None:
         if obey(command, self.control, self.emitter, self._phase, self.flush_measured,
-                self.profiler, turn=turn):
-            self.stop("stopped")
+                self.profiler, turn=turn, i=self.i):
+            self.stop(self.control.stop_reason or "stopped")
 
     def stop(self, reason: str) -> None:
         self.reason = reason
