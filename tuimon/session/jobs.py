@@ -126,6 +126,10 @@ class JobRuns:
             if e.get("phase") != "paused" and self._state(r.id) == PAUSED:
                 self._set_state(r.id, RUNNING)  # resumed
                 r.last_step = r.stepping_since = now
+        elif kind == events.FINISHED and r.deadline is not None and not job.live_ranks():
+            # Every rank said it stopped: torchrun and its workers take a while to exit (a
+            # process group to destroy, compile workers to join); no SIGINT meanwhile.
+            r.deadline = max(r.deadline, now + self.plan.stop_grace_s)
         elif kind == events.FAILED:
             if r.id not in self.failed_runs:
                 self.failed_runs.append(r.id)
@@ -240,7 +244,8 @@ def _fate(ranks: dict, failed: int | None) -> str:
         if rs.rank == failed:
             continue
         if rs.failed:
-            what = "failed too"
+            error = f"{rs.failed.get('error')}: {rs.failed.get('message') or ''}"
+            what = f"failed after it ({error[:80].rstrip()})" if failed is not None else "failed"
         elif rs.ended:
             what = f"ended ({rs.reason})" if rs.reason else "ended"
         else:
