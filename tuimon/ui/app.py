@@ -27,6 +27,7 @@ from tuimon.ui.screens import HelpScreen, QuitScreen
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
+from tuimon.ui.widgets.rank_view import open_ranks, refresh_ranks
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
 
@@ -53,6 +54,7 @@ class TuimonApp(App[str]):
         Binding("P", "toggle_profiler", "profiler", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("d", "dump", "dump stacks", show=False),
+        Binding("k", "ranks", "ranks", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -73,6 +75,7 @@ class TuimonApp(App[str]):
         ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
         ("b", "backward attribution (module backward spans) on / off for the next capture"),
         ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
+        ("k", "rank view of the focused torchrun job: one row per rank (k or escape: back)"),
         ("tab ← →", "move focus between panels"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
@@ -126,6 +129,7 @@ class TuimonApp(App[str]):
                 if e.get("notify") and e.get("type") == "warning":
                     self.notify(e["text"], severity=e["notify"], timeout=30)
         self.redraw()
+        refresh_ranks(self)
 
     def redraw(self) -> None:
         # One queued by call_after_refresh can run as the app tears its widgets down.
@@ -332,6 +336,9 @@ class TuimonApp(App[str]):
                                    r.precision != live.precision))
         return others[0] if others else None
 
+    def action_ranks(self) -> None:
+        open_ranks(self, self._steer())
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
 
@@ -392,7 +399,7 @@ class TuimonApp(App[str]):
         actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward", "d": "dump",
+                   "b": "toggle_backward", "d": "dump", "k": "ranks",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

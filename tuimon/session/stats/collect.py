@@ -219,7 +219,8 @@ def _apply(r: RunStats, e: dict) -> None:
             if e.get(key) is not None:
                 setattr(r, key, max(getattr(r, key) or 0, e[key]))
     elif kind == events.FINISHED:
-        r.status = "stopped" if e.get("reason") == "stopped" else "done"
+        if r.status != "failed":  # a job's other node may finish after one failed (merge.py)
+            r.status = "stopped" if e.get("reason") == "stopped" else "done"
         r.compiles = e.get("compiles", r.compiles)
         if e.get("compile_s") is not None and r.compiled:
             r.compile_s = e["compile_s"]

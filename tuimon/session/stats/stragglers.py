@@ -62,7 +62,7 @@ def skew_pct(own: dict[int, float]) -> float | None:
     """Slowest rank's median own time against the median rank's, in %."""
     if len(own) < 2:
         return None
-    middle = statistics.median(own.values())
+    middle = statistics.median_low(own.values())  # a rank of the job, not between two
     return (max(own.values()) - middle) / middle * 100.0 if middle > 0 else None
 
 
@@ -131,7 +131,7 @@ def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[str]:
         on = [r for r, v in ranks.items() if i in v["compile_steps"]]
         if len(on) < len(ranks):
             why = next((ranks[r]["reasons"][0] for r in on if ranks[r]["reasons"]), None)
-            out.append(f"step {i} compiled on {_names(on)} only" + (f" ({why})" if why else ""))
+            out.append(f"step {i} compiled on {rank_names(on)} only" + (f" ({why})" if why else ""))
         if len(out) >= 6:
             break
     return out
@@ -146,10 +146,10 @@ def _groups(values: dict[int, int]) -> str:
     by: dict[int, list[int]] = {}
     for r, v in sorted(values.items()):
         by.setdefault(v, []).append(r)
-    return ", ".join(f"{_names(rs)}: {v}" for v, rs in sorted(by.items(), key=lambda kv: len(kv[1])))
+    return ", ".join(f"{rank_names(rs)}: {v}" for v, rs in sorted(by.items(), key=lambda kv: len(kv[1])))
 
 
-def _names(ranks: list[int]) -> str:
+def rank_names(ranks: list[int]) -> str:
     """'rank 3', 'ranks 0, 2–7'"""
     ranks = sorted(ranks)
     parts, k = [], 0

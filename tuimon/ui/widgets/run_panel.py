@@ -11,6 +11,7 @@ from tuimon.session.fmt import fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s
 from tuimon.session.stats import RunStats
 from tuimon.session.table import breakeven_text
 from tuimon.ui.model import RunLive
+from tuimon.ui.widgets.rank_strip import RankStrip
 
 STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",
                "compiling": "bold magenta", "steady": "bold green", "warmup": "cyan"}
@@ -25,6 +26,7 @@ class RunPanel(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="numbers")
+        yield RankStrip()
         yield Static(classes="caption steps-caption")
         yield Sparkline([], classes="steps")
         yield Static(classes="caption loss-caption")
@@ -49,6 +51,7 @@ class RunPanel(Vertical, can_focus=True):
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
         self.query_one(".numbers", Static).update(numbers(live, stats))
+        self.query_one(RankStrip).show(live, stats)
         series = list(live.step_ms)
         self.query_one(".steps-caption", Static).update(
             f"steady steps {fmt_ms(min(series))}–{fmt_ms(max(series))} (last {len(series)})"
