@@ -69,8 +69,9 @@ class JobChild(Child):
     takes (pause, resume, stop, profile) and turns them into lines every rank acts on alike."""
 
     def __init__(self, run, proc, control_fd, *, local_world: int | None, turn_steps: int | None,
-                 turn_cap: int | None, turns: bool) -> None:
+                 turn_cap: int | None, turns: bool, steps: int | None = None) -> None:
         super().__init__(run, proc, control_fd)
+        self.steps = steps  # --steps: every rank stops there by itself (no turn ends at or past it)
         self.ranks: dict[int, RankState] = {}
         self.local_world = local_world  # ranks expected on this node (None: from their hello)
         self.turn_steps, self.turn_cap = turn_steps, turn_cap
@@ -181,7 +182,7 @@ class JobChild(Child):
         at, lines = self.settled, []
         if self.intent == "turn" and (self.turn_steps or self.turn_cap):
             self.turn_target = at + (self.turn_steps or self.turn_cap)
-        if self.turn_target is not None and self.turn_target > at:
+        if self.turn_target is not None and at < self.turn_target < (self.steps or math.inf):
             lines.append(self._pause_line(self.turn_target, True))
         if self.intent == "turn":
             self.turn_clock = time.monotonic()
@@ -194,11 +195,15 @@ class JobChild(Child):
         """What the job's ranks amount to now: ("settled", at, intent) once every rank paused at
         one step (a stop is sent then), ("catch_up", first, last) when they did not."""
         live = self.live_ranks()
-        if self.intent is None or self.settled is not None or not live:
+        if self.settled is not None or not live:
             return []
         paused = [rs for rs in live if rs.paused_at is not None]
         if not paused:
             return []
+        if self.intent is None:  # a turn's end sent at its start (turns sized in steps)
+            if self.turn_target is None or not all(rs.paused_turn for rs in paused):
+                return []
+            self.intent, self.target = "turn", self.turn_target
         ats = sorted({rs.paused_at for rs in paused})
         if len(paused) == len(live) and len(live) >= self.expected():
             if len(ats) == 1:

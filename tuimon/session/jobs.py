@@ -62,7 +62,7 @@ class JobRuns:
         return JobChild.spawn(
             r.id, r.variant, runner_args=runner_args, threads=threads, script=script, job=job,
             local_world=local_world, turn_steps=plan.turn_steps if interleave else None,
-            turn_cap=cap, turns=interleave, **spawn)
+            turn_cap=cap, turns=interleave, steps=self._steps_limit(), **spawn)
 
     def _port_offset(self, r: Run) -> int:
         """The plan's variants: their place in it (every node alike); a run added later: the

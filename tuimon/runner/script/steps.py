@@ -260,7 +260,9 @@ class ScriptSteps:
         self._t0 = time.perf_counter()
 
     def _between(self, i: int) -> None:
-        """At a boundary, outside every step: control lines, turns, the end, the profiler."""
+        """At a boundary, outside every step: the end, control lines, turns, the profiler."""
+        if i >= self.steps:  # first: a turn due at the last step would only wait for nothing
+            self.stop("steps")
         now = time.perf_counter()
         if now >= self._poll_at:
             command = self.control.poll()
@@ -274,8 +276,6 @@ class ScriptSteps:
         if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
             self.turns.begin(i)
-        if i >= self.steps:
-            self.stop("steps")
         if self.duration is not None:
             spent = self.control.paused_s + (self.profiler.overhead_s if self.profiler else 0.0)
             if time.monotonic() - self._began - spent >= self.duration:

@@ -14,10 +14,12 @@ it; ranks that do not wait for each other, with no collective in their step, end
 much and are left as they are). Without ``pre_ms`` (a rank that reports none), own = step time.
 
 The **skew** is the slowest rank's median own time against the median rank's (%). A
-**straggler** is a rank whose own time exceeds the median of the other ranks' at the same steps
-by at least ``STRAGGLER_PCT`` %, where the 95 % interval of that per-step difference (order
-statistics, widened for correlated neighbours) excludes zero; *since* is the first step of the
-stretch, up to the end, over which its rolling median difference stays above the threshold.
+**straggler** is a rank whose own time exceeds the median of the other ranks' at the same steps:
+over the stretch up to the end where its rolling median difference stays above ``STRAGGLER_PCT``
+% (that stretch's first step is *since*; a rank slow from the start is slow since the steady
+state's first step), the median difference is at least that much and its 95 % interval (order
+statistics, widened for correlated neighbours) excludes zero. A rank that was slow and
+recovered is no straggler at the end.
 On CUDA ``pre_ms`` is the host's time (the GPU runs behind it): a rank slowed on its GPU alone
 shows in its GPU figures more than here.
 """
@@ -87,28 +89,31 @@ def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
             base.append(others)
         if len(diffs) < MIN_STEPS:
             continue
-        values = [d for _, d in diffs]
-        middle, typical = statistics.median(values), statistics.median(base)
+        typical = statistics.median(base)
         if typical <= 0:
             continue
+        threshold = typical * STRAGGLER_PCT / 100.0
+        stretch = diffs[_since(diffs, threshold):]  # the end's stretch above the threshold
+        if len(stretch) < MIN_STEPS:
+            continue
+        values = [d for _, d in stretch]
+        middle = statistics.median(values)
         lo, _ = median_interval(sorted(values), lag1_autocorr(values))
         pct = middle / typical * 100.0
         if lo > 0 and pct >= STRAGGLER_PCT:
             found.append({"rank": rank, "slower_pct": round(pct, 1), "slower_ms": round(middle, 3),
-                          "since": _since(diffs, typical * STRAGGLER_PCT / 100.0),
-                          "steps": len(diffs)})
+                          "since": stretch[0][0], "steps": len(stretch)})
     return sorted(found, key=lambda s: -s["slower_pct"])
 
 
 def _since(diffs: list[tuple[int, float]], threshold: float) -> int:
-    """The first step of the last stretch over which the rolling median stays above."""
+    """Where the last stretch starts over which the rolling median stays above ``threshold``
+    (an index into ``diffs``; its length when the end itself is below)."""
     w = min(WINDOW, max(1, len(diffs) // 4))
-    start = diffs[0][0]
     for k in range(len(diffs) - w, -1, -1):
         if statistics.median(d for _, d in diffs[k:k + w]) <= threshold:
-            start = diffs[min(k + w, len(diffs) - 1)][0]
-            break
-    return start
+            return min(k + w, len(diffs))
+    return 0
 
 
 def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[str]:
