@@ -243,6 +243,16 @@ def test_a_pause_lands_on_the_same_step_of_every_rank_then_a_stop_there():
     assert all(c.lines[-1] == f"stop-at {target} stopped" for c in conns.values())
 
 
+def test_a_pause_called_off_before_it_landed():
+    child, conns = job()
+    child.send("pause")
+    paused(child, 0, child.target)
+    assert child.send("resume") and child.intent is None
+    assert all(c.lines[-1] == "resume" for c in conns.values())
+    child.event(0, {"type": "phase", "phase": "steady"})
+    assert child.check(time.monotonic() + 5) == []  # nothing pending: no catch-up
+
+
 def test_ranks_that_paused_apart_catch_up_to_the_furthest():
     child, conns = job()
     child.schedule("turn")

@@ -90,6 +90,11 @@ class Control:
         self.at = min(self._pause_at, self._stop_at)
         return True
 
+    def cancel_pause(self) -> None:
+        """A resume before a scheduled pause landed: it will not."""
+        self._pause_at = math.inf
+        self.at = self._stop_at
+
     def due(self, i: int) -> str | None:
         """The scheduled command due once ``i`` steps are done: "stop", "pause" or "pause turn"."""
         if i >= self._stop_at:

@@ -394,6 +394,9 @@ def obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
         return False
     if command == "pause turn":
         command, turn = "pause", True
+    if command == "resume":  # while running: a job's pause called off before it landed
+        control.cancel_pause()
+        return False
     if command != "pause":
         return False  # resume while running, or a line this runner does not know
     flush()  # the viewer gets every step measured before the pause (and an open capture ends)

@@ -178,7 +178,12 @@ class JobChild(Child):
         """From a settled pause: the next turn (its end sent along for step-sized turns), or a
         user's resume (the turn's end sent again: the pause replaced it)."""
         if self.settled is None:
-            return False
+            if self.intent != "pause":
+                return False
+            # A pause called off before every rank got there: those paused resume, the others
+            # drop the step they were heading for (runner/loop.py obey).
+            self.intent = self.target = self.first_paused = None
+            return self._broadcast(["resume"])
         at, lines = self.settled, []
         if self.intent == "turn" and (self.turn_steps or self.turn_cap):
             self.turn_target = at + (self.turn_steps or self.turn_cap)
