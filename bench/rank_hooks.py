@@ -80,10 +80,9 @@ def launch(args: argparse.Namespace) -> None:
 def rank_main() -> None:
     import torch
     import torch.distributed as dist
+    from script_hooks import patched_names, put  # bench/ is this script's directory
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, TensorDataset
-
-    from script_hooks import patched_names, put  # bench/ is this script's directory
 
     cfg = json.loads(os.environ[CHANNEL])
     torch.set_num_threads(1)

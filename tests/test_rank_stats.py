@@ -322,3 +322,46 @@ def test_two_nodes_sessions_read_as_one_job(tmp_path):
     with pytest.raises(merge.MergeError, match="no ranks"):
         export.load([a, single])
     assert os.path.isdir(a)
+
+
+# ---- each rank's GPU, from its pid (a fake NVML) ----------------------------------------------
+AGENT = ("import subprocess, sys, time\n"
+         "kids = [subprocess.Popen(['sleep', '30']) for _ in range(2)]\n"
+         "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
+         "time.sleep(30)\n")
+
+
+def test_each_ranks_gpu_is_found_from_its_pid(tmp_path):
+    import subprocess
+
+    from tests import fake_pynvml as fake
+    from tuimon.probes import GpuProbe
+    from tuimon.session.sampler import Sampler
+
+    agent = subprocess.Popen([sys.executable, "-c", AGENT], stdout=subprocess.PIPE, text=True)
+    p0 = p1 = None
+    try:
+        p0, p1 = (int(x) for x in agent.stdout.readline().split())
+        now = int(time.time() * 1e6)
+        devices = [fake.FakeDevice(procs=[(p0, 2**30)], util_samples=[(p0, now, 60, 10)]),
+                   fake.FakeDevice(uuid="GPU-1", procs=[(p1, 2 * 2**30)],
+                                   util_samples=[(p1, now, 90, 20)])]
+        sampler = Sampler(0.2, lambda: {"eager-script": agent.pid}, lambda batch: None,
+                          gpu=GpuProbe(fake.make(devices)),
+                          ranks=lambda: {"eager-script": {0: p0, 1: p1}})
+        sampler.tick()
+        sample = next(e for e in sampler.tick() if e["type"] == "sample")
+    finally:
+        for pid in (p0, p1):
+            if pid is not None:
+                os.kill(pid, 9)
+        agent.kill()
+        agent.wait()
+    job = sample["runs"]["eager-script"]
+    assert job["gpus"] == [0, 1] and job["gpu_mem"] == 3 * 2**30 and job["descendants"] >= 2
+    assert job["ranks"]["0"]["gpus"] == [0] and job["ranks"]["1"]["gpus"] == [1]
+    assert job["ranks"]["1"]["gpu_mem"] == 2 * 2**30
+    evs = job_events(steps=30)
+    evs.insert(10, {**sample, "t": 1000.2})
+    row = job_row(evs)
+    assert [(x["gpus"], x["gpu_mem_max"]) for x in row.ranks] == [([0], 2**30), ([1], 2 * 2**30)]

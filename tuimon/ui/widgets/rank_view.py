@@ -51,7 +51,7 @@ class RankScreen(Screen):
         yield Footer()
 
     def action_toggle_all(self) -> None:
-        self.all_ranks = not self.grouped_now
+        self.all_ranks = self.grouped_now  # grouped now: every rank next, and back
         refresh_ranks(self.app)
 
     @property
@@ -184,8 +184,7 @@ def _group_row(label: str, ranks: list[RankLive], rows: dict, slow: set[int],
             if any(rows.get(r.rank, {}).get("median_ms") is not None for r in ranks) else DASH,
             own, Text(spark(plots[slowest.rank], width, lo, hi), style="cyan"),
             fmt_loss(statistics.fmean(losses)) if losses else DASH,
-            Text(_compiles(ranks[0]) if len(compiles) == 1 else "differ",
-                 style="" if len(compiles) == 1 else "bold magenta"),
+            _compiles(ranks[0]) if len(compiles) == 1 else Text("differ", style="bold magenta"),
             f"{statistics.fmean(cpus):.0f}%" if cpus else DASH, DASH]
 
 
