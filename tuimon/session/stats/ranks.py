@@ -16,6 +16,7 @@ notes, compile figures).
 from __future__ import annotations
 
 import statistics
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,10 @@ from tuimon.session.stats.stragglers import (
 )
 
 MAX_PENDING = 4096  # step indices waiting for a rank, at most: past it, the oldest joins as is
+LIVE_SAMPLES = 600  # probe samples kept per rank by a live view (its whole run for an export)
+# A live view (bounded) redoes the ranks' medians and stragglers at most this often, and never
+# more than a tenth of the time (64 ranks x 4 096 steps take ~0.8 s on the CI machine).
+REFRESH_S = 1.0
 IDENTITY = ("local_rank", "node_rank", "host", "pid", "device", "device_name", "backend",
             "job_id", "master", "world_size", "restart")
 LEAD_FIELDS = ("device", "device_name", "params", "batch_size", "warmup_auto", "compile_phases",
@@ -95,12 +100,15 @@ class JobFold:
         self.compile_steps: dict[int, set[int]] = {}
         self.held: list[tuple[int, int]] = []  # catch-ups: step indices [first, last) kept apart
         self.samples: dict[int, deque] = {}  # rank -> (t, its values in a probe sample)
+        self._analysis: tuple | None = None  # a live view's last (medians, stragglers), when
+        self._analysed_at, self._analysis_s = 0.0, 0.0
+        self._analysis_key: tuple | None = None
 
     def row(self, rank: int, e: dict) -> RunStats:
         if rank not in self.rows:
             self.rows[rank] = RunStats(f"{self.run}#{rank}", e.get("mode", "?"), e.get("precision", "?"))
             self.series[rank] = deque(maxlen=self.keep)
-            self.samples[rank] = deque(maxlen=self.keep)
+            self.samples[rank] = deque(maxlen=None if self.keep is None else LIVE_SAMPLES)
             self.compile_steps[rank] = set()
         return self.rows[rank]
 
@@ -218,9 +226,7 @@ class JobFold:
         ranks = sorted(self.rows)
         if not ranks:
             return
-        series = {r: [x for x in self.series[r] if steady_from is None or x[0] >= steady_from]
-                  for r in ranks}
-        slow = {s["rank"]: s for s in stragglers(series)}
+        medians, slow = self._analyse(ranks, steady_from)
         rows = []
         for r in ranks:
             stat = RankStats(r, **{k: v for k, v in (self.info.get(r) or {}).items()
@@ -233,7 +239,7 @@ class JobFold:
             stat.device = stat.device or row.device
             stat.graphs, stat.graph_breaks = row.graphs_fwd, sum(b["count"] for b in row.graph_breaks)
             stat.recompiles, stat.compile_s, stat.peak_rss = row.recompiles, row.compile_s, row.peak_rss
-            for key, value in rank_medians(series[r]).items():
+            for key, value in medians.get(r, {}).items():
                 setattr(stat, key, value)
             if r in slow:
                 stat.slower_pct, stat.straggler_since = slow[r]["slower_pct"], slow[r]["since"]
@@ -250,6 +256,22 @@ class JobFold:
         if job.status in ("running", "queued") and not self.active and all(
                 self.rows[r].status not in ("running", "queued") or r in self.killed for r in ranks):
             job.status = "failed" if any(self.rows[r].status == "failed" for r in ranks) else "done"
+
+    def _analyse(self, ranks: list[int], steady_from: int | None) -> tuple[dict, dict]:
+        """Each rank's medians and the stragglers (cached for a while in a live view)."""
+        now, key = time.monotonic(), (self.next_i, steady_from, len(self.active))
+        if self._analysis is not None and self._analysis_key == key:
+            return self._analysis  # nothing new since
+        if (self.keep is not None and self._analysis is not None and self.active
+                and now - self._analysed_at < max(REFRESH_S, 10 * self._analysis_s)):
+            return self._analysis  # a live job: its next steps come soon, and refresh it
+        self._analysis_key = key
+        series = {r: [x for x in self.series[r] if steady_from is None or x[0] >= steady_from]
+                  for r in ranks}
+        self._analysis = ({r: rank_medians(series[r]) for r in ranks},
+                          {s["rank"]: s for s in stragglers(series)})
+        self._analysed_at, self._analysis_s = now, time.monotonic() - now
+        return self._analysis
 
     def _probes(self, stat: RankStats, since: float | None) -> None:
         values = [v for t, v in self.samples.get(stat.rank, ()) if since is None or t >= since]

@@ -14,7 +14,8 @@ it; ranks that do not wait for each other, with no collective in their step, end
 much and are left as they are). Without ``pre_ms`` (a rank that reports none), own = step time.
 
 The **skew** is the slowest rank's median own time against the median rank's (%). A
-**straggler** is a rank whose own time exceeds the median of the other ranks' at the same steps:
+**straggler** is a rank whose own time exceeds the other ranks' at the same steps (the other
+rank of two; past two, the median rank's):
 over the stretch up to the end where its rolling median difference stays above ``STRAGGLER_PCT``
 % (that stretch's first step is *since*; a rank slow from the start is slow since the steady
 state's first step), the median difference is at least that much and its 95 % interval (order
@@ -70,22 +71,27 @@ def skew_pct(own: dict[int, float]) -> float | None:
 
 def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
     """Ranks slower than the others beyond noise, slowest first: {rank, slower_pct, slower_ms,
-    since, steps}. ``series``: rank -> (i, ms, own, pre) over the steady state."""
+    since, steps}. ``series``: rank -> (i, ms, own, pre) over the steady state. "The others" at
+    a step: the other rank of two; past two, the median of every rank there (one rank moves it
+    by one order statistic at most, and it is computed once a step, not once a rank)."""
     if len(series) < 2:
         return []
     by_step: dict[int, dict[int, float]] = {}
     for rank, rows in series.items():
-        for i, _, own, _ in rows:
-            by_step.setdefault(i, {})[rank] = own
+        for row in rows:
+            by_step.setdefault(row[0], {})[rank] = row[2]
+    steps = sorted(i for i, row in by_step.items() if len(row) >= 2)
+    middle_of = {i: statistics.median(by_step[i].values()) for i in steps} if len(series) > 2 else {}
     found = []
     for rank in series:
         diffs, base = [], []
-        for i in sorted(by_step):
+        for i in steps:
             row = by_step[i]
-            if rank not in row or len(row) < 2:
+            own = row.get(rank)
+            if own is None:
                 continue
-            others = statistics.median(v for r, v in row.items() if r != rank)
-            diffs.append((i, row[rank] - others))
+            others = middle_of[i] if middle_of else next(v for r, v in row.items() if r != rank)
+            diffs.append((i, own - others))
             base.append(others)
         if len(diffs) < MIN_STEPS:
             continue
