@@ -8,7 +8,8 @@ connection to a rank socket this script serves, as the supervisor's does, and ar
 there), then times blocks of steps alternating bare (torch's own functions put back) and hooked,
 in step on every rank (a block is a fixed number of steps, and DDP keeps the ranks together).
 Reported per rank: the median over blocks of the per-step difference, µs and % of the step,
-for ``--runs`` runs and their median.
+for ``--runs`` runs and their median. The rank socket drops what it reads (``--hub``: tuimon's
+own, which decodes every line on the same cores).
 
 It also counts the collectives each rank runs in 20 bare and 20 hooked steps (torch.profiler's
 ``gloo:*`` / ``nccl:*`` records): the hooks add none.
@@ -32,13 +33,43 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # appended: a PYTHONPATH tuimon (another checkout) wins
 
 CHANNEL = "TUIMON_BENCH_CHANNEL"
-SIZES = ((1.0, 200), (10.0, 30))  # (forward spin ms, steps a block)
+SIZES = ((1.0, 20), (10.0, 4))  # (forward spin ms, steps a block): short blocks, many pairs
 
 
 # ---- the launcher -----------------------------------------------------------------------------
-def launch(args: argparse.Namespace) -> None:
-    from tuimon.session.rank_hub import RankHub
+class Drain:
+    """A rank socket that reads and drops what the ranks send, counting their lines (the
+    supervisor's decoding and recording of events is the parent's cost, measured apart:
+    bench/ui_ingest.py); ``--hub`` uses tuimon's own rank socket instead."""
 
+    def __init__(self) -> None:
+        import socket
+
+        self.dir = tempfile.mkdtemp(prefix="tuimon-bench-")
+        self.path = os.path.join(self.dir, "ranks.sock")
+        self.lines = 0
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(self.path)
+        self._server.listen(64)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            conn, _ = self._server.accept()
+            threading.Thread(target=self._drain, args=(conn,), daemon=True).start()
+
+    def _drain(self, conn) -> None:
+        while data := conn.recv(1 << 16):
+            self.lines += data.count(b"\n")
+
+    def token(self, run: str) -> str:
+        return "bench"
+
+    def close(self) -> None:
+        self._server.close()
+
+
+def launch(args: argparse.Namespace) -> None:
     counts: dict[int, int] = {}
     lock = threading.Lock()
 
@@ -47,7 +78,12 @@ def launch(args: argparse.Namespace) -> None:
             with lock:
                 counts[rank] = counts.get(rank, 0) + sum(e["type"] == "step" for e in rest[0])
 
-    hub = RankHub(deliver)
+    if args.hub:
+        from tuimon.session.rank_hub import RankHub
+
+        hub = RankHub(deliver)
+    else:
+        hub = Drain()
     out = Path(tempfile.mkdtemp(prefix="tuimon-bench-"))
     env = {**os.environ, CHANNEL: json.dumps({"path": hub.path, "token": hub.token("bench"),
                                               "out": str(out), "runs": args.runs,
@@ -73,7 +109,10 @@ def launch(args: argparse.Namespace) -> None:
                   f"({mid / (ms * 10):+.2f} %), runs: {runs} µs")
     for res in results:
         print(f"rank {res['rank']}: collectives in 20 steps: bare {res['collectives']['bare']}, "
-              f"hooked {res['collectives']['hooked']}; step events received: {counts.get(res['rank'], 0)}")
+              f"hooked {res['collectives']['hooked']}")
+    received = sum(counts.values()) if args.hub else hub.lines
+    print(f"event lines received from the ranks: {received} ({'tuimon' if args.hub else 'a draining'} "
+          "rank socket)")
 
 
 # ---- a rank -----------------------------------------------------------------------------------
@@ -146,8 +185,11 @@ def rank_main() -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--blocks", type=int, default=11)
+    p.add_argument("--blocks", type=int, default=61)
     p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--hub", action="store_true",
+                   help="the ranks' events to tuimon's own rank socket (decoded there) rather than "
+                   "one that drops them")
     p.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)  # torchrun's workers
     args = p.parse_args()
     if args.rank:
