@@ -104,6 +104,8 @@ def _install(cfg: dict) -> None:
         run.activity()
         if run.enabled:
             emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
+            if run.started:  # the step's end says the phase again: the compile is over
+                run._phase = "compiling"
 
     watch.on_start = compiling
 
@@ -262,9 +264,11 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe)."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
     time.sleep(seconds)
-    if not run.no_step_yet(seconds):
+    while (said := run.no_step_yet(seconds)) is None:
+        time.sleep(1.0)
+    if not said:
         return
     from tuimon import events
 

@@ -184,7 +184,11 @@ class ScriptSteps:
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
-            self._obey("pause", turn=True)
+            self._booted = None  # waiting is not "no optimizer step" (hooks' _no_step_watch)
+            try:
+                self._obey("pause", turn=True)
+            finally:
+                self._booted = time.monotonic()
             self.turns.begin(0)
         self._began = time.monotonic()
         self.clock.start()
@@ -342,8 +346,14 @@ class ScriptSteps:
             message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
             traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
 
-    def no_step_yet(self, seconds: float) -> bool:
-        return self.enabled and self.boundaries == 0 and time.monotonic() - self._booted >= seconds
+    def no_step_yet(self, seconds: float) -> bool | None:
+        """True: no step ``seconds`` after start (or after its first turn came); None: not yet
+        known (waiting for its first turn, or not that long)."""
+        if not self.enabled or self.boundaries:
+            return False
+        if self._booted is None or time.monotonic() - self._booted < seconds:
+            return None
+        return True
 
 
 def _samples(batch) -> int:
