@@ -132,6 +132,8 @@ def test_a_multi_node_job_runs_its_variants_in_step_or_one_after_the_other():
         check_jobs(args_of("--duration", "60"), [], job)
     with pytest.raises(UsageError, match="--nproc is a recipe's option"):
         check_jobs(args_of("--nproc", "2"), [], {"launcher": None})
+    with pytest.raises(UsageError, match="--device cuda:N and --nproc"):
+        check_jobs(args_of("--nproc", "2", "--device", "cuda:1"), [], None)
     assert check_jobs(args_of("--duration", "60"), [], {"launcher": "torchrun", "nnodes": 1}) == []
 
 

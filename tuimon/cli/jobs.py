@@ -30,6 +30,9 @@ def check_jobs(args: argparse.Namespace, options: list[str], script: dict | None
     if script is not None and nproc is not None:
         raise UsageError("--nproc is a recipe's option: a script's ranks are torchrun's "
                          "(tuimon run -- torchrun --nproc-per-node N train.py)")
+    if nproc is not None and args.device.startswith("cuda:"):
+        raise UsageError("--device cuda:N and --nproc do not go together: each rank takes the GPU of "
+                         "its local rank (--device cuda); CUDA_VISIBLE_DEVICES picks the GPUs")
     if script is None or script.get("launcher") != "torchrun" or (script.get("nnodes") or 1) <= 1:
         return []
     if args.duration is not None:
