@@ -245,6 +245,26 @@ def test_a_pause_lands_on_the_same_step_of_every_rank_then_a_stop_there():
     assert all(c.lines[-1] == f"stop-at {target} stopped" for c in conns.values())
 
 
+def test_the_users_pause_over_a_turn():
+    child, conns = job(turns=True)
+    for k in conns:
+        paused(child, k, 0, turn=True)
+    child.check(time.monotonic())
+    assert child.send("pause") and child.intent == "pause"  # waiting for its turn: held there
+    assert child.send("resume") and child.intent == "turn"  # back in the rotation, not stepping
+    assert all(c.lines == [] for c in conns.values())
+    child.send("resume")  # its turn comes
+    for k in conns:
+        child.event(k, {"type": "phase", "phase": "steady"})
+    child.schedule("turn")  # the turn's end is under way ...
+    target = child.target
+    assert child.send("pause") and child.intent == "pause"  # ... and becomes the user's pause
+    assert conns[0].lines[-1] == f"pause-at {target}"
+    for k in conns:
+        paused(child, k, target)
+    assert child.check(time.monotonic()) == [("settled", target, "pause")]
+
+
 def test_a_pause_called_off_before_it_landed():
     child, conns = job()
     child.send("pause")

@@ -86,6 +86,7 @@ class JobChild(Child):
         self.ms_ema: float | None = None
         self.first_paused: float | None = None  # monotonic: a pending pause's first rank paused
         self.stop_sent = False
+        self.from_turn = False  # paused by the user while it waited for its turn
 
     # ---- ranks -------------------------------------------------------------------------------
     def rank(self, rank: int) -> RankState:
@@ -169,6 +170,11 @@ class JobChild(Child):
             if self.intent is not None:  # a pause under way: it ends in the stop
                 self.intent = "stop"
                 return True
+        elif intent == "pause" and self.intent == "turn":
+            # The user's pause over a turn's end: waiting for its turn already (it stays out of
+            # the rotation until resumed), or heading there (the same step, as a pause).
+            self.intent, self.from_turn = "pause", self.settled is not None
+            return self.from_turn or self._broadcast([self._pause_line(self.target, False)])
         elif self.settled is not None or self.intent is not None:
             return True  # paused or pausing already
         self.intent, self.target, self.first_paused = intent, self.estimate(), None
@@ -177,6 +183,9 @@ class JobChild(Child):
     def resume(self) -> bool:
         """From a settled pause: the next turn (its end sent along for step-sized turns), or a
         user's resume (the turn's end sent again: the pause replaced it)."""
+        if self.settled is not None and self.intent == "pause" and self.from_turn:
+            self.intent, self.from_turn = "turn", False  # back to waiting for its turn
+            return True
         if self.settled is None:
             if self.intent != "pause":
                 return False

@@ -139,6 +139,13 @@ class JobRuns:
                 self._stop_everything()  # the same script fails the same way in every variant
 
     def _check_job(self, r: Run, job: JobChild) -> None:
+        if job.settled is not None and not r.ended:  # a pause or resume over a turn's wait
+            if job.intent == "pause" and self._state(r.id) != PAUSED:
+                self._set_state(r.id, PAUSED)
+                r.waiting_turn = False
+            elif job.intent == "turn" and self._state(r.id) == PAUSED:
+                self._set_state(r.id, RUNNING)
+                r.waiting_turn = True
         for outcome in job.check(time.monotonic()):
             if outcome[0] == "catch_up":
                 self._record([events.make(events.CONTROL, r.id, action="catch_up",
