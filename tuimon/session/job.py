@@ -32,6 +32,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+import psutil
+
 from tuimon import events
 from tuimon.session.child import Child
 from tuimon.session.rank_hub import RankConn
@@ -285,12 +287,16 @@ class JobChild(Child):
     def signal(self, sig: int) -> None:
         """SIGUSR1 (dump) to the ranks only (torchrun dies of it); SIGINT to torchrun, which
         hands it to its workers as it tears them down; SIGKILL to torchrun's group and to each
-        rank's (torchrun starts every worker in its own session)."""
+        worker's (torchrun starts every worker in its own session), found before torchrun dies."""
+        pids = set(self.rank_pids().values())
+        if sig == signal.SIGKILL:  # workers that have not said hello yet (still importing torch)
+            with contextlib.suppress(psutil.Error):
+                pids |= {c.pid for c in psutil.Process(self.proc.pid).children()}
         if sig != signal.SIGUSR1:
             super().signal(sig)
         if sig == signal.SIGINT:
             return
-        for pid in self.rank_pids().values():
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 if sig == signal.SIGKILL:
                     os.killpg(pid, sig)
