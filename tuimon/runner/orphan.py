@@ -41,7 +41,10 @@ def watch_parent(grace_s: float = 10.0, period_s: float = 1.0,
     def watch() -> None:
         while os.getppid() == watched and alive(also):
             time.sleep(period_s)
-        who = "the supervisor" if os.getppid() == watched else f"its parent (pid {watched})"
+        if parent is not None and os.getppid() != watched:
+            who = f"its parent, torchrun's agent (pid {watched}),"
+        else:
+            who = f"the supervisor (pid {also or watched})"
         print(f"tuimon runner: {who} is gone; stopping", flush=True)
         os.kill(os.getpid(), signal.SIGINT)  # the main thread stops as on a stop it cannot read
         time.sleep(grace_s)
