@@ -11,7 +11,13 @@
   panels show the third processes, the strip the speedup combined over the rounds.
 - script-120x32: `tuimon run -- python tests/scripts/plain_loop.py`, an unmodified script
   (DataLoader workers, a validation pass each epoch), eager vs default, interleaved.
-`--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats, script).
+- ranks-2-120x32 / rank-view-2-80x24: `tuimon run -- torchrun --nproc-per-node 2
+  tests/scripts/ddp_train.py --slow-rank 1`, a DDP script whose rank 1 loads its data slower,
+  eager vs default: the panels' rank strips, then the rank view (key k) at 80x24;
+- ranks-8-120x32 / rank-view-8-80x24: `tuimon recipes/tiny_mlp.py --nproc 8` (8 ranks of a tiny
+  model under DDP on this 2-core machine), its panel and its rank view at 80x24.
+`--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats, script,
+ranks2, ranks8).
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
@@ -190,6 +196,55 @@ async def script(tmp: Path) -> None:
         app.source.close()
 
 
+async def ranks2(tmp: Path) -> None:
+    """A 2-rank DDP script under torchrun, rank 1 slower: eager vs default, interleaved."""
+    from tuimon.cli.script import check_command
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import SCRIPT, product
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+               "2", str(ROOT / "tests/scripts/ddp_train.py"), "--slow-rank", "1", "--slow-ms", "0.3",
+               "--epochs", "1000"]
+    settings = {**check_command(command), "steps": 100000, "duration": None, "warmup": 1, "seed": 0,
+                "auto_compile": True}
+    store = SessionStore.create(tmp, "ddp_train")
+    plan = Plan(ROOT / "tests/scripts/ddp_train.py", product(["eager", "default"], [SCRIPT]),
+                "interleave", [], cache_dir=tmp / "cache", interval=0.5, turn_s=1.5, script=settings)
+    await job_shots(Supervisor(store, plan), 2, 600)
+
+
+async def ranks8(tmp: Path) -> None:
+    """tiny_mlp as 8 ranks under DDP (--nproc 8), eager: one job of 8 ranks on 2 cores."""
+    from tuimon.session.store import SessionStore
+    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.variants import product
+
+    store = SessionStore.create(tmp, "tiny_mlp")
+    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager"], ["fp32"]), "sequential",
+                ["--steps", "100000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5,
+                nproc=8)
+    await job_shots(Supervisor(store, plan), 8, 300)
+
+
+async def job_shots(supervisor, world: int, steps: int) -> None:
+    """The panels at 120x32 once every job's ranks have ``steps`` steps, then the first job's
+    rank view at 80x24."""
+    app = TuimonApp(LiveSource(supervisor))
+    async with app.run_test(size=(120, 32)) as pilot:
+        runs = app.model.runs
+        while not (runs and all(len(r.ranks) == world and min(x.steps for x in r.ranks.values()) > steps
+                                for r in runs.values())):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 1)
+        shoot(app, f"ranks-{world}-120x32")
+        await pilot.resize_terminal(80, 24)
+        await pilot.press("k")
+        await settle(app, pilot, 1.5)
+        shoot(app, f"rank-view-{world}-80x24")
+        app.source.close()
+
+
 def shoot(app, name: str) -> None:
     out = HERE / f"{name}.svg"
     app.save_screenshot(out.name, str(HERE))
@@ -199,7 +254,7 @@ def shoot(app, name: str) -> None:
 async def main() -> None:
     makers = [replay, compile_pane]
     if "--replay-only" not in sys.argv:
-        makers += [live, profiler_pane, repeats, script]
+        makers += [live, profiler_pane, repeats, script, ranks2, ranks8]
     if "--only" in sys.argv:
         makers = [globals()[sys.argv[sys.argv.index("--only") + 1]]]
     with tempfile.TemporaryDirectory() as tmp:

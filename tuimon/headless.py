@@ -35,6 +35,7 @@ class HeadlessView:
         self._phase: dict[str, str] = {}  # the last phase per run, shown again after "profiling"
         self._said_compiling: set[str] = set()
         self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
+        self._lead: dict[str, int] = {}  # a torchrun job: the rank whose progress is shown
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
             TextColumn("{task.fields[phase]:<10.28}"),
@@ -72,6 +73,8 @@ class HeadlessView:
         for e in batch:
             run = e.get("run")
             kind = e["type"]
+            if e.get("rank") is not None and not self._lead_rank(run, e):
+                continue
             if kind == events.SAMPLE:
                 self._sample(e)
                 continue
@@ -100,6 +103,15 @@ class HeadlessView:
             self._progress.update(self._tasks[run], completed=e["i"] + 1,
                                   median=fmt_ms(statistics.median(recent)) if recent else "–",
                                   loss=f"{loss:.4g}" if loss is not None else "–")
+
+    def _lead_rank(self, run: str, e: dict) -> bool:
+        """A torchrun job's row follows its local rank 0 (under DDP every rank steps alike; the
+        summary compares them); the job's own finished / failed events end the row."""
+        if e["type"] == events.RUN_STARTED and e.get("local_rank") == 0 and run not in self._lead:
+            self._lead[run] = e["rank"]
+            if run in self._tasks:
+                self._progress.start_task(self._tasks[run])
+        return self._lead.get(run) == e["rank"] and e["type"] not in (events.FINISHED, events.FAILED)
 
     def _sample(self, e: dict) -> None:
         devices = {d["index"]: d for d in e.get("devices", [])}
@@ -143,8 +155,10 @@ class HeadlessView:
             params = e.get("params") or 0
             if e.get("steps"):
                 self._progress.update(task, total=e["steps"])
+            ranks = (f", rank {e['rank']} of {e['world_size']} ({e.get('backend') or 'no process group'})"
+                     if e.get("world_size") else "")
             self._say(f"{label}: started on {e.get('device')} ({e.get('device_name')}), "
-                      f"{params / 1e6:.1f}M params, batch {e.get('batch_size')}")
+                      f"{params / 1e6:.1f}M params, batch {e.get('batch_size')}{ranks}")
             for note in e.get("notes") or []:
                 self._say(f"{label}: note: {note}", style="yellow")
         elif kind == events.FINISHED:

@@ -28,6 +28,7 @@ DAY = 86400
 LIMITS: dict[str, tuple[type, float, float, str]] = {
     "steps": (int, 1, 10**9, ""),
     "repeats": (int, 1, 20, ""),
+    "nproc": (int, 1, 1024, ""),
     "duration": (float, 0.1, 30 * DAY, " s"),
     "warmup": (int, 0, 10**9, ""),
     "batch-size": (int, 1, 1_000_000, ""),

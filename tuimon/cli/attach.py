@@ -17,9 +17,10 @@ def attach_parser() -> Parser:
     p = Parser(prog="tuimon attach",
                description="Open the live TUI again on a session whose runs go on in the background "
                "(full history, working keys). A session that has ended opens read-only.")
-    p.add_argument("session", nargs="?",
+    p.add_argument("session", nargs="*",
                    help="a session directory (default: the latest running session under --out, "
-                   "else the latest one)")
+                   "else the latest one); several: the sessions of one torchrun job's nodes, "
+                   "followed read-only as one job")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="where to look for the latest session (default: ./tuimon-sessions)")
     p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
@@ -67,7 +68,15 @@ def attach_command(args: argparse.Namespace) -> int:
 
     from tuimon.ui.app import TuimonApp
 
-    path = resolve_session(args.session, args.out)
+    if len(args.session) > 1:  # one job's nodes: followed read-only, as one job
+        from tuimon.cli.replay import job_source
+
+        source, note = job_source(args.session, "attach")
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError("attach needs an interactive terminal (use 'tuimon summary' for text)")
+        TuimonApp(source, fps=args.fps, note=note).run()
+        return EXIT_OK
+    path = resolve_session(args.session[0] if args.session else None, args.out)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("attach needs an interactive terminal (use 'tuimon ls' or "
                          "'tuimon summary' for text)")

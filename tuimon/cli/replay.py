@@ -12,19 +12,38 @@ from tuimon.exit_codes import EXIT_OK
 def replay_parser() -> Parser:
     p = Parser(prog="tuimon replay",
                description="Open the TUI on a recorded (or still running) session, read-only.")
-    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("session", nargs="+",
+                   help="a session directory (contains events.jsonl); several: the sessions of one "
+                   "torchrun job's nodes, shown as one job")
     p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
     return p
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from tuimon.session import store
     from tuimon.ui.app import TuimonApp
-    from tuimon.ui.sources import ReplaySource
 
-    if (why := store.check_session(args.session)) is not None:
-        raise UsageError(why)
+    source, note = job_source(args.session, "replay")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("replay needs an interactive terminal (use 'tuimon summary' for text)")
-    TuimonApp(ReplaySource(args.session), fps=args.fps).run()
+    TuimonApp(source, fps=args.fps, note=note).run()
     return EXIT_OK
+
+
+def job_source(sessions: list[str], command: str):
+    """A read-only source of one session, or of several nodes' sessions of one job (checked
+    here: UsageError when they are not one); and the note the app opens with."""
+    from tuimon.session import merge, store
+    from tuimon.ui.sources import JobSource, ReplaySource
+
+    for session in sessions:
+        if (why := store.check_session(session)) is not None:
+            raise UsageError(why)
+    if len(sessions) == 1:
+        return ReplaySource(sessions[0]), None
+    try:
+        merge.load(sessions)
+    except merge.MergeError as exc:
+        raise UsageError(str(exc)) from None
+    note = (f"one torchrun job over {len(sessions)} nodes' sessions, read-only ({command}); "
+            "steer each node from its own tuimon")
+    return JobSource(sessions), note

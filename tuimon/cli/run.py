@@ -26,6 +26,7 @@ from tuimon.cli.args import (
     warmup_arg,
     window_arg,
 )
+from tuimon.cli.jobs import check_jobs
 from tuimon.cli.script import script_settings
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
@@ -82,6 +83,9 @@ def run_parser() -> Parser:
     p.add_argument("--repeats", type=limited("repeats"), default=1, metavar="K",
                    help="run each variant in K separate processes, in rounds, and put the spread "
                    "between processes into the speedup's interval (default: 1; 3 or more to use it)")
+    p.add_argument("--nproc", type=limited("nproc"), metavar="N",
+                   help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
+                   "CUDA, one GPU per rank), each on its shard of the batches")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="recipe-specific option, passed as cfg.extra (repeatable)")
     p.add_argument("--interval", type=limited("interval"), default=1.0, metavar="SECONDS",
@@ -145,6 +149,9 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
         script = script_settings(args, command)
         precisions = [SCRIPT]
+    for note in check_jobs(args, argv[:argv.index("--")] if "--" in argv else argv, script):
+        print(f"tuimon: note: {note}", file=sys.stderr)
+    if script is not None:
         recipe = Path(script["script"] or command[0])
     elif args.recipe is None:
         recipe = DEMO
@@ -187,7 +194,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
-                repeats=args.repeats, script=script)
+                repeats=args.repeats, script=script, nproc=args.nproc)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.cli.detached import run_detached
@@ -299,6 +306,7 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
                                                   "turn", "turn_steps", "quiet_only", "repeats", "set",
+                                                  "nproc",
                                                   "interval",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",

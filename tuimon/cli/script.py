@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tuimon.cli.args import UsageError
 from tuimon.envvars import NO_STEP_S
+from tuimon.torchrun import TorchrunError, is_torchrun
+from tuimon.torchrun import parse as parse_torchrun
 
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
 VALUE_OPTIONS = ("-W", "-X", "-Q")  # interpreter options that take the next word as value
@@ -31,7 +33,10 @@ def split_run(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def check_command(command: list[str]) -> dict:
-    """{"command", "script" (its path, or None for -m / -c), "name"}; UsageError otherwise."""
+    """{"command", "script" (its path, or None for -m / -c), "name"}, and for a torchrun job
+    (``torchrun ...`` or ``python -m torch.distributed.run ...``) "launcher": "torchrun",
+    "nproc" (ranks per node, None when torchrun decides) and "nnodes" (the most nodes);
+    UsageError otherwise."""
     if not command:
         raise UsageError(f"no command after -- ({EXAMPLE})")
     exe = command[0]
@@ -40,7 +45,11 @@ def check_command(command: list[str]) -> dict:
         raise UsageError(f"command not found: {exe} ({EXAMPLE})")
     if not os.path.isfile(path):
         raise UsageError(f"{exe}: no such file")
-    if PYTHON.match(os.path.basename(exe)) or PYTHON.match(os.path.basename(os.path.realpath(path))):
+    python = bool(PYTHON.match(os.path.basename(exe)) or
+                  PYTHON.match(os.path.basename(os.path.realpath(path))))
+    if (start := is_torchrun(command, python)) is not None:
+        return _torchrun_command(command, start)
+    if python:
         return _python_command(command)
     if _shebang(path) is None:
         raise UsageError(f"{exe} is not a Python program: tuimon runs Python training scripts "
@@ -69,6 +78,26 @@ def _python_command(command: list[str]) -> dict:
     if not script.is_file():
         raise UsageError(f"script not found: {rest[i]}")
     return {"command": command, "script": str(script.resolve()), "name": script.stem}
+
+
+def _torchrun_command(command: list[str], start: int) -> dict:
+    """torchrun's training program checked as tuimon checks a script's, and the job's shape."""
+    try:
+        job = parse_torchrun(command, start)
+    except TorchrunError as exc:
+        raise UsageError(str(exc)) from None
+    program = job.script_words
+    if job.module:
+        found = {"script": None, "name": program[0].rsplit(".", 1)[-1]}
+    elif job.no_python:  # torchrun runs the program itself: it must be Python all the same
+        found = check_command(program)
+    else:
+        script = Path(program[0])
+        if not script.is_file():
+            raise UsageError(f"script not found: {program[0]}")
+        found = {"script": str(script.resolve()), "name": script.stem}
+    return {"command": command, "script": found["script"], "name": found["name"],
+            "launcher": "torchrun", "nproc": job.nproc, "nnodes": job.max_nodes}
 
 
 def _shebang(path: str) -> str | None:

@@ -14,7 +14,10 @@ from tuimon.exit_codes import EXIT_OK
 def summary_parser() -> Parser:
     p = Parser(prog="tuimon summary",
                description="Recompute a session's summary from its store and rewrite its exports.")
-    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("session", nargs="+",
+                   help="a session directory (contains events.jsonl); several: the sessions of one "
+                   "torchrun job's nodes, read as one job (written to the first one as "
+                   "job-summary.md, job-summary.json and job-steps.csv)")
     p.add_argument("--format", choices=("md", "json", "csv"), default="md",
                    help="what to print on stdout (all three files are rewritten) (default: md)")
     p.add_argument("--force", action="store_true",
@@ -24,16 +27,22 @@ def summary_parser() -> Parser:
 
 def summary_command(args: argparse.Namespace) -> int:
     from tuimon.session import export, store
+    from tuimon.session.merge import MergeError
 
-    if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
-        raise UsageError(why)
+    for session in args.session:
+        if (why := store.check_session(session, need_meta=not args.force)) is not None:
+            raise UsageError(why)
+    first = args.session[0]
+    formats = export.JOB_FORMATS if len(args.session) > 1 else export.FORMATS
     try:
         meta, evs, summary = export.load(args.session)
-        written = export.write(Path(args.session), meta, evs, summary)
+        written = export.write(Path(first), meta, evs, summary, formats=formats)
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
-        raise UsageError(f"cannot write the summary into {args.session}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write the summary into {first}: {exc.strerror or exc}") from None
     sys.stdout.write(written[args.format].read_text(encoding="utf-8"))
-    for warning in read_warnings(args.session, meta, summary.unreadable_lines):
+    for warning in read_warnings(first, meta, summary.unreadable_lines):
         print(f"tuimon: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 

@@ -1,4 +1,9 @@
-"""python -m tuimon.runner: load a recipe, run one variant, stream events on --event-fd."""
+"""python -m tuimon.runner: load a recipe, run one variant, stream events on --event-fd.
+
+Started by torchrun as one rank of a job (``tuimon RECIPE --nproc N``; TUIMON_RANKS in its
+environment), it talks to the supervisor over its own rank channel instead (runner/rank_link.py),
+joins the job's process group and trains a DistributedDataParallel model on its shard of the
+batches (runner/distributed.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from tuimon.runner.crash import cuda_memory, recipe_frame
 from tuimon.runner.device import SetupError, device_name, resolve_device
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
+from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
 
 
@@ -33,6 +39,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--turns", type=int, default=0, help="steps per turn (interleaved schedule)")
     p.add_argument("--turn-seconds", type=float, default=0.0,
                    help="seconds of stepping per turn (interleaved schedule, without --turns)")
+    p.add_argument("--turn-first", action="store_true",
+                   help="a rank of a job: wait for the first turn; the supervisor ends each turn")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--image-size", type=int)
@@ -62,9 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
-    watch_parent()  # a supervisor killed while this run is stuck in a step: do not outlive it
-    emitter = Emitter(args.event_fd, args.run_id)
-    control = Control(args.control_fd)
+    job = from_env()  # (channel, identity) for a rank of a job, else None
+    if job is None:
+        watch_parent()  # a supervisor killed while this run is stuck in a step: do not outlive it
+        emitter = Emitter(args.event_fd, args.run_id)
+        control = Control(args.control_fd)
+    else:
+        channel, ident = job
+        watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor behind it
+        sock = connect(channel["path"], channel["token"], args.run_id, ident)
+        emitter = Emitter(sock.fileno(), args.run_id)
+        control = Control(None, sock=sock)
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
     try:
@@ -74,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         from tuimon.runner import loop
         from tuimon.runner.compile_watch import CompileWatch
 
-        device = resolve_device(torch, args.device)
+        rank_fields = {}
+        if job is None:
+            device = resolve_device(torch, args.device)
+        else:
+            from tuimon.runner import distributed
+
+            device = distributed.rank_device(torch, args.device, ident["local_rank"],
+                                             ident["local_world_size"])
+            rank_fields = {**ident, "backend": distributed.init(torch, device)}
         if args.threads:
             torch.set_num_threads(args.threads)
         module = contract.load_module(args.recipe)
@@ -91,13 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         recipe = contract.validate(module.build(cfg), args.recipe)
         recipe.model.to(device)
         recipe.model.train()
+        if job is not None:  # DDP around the model, this rank's shard of the batches
+            recipe.model = distributed.wrap(torch, recipe.model, device)
+            recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"],
+                                               ident["world_size"])
         steps = args.steps if args.steps is not None else (
             None if args.duration is not None else sizes["steps"])
         # With "auto" only the first step is labelled warm-up here; the statistics find the rest.
         fixed_warmup = 1 if args.warmup == "auto" else int(args.warmup)
         settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, fixed_warmup,
-                                     args.turns, args.turn_seconds)
+                                     args.turns, args.turn_seconds, args.turn_first)
         trainer = loop.Trainer(recipe, device, settings)
+        trainer.ranked = job is not None
         watch = CompileWatch()
         watch.install()
         trace = None
@@ -132,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             threads=torch.get_num_threads(),
             extra=extra,
             notes=variant_notes(args.mode, device),
+            **rank_fields,
         )
         stage = "step"
         started = time.monotonic()
@@ -147,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             compile_s=round(watch.total_s, 3),
             profile_s=round(profiler.overhead_s, 4),
         )
+        if job is not None:  # every rank stops at the same step: none waits in a collective
+            distributed.finish(torch)
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
         if isinstance(exc, KeyboardInterrupt):

@@ -41,14 +41,17 @@ class Emitter:
 
     def emit_step(self, i: int, t: float, ms: float, data_ms: float, n: int, loss: float | None,
                   phase: str, compile_ms: float = 0.0, profiled: int | None = None,
-                  gap: int = 0) -> None:
+                  gap: int = 0, pre_ms: float | None = None) -> None:
         """A ``step`` event: the same as ``emit(events.STEP, i=i, t=t, ms=ms, data_ms=data_ms,
-        n=n, loss=loss, phase=phase)`` plus ``compile_ms``, ``profiled`` and ``gap`` when set, and the
+        n=n, loss=loss, phase=phase)`` plus ``compile_ms``, ``profiled``, ``gap`` and a rank's ``pre_ms``
+        when set, and the
         same line once encoded (tests/test_hot_path.py holds the two paths to that)."""
         if self._lines and type(n) is int and type(i) is int and phase in _PHASE_JSON:
             finite = t + ms + data_ms + (0.0 if loss is None else loss) + compile_ms
             # Plain floats only (a float subclass's repr need not be JSON); NaN and inf go the
             # dict path, where a non-finite loss becomes null.
+            if pre_ms is not None:
+                finite += pre_ms
             if type(finite) is float and finite - finite == 0.0 and (
                     loss is None or type(loss) is float) and (not profiled or type(profiled) is int):
                 line = (f'{{"type":"step","t":{t!r},"run":{self._run_json},"i":{i},"ms":{ms!r},'
@@ -60,6 +63,8 @@ class Emitter:
                     line += f',"profiled":{profiled}'
                 if gap:
                     line += ',"gap":1'
+                if pre_ms is not None:
+                    line += f',"pre_ms":{pre_ms!r}'
                 self._buffer.append(line + "}\n")
                 return
         step = {"i": i, "t": t, "ms": ms, "data_ms": data_ms, "n": n, "loss": loss, "phase": phase}
@@ -69,6 +74,8 @@ class Emitter:
             step["profiled"] = profiled
         if gap:
             step["gap"] = 1
+        if pre_ms is not None:
+            step["pre_ms"] = pre_ms
         self.emit(events.STEP, **step)
 
     def flush_due(self) -> bool:

@@ -54,6 +54,7 @@ class LoopSettings:
     warmup: int
     turns: int = 0  # interleaved schedule: steps per turn (0: turns sized in time, turn_s)
     turn_s: float = 0.0  # interleaved schedule: seconds per turn (runner/turns.py); 0 and 0: no turns
+    turn_first: bool = False  # a rank of a job: wait for the first turn; the supervisor ends each
 
 
 def amp_dtype(device: str):
@@ -76,6 +77,8 @@ class Trainer:
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         model = recipe.model
         self.model = model if settings.mode == "eager" else torch.compile(model, mode=settings.mode)
+        self.ranked = False  # a rank of a job (runner/distributed.py): steps say their pre_ms
+        self.pre_at = 0.0  # perf_counter() as the last step's backward began (timed_step)
 
     def autocast(self):
         if self.dtype is None:
@@ -100,6 +103,16 @@ class Trainer:
             loss.backward()
             opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    def timed_step(self, batch):
+        """``step`` for a rank of a job: also notes when backward begins (``pre_at``). Under
+        DDP the gradient all-reduce waits inside backward for the last rank to get there, so
+        the time before it is this rank's own work (session/stats/ranks.py)."""
+        loss = self.forward(batch)
+        self.pre_at = time.perf_counter()
+        self.backward(loss)
+        self.optimize()
         return loss.detach()
 
     # The three parts of a step, apart so a profiler capture can label each (profiled_step).
@@ -184,7 +197,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                      "tuimon's per-step work fails this run")
     clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
     losses = LossReader(on_cuda, RING)
-    ring = StepRing(RING)
+    ring = StepRing(RING, pre=trainer.ranked)
     next_batch = BatchCycle(trainer.recipe.batches).next
     move = mover(trainer.device)
     if not on_cuda and _in_place(trainer.recipe.batches, move):
@@ -212,7 +225,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     # Locals for the hot path: each one a load instead of an attribute or a global lookup.
     steps = s.steps if s.steps is not None else float("inf")
     warmup, duration = s.warmup, s.duration
-    turns = Turns(s.turns, s.turn_s, steps, duration)
+    turns = Turns(s.turns, s.turn_s, steps, duration, first_only=s.turn_first)
     taking_turns = turns.on
     guarded = guard.on
     step, recipe = trainer.step, trainer.recipe
@@ -223,6 +236,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     profile_at = 0  # the first step at which the profiler may open a capture (begin_step)
     flush_by = RING - 1  # a ring this full flushes, whatever the clock says
     compiles = watch.count
+    at = control.at  # the step of a job's next scheduled pause or stop (infinite: none)
+    pre_col = ring.pre  # a rank's time to backward(), per step (None outside a job)
+    if pre_col is not None:
+        step = trainer.timed_step
     started = time.monotonic()
     reason = "steps"
     i = 0  # steps recorded in the ring so far (the step running now, while it runs)
@@ -232,12 +249,14 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 guard.ours()
             if taking_turns and (i == 0 or turns.over(i)):
                 profile_at = poll_at = 0  # a request taken during the wait starts at once
-                if obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True):
-                    reason = "stopped"  # stopped while waiting for its turn
+                if obey("pause", control, emitter, phase["now"], before_pause, profiler, turn=True,
+                        i=i):
+                    reason = control.stop_reason or "stopped"  # stopped while waiting its turn
                     break
                 turns.begin(i)
                 if profiler is not None:
                     profiler.turn_began()
+                at = control.at
             # A step boundary: the clock is not running. Reading the fd costs a syscall, so it is
             # read every POLL_S at most; after a line, at the next boundary again (lines queue).
             now = perf()
@@ -247,9 +266,15 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     poll_at = now + POLL_S
                 else:
                     profile_at = poll_at = 0
-                    if obey(command, control, emitter, phase["now"], before_pause, profiler):
-                        reason = "stopped"
+                    if obey(command, control, emitter, phase["now"], before_pause, profiler, i=i):
+                        reason = control.stop_reason or "stopped"
                         break
+                    at = control.at
+            if i >= at:  # a job's pause-at / stop-at: every rank acts at this same step
+                if obey(control.due(i), control, emitter, phase["now"], before_pause, profiler, i=i):
+                    reason = control.stop_reason or "stopped"
+                    break
+                at = control.at
             capture = None
             if profiler is not None and (i >= profile_at or profiler.capture is not None):
                 capture, opened = profiler.begin_step(i, watch.count)
@@ -271,6 +296,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     guard.ours()
                 captured = losses.capture(i, loss)
                 clock.stop()
+                if pre_col is not None:
+                    pre_col[i & mask] = (trainer.pre_at - t_data) * 1000.0
             else:
                 clock.start()
                 t_data = perf()
@@ -281,6 +308,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
+                if pre_col is not None:
+                    pre_col[i & mask] = None
             ended = wall()
             profiled = result = None
             if capture is not None:  # outside the step's time: the profiler's own bookkeeping
@@ -350,19 +379,31 @@ def _end_capture(profiler: Profiler | None, watch: CompileWatch, emitter: Emitte
 
 
 def obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
-          profiler: Profiler | None = None, turn: bool = False) -> bool:
+          profiler: Profiler | None = None, turn: bool = False, i: int | None = None) -> bool:
     """Apply one control line at a step boundary; True when the run must stop now.
 
-    ``turn``: not the user's pause but the end of a turn in the interleaved schedule."""
+    ``turn``: not the user's pause but the end of a turn in the interleaved schedule ("pause
+    turn", a job's scheduled turn end, says the same). ``i``: the steps done so far; a rank's
+    paused event says it (``at``), and a ``stop-at`` it cannot wait for stops it there."""
     if command in ("stop", EOF):
         return True
     if command.startswith("profile"):
         _profile_request(command, emitter, profiler)
         return False
+    if control.schedule(command):  # pause-at / stop-at: the loop takes it at its step (due)
+        return False
+    if command == "pause turn":
+        command, turn = "pause", True
+    if command == "resume":  # while running: a job's pause called off before it landed
+        control.cancel_pause()
+        return False
     if command != "pause":
         return False  # resume while running, or a line this runner does not know
     flush()  # the viewer gets every step measured before the pause (and an open capture ends)
-    emitter.emit_now(events.PHASE, phase="paused", **({"turn": True} if turn else {}))
+    fields = {"turn": True} if turn else {}
+    if control.ranked and i is not None:
+        fields["at"] = i
+    emitter.emit_now(events.PHASE, phase="paused", **fields)
     since = time.monotonic()
     try:
         while True:
@@ -371,6 +412,9 @@ def obey(command: str, control: Control, emitter: Emitter, phase: str, flush,
                 return True
             if command.startswith("profile"):  # taken now, starts once resumed
                 _profile_request(command, emitter, profiler)
+            elif (control.schedule(command) and i is not None and control.at <= i
+                  and control.due(i) == "stop"):  # every rank is paused here: stop here
+                return True
             if command == "resume":
                 emitter.emit_now(events.PHASE, phase=phase)
                 return False

@@ -8,6 +8,9 @@ runner has been re-parented (the supervisor died, even by SIGKILL), it interrupt
 thread as Ctrl-C would, and after a grace period kills the runner's whole process group
 (Inductor's compile workers included). A thread, not prctl(PR_SET_PDEATHSIG): that fires when
 the spawning *thread* ends and is Linux only.
+
+A rank of a torchrun job is torchrun's child, not the supervisor's: it watches both (``parent``:
+torchrun's agent; the supervisor by its pid), so a rank outlives neither.
 """
 
 from __future__ import annotations
@@ -20,13 +23,29 @@ import time
 from tuimon.envvars import SUPERVISOR_PID
 
 
-def watch_parent(grace_s: float = 10.0, period_s: float = 1.0) -> threading.Thread:
-    parent = int(os.environ.get(SUPERVISOR_PID) or os.getppid())
+def watch_parent(grace_s: float = 10.0, period_s: float = 1.0,
+                 parent: int | None = None) -> threading.Thread:
+    supervisor = int(os.environ.get(SUPERVISOR_PID) or 0) or None
+    watched = parent or supervisor or os.getppid()
+    also = supervisor if parent is not None and supervisor != parent else None
+
+    def alive(pid: int | None) -> bool:
+        if pid is None:
+            return True
+        try:
+            os.kill(pid, 0)
+        except OSError:  # gone (or the pid reused by another user's process: ours is gone)
+            return False
+        return True
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == watched and alive(also):
             time.sleep(period_s)
-        print(f"tuimon runner: the supervisor (pid {parent}) is gone; stopping", flush=True)
+        if parent is not None and os.getppid() != watched:
+            who = f"its parent, torchrun's agent (pid {watched}),"
+        else:
+            who = f"the supervisor (pid {also or watched})"
+        print(f"tuimon runner: {who} is gone; stopping", flush=True)
         os.kill(os.getpid(), signal.SIGINT)  # the main thread stops as on a stop it cannot read
         time.sleep(grace_s)
         print("tuimon runner: still running after the grace period; killing its process group",

@@ -102,7 +102,7 @@ class StepRing:
     loop writes step ``i`` at slot ``i & mask``; a flush reads them back from ``first`` and
     builds their events. The rare extras (compile time, profiler capture) go in a dict."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, pre: bool = False) -> None:
         if size & (size - 1):
             raise ValueError("the ring's size must be a power of two")
         self.size = size
@@ -115,6 +115,8 @@ class StepRing:
         # that held something else than training (a validation pass; runner/script/)
         self.extra: dict[int, tuple] = {}
         self.first = 0  # the oldest step not handed over
+        # A rank of a job: ms from the step's start to its (last) backward(), or None.
+        self.pre: list | None = [None] * size if pre else None
 
 
 def _same(batch):
@@ -156,12 +158,13 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses:
     clock may have one time more than ``recorded`` steps when a stop came between the two."""
     first, mask, extra = ring.first, ring.mask, ring.extra
     count = min(len(times_ms), recorded - first)
-    emit_step, read = emitter.emit_step, losses.read
+    emit_step, read, pre = emitter.emit_step, losses.read, ring.pre
     for j in range(count):
         i = first + j
         k = i & mask
         compile_ms, profiled, *gap = extra.pop(i, _NO_EXTRA) if extra else _NO_EXTRA
         emit_step(i, ring.t[k], round(times_ms[j], 4), round(ring.data_ms[k], 4), ring.n[k],
                   read(i, ring.loss[k]), "warmup" if i < warmup else "steady",
-                  round(compile_ms, 3) if compile_ms else 0.0, profiled, 1 if gap and gap[0] else 0)
+                  round(compile_ms, 3) if compile_ms else 0.0, profiled, 1 if gap and gap[0] else 0,
+                  *(() if pre is None or pre[k] is None else (round(pre[k], 4),)))
     ring.first = first + count

@@ -2,7 +2,12 @@
 (``--turn-steps``), or once it has stepped for ``--turn`` seconds, counted from its first step
 after the turn began and restarted by a step that compiled (a compile is not a turn). With
 ``--steps`` known, a turn holds at most a quarter of them, and with ``--duration`` it lasts at
-most a quarter of it, so every variant gets at least four turns however slow its steps are."""
+most a quarter of it, so every variant gets at least four turns however slow its steps are.
+
+A rank of a torchrun job decides none of this itself (its ranks could end a turn at different
+steps, and a rank paused one step early leaves the others waiting inside a collective): it
+waits for its first turn (``first_only``) and the supervisor ends each turn for every rank at
+the same step (``pause-at S turn``, runner/control.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +19,15 @@ MIN_TURNS = 4
 
 class Turns:
     def __init__(self, steps_per_turn: int = 0, seconds: float = 0.0, steps: int | float | None = None,
-                 duration: float | None = None) -> None:
+                 duration: float | None = None, first_only: bool = False) -> None:
+        self.first_only = first_only
         self.steps = int(steps_per_turn or 0)
         self.seconds = float(seconds or 0.0)
         if duration and self.seconds:
             self.seconds = min(self.seconds, duration / MIN_TURNS)
         finite = steps is not None and steps != float("inf")
         self.cap = max(1, math.ceil(steps / MIN_TURNS)) if finite and not self.steps else None
-        self.on = bool(self.steps or self.seconds)
+        self.on = bool(self.steps or self.seconds or first_only)
         self.first = 0
         self.t0 = 0.0
 
@@ -36,7 +42,7 @@ class Turns:
     def over(self, i: int) -> bool:
         """``i`` steps done: is the turn over?"""
         n = i - self.first
-        if n <= 0:
+        if n <= 0 or self.first_only:
             return False
         if self.steps:
             return n >= self.steps

@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
+from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER
+from tuimon.torchrun import recipe_command
 from tuimon.variants import Variant
 
 # The directory of the sitecustomize that loads tuimon's hooks into a script (a path, not an
@@ -42,24 +44,35 @@ class Child:
     @classmethod
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
               threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
-              torch_trace: Path | None = None, script: dict | None = None) -> Child:
+              torch_trace: Path | None = None, script: dict | None = None,
+              job: dict | None = None, **child) -> Child:
         """``script``: the user's own command and its settings (a script run); else the recipe
-        runner, ``python -m tuimon.runner``."""
+        runner, ``python -m tuimon.runner``. ``job``: a torchrun job ({"path", "token" of the
+        session's rank socket; "command": the script's command, its port moved; "nproc": a
+        recipe's ranks}): the process spawned is torchrun, and its workers are the ranks (they
+        connect to the rank socket). ``child``: the keywords of ``cls``."""
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
                SUPERVISOR_PID: str(os.getpid()),
                "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
         if script is None:
-            cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
-                   "--mode", variant.mode, "--precision", variant.precision,
-                   "--event-fd", str(event_w), "--control-fd", str(control_r), *runner_args]
+            args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
+                    "--precision", variant.precision, *runner_args]
             if threads:
-                cmd += ["--threads", str(threads)]
+                args += ["--threads", str(threads)]
+            if job is None:
+                cmd = [sys.executable, "-m", "tuimon.runner", *args,
+                       "--event-fd", str(event_w), "--control-fd", str(control_r)]
+            else:  # torchrun starts the ranks; each finds its channel in TUIMON_RANKS
+                cmd = recipe_command(job["nproc"], args)
+                env[RANKS_ENV] = json.dumps({"path": job["path"], "token": job["token"]})
         else:
-            cmd = list(script["command"])
+            cmd = list(script["command"] if job is None else job["command"])
             settings = {**script, "run": run, "mode": variant.mode, "precision": variant.precision,
                         "event_fd": event_w, "control_fd": control_r}
+            if job is not None:  # torchrun's agent hands these on to its workers (runner/script)
+                settings.update(channel=job["path"], token=job["token"])
             # The hooks load before the script through a sitecustomize first on the path, and
             # find this tuimon behind it.
             path = [str(BOOT), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]
@@ -85,7 +98,7 @@ class Child:
         os.set_blocking(control_w, False)
         threading.Thread(target=read_events, args=(run, event_r, deliver), daemon=True,
                          name=f"tuimon-read-{run}").start()
-        return cls(run, proc, control_w)
+        return cls(run, proc, control_w, **child)
 
     def send(self, command: str) -> bool:
         """Write one control line; False when the child is gone or its pipe is full."""
@@ -97,6 +110,14 @@ class Child:
     def signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
+
+    def lead_time(self) -> float:
+        """Seconds a stop line may take to land beyond a step (a job's scheduled pause)."""
+        return 0.0
+
+    def hang_text(self) -> str:
+        """More words for a hang warning (a job names the rank the others wait for)."""
+        return ""
 
     def reap(self) -> int:
         """Wait for the exit (its event pipe is at EOF, so it is ending); the return code."""

@@ -13,7 +13,8 @@ import shlex
 from pathlib import Path
 
 from tuimon import events
-from tuimon.session import store
+from tuimon.session import merge, store
+from tuimon.session.rank_text import rank_notes
 from tuimon.session.stats import SessionSummary, summarize
 from tuimon.session.table import (  # noqa: F401 - breakeven_text, profiles_text: re-exported
     breakeven_text,
@@ -27,10 +28,17 @@ from tuimon.session.why import diagnose
 from tuimon.session.why import render as why_text
 
 
-def load(path: str | Path, unwritten: list[dict] | None = None,
+def load(path: str | Path | list, unwritten: list[dict] | None = None,
          stored: tuple[list[dict], int] | None = None) -> tuple[dict, list[dict], SessionSummary]:
     """The session as stored (``stored``: already read, e.g. by ``SessionStore.read_back``), plus
-    ``unwritten``: events a failed write kept in memory only."""
+    ``unwritten``: events a failed write kept in memory only. ``path`` may be a list of several
+    nodes' session directories of one torchrun job: read as one session (session/merge.py;
+    merge.MergeError when they are not one job)."""
+    if isinstance(path, (list, tuple)) and len(path) > 1:
+        meta, evs, bad = merge.load(list(path))
+        return meta, evs + (unwritten or []), summarize(evs + (unwritten or []), bad)
+    if isinstance(path, (list, tuple)):
+        path = path[0]
     meta = store.read_meta(path)
     evs, bad = stored if stored is not None else store.read_events(path)
     evs = evs + (unwritten or [])
@@ -62,7 +70,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
         notes.append(f"- GPU metrics this device does not report: {', '.join(summary.unsupported)}")
     notes += [f"- warning: {w}" for w in summary.warnings]
     for r in summary.runs:
-        notes += failure_notes(r)
+        notes += failure_notes(r) + rank_notes(r)
     for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]
@@ -100,8 +108,10 @@ def to_json(meta: dict, summary: SessionSummary) -> str:
     return json.dumps({"meta": meta, **summary.to_dict(), "why": why}, indent=2, default=str) + "\n"
 
 
+# A torchrun job's steps are its ranks' (``rank``; ``pre_ms``: to their last backward());
+# single-process runs leave both empty.
 STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase",
-                "compile_ms"]
+                "compile_ms", "rank", "pre_ms"]
 
 
 def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
@@ -119,6 +129,9 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
 
 
 FORMATS = {"md": "summary.md", "json": "summary.json", "csv": "steps.csv"}
+# Several nodes' sessions of one job, read together: written into the first one named, beside
+# that node's own files.
+JOB_FORMATS = {"md": "job-summary.md", "json": "job-summary.json", "csv": "job-steps.csv"}
 
 
 def finish(path: str | Path, status: str, *, stored: tuple[list[dict], int] | None = None,
@@ -155,14 +168,14 @@ def write_all(path: str | Path) -> dict[str, Path]:
 
 
 def write(path: Path, meta: dict, evs: list[dict], summary: SessionSummary,
-          written: dict[str, Path] | None = None) -> dict[str, Path]:
+          written: dict[str, Path] | None = None, formats: dict[str, str] = FORMATS) -> dict[str, Path]:
     """Each file whole or not at all (a full disk leaves the old one); ``written`` fills as
     they land, so a caller that catches the OSError knows which did."""
     texts = {"md": to_markdown(meta, summary), "json": to_json(meta, summary),
              "csv": to_csv(evs, summary)}
     written = {} if written is None else written
     for fmt, text in texts.items():
-        target = path / FORMATS[fmt]
+        target = path / formats[fmt]
         tmp = target.with_name(target.name + ".tmp")
         try:
             tmp.write_text(text, encoding="utf-8")

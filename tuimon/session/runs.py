@@ -49,6 +49,7 @@ class Plan:
     # A script run (`tuimon run -- CMD`): command, script, name and the runner's settings (steps,
     # duration, seed, warm-up, profiler, auto_compile) for runner/script/; None: a recipe.
     script: dict | None = None
+    nproc: int | None = None  # a recipe's variant as this many ranks under torchrun (DDP)
 
 
 @dataclass
@@ -76,3 +77,5 @@ class Run:
     hung_said: bool = False
     steps_seen: bool = False
     script_end: dict | None = None  # a script's finished event, held until its exit code is known
+    port_offset: int | None = None  # a torchrun job: its rendezvous port's offset (torchrun.py)
+    active_s: float = 0.0  # a torchrun job: seconds it stepped (its --duration, session/jobs.py)

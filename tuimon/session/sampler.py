@@ -1,6 +1,8 @@
 """Samples the probes on a fixed period in a thread of the supervisor, never in a runner.
 
-Each tick becomes one ``sample`` event (system, per-run host and GPU values, devices). What
+Each tick becomes one ``sample`` event (system, per-run host and GPU values, devices; for a
+torchrun job also each rank's, under the run's ``ranks``: its own process tree, and the GPUs
+NVML sees its pid on). What
 cannot be measured is said once in a ``probe_info`` event; a new alert for a run becomes one
 ``warning`` event (said again only after it cleared). Ticks are scheduled from the previous
 deadline, so the period does not drift with the time a sample takes.
@@ -25,10 +27,12 @@ class Sampler:
     def __init__(self, interval: float, pids: Callable[[], dict[str, int]],
                  deliver: Callable[[list[dict]], None], gpu: GpuProbe | None = None,
                  host: HostProbe | None = None,
-                 stepping: Callable[[], set[str]] | None = None) -> None:
+                 stepping: Callable[[], set[str]] | None = None,
+                 ranks: Callable[[], dict[str, dict[int, int]]] | None = None) -> None:
         """``stepping``: the runs stepping now (not building, compiling, paused or waiting for
         their turn); only they can overuse their share of the cores (None: every run)."""
         self._stepping = stepping
+        self._ranks = ranks  # run -> {rank: pid} of the torchrun jobs' ranks
         self.interval = max(MIN_INTERVAL, interval)
         self._pids = pids
         self._deliver = deliver
@@ -63,15 +67,19 @@ class Sampler:
         if self._gpu is None:
             self._gpu = GpuProbe()  # NVML init on the sampling thread, off the caller's
         pids = self._pids()
-        host = self._host.sample(pids)
-        gpu = self._gpu.sample({run: self._host.tree_pids(run) for run in pids})
+        jobs = self._ranks() if self._ranks else {}
+        ranks = {f"{run}#{rank}": (run, rank, pid) for run, rp in jobs.items() if run in pids
+                 for rank, pid in rp.items()}
+        host = self._host.sample({**pids, **{key: pid for key, (_, _, pid) in ranks.items()}})
+        gpu = self._gpu.sample({key: self._host.tree_pids(key) for key in [*pids, *ranks]})
         batch = self._info(gpu)
+        of_ranks = {key: host["runs"].pop(key) for key in ranks}
         runs = {}
         for run, h in host["runs"].items():
-            g = gpu["runs"].get(run, {})
-            runs[run] = {**{k: h.get(k) for k in HOST_KEYS}, "gpu_mem": g.get("gpu_mem"),
-                         "sm_util": g.get("sm_util"),
-                         "gpus": [d["index"] for d in g.get("per_device", [])]}
+            runs[run] = _values(h, gpu["runs"].get(run, {}))
+        for key, (run, rank, _) in ranks.items():
+            runs[run].setdefault("ranks", {})[str(rank)] = _values(of_ranks[key],
+                                                                    gpu["runs"].get(key, {}))
         system = {**host["system"], "foreign_cores": self._foreign_cores(host)}
         batch.append(events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"]))
         batch += self._warnings(host, gpu, runs)
@@ -119,3 +127,8 @@ class Sampler:
         new = now - self._active
         self._active = now
         return [events.make(events.WARNING, run, text=text) for run, text in sorted(new, key=str)]
+
+
+def _values(host: dict, gpu: dict) -> dict:
+    return {**{k: host.get(k) for k in HOST_KEYS}, "gpu_mem": gpu.get("gpu_mem"),
+            "sm_util": gpu.get("sm_util"), "gpus": [d["index"] for d in gpu.get("per_device", [])]}

@@ -57,7 +57,7 @@ class Stopping:
         r.stop_asked = True
         if r.stepping:
             r.child.send("stop")
-            r.deadline = time.monotonic() + self.plan.stop_line_s
+            r.deadline = time.monotonic() + self.plan.stop_line_s + r.child.lead_time()
         else:  # still building: nothing to save, and a SIGINT there is not safe (see the top)
             r.escalation = 1
             self._escalate_run(r)
@@ -85,7 +85,8 @@ class Stopping:
             r.hung_said = True
             self._record([events.make(events.WARNING, r.id, hung=True,
                                       text=f"no step for {now - r.last_step:.0f} s: hung? "
-                                      "(d dumps its Python stacks into its log)")])
+                                      "(d dumps its Python stacks into its log)"
+                                      + r.child.hang_text())])
 
     def _escalate_run(self, r: Run) -> None:
         if r.escalation == 0:

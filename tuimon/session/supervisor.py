@@ -44,6 +44,8 @@ from pathlib import Path
 from tuimon import events, failures
 from tuimon.session.child import Child, log_tail
 from tuimon.session.commands import EOF, EVENTS, Commands
+from tuimon.session.job import JobChild
+from tuimon.session.jobs import RANK, JobRuns
 from tuimon.session.runs import (
     DONE,
     FAILED,
@@ -73,7 +75,7 @@ def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-class Supervisor(Commands, Stopping):
+class Supervisor(Commands, Stopping, JobRuns):
     def __init__(self, store: SessionStore, plan: Plan, sink: Sink | None = None,
                  gpu_probe=None) -> None:
         self.store = store
@@ -97,13 +99,14 @@ class Supervisor(Commands, Stopping):
         self._last_turn: str | None = None
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
+        self._rank_hub, self._jobs_tick = None, None  # torchrun jobs' rank socket (jobs.py)
         # Round-major: with --repeats every variant runs once per round, so the rounds' processes
         # meet the same machine state and the combined interval sees process-to-process spread.
         rounds = range(1, plan.repeats + 1) if plan.repeats > 1 else [None]
         self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
-        self._sampler = Sampler(plan.interval, self.live_pids,
-                                lambda batch: self._inbox.put((EVENTS, None, batch)),
-                                gpu=gpu_probe, stepping=self._stepping) if plan.interval else None
+        self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
+            (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._stepping,
+            ranks=self.rank_pids) if plan.interval else None
     # ---- the loop ------------------------------------------------------------------------
     def run(self, keep_open: bool = False) -> str:
         """Run the plan's variants per the schedule, and whatever is added meanwhile.
@@ -134,6 +137,8 @@ class Supervisor(Commands, Stopping):
                 self._closed = True
             if self._sampler:
                 self._sampler.stop()
+            if self._rank_hub is not None:
+                self._rank_hub.close()
         self._pump(0)  # the last samples
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure or self.store_error else "done")
@@ -147,6 +152,8 @@ class Supervisor(Commands, Stopping):
             while True:
                 self._schedule()
                 self._pass_turn()
+                if self._rank_hub is not None:
+                    self._tick_jobs(time.monotonic())
                 self._escalate()
                 if not self._live and (self._closing or not (keep_open or self._queue)):
                     return
@@ -174,12 +181,14 @@ class Supervisor(Commands, Stopping):
             script = {**self.plan.script, "profile_dir": str(self.store.path / PROFILES),
                       "turns": (self.plan.turn_steps or 0) if interleave else 0,
                       "turn_s": self.plan.turn_s if interleave else 0.0}
-        r.child = Child.spawn(r.id, r.variant, recipe=self.plan.recipe, script=script,
-                              runner_args=runner_args, threads=threads,
-                              cache=self.plan.cache_dir or self._fresh_cache(r.id),
-                              log_path=self.store.log_path(r.id), deliver=self._deliver,
-                              torch_trace=self.store.path / "torch-trace" / r.id
-                              if self.plan.torch_trace else None)
+        trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
+        spawn = {"recipe": self.plan.recipe, "cache": self.plan.cache_dir or self._fresh_cache(r.id),
+                 "log_path": self.store.log_path(r.id), "deliver": self._deliver, "torch_trace": trace}
+        if self._is_job():
+            r.child = self._spawn_job(r, threads, runner_args, script, **spawn)
+        else:
+            r.child = Child.spawn(r.id, r.variant, script=script, runner_args=runner_args,
+                                  threads=threads, **spawn)
         self._live[r.id] = r
         self._set_state(r.id, RUNNING)
 
@@ -210,6 +219,8 @@ class Supervisor(Commands, Stopping):
                 self._events(item[1], item[2])
             elif item[0] == EOF:
                 self._reap(item[1])
+            elif item[0] == RANK:
+                self._rank_news(*item[1:])
             else:
                 self._apply(*item[1:])
             try:
@@ -287,7 +298,9 @@ class Supervisor(Commands, Stopping):
             shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
         seconds = round(time.monotonic() - r.child.started, 3)
         batch = []
-        if r.script_end is not None and rc == 0:  # it ended by itself, and well
+        if isinstance(r.child, JobChild):
+            batch = self._job_end(r, rc) if not r.ended else []
+        elif r.script_end is not None and rc == 0:  # it ended by itself, and well
             batch.append(r.script_end)
             r.ended = True
             self._set_state(run, DONE)

@@ -5,6 +5,7 @@ TUI, which format a number only through here (and ``fmt``)."""
 from __future__ import annotations
 
 from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
+from tuimon.session.rank_text import RANK_ROWS
 from tuimon.session.stats import RunStats, SessionSummary
 from tuimon.session.stats.load import busy, load_text
 
@@ -219,6 +220,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     ]
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))
+    if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other
+        rows += RANK_ROWS
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))

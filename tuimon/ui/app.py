@@ -31,6 +31,7 @@ from tuimon.ui.widgets.compile_pane import CompilePane
 from tuimon.ui.widgets.footer import KeyFooter
 from tuimon.ui.widgets.overlay import OverlayView
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
+from tuimon.ui.widgets.rank_view import open_ranks, refresh_ranks
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.ui.widgets.why_pane import WhyPane
 from tuimon.ui.widgets.zoom import ZoomView
@@ -62,6 +63,7 @@ class TuimonApp(App[str]):
         Binding("w", "toggle_why", "why", show=False),
         Binding("b", "toggle_backward", "bwd attrib.", show=False),
         Binding("d", "dump", "dump stacks", show=False),
+        Binding("k", "ranks", "ranks", show=False),
         Binding("left", "focus_previous", "←", show=False),
         Binding("right", "focus_next", "→", show=False),
         Binding("question_mark", "help", "help"),
@@ -91,6 +93,7 @@ class TuimonApp(App[str]):
         ("z", "zoom the focused chart full screen (← → next chart); escape returns"),
         ("y", "loss charts: log / linear y axis"),
         ("escape", "back from the zoom or the overlay"),
+        ("k", "rank view of the focused torchrun job: one row per rank (k or escape: back)"),
         ("tab ← →", "move focus between panels (between charts in the overlay)"),
         ("?", "this help"),
         ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
@@ -161,6 +164,7 @@ class TuimonApp(App[str]):
                 if e.get("notify") and e.get("type") == "warning":
                     self.notify(e["text"], severity=e["notify"], timeout=30)
         self.redraw()
+        refresh_ranks(self)
 
     def redraw(self) -> None:
         # One queued by call_after_refresh can run as the app tears its widgets down.
@@ -397,6 +401,9 @@ class TuimonApp(App[str]):
                                    r.precision != live.precision))
         return others[0] if others else None
 
+    def action_ranks(self) -> None:
+        open_ranks(self, self._steer())
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
 
@@ -458,7 +465,7 @@ class TuimonApp(App[str]):
                    "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
                    "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
                    "b": "toggle_backward", "w": "toggle_why", "d": "dump", "o": "overlay", "z": "zoom",
-                   "y": "log_loss", "escape": "back",
+                   "y": "log_loss", "escape": "back", "k": "ranks",
                    "?": "help", "q": "quit_app"}
         for key, text in self.KEYS:
             action = actions.get(key)

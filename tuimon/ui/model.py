@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tuimon import events
 from tuimon.session.stats import Collector, RunStats, SessionSummary
 from tuimon.ui.history import RunHistory
+from tuimon.ui.rank_model import RankLive, job_state, rank_event, rank_samples
 
 COMPILES = 200  # compile / recompile events kept per run for the compile pane
 
@@ -48,6 +49,10 @@ class RunLive:
     profiling: bool = False  # a capture window is open
     replicate: int | None = None  # --repeats: its round, and how many there are
     repeats: int | None = None
+    # A torchrun job (ui/rank_model.py): its ranks; its plots show the job's steps (the slowest
+    # rank's), its state comes from the ranks until the job's own end.
+    ranks: dict[int, RankLive] = field(default_factory=dict)
+    world_size: int | None = None
 
     @property
     def label(self) -> str:
@@ -93,7 +98,7 @@ class SessionModel:
         self._stale = True
         if (t := e.get("t")) is not None and t > self.latest_t:
             self.latest_t = t
-        self.collector.add(e)
+        joined = self.collector.add(e)
         kind = e["type"]
         if kind == events.SAMPLE:
             self._sample(e)
@@ -104,6 +109,9 @@ class SessionModel:
             return
         if kind == events.SESSION_ENDED:
             self.ended = e.get("status")
+            for s in joined or []:  # a job's last steps, joined as the session ended
+                if s["run"] in self.runs:
+                    self._apply(self.runs[s["run"]], s)
             return
         run = e.get("run")
         if run is None:
@@ -123,7 +131,34 @@ class SessionModel:
             # says only `finished`: it stays off screen, and the measured run stays in view.)
             self._offscreen.discard(run)
             self._place(run, self._previous_round(live))
+        if e.get("rank") is not None:
+            self._rank(live, e, joined)
+            return
+        if joined and kind != events.STEP:
+            for s in joined:  # a job's last steps, joined at its end
+                self._apply(live, s)
         self._apply(live, e)
+
+    def _rank(self, live: RunLive, e: dict, joined: list[dict] | None) -> None:
+        """A rank's event: its own row; the job's panel from its lowest rank (device, notes,
+        compiles), its joined steps and its ranks' states."""
+        rank = rank_event(live.ranks, e)
+        kind = e["type"]
+        lead = e["rank"] == min(live.ranks)
+        if kind == events.RUN_STARTED:
+            live.world_size = e.get("world_size") or live.world_size
+            if lead:
+                self._apply(live, e)
+            live.started_t = live.started_t or e.get("t")
+        elif kind in (events.WARNING, events.PROFILE) or (lead and kind in (
+                events.COMPILE_PHASE, events.COMPILE, events.RECOMPILE, events.PHASE)):
+            self._apply(live, e)
+        elif kind == events.FAILED and live.error is None:
+            live.error = f"rank {rank.rank}: {rank.error}"
+        for s in joined or []:
+            self._apply(live, s)
+        if live.state not in ("done", "stopped", "failed"):
+            live.state = job_state(live.ranks) or live.state
 
     def _previous_round(self, live: RunLive) -> str | None:
         """The panel of the same variant's latest earlier round, which this run replaces."""
@@ -197,6 +232,10 @@ class SessionModel:
         for run, values in e.get("runs", {}).items():
             live = self.runs.get(run)
             if live is not None:
+                if values.get("ranks"):
+                    rank_samples(live.ranks, values["ranks"])
+                if "cpu_percent" not in values:  # another node's sample: its ranks' figures only
+                    continue
                 live.sample = values
                 live.devices = [devices[i] for i in values.get("gpus", []) if i in devices]
                 live.history.sample(e.get("t", 0.0), values, live.devices)
@@ -237,6 +276,14 @@ class SessionModel:
 
     def stats(self, run: str) -> RunStats | None:
         return next((r for r in self.summary().runs if r.run == run), None)
+
+    def rank_own(self, run: str, points: int = 120) -> dict[int, list[float]]:
+        """A job's ranks' recent own times (their steps less their waits for slower ranks), as
+        the statistics joined them (session/stats/ranks.py)."""
+        job = self.collector.jobs.get(run)
+        if job is None:
+            return {}
+        return {rank: [x[2] for x in list(rows)[-points:]] for rank, rows in job.series.items()}
 
     def panel_runs(self) -> list[RunLive]:
         return [self.runs[run] for run in self.panels]

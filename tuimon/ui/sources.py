@@ -1,6 +1,7 @@
 """Where the TUI's events come from: a supervisor on a thread of this process (LiveSource), a
-detached session's daemon (RemoteSource: the file plus the control socket), or a session
-directory alone (ReplaySource, read-only)."""
+detached session's daemon (RemoteSource: the file plus the control socket), a session
+directory alone (ReplaySource, read-only), or several nodes' session directories of one
+torchrun job (JobSource, read-only: merged as session/merge.py merges them)."""
 
 from __future__ import annotations
 
@@ -214,3 +215,57 @@ class RemoteSource:
 
     def log_path(self, run: str) -> Path:
         return self.path / "logs" / f"{run}.log"
+
+
+class JobSource:
+    """Several nodes' sessions of one torchrun job, read-only: what they hold now merged into one
+    job (session/merge.py), then each file followed while it grows, its events made the merged
+    session's the same way (``merge.node_event``). The CLI has checked they are one job."""
+
+    read_only = True
+
+    def __init__(self, paths: list[str | Path], follow: bool = True, poll: float = 0.25) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.path = self.paths[0]
+        self.follow = follow
+        self.poll = poll
+        self._stop = threading.Event()
+
+    def start(self, deliver: Deliver) -> None:
+        threading.Thread(target=self._tail, args=(deliver,), name="tuimon-job-replay",
+                         daemon=True).start()
+
+    def _tail(self, deliver: Deliver) -> None:
+        from tuimon.session import merge, store
+
+        files = [open(p / EVENTS, encoding="utf-8", errors="replace") for p in self.paths]  # noqa: SIM115
+        try:
+            rests = [""] * len(files)
+            sessions = []
+            for k, f in enumerate(files):
+                evs, rests[k] = _lines(f.read(), "")
+                sessions.append((self.paths[k], store.read_meta(self.paths[k]), evs))
+            lead = merge.check(sessions)
+            deliver(merge.merge(sessions)[1])
+            while self.follow and not self._stop.wait(self.poll):
+                for k, f in enumerate(files):
+                    evs, rests[k] = _lines(f.read(1 << 20), rests[k])
+                    batch = [x for x in (merge.node_event(e, k == lead) for e in evs) if x]
+                    if batch:
+                        deliver(batch)
+        finally:
+            for f in files:
+                f.close()
+
+    def close(self, timeout: float = 0) -> None:
+        self._stop.set()
+
+    def log_path(self, run: str) -> Path:
+        return self.path / "logs" / f"{run}.log"
+
+
+def _lines(chunk: str, rest: str) -> tuple[list[dict], str]:
+    """Whole lines' events from ``rest + chunk``, and the line still being written."""
+    lines = (rest + chunk).split("\n")
+    rest = lines.pop()
+    return [e for e in (events.decode(x) for x in lines) if e is not None], rest

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import json
 import os
 import signal
@@ -24,6 +25,15 @@ NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
 
 def start(config: str) -> None:
     cfg = json.loads(config)
+    if cfg.get("launcher") == "torchrun" and cfg.get("role") is None:
+        _agent(cfg)  # torchrun's own process: its workers are the ranks
+        return
+    if cfg.get("role") == "rank":
+        from tuimon.runner.rank_link import identity
+
+        cfg["rank_identity"] = identity()
+        if cfg["rank_identity"] is None:
+            return  # a helper process of torchrun's interpreter, not one of its workers
     try:
         _install(cfg)
     except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
@@ -39,6 +49,18 @@ def start(config: str) -> None:
         os._exit(2)
 
 
+def _agent(cfg: dict) -> None:
+    """In torchrun's elastic agent: hand the settings on to the workers it starts (through the
+    environment they inherit, marked as ranks; never the agent's pipes, which they do not
+    inherit) and stop with the supervisor. No torch here: the agent only launches."""
+    from tuimon.envvars import SCRIPT
+    from tuimon.runner.orphan import watch_parent
+
+    ranks = {k: v for k, v in cfg.items() if k not in ("event_fd", "control_fd")}
+    os.environ[SCRIPT] = json.dumps({**ranks, "role": "rank", "agent_pid": os.getpid()})
+    watch_parent()  # SIGINT, as a stop: torchrun then ends its workers with it
+
+
 def _install(cfg: dict) -> None:
     import torch
     import torch.optim.optimizer as optim
@@ -52,9 +74,19 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.steps import ScriptSteps
 
-    watch_parent()
+    sock = None
+    if cfg.get("rank_identity") is not None:  # a rank: its own channel to the supervisor
+        from tuimon.runner.rank_link import connect
+
+        sock = connect(cfg["channel"], cfg["token"], cfg["run"], cfg["rank_identity"])
+        cfg["event_fd"], cfg["control_fd"] = sock.fileno(), None
+        watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor
+    else:
+        watch_parent()
     emitter = Emitter(cfg["event_fd"], cfg["run"])
-    control = Control(cfg.get("control_fd"))
+    control = Control(cfg.get("control_fd"), sock=sock)
+    if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     watch = CompileWatch()
     watch.install()
     run = ScriptSteps(cfg, emitter, control, watch)
@@ -75,6 +107,8 @@ def _install(cfg: dict) -> None:
         run.activity()
         if run.enabled:
             emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
+            if run.started:  # the step's end says the phase again: the compile is over
+                run._phase = "compiling"
 
     watch.on_start = compiling
 
@@ -104,9 +138,12 @@ def _install(cfg: dict) -> None:
     original_backward = torch.autograd.backward
     scaled: list = [None, None]  # the last GradScaler.scale(): [scaled tensor, what it scaled]
 
+    perf = time.perf_counter
+
     def backward(tensors, *args, **kwargs):
         if not run.started:
             run.activity()
+        run.backward_at = perf()  # a rank's own work ends here; DDP's all-reduce waits inside
         out = original_backward(tensors, *args, **kwargs)
         root = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if root is scaled[0]:
@@ -136,7 +173,6 @@ def _install(cfg: dict) -> None:
 
     # Batches: their wait is the step's data time; their first dimension its samples.
     original_next = dataloader._BaseDataLoaderIter.__next__
-    perf = time.perf_counter
 
     def next_batch(self):
         t0 = perf()
@@ -179,8 +215,9 @@ def _install(cfg: dict) -> None:
     def forked() -> None:  # a DataLoader worker (fork start method) is not the run
         run.enabled = False
         emitter.fd = None
-        control.fd = None
-        for fd in (cfg["event_fd"], cfg.get("control_fd")):
+        control.fd = control.sock = None
+        fds = (sock.detach(),) if sock is not None else (cfg["event_fd"], cfg.get("control_fd"))
+        for fd in fds:
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -231,9 +268,11 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe)."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
     time.sleep(seconds)
-    if not run.no_step_yet(seconds):
+    while (said := run.no_step_yet(seconds)) is None:
+        time.sleep(1.0)
+    if not said:
         return
     from tuimon import events
 

@@ -52,7 +52,10 @@ class ScriptSteps:
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
         self.turns = Turns(int(cfg.get("turns") or 0), float(cfg.get("turn_s") or 0.0),
-                           cfg.get("steps"), self.duration)
+                           cfg.get("steps"), self.duration, first_only=bool(cfg.get("turn_first")))
+        # A rank of a torchrun job (its identity from torchrun's environment, runner/rank_link.py):
+        # its steps also say how long they took to reach backward() (pre_ms).
+        self.ident = cfg.get("rank_identity")
         self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
         self.started = False  # run_started said: the first sign of training seen
         self.reason: str | None = None  # why tuimon ended the script (steps, duration, stopped)
@@ -63,7 +66,9 @@ class ScriptSteps:
         self.optimizers = 0  # torch.optim optimizers made so far
         self.by_backward = False  # no optimizer steps: a step is one backward() to the next
         self.module = None  # the trained module, when compile_modes found it
-        self.ring = StepRing(RING)
+        self.ring = StepRing(RING, pre=self.ident is not None)
+        self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
+        self._t0 = 0.0  # perf_counter() as the step began
         self.losses: LossReader | None = None
         self.clock = None
         self.on_cuda = False
@@ -173,18 +178,35 @@ class ScriptSteps:
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
-            notes=list(cfg.get("notes") or []))
+            notes=list(cfg.get("notes") or []), **self._rank_fields())
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
-            self._obey("pause", turn=True)
+            self._booted = None  # waiting is not "no optimizer step" (hooks' _no_step_watch)
+            try:
+                self._obey("pause", turn=True)
+            finally:
+                self._booted = time.monotonic()
             self.turns.begin(0)
             if self.profiler is not None:
                 self.profiler.turn_began()
         self._began = time.monotonic()
         self.clock.start()
+        self._t0 = time.perf_counter()
+
+    def _rank_fields(self) -> dict:
+        """A rank's run_started: who it is in the job, and the process group's backend."""
+        if self.ident is None:
+            return {}
+        backend = None
+        with contextlib.suppress(Exception):  # not initialised (yet): said as None
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                backend = str(dist.get_backend())
+        return {**self.ident, "backend": backend}
 
     def boundary(self) -> None:
         """The lead optimizer stepped: step ``i`` ended here and step ``i + 1`` starts."""
@@ -201,6 +223,9 @@ class ScriptSteps:
         ring.data_ms[k] = self.data_s * 1000.0
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
+        if ring.pre is not None:
+            ring.pre[k] = ((self.backward_at - self._t0) * 1000.0 if self.backward_at >= self._t0
+                           else None)
         if self.train_data is None:
             self.train_data = self.last_data
         compile_ms = 0.0
@@ -238,9 +263,12 @@ class ScriptSteps:
         finally:
             guard.theirs()
         self.clock.start()
+        self._t0 = time.perf_counter()
 
     def _between(self, i: int) -> None:
-        """At a boundary, outside every step: control lines, turns, the end, the profiler."""
+        """At a boundary, outside every step: the end, control lines, turns, the profiler."""
+        if i >= self.steps:  # first: a turn due at the last step would only wait for nothing
+            self.stop("steps")
         now = time.perf_counter()
         if now >= self._poll_at:
             command = self.control.poll()
@@ -249,13 +277,13 @@ class ScriptSteps:
             else:
                 self._poll_at = 0.0
                 self._obey(command)
+        if i >= self.control.at:  # a job's pause-at / stop-at: every rank acts at this step
+            self._obey(self.control.due(i))
         if self.turns.on and self.turns.over(i):
             self._obey("pause", turn=True)
             self.turns.begin(i)
             if self.profiler is not None:
                 self.profiler.turn_began()
-        if i >= self.steps:
-            self.stop("steps")
         if self.duration is not None:
             spent = self.control.paused_s + (self.profiler.overhead_s if self.profiler else 0.0)
             if time.monotonic() - self._began - spent >= self.duration:
@@ -267,8 +295,8 @@ class ScriptSteps:
 
     def _obey(self, command: str, turn: bool = False) -> None:
         if obey(command, self.control, self.emitter, self._phase, self.flush_measured,
-                self.profiler, turn=turn):
-            self.stop("stopped")
+                self.profiler, turn=turn, i=self.i):
+            self.stop(self.control.stop_reason or "stopped")
 
     def stop(self, reason: str) -> None:
         self.reason = reason
@@ -323,8 +351,14 @@ class ScriptSteps:
             message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
             traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
 
-    def no_step_yet(self, seconds: float) -> bool:
-        return self.enabled and self.boundaries == 0 and time.monotonic() - self._booted >= seconds
+    def no_step_yet(self, seconds: float) -> bool | None:
+        """True: no step ``seconds`` after start (or after its first turn came); None: not yet
+        known (waiting for its first turn, or not that long)."""
+        if not self.enabled or self.boundaries:
+            return False
+        if self._booted is None or time.monotonic() - self._booted < seconds:
+            return None
+        return True
 
 
 def _samples(batch) -> int:

@@ -11,9 +11,10 @@ from tuimon import events
 from tuimon.session.stats.compare import compare
 from tuimon.session.stats.load import busy_periods, session_busy
 from tuimon.session.stats.probes import probe_stats
+from tuimon.session.stats.ranks import JobFold
 from tuimon.session.stats.replicates import combine_replicates
 from tuimon.session.stats.rows import RunStats, SessionSummary
-from tuimon.session.stats.steady_state import HEAD, is_measured, profile_stats, step_stats
+from tuimon.session.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
 
 
 def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
@@ -46,21 +47,31 @@ class Collector:
         self._last_t: dict[str, float] = {}  # run -> t of its last step
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
+        self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
 
     def extend(self, evs) -> None:
         for e in evs:
             self.add(e)
 
-    def add(self, e: dict) -> None:
+    def add(self, e: dict) -> list[dict] | None:
+        """Fold one event. Returns the job steps a rank's step completed (a torchrun job's step
+        is its slowest rank's, stats/ranks.py), [e] for any other run's step, else None."""
         if e["type"] == events.SAMPLE:
             self._samples.append(e)
-            return
+            for run, values in e.get("runs", {}).items():
+                if values.get("ranks") and run in self.jobs:
+                    self.jobs[run].sample(e["t"], values["ranks"])
+            return None
         if e["type"] == events.CONTROL:
-            return  # what the user asked; the runs' own events say what it changed
+            if e.get("action") == "catch_up" and e.get("run") in self.jobs:
+                self.jobs[e["run"]].hold(e["first"], e["last"])
+            return None  # what the user asked; the runs' own events say what it changed
         run = e.get("run")
         if run is None:
             _apply_session(self._session, e)
-            return
+            if e["type"] == events.SESSION_ENDED:  # ranks that never said goodbye: join what is
+                return [s for job in self.jobs.values() for s in self._job_steps(job.end())]
+            return None
         r = self.runs.get(run)
         if r is None:
             r = self.runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
@@ -68,31 +79,52 @@ class Collector:
             self._counts[run] = [0, 0]
             self._pauses[run] = []
             self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
+        if e.get("rank") is not None:  # a rank of a torchrun job
+            job = self.jobs.get(run)
+            if job is None:
+                job = self.jobs[run] = JobFold(run, _apply, self.keep_steps)
+            return self._job_steps(job.add(e))
         if e["type"] == events.STEP:
-            # A step that ended after the warning: not stuck after all (steps sent late, at
-            # the stop, ended before it).
-            if e.get("t", 0.0) > self._hung.get(run, float("inf")):
-                del self._hung[run]
-            self._last_t[run] = max(self._last_t.get(run, 0.0), e.get("t", 0.0))
-            self._loss[run].add(e["i"], e.get("loss"))
-            counts = self._counts[run]
-            counts[0] += 1
-            if is_measured(e):
-                counts[1] += 1
-                # The first HEAD measured steps stay: warm-up detection looks at them.
-                if self.keep_steps is not None and counts[1] <= HEAD:
-                    self._apart[run].append(e)
-                else:
-                    self._measured[run].append(e)
-            else:
+            self._step(run, e)
+            return [e]
+        if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
+            joined = self._job_steps(self.jobs[run].end())
+            self._event(r, run, e)
+            return joined
+        self._event(r, run, e)
+        return None
+
+    def _job_steps(self, steps: list[dict]) -> list[dict]:
+        for s in steps:
+            self._step(s["run"], s)
+        return steps
+
+    def _event(self, r: RunStats, run: str, e: dict) -> None:
+        if e["type"] == events.WARNING and e.get("hung"):
+            self._hung[run] = e["t"]
+        elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
+            r.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
+        _apply(r, e)
+        _track_pause(self._pauses[run], e)
+
+    def _step(self, run: str, e: dict) -> None:
+        # A step that ended after the warning: not stuck after all (steps sent late, at
+        # the stop, ended before it).
+        if e.get("t", 0.0) > self._hung.get(run, float("inf")):
+            del self._hung[run]
+        self._last_t[run] = max(self._last_t.get(run, 0.0), e.get("t", 0.0))
+        self._loss[run].add(e["i"], e.get("loss"))
+        counts = self._counts[run]
+        counts[0] += 1
+        if is_measured(e):
+            counts[1] += 1
+            # The first HEAD measured steps stay: warm-up detection looks at them.
+            if self.keep_steps is not None and counts[1] <= HEAD:
                 self._apart[run].append(e)
+            else:
+                self._measured[run].append(e)
         else:
-            if e["type"] == events.WARNING and e.get("hung"):
-                self._hung[run] = e["t"]
-            elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
-                r.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
-            _apply(r, e)
-            _track_pause(self._pauses[run], e)
+            self._apart[run].append(e)
 
     def steps(self, run: str) -> list[dict]:
         """The steps held for a run, in order."""
@@ -114,9 +146,14 @@ class Collector:
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
         for run, r in runs.items():
+            if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
+                self.jobs[run].lead(r)
             busy = busy_periods(samples, run) if self._session.quiet_only else None
             step_stats(r, steps[run], *self._counts[run], busy=busy)
             profile_stats(r, steps[run])
+            if run in self.jobs:  # its ranks against each other, over its steady state
+                window = steady_window(steps[run])
+                self.jobs[run].summarize(r, r.steady_from, window[0] if window else None)
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
@@ -184,7 +221,8 @@ def _apply(r: RunStats, e: dict) -> None:
             if e.get(key) is not None:
                 setattr(r, key, max(getattr(r, key) or 0, e[key]))
     elif kind == events.FINISHED:
-        r.status = "stopped" if e.get("reason") == "stopped" else "done"
+        if r.status != "failed":  # a job's other node may finish after one failed (merge.py)
+            r.status = "stopped" if e.get("reason") == "stopped" else "done"
         r.compiles = e.get("compiles", r.compiles)
         if e.get("compile_s") is not None and r.compiled:
             r.compile_s = e["compile_s"]

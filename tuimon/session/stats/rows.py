@@ -100,6 +100,15 @@ class RunStats:
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
     profiles: list[dict] = field(default_factory=list)
     profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
+    # A torchrun job (stats/ranks.py; None / empty for a single process): the job's step is its
+    # slowest rank's; each rank's own row, the skew, stragglers and diverging compiles.
+    world_size: int | None = None
+    backend: str | None = None
+    hosts: list[str] = field(default_factory=list)
+    ranks: list[dict] = field(default_factory=list)  # RankStats as dicts, by rank
+    skew_pct: float | None = None  # slowest rank's median own time vs the median rank's, %
+    stragglers: list[dict] = field(default_factory=list)  # {rank, slower_pct, slower_ms, since, steps}
+    compile_divergence: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

@@ -16,6 +16,7 @@ from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart import Chart
 from tuimon.ui.widgets.compile_bar import CompileBar
 from tuimon.ui.widgets.plots import loss_plot, step_plot
+from tuimon.ui.widgets.rank_strip import RankStrip
 from tuimon.ui.widgets.redraw import update
 
 STATE_STYLE = {"failed": "bold red", "done": "green", "stopped": "yellow", "paused": "yellow",
@@ -34,6 +35,7 @@ class RunPanel(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="numbers")
+        yield RankStrip()
         yield CompileBar(classes="compile-bar")
         yield Chart("step time", classes="steps")
         yield Chart("loss", classes="loss")
@@ -67,6 +69,7 @@ class RunPanel(Vertical, can_focus=True):
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
         update(self.query_one(".numbers", Static), numbers(live, stats))
+        self.query_one(RankStrip).show(live, stats)
         compiling = live.state == "compiling"
         bar = self.query_one(CompileBar)
         bar.display = compiling

@@ -2,7 +2,9 @@
 the run's settings in TUIMON_SCRIPT; Python imports this module at start-up, before the user's
 script, whatever started it (``python train.py``, ``python -m pkg``, a shebang). It removes
 TUIMON_SCRIPT from the environment (the script's own child processes, DataLoader workers
-included, stay unhooked) and then hands over to the next sitecustomize on the path, if any."""
+included, stay unhooked) and then hands over to the next sitecustomize on the path, if any. In
+torchrun's own process it puts the settings back for torchrun's workers, marked as ranks: each of
+them is hooked as a rank of the job (runner/script/hooks.py)."""
 
 import os
 import sys

@@ -1,0 +1,221 @@
+"""Real torchrun jobs under tuimon, on the CPU (gloo, 2 ranks, tiny models): an unmodified DDP
+script with a slow rank, a recipe as 2 ranks (--nproc 2), a rank that raises, Ctrl-C, and a
+two-node job on loopback read as one job. torchrun's start-up costs seconds a job: each test
+runs as few jobs and steps as it can. With two GPUs at hand, the DDP script runs with nccl."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import RECIPES, SCRIPTS
+from test_crashes import descendants, survivors
+from test_end_to_end import runs_of
+
+from tuimon.session import store
+
+PY = sys.executable
+TORCHRUN = [PY, "-m", "torch.distributed.run"]
+DDP = str(SCRIPTS / "ddp_train.py")
+
+
+def by_rank(kinds: dict, kind: str) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for e in kinds.get(kind, []):
+        if e.get("rank") is not None:
+            out.setdefault(e["rank"], []).append(e)
+    return out
+
+
+def job_end(kinds: dict, kind: str) -> dict:
+    (e,) = [e for e in kinds.get(kind, []) if e.get("rank") is None]
+    return e
+
+
+def test_an_unmodified_ddp_script_its_ranks_turns_and_a_straggler(tuimon):
+    # Rank 1 loads its data slower (0.6 ms a sample, 32 a batch); both variants' jobs are alive
+    # at once, taking turns of 20 steps (the compiled variant runs as eager: no compile to wait for).
+    proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--no-auto-compile",
+                           "--steps", "60", "--turn-steps", "20", "--", *TORCHRUN, "--standalone",
+                           "--nproc-per-node", "2", DDP, "--slow-rank", "1", "--slow-ms", "0.6")
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 of 2 (gloo)" in proc.stdout
+    _, runs = runs_of(session)
+    assert set(runs) == {"eager-script", "default-script"}
+    for run, kinds in runs.items():
+        started = by_rank(kinds, "run_started")
+        assert sorted(started) == [0, 1]
+        assert {e[0]["backend"] for e in started.values()} == {"gloo"}
+        assert {e[0]["world_size"] for e in started.values()} == {2}
+        assert len({e[0]["job_id"] for e in started.values()}) == 1  # torchrun's rendezvous id
+        steps = by_rank(kinds, "step")
+        for rank in (0, 1):
+            assert [s["i"] for s in steps[rank]] == list(range(60))
+            assert all(s.get("pre_ms") is not None for s in steps[rank][1:])
+        # Every turn ended at the same step on both ranks: 0 (the first wait), 20, 40.
+        pauses = by_rank(kinds, "phase")
+        ats = {r: [e["at"] for e in p if e["phase"] == "paused"] for r, p in pauses.items()}
+        assert ats[0] == ats[1] == [0, 20, 40], ats
+        assert job_end(kinds, "finished")["reason"] == "steps"
+        log = (session / "logs" / f"{run}.log").read_text()
+        assert "rank 0: cleanup done" in log and "rank 1: cleanup done" in log
+        # The CPU probes see torchrun's workers in the job's tree, and each rank on its own.
+        samples = [s for s in runs_of(session)[0] if s["type"] == "sample" and run in s["runs"]]
+        assert max(s["runs"][run]["descendants"] or 0 for s in samples) >= 2
+        assert any(set(s["runs"][run].get("ranks", {})) == {"0", "1"} for s in samples)
+    summary = json.loads((session / "summary.json").read_text())
+    for row in summary["runs"]:
+        assert row["world_size"] == 2 and [x["rank"] for x in row["ranks"]] == [0, 1]
+        assert row["stragglers"][0]["rank"] == 1 and row["stragglers"][0]["slower_pct"] > 30, row
+        assert row["skew_pct"] > 30
+    md = (session / "summary.md").read_text()
+    assert "| straggler | rank 1: " in md and "| ranks (world size) | 2 ranks · gloo · 1 host |" in md
+    csv = (session / "steps.csv").read_text().splitlines()
+    assert csv[0].endswith(",rank,pre_ms") and {row.split(",")[-2] for row in csv[1:]} == {"0", "1"}
+
+
+def test_a_recipe_as_two_ranks_under_ddp(tuimon):
+    # Time-based turns (0.5 s): the supervisor ends each turn at a step every rank pauses at.
+    proc, session = tuimon(str(RECIPES / "tiny_mlp.py"), "--headless", "--modes", "eager,default",
+                           "--steps", "24", "--nproc", "2", "--device", "cpu", "--turn", "0.5",
+                           timeout=420)
+    assert proc.returncode == 0, proc.stderr
+    evs, runs = runs_of(session)
+    for kinds in runs.values():
+        started = by_rank(kinds, "run_started")
+        assert sorted(started) == [0, 1] and started[1][0]["backend"] == "gloo"
+        assert all(len(s) == 24 for s in by_rank(kinds, "step").values())
+        ats: dict[int, list[int]] = {}
+        for rank, phases in by_rank(kinds, "phase").items():
+            ats[rank] = [e["at"] for e in phases if e["phase"] == "paused"]
+        caught = [e for e in kinds.get("control", []) if e.get("action") == "catch_up"]
+        assert ats[0] == ats[1] or caught, ats
+    compiled = runs["default-fp32"]
+    assert sorted(by_rank(compiled, "compile")) == [0, 1]  # each rank compiles the DDP model
+    summary = json.loads((session / "summary.json").read_text())
+    rows = {r["run"]: r for r in summary["runs"]}
+    assert rows["default-fp32"]["speedup"] and rows["default-fp32"]["compile_divergence"] == []
+    # Each rank trains on its own shard: 4 of tiny_mlp's 8 batches of 32; the job counts both.
+    assert rows["eager-fp32"]["throughput"] == pytest.approx(64 / (rows["eager-fp32"]["median_ms"] / 1000))
+    losses = {r: [s["loss"] for s in runs[r]["step"] if s.get("rank") == 0] for r in runs}
+    assert max(abs(a - b) for a, b in zip(*losses.values(), strict=True)) < 1e-3
+
+
+def test_a_rank_that_raises_fails_the_job_with_its_cause(tuimon):
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "40", "--", *TORCHRUN,
+                           "--standalone", "--nproc-per-node", "2", DDP, "--raise-rank", "1",
+                           "--raise-at", "5")
+    assert proc.returncode == 1, proc.stderr
+    assert "FAILED (step at ddp_train.py:" in proc.stdout and "rank 1: RuntimeError" in proc.stdout
+    _, runs = runs_of(session)
+    kinds = runs["eager-script"]
+    failed = job_end(kinds, "failed")
+    assert failed["failed_rank"] == 1 and failed["error"] == "RuntimeError"
+    assert failed["what"] == "rank 1: RuntimeError: bad batch on rank 1 at step 5"
+    assert failed["where"].startswith("ddp_train.py:") and "rank 0" in failed["ranks_fate"]
+    assert len(by_rank(kinds, "step")[1]) == 5  # what it measured before it raised is kept
+    md = (session / "summary.md").read_text()
+    assert "| status | failed: rank 1: RuntimeError: bad batch on rank 1 at step 5 |" in md
+    assert "rank 1 failed after 5 steps" in md
+
+
+def test_ctrl_c_stops_every_rank_at_the_same_step_and_leaves_no_process(tmp_path):
+    out = tmp_path / "sessions"
+    cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--out", str(out), "--",
+           *TORCHRUN, "--standalone", "--nproc-per-node", "2", DDP, "--epochs", "1000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen: dict[int, float] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline and proc.poll() is None, "never got ready"
+            descendants(proc.pid, seen)
+            found = sorted(out.glob("*/events.jsonl")) if out.exists() else []
+            if found:
+                evs = store.read_events(found[0].parent)[0]
+                ranks = {e["rank"] for e in evs if e["type"] == "step" and e["i"] >= 10}
+                if ranks == {0, 1}:
+                    break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout
+    assert not survivors(seen)
+    session = found[0].parent
+    _, runs = runs_of(session)
+    kinds = runs["eager-script"]
+    last = {r: s[-1]["i"] for r, s in by_rank(kinds, "step").items()}
+    assert last[0] == last[1], last  # both stopped at the same step: neither left in a collective
+    assert {e[0]["reason"] for e in by_rank(kinds, "finished").values()} == {"stopped"}
+    assert job_end(kinds, "finished")["reason"] == "stopped"
+    assert "interrupted at step" in (session / "logs" / "eager-script.log").read_text()
+    assert store.read_meta(session)["status"] == "interrupted"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache):
+    port = str(free_port())
+    procs = []
+    for node in (0, 1):
+        cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--steps", "20",
+               "--out", str(tmp_path / f"node{node}"), "--", *TORCHRUN, "--nnodes", "2",
+               "--node-rank", str(node), "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
+               "--master-port", port, DDP, "--slow-rank", "1", "--slow-ms", "0.6"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, cwd=tmp_path))
+    outs = [p.communicate(timeout=240) for p in procs]
+    for p, (_, stderr) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, stderr
+        assert "one after the other (--schedule sequential)" in stderr
+    nodes = [next((tmp_path / f"node{k}").glob("*")) for k in (0, 1)]
+    for k, node in enumerate(nodes):  # each node's session holds its own rank
+        assert {e["rank"] for e in store.read_events(node)[0] if e.get("rank") is not None} == {k}
+    proc = subprocess.run([PY, "-m", "tuimon", "summary", "--format", "json", *map(str, nodes)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["runs"]
+    assert row["world_size"] == 2 and [x["rank"] for x in row["ranks"]] == [0, 1]
+    assert row["steps"] == 20 and row["stragglers"][0]["rank"] == 1
+    assert (nodes[0] / "job-summary.md").is_file() and (nodes[0] / "job-steps.csv").is_file()
+    md = (nodes[0] / "job-summary.md").read_text()
+    assert "(2 nodes)" in md and "| ranks (world size) | 2 ranks · gloo" in md
+    assert json.loads((nodes[0] / "summary.json").read_text())["runs"][0]["world_size"] == 2
+
+
+def cuda_gpus() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.skipif(cuda_gpus() < 2, reason="needs two CUDA GPUs (nccl)")
+def test_the_ddp_script_on_two_gpus_with_nccl(tuimon):
+    proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--steps", "60", "--",
+                           *TORCHRUN, "--standalone", "--nproc-per-node", "2", DDP, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    _, runs = runs_of(session)
+    for kinds in runs.values():
+        started = by_rank(kinds, "run_started")
+        assert {e[0]["backend"] for e in started.values()} == {"nccl"}
+        assert {e[0]["device"] for e in started.values()} == {"cuda:0", "cuda:1"}
+    summary = json.loads((session / "summary.json").read_text())
+    for row in summary["runs"]:
+        assert {tuple(x["gpus"]) for x in row["ranks"]} == {(0,), (1,)}  # each rank's GPU, by pid
+    assert Path(session / "summary.md").read_text().count("nccl") >= 1

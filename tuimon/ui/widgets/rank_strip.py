@@ -1,0 +1,96 @@
+"""A torchrun job's ranks in its panel, in two lines: the job (world size, skew, straggler,
+diverging compiles) and each rank's median own time (and its GPU's SM % on a GPU box), the
+straggler highlighted; too many ranks for the width become one block a rank, its height the
+rank's own time. Hidden for a single-process run. ``k`` opens the rank view for more."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tuimon.session.fmt import fmt_ms
+from tuimon.session.rank_text import strip_text
+from tuimon.session.stats import RunStats
+from tuimon.ui.model import RunLive
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+class RankStrip(Static):
+    def __init__(self) -> None:
+        super().__init__(classes="rank-strip")
+        self.display = False
+
+    def show(self, live: RunLive, stats: RunStats | None) -> None:
+        if not live.ranks:
+            self.display = False
+            return
+        self.display = True
+        self.update(strip(live, stats, self.size.width or 36))
+
+
+def strip(live: RunLive, stats: RunStats | None, width: int) -> Text:
+    world = (stats.world_size if stats else None) or live.world_size or len(live.ranks)
+    parts = strip_text(stats) if stats is not None and stats.world_size else [f"{world} ranks"]
+    failed = [r.rank for r in live.ranks.values() if r.state in ("failed", "killed")]
+    if failed:
+        parts.append(f"r{','.join(map(str, failed[:4]))} failed")
+    slow = {s["rank"] for s in stats.stragglers} if stats else set()
+    head = Text()
+    for k, part in enumerate(parts):
+        if k:
+            head.append(" · ", style="dim")
+        head.append(part, style="bold" if k == 0 else "bold yellow" if part.startswith("straggler")
+                    else "bold magenta" if part.startswith("compiles")
+                    else "bold red" if part.endswith("failed") else "")
+    head.truncate(width, overflow="ellipsis")
+    cells = _cells(live, stats, slow)
+    if sum(len(c[0]) + 1 for c in cells) - 1 <= width:
+        line = Text(" ").join(Text(text, style=style) for text, style in cells)
+    else:
+        line = _blocks(live, stats, slow, width)
+    line.truncate(width, overflow="ellipsis")
+    return Text("\n").join([head, line])
+
+
+def _own(stats: RunStats | None) -> dict[int, float]:
+    return {x["rank"]: x.get("own_ms") or x.get("median_ms") for x in (stats.ranks if stats else [])
+            if (x.get("own_ms") or x.get("median_ms")) is not None}
+
+
+def _cells(live: RunLive, stats: RunStats | None, slow: set[int]) -> list[tuple[str, str]]:
+    own = _own(stats)
+    out = []
+    for k in sorted(live.ranks):
+        r = live.ranks[k]
+        text = f"r{k} " + (fmt_ms(own[k]).replace(" ", "") if k in own else r.state)
+        if k in slow:
+            text += f" +{next(s['slower_pct'] for s in stats.stragglers if s['rank'] == k):.0f}%"
+        util = (r.sample or {}).get("sm_util")
+        if (r.sample or {}).get("gpus") and util is not None:
+            text += f" g{util}%"
+        style = ("bold red" if r.state in ("failed", "killed") else "bold yellow" if k in slow
+                 else "dim" if r.state == "paused" else "")
+        out.append((text, style))
+    return out
+
+
+def _blocks(live: RunLive, stats: RunStats | None, slow: set[int], width: int) -> Text:
+    """One block a rank (as many as fit), its height its own time against the others'."""
+    own = _own(stats)
+    ranks = sorted(live.ranks)
+    label = f"r{ranks[0]}–{ranks[-1]} "
+    room = max(1, width - len(label))
+    t = Text(label, style="dim")
+    values = [own.get(k) for k in ranks[:room]]
+    known = [v for v in values if v is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 0.0)
+    for k, v in zip(ranks[:room], values, strict=False):
+        state = live.ranks[k].state
+        if v is None:
+            t.append("·", style="dim")
+            continue
+        level = 0 if hi <= lo else round((v - lo) / (hi - lo) * (len(BLOCKS) - 1))
+        t.append(BLOCKS[level], style="bold red" if state in ("failed", "killed") else
+                 "bold yellow" if k in slow else "green")
+    return t
