@@ -37,7 +37,7 @@ def test_the_model_follows_each_rank_and_the_jobs_state():
     live = model.runs["eager-script"]
     assert sorted(live.ranks) == [0, 1, 2, 3] and live.world_size == 4
     assert all(r.steps == 60 and r.state == "steady" for r in live.ranks.values())
-    assert live.steps == 60 and len(live.step_ms) == 59  # the job's steps (step 0 is warm-up)
+    assert live.steps == 60 and live.history.steps.count == 60  # the job's steps, charted
     assert live.state == "steady"
     model.add(events.make(events.PHASE, "eager-script", phase="paused", turn=True, at=60, rank=0))
     assert live.state == "steady"  # one rank paused is not the job
