@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tuimon import events
+from tuimon import axes, events
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER
 from tuimon.variants import Variant
@@ -54,12 +54,17 @@ class Child:
             cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(recipe), "--run-id", run,
                    "--mode", variant.mode, "--precision", variant.precision,
                    "--event-fd", str(event_w), "--control-fd", str(control_r), *runner_args]
+            for key, value in variant.axes:  # the variant's axis values: cfg.extra, as --set
+                cmd += ["--set", f"{key}={value}"]
             if threads:
                 cmd += ["--threads", str(threads)]
         else:
-            cmd = list(script["command"])
-            settings = {**script, "run": run, "mode": variant.mode, "precision": variant.precision,
-                        "event_fd": event_w, "control_fd": control_r}
+            # --set knobs: {key} in the command, else an environment variable (tuimon/axes.py)
+            cmd, knobs = axes.for_script(script["command"], {**script.get("set", {}),
+                                                              **variant.axis_values})
+            env.update(knobs)
+            settings = {**script, "command": cmd, "run": run, "mode": variant.mode,
+                        "precision": variant.precision, "event_fd": event_w, "control_fd": control_r}
             # The hooks load before the script through a sitecustomize first on the path, and
             # find this tuimon behind it.
             path = [str(BOOT), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]

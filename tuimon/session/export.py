@@ -16,6 +16,7 @@ from tuimon import events
 from tuimon.session import store
 from tuimon.session.stats import SessionSummary, summarize
 from tuimon.session.table import (  # noqa: F401 - breakeven_text, profiles_text: re-exported
+    answer_notes,
     breakeven_text,
     columns,
     failure_notes,
@@ -26,18 +27,22 @@ from tuimon.session.table import (  # noqa: F401 - breakeven_text, profiles_text
 
 
 def load(path: str | Path, unwritten: list[dict] | None = None,
-         stored: tuple[list[dict], int] | None = None) -> tuple[dict, list[dict], SessionSummary]:
+         stored: tuple[list[dict], int] | None = None, answer: dict | None = None
+         ) -> tuple[dict, list[dict], SessionSummary]:
     """The session as stored (``stored``: already read, e.g. by ``SessionStore.read_back``), plus
-    ``unwritten``: events a failed write kept in memory only."""
+    ``unwritten``: events a failed write kept in memory only. ``answer``: horizon /
+    loss_tolerance for the verdict instead of the session's own."""
     meta = store.read_meta(path)
     evs, bad = stored if stored is not None else store.read_events(path)
     evs = evs + (unwritten or [])
-    return meta, evs, summarize(evs, bad)
+    return meta, evs, summarize(evs, bad, answer)
 
 
 def to_markdown(meta: dict, summary: SessionSummary) -> str:
     header, rows = table(summary)
     out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
+    if summary.verdict is not None:  # the answer first (stats/verdict.py)
+        out += [summary.verdict.line, ""]
     if meta:
         what = (f"- script: `{shlex.join(meta['command'])}`" if meta.get("command")
                 else f"- recipe: `{meta.get('recipe', '?')}`")
@@ -52,7 +57,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
+    notes = [f"- {n}" for n in answer_notes(summary)]
+    notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
@@ -72,7 +78,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     if notes:
         out += ["", "Notes:", *notes]
     out += ["", "Median over steady-state steps (warm-up, found in the data by MSER-5 unless fixed, and "
-            "any step that compiled are kept apart); speedup against eager of the same precision, "
+            "any step that compiled are kept apart); speedup against eager of the same precision "
+            "and axis values, "
             "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
     if summary.variants:
         out[-1] += (" Each variant ran in several processes (--repeats): its median is the geometric "
@@ -100,16 +107,18 @@ STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "los
 
 
 def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
-    variant = {r.run: (r.mode, r.precision) for r in summary.runs}
+    """One row per step; with --set axes, one column per axis (after precision) holding the
+    run's value."""
+    variant = {r.run: {"mode": r.mode, "precision": r.precision, **r.axes} for r in summary.runs}
+    columns = STEP_COLUMNS[:3] + [k for k in summary.axes if k not in STEP_COLUMNS] + STEP_COLUMNS[3:]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(STEP_COLUMNS)
+    writer.writerow(columns)
     for e in session_events:
         if e["type"] != events.STEP:
             continue
-        mode, precision = variant.get(e.get("run"), ("", ""))
-        row = {**e, "mode": mode, "precision": precision}
-        writer.writerow(["" if row.get(c) is None else row.get(c) for c in STEP_COLUMNS])
+        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {})}
+        writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
     return buf.getvalue()
 
 
