@@ -217,7 +217,8 @@ class HeadlessView:
 def print_summary(console: Console, summary: SessionSummary) -> None:
     header, rows = table(summary)
     if summary.verdict is not None:  # the answer first (stats/verdict.py)
-        console.print(summary.verdict.line, style="bold", highlight=False, markup=False)
+        console.print(summary.verdict.line, style="bold", highlight=False, markup=False,
+                      soft_wrap=True)  # one line, for grep and logs, however long
     t = Table(*header, title="tuimon summary", title_justify="left")
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup

@@ -25,7 +25,9 @@ class AddScreen(ModalScreen[Variant | None]):
             yield OptionList(*(v.label for v in self.offered), id="add-choices")
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).highlighted = 0
+        choices = self.query_one(OptionList)
+        choices.highlighted = 0
+        choices.focus()
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         self.dismiss(self.offered[message.option_index])
