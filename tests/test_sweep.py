@@ -110,4 +110,4 @@ def test_a_steady_duration_leaves_compiles_aside(tmp_path, inductor_cache):
     assert end["reason"] == "duration" and end["compile_s"] > 0.3
     assert end["seconds"] - end["compile_s"] >= 1.5
     steady = sum(s["ms"] for s in got if s["type"] == "step" and not s.get("compile_ms")) / 1000
-    assert 1.0 <= steady  # stepping, not compiling, filled the duration
+    assert steady >= 1.0  # stepping, not compiling, filled the duration

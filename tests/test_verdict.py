@@ -61,7 +61,8 @@ def test_a_clear_winner_is_named_with_its_interval_and_when_compile_pays_off():
 
 
 def test_nothing_faster_beyond_noise_says_stay_eager():
-    evs = session(variant("eager", "fp32", 10.0, seed=1), variant("default", "fp32", 10.0, seed=2, compile_s=5),
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 10.0, seed=2, compile_s=5),
                   variant("eager", "amp", 11.0, seed=3))
     v = summarize(evs).verdict
     assert v.kind == "stay" and v.winner is None
@@ -109,7 +110,8 @@ def test_a_horizon_flips_the_winner():
 
 
 def test_a_short_horizon_keeps_eager_when_only_compiled_variants_are_faster():
-    evs = session(variant("eager", "fp32", 10.0, seed=1), variant("default", "fp32", 8.0, seed=2, compile_s=60))
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 8.0, seed=2, compile_s=60))
     v = summarize(evs, answer={"horizon": {"steps": 1000}}).verdict
     assert v.kind == "stay" and v.winner is None
     assert v.line.startswith("Verdict: stay eager for 1,000 steps: no compile pays off that soon — "
@@ -147,12 +149,14 @@ def test_failures_skips_and_runs_not_measured_yet():
     v = s.verdict
     assert v.winner == "default/fp32"
     assert [x["label"] for x in v.skipped] == ["reduce-overhead/fp32", "max-autotune/fp32"]
-    assert v.disqualified == [{"label": "default/amp", "run": "default-amp", "reason": "failed: RuntimeError: boom"}]
+    assert v.disqualified == [{"label": "default/amp", "run": "default-amp",
+                               "reason": "failed: RuntimeError: boom"}]
     assert next(r for r in s.runs if r.mode == "max-autotune").status == "skipped"
     running = session(variant("eager", "fp32", 10.0, seed=1),
                       [events.make(events.RUN_QUEUED, "default-fp32", mode="default", precision="fp32")])
     assert summarize(running).verdict.line.endswith("(so far: 1 variant(s) not in steady state yet)")
-    waiting = summarize(session([events.make(events.RUN_QUEUED, "eager-fp32", mode="eager", precision="fp32")]))
+    queued = events.make(events.RUN_QUEUED, "eager-fp32", mode="eager", precision="fp32")
+    waiting = summarize(session([queued]))
     assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in waiting.verdict.line
     assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
 
