@@ -159,6 +159,13 @@ def test_failures_skips_and_runs_not_measured_yet():
     waiting = summarize(session([queued]))
     assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in waiting.verdict.line
     assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
+    quiet = summarize(session(*FOUR))  # --quiet-only kept out every step of the reference
+    runs = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
+            for r in quiet.runs]
+    v = decide(replace(quiet, runs=runs))
+    assert v.kind == "none" and v.line == (
+        "Verdict: no answer: eager/fp32, the reference, has no steady state left: --quiet-only kept "
+        "out all 400 of its steps measured under other processes' load; measure on a quieter machine")
 
 
 def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():

@@ -110,6 +110,17 @@ def advice(reasons: list[str]) -> str:
     return "Measure again on a quiet machine, or with --quiet-only or --repeats 3"
 
 
+def _unmeasured(r: RunStats) -> str:
+    """Why a run that ended has no steady state, in words."""
+    if r.status == "failed":
+        return f"failed: {r.error}" if r.error else "failed"
+    if r.busy_dropped:
+        return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped} of its steps "
+                "measured under other processes' load; measure on a quieter machine")
+    return f"has no steady state: it {'was stopped' if r.status == 'stopped' else 'ended'} after " \
+           f"{r.steps} step{'s' if r.steps != 1 else ''}, within its warm-up"
+
+
 def _disqualify(r: RunStats, ref: RunStats, tolerance: float) -> str | None:
     if r.status == "failed":
         return f"failed: {r.error}" if r.error else "failed"
@@ -134,9 +145,8 @@ def decide(summary: SessionSummary) -> Verdict:
         if ref.status in ("queued", "running"):
             return Verdict(f"Verdict: waiting for {ref.label} to reach its steady state", "pending",
                            reference=ref.label, skipped=skipped)
-        why = f"it {ref.status}" + (f": {ref.error}" if ref.error else " before its steady state")
-        return Verdict(f"Verdict: no answer: {ref.label}, the reference, has no steady state ({why})",
-                       "none", reference=ref.label, skipped=skipped)
+        return Verdict(f"Verdict: no answer: {ref.label}, the reference, {_unmeasured(ref)}", "none",
+                       reference=ref.label, skipped=skipped)
     out = Verdict("", "stay", reference=ref.label, skipped=skipped, horizon=summary.horizon)
     qualified = []
     for r in rows:
@@ -148,8 +158,7 @@ def decide(summary: SessionSummary) -> Verdict:
             if r.status in ("queued", "running"):
                 out.pending.append(r.label)
             else:
-                out.disqualified.append({"label": r.label, "run": r.run,
-                                         "reason": f"{r.status} before its steady state"})
+                out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
         else:
             qualified.append(r)
     out.reasons = reliability(summary, [ref, *qualified])
