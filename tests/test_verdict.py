@@ -27,11 +27,13 @@ def steps(ms: float, seed: int, spread: float = 0.04, n: int = STEPS) -> list[fl
     return [ms * (1 + spread * rng.random()) for _ in range(n)]
 
 
-def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, **kw):
+def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, spread=0.04,
+            **kw):
     """A run of ``ms`` per steady step whose first step also compiled for ``compile_s``."""
     run = f"{mode}-{precision}" + "".join(f"-{k}_{v}" for k, v in (axes or {}).items())
     first = ms + compile_s * 1000 if compile_s else None
-    evs = run_events(run, mode, precision, steps(ms, seed), first_ms=first, losses=losses, n=n, **kw)
+    evs = run_events(run, mode, precision, steps(ms, seed, spread), first_ms=first, losses=losses, n=n,
+                     **kw)
     if axes:
         evs[0]["axes"] = dict(axes)
     return evs
@@ -117,6 +119,19 @@ def test_a_short_horizon_keeps_eager_when_only_compiled_variants_are_faster():
     assert v.line.startswith("Verdict: stay eager for 1,000 steps: no compile pays off that soon — "
                              "default/fp32 is 1.2")
     assert summarize(evs, answer={"horizon": {"steps": 10**6}}).verdict.winner == "default/fp32"
+
+
+def test_a_horizon_saving_within_noise_keeps_eager():
+    # 5 % faster per step, clearly (lo > 1), but a 3.5 s compile: over 8,000 steps (~90 s) the
+    # point estimate saves a little, the slow end of the interval does not.
+    evs = session(variant("eager", "fp32", 10.0, seed=1, spread=0.2),
+                  variant("default", "fp32", 9.5, seed=2, compile_s=3.5, spread=0.2))
+    s = summarize(evs)
+    assert s.verdict.winner == "default/fp32" and s.verdict.speedup_lo > 1.0
+    v = summarize(evs, answer={"horizon": {"steps": 8000}}).verdict
+    assert v.kind == "stay", v.line
+    assert v.line.startswith("Verdict: stay eager for 8,000 steps: default/fp32 would save ")
+    assert "but that is within noise — at the slow end of its 95 % interval" in v.line
 
 
 def test_a_loss_mismatch_disqualifies_the_variant_with_the_reason():

@@ -75,7 +75,8 @@ def product(modes: list[str], precisions: list[str],
 def choices(shown: set[Variant], focused: Variant | None, axes: dict[str, list[str]],
             script: bool = False) -> list[Variant]:
     """What the TUI's ``n`` offers: every variant not shown, the focused panel's precision and
-    axis values first, then its other axis values, then the other precision."""
+    axis values first, then its other axis values, then the other precision; when every one is
+    shown, another run of the focused one."""
     precisions = [focused.precision] if focused else ([SCRIPT] if script else [])
     if SCRIPT not in precisions:  # a script's variants differ in compile mode alone
         precisions += [p for p in PRECISIONS if p not in precisions]
@@ -84,4 +85,4 @@ def choices(shown: set[Variant], focused: Variant | None, axes: dict[str, list[s
         combos.remove(focused.axes)
         combos.insert(0, focused.axes)
     out = [Variant(m, p, c) for p in precisions for c in combos for m in MODES]
-    return [v for v in out if v not in shown]
+    return [v for v in out if v not in shown] or [focused or Variant("eager", precisions[0])]

@@ -251,13 +251,10 @@ class TuimonApp(App[str]):
             self.notify(f"{live.label} has ended; r restarts it", severity="warning")
 
     def action_add(self) -> None:
-        """Offer the variants not shown (modes × precisions × the session's axis values), the
-        focused panel's neighbours first; the one picked gets a panel."""
+        """Offer the variants not shown (variants.choices); the one picked gets a panel."""
         focused = self.focused_run()
         offered = choices({r.variant for r in self.model.panel_runs()},
                           focused.variant if focused else None, self.model.summary().axes)
-        if not offered:  # every variant is shown: another run of the focused one
-            offered = [focused.variant if focused else Variant("eager", "fp32")]
 
         def picked(variant: Variant | None) -> None:
             if variant is not None and (new := self._command("add", variant)) is not None:

@@ -224,6 +224,16 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
                     f"{fmt_span(total[best.run])} instead of {fmt_span(total[ref.run])}.")
         return
     c = found[winner.run]
+    if horizon:  # its saving over the horizon must hold at the slow end of its interval too
+        slow = (winner.overhead_s or 0.0) + units * cost(ref) / c["lo"] / 1000.0
+        if slow >= total[ref.run]:
+            gain = total[ref.run] - total[winner.run]
+            out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: {winner.label} would save "
+                        f"{fmt_span(gain)} ({pct(gain / total[ref.run])}), compile included, but "
+                        f"that is within noise — at the slow end of its 95 % interval "
+                        f"({c['lo']:.2f}× {ref.label}) it would take {fmt_span(slow - total[ref.run])} "
+                        "longer.")
+            return
     out.kind, out.winner, out.winner_run = "use", winner.label, winner.run
     out.speedup, out.speedup_lo, out.speedup_hi = c["speedup"], c["lo"], c["hi"]
     out.saving = 1.0 - 1.0 / c["speedup"]
