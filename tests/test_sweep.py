@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from conftest import RECIPES, SCRIPTS
+from conftest import RECIPES, SCRIPTS, TEST_RECIPES
 from test_end_to_end import runs_of
 
 TINY = str(RECIPES / "tiny_mlp.py")
@@ -111,3 +111,22 @@ def test_a_steady_duration_leaves_compiles_aside(tmp_path, inductor_cache):
     assert end["seconds"] - end["compile_s"] >= 1.5
     steady = sum(s["ms"] for s in got if s["type"] == "step" and not s.get("compile_ms")) / 1000
     assert steady >= 1.0  # stepping, not compiling, filled the duration
+
+
+def test_a_variant_out_of_memory_while_building_is_skipped_not_failed(tuimon):
+    proc, session = tuimon("sweep", str(TEST_RECIPES / "too_big.py"), "--headless", "--modes", "eager",
+                           "--precision", "fp32", "--set", "size=small,huge", "--steps", "20",
+                           "--no-probes")
+    assert proc.returncode == 0, proc.stderr
+    _, runs = runs_of(session)
+    assert runs["eager-fp32-size_huge"]["failed"][0]["kind"] == "oom-host"
+    assert runs["eager-fp32-size_small"]["finished"][0]["reason"] == "steps"  # the other one ran on
+    summary = json.loads((session / "summary.json").read_text())
+    huge = next(r for r in summary["runs"] if r["run"] == "eager-fp32-size_huge")
+    assert huge["status"] == "skipped"
+    assert summary["skipped"] == [{"label": "eager/fp32 · size=huge", "run": "eager-fp32-size_huge",
+                                   "reason": huge["error"]}]
+    assert "out of host memory" in huge["error"]
+    md = (session / "summary.md").read_text()
+    assert "| status | done | skipped: out of host memory" in md
+    assert "- eager/fp32 · size=huge: skipped: out of host memory" in md
