@@ -168,12 +168,6 @@ def decide(summary: SessionSummary) -> Verdict:
             qualified.remove(r)
             out.disqualified.append({"label": r.label, "run": r.run,
                                      "reason": "its samples per step are unknown (steps differ)"})
-    if out.reasons:
-        more = f" (and {len(out.reasons) - 1} more, in the notes)" if len(out.reasons) > 1 else ""
-        out.kind = "unreliable"
-        out.line = (f"Verdict: unreliable, no winner named — {out.reasons[0]}{more}. "
-                    f"{advice(out.reasons)}.")
-        return out
     _weigh(out, ref, qualified)
     if out.pending:
         out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
@@ -205,6 +199,12 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
         total = {r.run: (r.overhead_s or 0.0) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
         for c in out.candidates:
             c["total_s"] = total[c["run"]]
+    if out.reasons:  # the candidates' figures stay in the verdict, for other readers; no winner
+        more = f" (and {len(out.reasons) - 1} more, in the notes)" if len(out.reasons) > 1 else ""
+        out.kind = "unreliable"
+        out.line = (f"Verdict: unreliable, no winner named — {out.reasons[0]}{more}. "
+                    f"{advice(out.reasons)}.")
+        return
     best = max(faster, key=lambda r: found[r.run]["speedup"], default=None)  # the long run's
     if best is None:
         top = max(qualified, key=lambda r: found[r.run]["speedup"], default=None)
