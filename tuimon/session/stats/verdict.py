@@ -55,11 +55,11 @@ class Verdict:
 
 
 def fmt_span(s: float | None) -> str:
-    """A length of time that reads right from seconds to days: 45 s, 6.1 min, 38 min, 2 h 5 min."""
+    """A length of time that reads right from seconds to days: 45.3 s, 6.1 min, 38 min, 2 h 5 min."""
     if s is None:
         return "–"
     if s < 120:
-        return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+        return f"{s:.1f} s"
     if s < 3600:
         return f"{s / 60:.1f} min" if s < 600 else f"{s / 60:.0f} min"
     hours, minutes = divmod(round(s / 60), 60)
@@ -73,7 +73,11 @@ def pct(share: float) -> str:
 def horizon_text(horizon: dict) -> str:
     if "steps" in horizon:
         return f"{int(horizon['steps']):,} steps"
-    return fmt_span(horizon["seconds"])
+    seconds = horizon["seconds"]
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):  # as given: 2 h, 90 min, 1 d
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:.0f} {unit}"
+    return fmt_span(seconds)
 
 
 def weighed_rows(summary: SessionSummary) -> list[RunStats]:
