@@ -43,6 +43,9 @@ def sweep_parser() -> Parser:
             action.help = f"comma list of compile modes (default: all: {', '.join(MODES)})"
         elif action.dest == "precision":
             action.help = "comma list of precisions: fp32, amp (default: both; a script: its own)"
+        elif action.dest == "recipe":
+            action.help = ("a recipe file (defines build(cfg)); default: demo. Your own script "
+                           "instead: tuimon sweep [options] -- python train.py ...")
     p.add_argument("--budget", type=budget_arg, metavar="TIME",
                    help="the whole sweep's time (20m, 1h30m, or seconds): each run steps for an "
                    "equal share of what starting and compiling leave (estimated from this "
