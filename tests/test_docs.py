@@ -119,8 +119,8 @@ def test_readme_keeps_the_test_command_ci_runs():
     assert "make demo" in text
 
 
-def run_flags() -> list[str]:
-    return sorted({opt for action in run_parser()._actions for opt in action.option_strings
+def run_flags(parser=None) -> list[str]:
+    return sorted({opt for action in (parser or run_parser())._actions for opt in action.option_strings
                    if opt.startswith("--")})
 
 
@@ -130,6 +130,17 @@ def test_every_run_flag_is_documented():
     assert "--modes" in flags and "--detach" in flags  # the parser was read
     missing = [f for f in flags if not re.search(re.escape(f) + r"(?![\w-])", docs)]
     assert not missing, f"run flags not mentioned in docs/: {missing}"
+
+
+def test_every_sweep_and_summary_flag_is_documented_in_commands():
+    from tuimon.cli.summary import summary_parser
+    from tuimon.cli.sweep import sweep_parser
+
+    commands = (DOCS / "commands.md").read_text(encoding="utf-8")
+    flags = set(run_flags(sweep_parser())) | set(run_flags(summary_parser()))
+    assert {"--budget", "--horizon", "--loss-tolerance"} <= flags
+    missing = [f for f in sorted(flags) if not re.search(re.escape(f) + r"(?![\w-])", commands)]
+    assert not missing, f"flags not mentioned in docs/commands.md: {missing}"
 
 
 @pytest.mark.parametrize(("heading", "expected"), [

@@ -21,7 +21,7 @@ from tuimon.ui.sources import RemoteSource
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 RUN = "eager-fp32"
-ADDED = "default-fp32"  # n adds the first mode not shown
+ADDED = "default-fp32"  # n offers the first mode not shown first
 
 
 async def until(pairs, predicate, what: str, timeout: float = 60.0) -> None:
@@ -76,8 +76,10 @@ async def test_two_viewers_see_everything_and_steer_once(tuimon, reaper):
         await pb.press("space")
         await until(both, lambda: all(app.model.runs[RUN].state == "steady" for app in (a, b)),
                     "both to show the resume")
-        # B adds a variant: one new run, a panel for it on both screens.
+        # B adds a variant (n lists them, enter picks the first): one new run, a panel on both.
         await pb.press("n")
+        await pb.pause(0.3)
+        await pb.press("enter")
         await until(both, lambda: all(app.model.panels == [RUN, ADDED]
                                       and app.model.runs[ADDED].steps > 3 for app in (a, b)),
                     "both to show the added run stepping")

@@ -63,8 +63,10 @@ async def test_keys_change_the_runs_and_quit_leaves_nothing_behind(tmp_path, ind
         assert any(e["run"] == "eager-fp32" and e["reason"] == "stopped"
                    for e in stored(store, "finished"))
 
-        # n adds a panel with a variant not shown yet.
+        # n offers the variants not shown yet; enter adds the first (the focused one's precision).
         await pilot.press("n")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
         await until(app, pilot, lambda: len(app.model.panels) == 2, what="a second panel")
         assert app.model.panels[1] == "default-amp"
 

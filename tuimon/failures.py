@@ -27,6 +27,11 @@ SIGNALS = {
 FAULTHANDLER = "Fatal Python error"
 
 
+def build_oom(e: dict) -> bool:
+    """A ``failed`` event of a run that ran out of memory while building (before any step)."""
+    return e.get("stage") == "build" and e.get("kind") in (OOM_HOST, OOM_CUDA)
+
+
 def of_exception(exc: BaseException, cuda_memory: dict | None = None) -> dict:
     """{"kind", "what", and "tried_bytes" when known} for an exception the runner caught.
 

@@ -17,9 +17,10 @@ from rich.text import Text
 from tuimon import events, failures
 from tuimon.session.fmt import fmt_ms, fmt_s
 from tuimon.session.stats import SessionSummary, is_measured
-from tuimon.session.table import columns, table, top_ops_text
+from tuimon.session.table import answer_notes, columns, table, top_ops_text
 from tuimon.session.why import diagnose
 from tuimon.session.why import render as why_text
+from tuimon.variants import Variant
 
 
 class HeadlessView:
@@ -79,7 +80,7 @@ class HeadlessView:
                 self._sample(e)
                 continue
             if kind == events.RUN_QUEUED and e.get("replicate"):  # --repeats: one row per process
-                label = f"{e.get('mode')}/{e.get('precision')} #{e['replicate']}"
+                label = f"{Variant.from_fields(e).label} #{e['replicate']}"
                 if run in self._tasks:
                     self.labels[run] = label
                     self._progress.update(self._tasks[run], description=label)
@@ -231,10 +232,15 @@ class HeadlessView:
 
 def print_summary(console: Console, summary: SessionSummary) -> None:
     header, rows = table(summary)
+    if summary.verdict is not None:  # the answer first (stats/verdict.py)
+        console.print(summary.verdict.line, style="bold", highlight=False, markup=False,
+                      soft_wrap=True)  # one line, for grep and logs, however long
     t = Table(*header, title="tuimon summary", title_justify="left")
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
+    for note in answer_notes(summary):
+        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     for r in columns(summary):
         for note in r.notes:
             console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)

@@ -31,6 +31,38 @@ class RecipeError(Exception):
     """A recipe file that cannot be used; the message is one line naming the file and the fault."""
 
 
+class Extra(dict):
+    """``cfg.extra``: the --set knobs, as strings; it notes which ones the recipe read, so a
+    knob that no recipe reads (a typo) is said rather than silently raced as identical runs."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self.read.update(self.keys())  # a recipe that looks at every knob read them all
+        return super().__iter__()
+
+    def items(self):
+        self.read.update(self.keys())
+        return super().items()
+
+    def unread(self) -> list[str]:
+        return [key for key in self.keys() if key not in self.read]
+
+
 @dataclass
 class Config:
     """What a recipe's ``build`` receives. Sizes are already resolved (override > DEFAULTS)."""

@@ -1,8 +1,11 @@
-"""Variants: compile mode x precision. Parsed and validated in the parent, no torch needed."""
+"""Variants: compile mode x precision x the values of ``--set`` axes (tuimon/axes.py). Parsed
+and validated in the parent, no torch needed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from tuimon import axes as axes_
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 PRECISIONS = ("fp32", "amp")
@@ -13,6 +16,7 @@ SCRIPT = "script"  # a script run's precision: whatever the script's own autocas
 class Variant:
     mode: str
     precision: str
+    axes: axes_.Pairs = ()  # ((key, value), ...) of the --set axes, in axis order
 
     @property
     def compiled(self) -> bool:
@@ -20,12 +24,33 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"{self.mode}/{self.precision}"
+        """'default/fp32', or with axes 'default/fp32 · width=512'."""
+        return f"{self.mode}/{self.precision}{axes_.text(self.axes)}"
 
     @property
     def run_id(self) -> str:
         """File-system safe; a session's first run of this variant (later ones add -2, -3, ...)."""
-        return f"{self.mode}-{self.precision}"
+        return f"{self.mode}-{self.precision}{axes_.id_part(self.axes)}"
+
+    @property
+    def axis_values(self) -> dict[str, str]:
+        return dict(self.axes)
+
+    def fields(self) -> dict:
+        """What events and the control socket say of it: mode, precision, axes (when any)."""
+        out: dict = {"mode": self.mode, "precision": self.precision}
+        if self.axes:
+            out["axes"] = dict(self.axes)
+        return out
+
+    @classmethod
+    def from_fields(cls, d: dict) -> Variant:
+        return cls(str(d["mode"]), str(d["precision"]),
+                   tuple((str(k), str(v)) for k, v in (d.get("axes") or {}).items()))
+
+    def but(self, **changes) -> Variant:
+        """The same variant with another mode or precision (a key in the TUI)."""
+        return replace(self, **changes)
 
 
 def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -39,6 +64,25 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return list(dict.fromkeys(items))  # drop repeats, keep order
 
 
-def product(modes: list[str], precisions: list[str]) -> list[Variant]:
-    """Every precision's eager first, so each compiled variant has its baseline measured before."""
-    return [Variant(m, p) for p in precisions for m in modes]
+def product(modes: list[str], precisions: list[str],
+            axes: dict[str, list[str]] | None = None) -> list[Variant]:
+    """Per precision, per combination of axis values (the baselines first), every mode: each
+    compiled variant comes after the eager run it is compared with."""
+    return [Variant(m, p, combo) for p in precisions for combo in axes_.combos(axes or {})
+            for m in modes]
+
+
+def choices(shown: set[Variant], focused: Variant | None, axes: dict[str, list[str]],
+            script: bool = False) -> list[Variant]:
+    """What the TUI's ``n`` offers: every variant not shown, the focused panel's precision and
+    axis values first, then its other axis values, then the other precision; when every one is
+    shown, another run of the focused one."""
+    precisions = [focused.precision] if focused else ([SCRIPT] if script else [])
+    if SCRIPT not in precisions:  # a script's variants differ in compile mode alone
+        precisions += [p for p in PRECISIONS if p not in precisions]
+    combos = axes_.combos(axes)
+    if focused is not None and focused.axes in combos:
+        combos.remove(focused.axes)
+        combos.insert(0, focused.axes)
+    out = [Variant(m, p, c) for p in precisions for c in combos for m in MODES]
+    return [v for v in out if v not in shown] or [focused or Variant("eager", precisions[0])]

@@ -1,7 +1,8 @@
 """Command line: ``tuimon [RECIPE] [options]`` runs a session, ``tuimon run [options] -- python
 train.py`` one of the user's own script; ``tuimon summary DIR`` exports;
-``replay``, ``attach`` and ``ls`` open and list sessions; ``serve`` puts the TUI in a browser;
-``doctor`` reports the machine.
+``sweep`` races every mode and precision for a verdict; ``compare`` diffs sessions; ``replay``,
+``attach`` and ``ls`` open and list sessions; ``serve`` puts the TUI in a browser; ``doctor``
+reports the machine.
 
 Every input is checked before anything is launched; a bad one gets one line on stderr and
 exit code 2, never a traceback. One module a command (run, script, summary, replay, attach, ls,
@@ -37,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["run"]:  # tuimon run [options] -- python train.py ...
             options, command = split_run(argv[1:])
             return run_command(run_parser().parse_args(options), argv, command)
+        if argv[:1] == ["sweep"]:  # tuimon sweep RECIPE | tuimon sweep [options] -- CMD
+            from tuimon.cli import sweep
+
+            options, command = split_run(argv[1:])
+            return sweep.sweep_command(sweep.sweep_parser().parse_args(options), argv, command)
         if argv[:1] == ["doctor"]:
             from tuimon.cli import doctor
 

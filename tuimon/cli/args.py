@@ -41,6 +41,10 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "profile-at": (int, 0, 10**9, ""),
     "fps": (float, 1, 30, ""),
     "port": (int, 0, 65535, ""),  # tuimon serve; 0: any free port
+    "loss-tolerance": (float, 0, 100, ""),
+    "budget": (float, 10, 30 * DAY, " s"),
+    "horizon": (float, 1, 10**12, " steps"),
+    "horizon-time": (float, 1, 365 * DAY, " s"),
 }
 
 
@@ -98,3 +102,41 @@ def window_arg(text: str) -> str:
     if wait < 0 or warmup < 0 or active < 1:
         raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
     return f"{wait},{warmup},{active}"
+
+
+UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": DAY}
+SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*(sec|s|min|m|h|d)")
+
+
+def seconds_of(text: str) -> float | None:
+    """'20m', '1h30m', '90s', '1.5h', '2d' -> seconds; None when it is not a length of time."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = SPAN.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        return None
+    return sum(float(n) * UNITS[u] for n, u in parts)
+
+
+def budget_arg(text: str) -> float:
+    """--budget: a length of time ('20m', '1h30m'); a bare number is seconds."""
+    seconds = seconds_of(text)
+    if seconds is None:
+        try:
+            seconds = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a length of time such as 20m, 1h30m or 600 (seconds), got {text!r}") from None
+    return limited("budget")(repr(seconds))
+
+
+def horizon_arg(text: str) -> dict:
+    """--horizon: how long the training run really is: steps ('50000') or time ('2h', '90m')."""
+    seconds = seconds_of(text)
+    if seconds is not None:
+        return {"seconds": limited("horizon-time")(repr(seconds))}
+    try:
+        steps = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected steps (50000) or a length of time (2h, 90m, 1h30m), got {text!r}") from None
+    return {"steps": int(limited("horizon")(str(steps)))}

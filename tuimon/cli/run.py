@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from tuimon import __version__
+from tuimon.axes import parse_sets
 from tuimon.cli.args import (
     DEFAULT_CACHE,
     DEFAULT_OUT,
@@ -21,6 +22,7 @@ from tuimon.cli.args import (
     UsageError,
     device_arg,
     fps_arg,
+    horizon_arg,
     key_value,
     limited,
     warmup_arg,
@@ -33,6 +35,7 @@ from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, parse_list, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
+MAX_PROCESSES = 64  # runs in one session (variants x repeats): all alive at once under interleave
 
 
 def run_parser() -> Parser:
@@ -40,7 +43,8 @@ def run_parser() -> Parser:
         prog="tuimon",
         description="Run a training recipe as eager and torch.compile variants, side by side, "
         "and export the eager-vs-compiled summary. With no RECIPE, runs a built-in demo.",
-        epilog="Other commands: 'tuimon summary SESSION_DIR' re-exports a session's summary; "
+        epilog="Other commands: 'tuimon sweep RECIPE' races every mode and precision for a "
+        "verdict; 'tuimon summary SESSION_DIR' re-exports a session's summary; "
         "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
         "'tuimon serve [SESSION_DIR]' puts it in a browser; "
@@ -87,7 +91,15 @@ def run_parser() -> Parser:
                    help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
                    "CUDA, one GPU per rank), each on its shard of the batches")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                   help="recipe-specific option, passed as cfg.extra (repeatable)")
+                   help="a knob: a recipe reads it as cfg.extra[KEY], a script gets it where its "
+                   "command says {KEY}, else as the environment variable KEY (repeatable); "
+                   "KEY=a,b,c is an axis: one variant per value, the first the baseline")
+    p.add_argument("--horizon", type=horizon_arg, metavar="STEPS|TIME",
+                   help="how long you will really train (50000 steps, or 2h with eager/fp32): the "
+                   "verdict then picks the least total time over it, compile included")
+    p.add_argument("--loss-tolerance", type=limited("loss-tolerance"), metavar="SHARE",
+                   help="the verdict disqualifies a variant whose losses end further than this from "
+                   "eager/fp32's, as a share of the first loss (default: 0.05)")
     p.add_argument("--interval", type=limited("interval"), default=1.0, metavar="SECONDS",
                    help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
     p.add_argument("--no-probes", action="store_true",
@@ -134,11 +146,15 @@ def run_parser() -> Parser:
     return p
 
 
-def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | None = None) -> int:
-    """A session: the recipe's (or the demo's), or with ``command`` the user's own script."""
+def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | None = None,
+                prepare=None) -> int:
+    """A session: the recipe's (or the demo's), or with ``command`` the user's own script.
+    ``prepare(args, variants, answer, recipe, script, cache)`` (tuimon sweep) returns the variants to
+    run and the budget's deadline, having sized --duration and noted what it skipped."""
     try:
         modes = parse_list(args.modes, MODES, "mode")
         precisions = parse_list(args.precision, PRECISIONS, "precision")
+        fixed, axes = parse_sets(args.set)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.detach and args.headless:
@@ -147,7 +163,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     if command is not None:
         if args.recipe is not None:
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
-        script = script_settings(args, command)
+        script = script_settings(args, command, fixed, axes)
         precisions = [SCRIPT]
     for note in check_jobs(args, argv[:argv.index("--")] if "--" in argv else argv, script):
         print(f"tuimon: note: {note}", file=sys.stderr)
@@ -174,13 +190,23 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     from tuimon.session.store import SessionStore, StoreError, StoreWriteError
     from tuimon.session.supervisor import Plan, Supervisor, interrupt
 
-    variants = product(modes, precisions)
+    variants = product(modes, precisions, axes)
+    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
+    answer = {key: value for key, value in answer.items() if value}
+    deadline = None
+    if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
+        variants, deadline = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
+    if len(variants) * args.repeats > MAX_PROCESSES:
+        raise UsageError(f"{len(variants)} variants × {args.repeats} repeats = "
+                         f"{len(variants) * args.repeats} runs: at most {MAX_PROCESSES} in a "
+                         "session (interleaved, every one holds its model at once); give fewer "
+                         "--modes, --precision or --set values")
     name = script["name"] if script else ("demo" if args.recipe is None else recipe.stem)
     try:
         store = SessionStore.create(args.out, name)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    runner_args = runner_flags(args)
+    runner_args = runner_flags(args, fixed)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
     if script is not None:
         meta["command"] = script["command"]
@@ -194,7 +220,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
-                repeats=args.repeats, script=script, nproc=args.nproc)
+                repeats=args.repeats, script=script, nproc=args.nproc, answer=answer,
+                deadline_s=deadline)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.cli.detached import run_detached
@@ -270,14 +297,17 @@ def use_tui(args: argparse.Namespace) -> bool:
     return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def runner_flags(args: argparse.Namespace) -> list[str]:
+def runner_flags(args: argparse.Namespace, fixed: dict[str, str]) -> list[str]:
+    """Every run's flags; the --set axes' values are each variant's own (session/child.py)."""
     flags = ["--device", args.device, "--seed", str(args.seed), "--warmup", str(args.warmup)]
     for opt in ("steps", "duration", "batch_size", "image_size"):
         value = getattr(args, opt)
         if value is not None:
             flags += ["--" + opt.replace("_", "-"), str(value)]
-    for kv in args.set:
-        flags += ["--set", kv]
+    if getattr(args, "steady_duration", False):  # tuimon sweep --budget: compiles aside
+        flags.append("--steady-duration")
+    for key, value in fixed.items():
+        flags += ["--set", f"{key}={value}"]
     if args.profile_at is not None:
         flags += ["--profile-at", str(args.profile_at)]
     if args.profile_window != "1,2,3":
@@ -302,16 +332,16 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "argv": ["tuimon", *argv],
         "cwd": os.getcwd(),
         "recipe": str(recipe),
-        "variants": [{"run": v.run_id, "mode": v.mode, "precision": v.precision} for v in variants],
+        "variants": [{"run": v.run_id, **v.fields()} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
                                                   "turn", "turn_steps", "quiet_only", "repeats", "set",
                                                   "nproc",
-                                                  "interval",
+                                                  "interval", "horizon", "loss_tolerance",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
                                                   "profile_backward", "no_auto_capture")},
-        "cache": f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)",
+        "cache": cache_text(cache_dir),
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
@@ -324,6 +354,10 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "status": "running",
         "owner": owner_info("cli"),  # the process that runs the supervisor (a daemon replaces it)
     }
+
+
+def cache_text(cache_dir: Path | None) -> str:
+    return f"persistent {cache_dir} (may be warm)" if cache_dir else "fresh per run (cold compile)"
 
 
 def owner_info(kind: str) -> dict:

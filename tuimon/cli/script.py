@@ -2,8 +2,9 @@
 
 The command is checked here, before anything starts: it must be Python (``python train.py``,
 ``python -m pkg.train``, or a script whose ``#!`` line names python), and its script must exist.
-What a recipe's flags set that a script owns itself (precision, device, batch and image size,
-``--set``) is refused with one line: those go after ``--``, to the script.
+What a recipe's flags set that a script owns itself (precision, device, batch and image size)
+is refused with one line: those go after ``--``, to the script. ``--set`` knobs reach it through
+``{KEY}`` in its command, else as environment variables (tuimon/axes.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+from tuimon.axes import baseline, for_script
 from tuimon.cli.args import UsageError
 from tuimon.envvars import NO_STEP_S
 from tuimon.torchrun import TorchrunError, is_torchrun
@@ -109,22 +111,25 @@ def _shebang(path: str) -> str | None:
     return first.decode("utf-8", "replace") if first.startswith(b"#!") and b"python" in first else None
 
 
-def script_settings(args: argparse.Namespace, command: list[str]) -> dict:
+def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[str, str] | None = None,
+                    axes: dict[str, list[str]] | None = None) -> dict:
     """The checked command and what the hooks need (runner/script/); UsageError for a flag
-    that a script owns itself."""
+    that a script owns itself. ``fixed`` / ``axes``: the --set knobs (the command is checked
+    with every axis at its baseline value)."""
     if args.device != "auto":
         raise UsageError("--device: a script picks its own device (CUDA_VISIBLE_DEVICES chooses "
                          "the GPU it sees)")
-    for flag, value in (("--batch-size", args.batch_size), ("--image-size", args.image_size),
-                        ("--set", args.set or None)):
+    for flag, value in (("--batch-size", args.batch_size), ("--image-size", args.image_size)):
         if value is not None:
             raise UsageError(f"{flag} is a recipe's option; a script takes its own flags after --")
     if [p.strip() for p in args.precision.split(",") if p.strip()] != ["fp32"]:
         raise UsageError("--precision: a script owns its autocast, tuimon does not toggle it "
                          "(leave --precision out; the variants differ in compile mode)")
-    found = check_command(command)
+    knobs = {**(fixed or {}), **baseline(axes or {})}
+    found = {**check_command(for_script(command, knobs)[0]), "command": command}
     settings = {
         **found,
+        "set": dict(fixed or {}),
         "steps": args.steps,
         "duration": args.duration,
         "warmup": 1 if args.warmup == "auto" else int(args.warmup),

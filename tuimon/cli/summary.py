@@ -7,13 +7,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from tuimon.cli.args import Parser, UsageError
+from tuimon.cli.args import Parser, UsageError, horizon_arg, limited
 from tuimon.exit_codes import EXIT_OK
 
 
 def summary_parser() -> Parser:
     p = Parser(prog="tuimon summary",
-               description="Recompute a session's summary from its store and rewrite its exports.")
+               description="Recompute a session's summary and verdict from its store and rewrite "
+               "its exports.")
     p.add_argument("session", nargs="+",
                    help="a session directory (contains events.jsonl); several: the sessions of one "
                    "torchrun job's nodes, read as one job (written to the first one as "
@@ -22,6 +23,11 @@ def summary_parser() -> Parser:
                    help="what to print on stdout (all three files are rewritten) (default: md)")
     p.add_argument("--force", action="store_true",
                    help="summarize the events of a session whose meta.json is missing or unreadable")
+    p.add_argument("--horizon", type=horizon_arg, metavar="STEPS|TIME",
+                   help="weigh the verdict over this training run (50000 steps, or 2h with "
+                   "eager/fp32) instead of the session's own --horizon")
+    p.add_argument("--loss-tolerance", type=limited("loss-tolerance"), metavar="SHARE",
+                   help="the verdict's loss tolerance instead of the session's own")
     return p
 
 
@@ -35,7 +41,8 @@ def summary_command(args: argparse.Namespace) -> int:
     first = args.session[0]
     formats = export.JOB_FORMATS if len(args.session) > 1 else export.FORMATS
     try:
-        meta, evs, summary = export.load(args.session)
+        answer = {"horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
+        meta, evs, summary = export.load(args.session, answer=answer)
         written = export.write(Path(first), meta, evs, summary, formats=formats)
     except MergeError as exc:
         raise UsageError(str(exc)) from None

@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--duration", type=float)
     p.add_argument("--warmup", default="auto")  # "auto": the statistics find it in the data
     p.add_argument("--turns", type=int, default=0, help="steps per turn (interleaved schedule)")
+    p.add_argument("--steady-duration", action="store_true",
+                   help="--duration counts stepping time only, compiles aside (a sweep's budget)")
     p.add_argument("--turn-seconds", type=float, default=0.0,
                    help="seconds of stepping per turn (interleaved schedule, without --turns)")
     p.add_argument("--turn-first", action="store_true",
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         module = contract.load_module(args.recipe)
         sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
-        extra = dict(kv.split("=", 1) for kv in args.set)
+        extra = contract.Extra(kv.split("=", 1) for kv in args.set)
         cfg = contract.Config(
             device=device,
             batch_size=args.batch_size or sizes["batch_size"],
@@ -113,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         seed_everything(torch, args.seed)
         recipe = contract.validate(module.build(cfg), args.recipe)
+        if unread := extra.unread():  # --set knobs nobody read: a typo, or the wrong recipe
+            emitter.emit(events.WARNING, text=f"the recipe never read --set {', '.join(unread)}: "
+                         "a typo? (runs that differ only by it are the same)")
         recipe.model.to(device)
         recipe.model.train()
         if job is not None:  # DDP around the model, this rank's shard of the batches
@@ -124,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         # With "auto" only the first step is labelled warm-up here; the statistics find the rest.
         fixed_warmup = 1 if args.warmup == "auto" else int(args.warmup)
         settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, fixed_warmup,
-                                     args.turns, args.turn_seconds, args.turn_first)
+                                     args.turns, args.turn_seconds, args.turn_first,
+                                     args.steady_duration)
         trainer = loop.Trainer(recipe, device, settings)
         trainer.ranked = job is not None
         watch = CompileWatch()
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             duration=args.duration,
             warmup=args.warmup,
             threads=torch.get_num_threads(),
-            extra=extra,
+            extra=dict(extra),
             notes=variant_notes(args.mode, device),
             **rank_fields,
         )

@@ -54,7 +54,8 @@ class LoopSettings:
     warmup: int
     turns: int = 0  # interleaved schedule: steps per turn (0: turns sized in time, turn_s)
     turn_s: float = 0.0  # interleaved schedule: seconds per turn (runner/turns.py); 0 and 0: no turns
-    turn_first: bool = False  # a rank of a job: wait for the first turn; the supervisor ends each
+    turn_first: bool = False  # a rank of a job: wait for the first turn; the supervisor ends each turn
+    steady_duration: bool = False  # --duration counts stepping time only, compiles aside (sweep --budget)
 
 
 def amp_dtype(device: str):
@@ -344,6 +345,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             if duration is not None:
                 # Time spent starting and finishing captures is outside every step; not run time.
                 spent = control.paused_s + (profiler.overhead_s if profiler is not None else 0.0)
+                if s.steady_duration:  # a sweep's budget sized the duration with compiles apart
+                    spent += watch.total_s
                 if time.monotonic() - started - spent >= duration:
                     reason = "duration"
                     break

@@ -20,9 +20,10 @@ NAME is either a daemon-level command:
 or one of the supervisor's control methods named in ``COMMANDS`` (``add``, ``restart``,
 ``pause``, ``resume``, ``stop``, ``stop_all``, ``close``, ``states``, and ``profile`` once the
 supervisor has one), called with the JSON args, its return value as the result. A ``Variant``
-travels as ``{"mode": ..., "precision": ...}``. A name outside the whitelist, or one the
-supervisor lacks, is refused. An exception in the method becomes ``{"ok": false, "error"}``
-(e.g. ``no run 'x' in this session``); the daemon goes on.
+travels as ``{"mode": ..., "precision": ...}``, plus ``"axes": {...}`` when it has --set axes.
+A name outside the whitelist, or one the supervisor lacks, is refused. An exception in the
+method becomes ``{"ok": false, "error"}`` (e.g. ``no run 'x' in this session``); the daemon
+goes on.
 
 Access: the session directory is 0700 and the socket 0600 (bound under umask 077), so another
 user cannot reach it; and the server reads the peer's uid with SO_PEERCRED and refuses any
@@ -87,15 +88,15 @@ def peer_uid(conn: socket.socket) -> int:
 
 def encode_arg(value):
     if isinstance(value, Variant):
-        return {"mode": value.mode, "precision": value.precision}
+        return value.fields()
     if isinstance(value, Path):
         return str(value)
     return value
 
 
 def decode_arg(value):
-    if isinstance(value, dict) and set(value) == {"mode", "precision"}:
-        return Variant(str(value["mode"]), str(value["precision"]))
+    if isinstance(value, dict) and {"mode", "precision"} <= set(value) <= {"mode", "precision", "axes"}:
+        return Variant.from_fields(value)
     return value
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tuimon import events
+from tuimon import axes, events
 from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER
@@ -59,6 +59,8 @@ class Child:
         if script is None:
             args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
                     "--precision", variant.precision, *runner_args]
+            for key, value in variant.axes:  # the variant's axis values: cfg.extra, as --set
+                args += ["--set", f"{key}={value}"]
             if threads:
                 args += ["--threads", str(threads)]
             if job is None:
@@ -68,9 +70,12 @@ class Child:
                 cmd = recipe_command(job["nproc"], args)
                 env[RANKS_ENV] = json.dumps({"path": job["path"], "token": job["token"]})
         else:
-            cmd = list(script["command"] if job is None else job["command"])
-            settings = {**script, "run": run, "mode": variant.mode, "precision": variant.precision,
-                        "event_fd": event_w, "control_fd": control_r}
+            # --set knobs: {key} in the command, else an environment variable (tuimon/axes.py)
+            cmd, knobs = axes.for_script(script["command"] if job is None else job["command"],
+                                         {**script.get("set", {}), **variant.axis_values})
+            env.update(knobs)
+            settings = {**script, "command": cmd, "run": run, "mode": variant.mode,
+                        "precision": variant.precision, "event_fd": event_w, "control_fd": control_r}
             if job is not None:  # torchrun's agent hands these on to its workers (runner/script)
                 settings.update(channel=job["path"], token=job["token"])
             # The hooks load before the script through a sitecustomize first on the path, and

@@ -94,12 +94,12 @@ class Commands:
         r = self._runs.get(run) if run is not None else None
         if action == "add":
             variant, replaces = extra
-            self._control(run, action, mode=variant.mode, precision=variant.precision,
+            self._control(run, action, **variant.fields(),
                           **({"replaces": replaces} if replaces else {}))
             self._enqueue(run, variant, replaces)
         elif action == "restart":
             new, variant = extra
-            self._control(run, action, new_run=new, mode=variant.mode, precision=variant.precision)
+            self._control(run, action, new_run=new, **variant.fields())
             if r is not None:
                 self._stop_run(r)
             self._enqueue(new, variant, replaces=run, after=run, first=True)

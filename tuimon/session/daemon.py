@@ -66,7 +66,7 @@ class DaemonError(Exception):
 
 # ---- the plan, as a file --------------------------------------------------------------------
 def plan_to_dict(plan: Plan) -> dict:
-    """Every Plan field; Paths as strings, Variants as {mode, precision}."""
+    """Every Plan field; Paths as strings, Variants as {mode, precision, axes}."""
     out = {}
     for f in dataclasses.fields(plan):
         value = getattr(plan, f.name)
@@ -83,7 +83,7 @@ def plan_from_dict(data: dict) -> Plan:
             continue
         value = data[f.name]
         if f.name == "variants":
-            value = [Variant(v["mode"], v["precision"]) for v in value]
+            value = [Variant.from_fields(v) for v in value]
         elif value is not None and "Path" in str(f.type):
             value = Path(value)
         kwargs[f.name] = value

@@ -17,6 +17,7 @@ from tuimon.session import merge, store
 from tuimon.session.rank_text import rank_notes
 from tuimon.session.stats import SessionSummary, summarize
 from tuimon.session.table import (  # noqa: F401 - breakeven_text, profiles_text: re-exported
+    answer_notes,
     breakeven_text,
     columns,
     failure_notes,
@@ -29,25 +30,30 @@ from tuimon.session.why import render as why_text
 
 
 def load(path: str | Path | list, unwritten: list[dict] | None = None,
-         stored: tuple[list[dict], int] | None = None) -> tuple[dict, list[dict], SessionSummary]:
+         stored: tuple[list[dict], int] | None = None, answer: dict | None = None
+         ) -> tuple[dict, list[dict], SessionSummary]:
     """The session as stored (``stored``: already read, e.g. by ``SessionStore.read_back``), plus
     ``unwritten``: events a failed write kept in memory only. ``path`` may be a list of several
     nodes' session directories of one torchrun job: read as one session (session/merge.py;
-    merge.MergeError when they are not one job)."""
+    merge.MergeError when they are not one job). ``answer``: horizon / loss_tolerance for the
+    verdict instead of the session's own."""
     if isinstance(path, (list, tuple)) and len(path) > 1:
         meta, evs, bad = merge.load(list(path))
-        return meta, evs + (unwritten or []), summarize(evs + (unwritten or []), bad)
+        evs = evs + (unwritten or [])
+        return meta, evs, summarize(evs, bad, answer)
     if isinstance(path, (list, tuple)):
         path = path[0]
     meta = store.read_meta(path)
     evs, bad = stored if stored is not None else store.read_events(path)
     evs = evs + (unwritten or [])
-    return meta, evs, summarize(evs, bad)
+    return meta, evs, summarize(evs, bad, answer)
 
 
 def to_markdown(meta: dict, summary: SessionSummary) -> str:
     header, rows = table(summary)
     out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
+    if summary.verdict is not None:  # the answer first (stats/verdict.py)
+        out += [summary.verdict.line, ""]
     if meta:
         what = (f"- script: `{shlex.join(meta['command'])}`" if meta.get("command")
                 else f"- recipe: `{meta.get('recipe', '?')}`")
@@ -62,7 +68,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
+    notes = [f"- {n}" for n in answer_notes(summary)]
+    notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
@@ -82,7 +89,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     if notes:
         out += ["", "Notes:", *notes]
     out += ["", "Median over steady-state steps (warm-up, found in the data by MSER-5 unless fixed, and "
-            "any step that compiled are kept apart); speedup against eager of the same precision, "
+            "any step that compiled are kept apart); speedup against eager of the same precision "
+            "and axis values, "
             "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
     if summary.variants:
         out[-1] += (" Each variant ran in several processes (--repeats): its median is the geometric "
@@ -115,16 +123,18 @@ STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "los
 
 
 def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
-    variant = {r.run: (r.mode, r.precision) for r in summary.runs}
+    """One row per step; with --set axes, one column per axis (after precision) holding the
+    run's value."""
+    variant = {r.run: {"mode": r.mode, "precision": r.precision, **r.axes} for r in summary.runs}
+    columns = STEP_COLUMNS[:3] + [k for k in summary.axes if k not in STEP_COLUMNS] + STEP_COLUMNS[3:]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(STEP_COLUMNS)
+    writer.writerow(columns)
     for e in session_events:
         if e["type"] != events.STEP:
             continue
-        mode, precision = variant.get(e.get("run"), ("", ""))
-        row = {**e, "mode": mode, "precision": precision}
-        writer.writerow(["" if row.get(c) is None else row.get(c) for c in STEP_COLUMNS])
+        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {})}
+        writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
     return buf.getvalue()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from tuimon.axes import text as axes_text
 from tuimon.session import store
 
 RUNNING, STALE, UNKNOWN = "running", "stale", "unknown"
@@ -65,7 +66,8 @@ class SessionInfo:
 
     @property
     def variants(self) -> str:
-        return ", ".join(f"{v.get('mode')}/{v.get('precision')}" for v in self.meta.get("variants", []))
+        return ", ".join(f"{v.get('mode')}/{v.get('precision')}{axes_text(v.get('axes') or {})}"
+                         for v in self.meta.get("variants", []))
 
     @property
     def started(self) -> str:

@@ -47,9 +47,13 @@ class Plan:
     hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
     repeats: int = 1  # processes per variant, run in rounds (every variant once per round)
     # A script run (`tuimon run -- CMD`): command, script, name and the runner's settings (steps,
-    # duration, seed, warm-up, profiler, auto_compile) for runner/script/; None: a recipe.
+    # duration, seed, warm-up, profiler, auto_compile, set) for runner/script/; None: a recipe.
     script: dict | None = None
     nproc: int | None = None  # a recipe's variant as this many ranks under torchrun (DDP)
+    # What the verdict needs to know, recorded in session_started: axes (key -> values, the
+    # first the baseline), horizon, loss_tolerance; a sweep's sweep, budget and skipped variants.
+    answer: dict = field(default_factory=dict)
+    deadline_s: float | None = None  # tuimon sweep --budget: every run is stopped this long after the start
 
 
 @dataclass

@@ -70,10 +70,25 @@ class Stopping:
 
     def _escalate(self) -> None:
         now = time.monotonic()
+        self._watch_budget(now)
         for r in list(self._live.values()):
             if r.deadline is not None and now >= r.deadline:
                 self._escalate_run(r)
             self._watch_hang(r, now)
+
+    def _watch_budget(self, now: float) -> None:
+        """tuimon sweep --budget: once the budget is spent, every run stops (under interleave they
+        have had the same share of it) and nothing queued starts. Called from the loop's start."""
+        if self.plan.deadline_s is None:
+            return
+        if getattr(self, "_budget_ends", None) is None:
+            self._budget_ends = now + self.plan.deadline_s
+        elif now >= self._budget_ends and not getattr(self, "_budget_spent", False):
+            self._budget_spent = True
+            self._record([events.make(events.WARNING, budget=True,
+                                      text=f"the --budget of {self.plan.deadline_s / 60:.1f} min is "
+                                      "spent: stopping the runs")])
+            self._stop_everything()
 
     def _watch_hang(self, r: Run, now: float) -> None:
         """Say once when a started run sends no step for ``hang_s`` (compiling, paused or waiting

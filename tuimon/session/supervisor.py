@@ -119,7 +119,7 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._record([events.make(events.SESSION_STARTED, schedule=plan.schedule,
                                   turn_steps=plan.turn_steps, turn_s=plan.turn_s,
                                   interval=plan.interval, repeats=plan.repeats,
-                                  quiet_only=plan.quiet_only)])
+                                  quiet_only=plan.quiet_only, **plan.answer)])
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -268,6 +268,8 @@ class Supervisor(Commands, Stopping, JobRuns):
         elif kind == events.FAILED:
             r.ended = True
             self._set_state(r.id, FAILED)
+            if self.plan.answer.get("sweep") and failures.build_oom(e):
+                return  # tuimon sweep: a variant too big for this machine is skipped, not a failure
             self.failed_runs.append(r.id)
             if e.get("stage") == "build" and self.build_failure is None:
                 self.build_failure = e
@@ -355,8 +357,7 @@ class Supervisor(Commands, Stopping, JobRuns):
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
             fields.update(replicate=replicate, repeats=self.plan.repeats)
-        self._record([events.make(events.RUN_QUEUED, run, mode=variant.mode,
-                                  precision=variant.precision, **fields)])
+        self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
     def _state(self, run: str) -> str | None:
         with self._lock:
             return self._states.get(run)

@@ -11,6 +11,8 @@ from tuimon.session.stats.load import busy, load_text
 
 
 def status_text(r: RunStats) -> str:
+    if r.status == "skipped":  # tuimon sweep: too big for this machine
+        return f"skipped: {r.error}"
     if r.error:
         return f"{r.status}: {r.error}"
     if r.hung_s is not None:
@@ -91,6 +93,30 @@ def speedup_text(r: RunStats) -> str:
     elif r.unreliable:
         text += " — unreliable"
     return text
+
+
+def axis_text(r: RunStats) -> str:
+    """Against the same variant at the axes' baseline values (their first)."""
+    if r.axis_speedup is None:
+        return "axis baseline" if r.axes and r.median_ms and r.axis_baseline is None else DASH
+    text = f"{r.axis_speedup:.2f}× {r.axis_baseline}{' per sample' if r.axis_per_sample else ''}"
+    if r.axis_speedup_lo is not None:
+        noise = ", within noise" if r.axis_speedup_lo <= 1.0 <= r.axis_speedup_hi else ""
+        text += f" (95 % CI {r.axis_speedup_lo:.2f}–{r.axis_speedup_hi:.2f}{noise})"
+    return text
+
+
+def answer_notes(summary: SessionSummary) -> list[str]:
+    """What the verdict left out and why, and how a sweep's --budget was spent."""
+    v = summary.verdict
+    out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
+    if v is not None:
+        out += [f"{d['label']}: not a candidate: {d['reason']}" for d in v.disqualified]
+    b = summary.budget
+    if b:
+        took = f"; the sweep took {fmt_s(summary.wall_s)}" if summary.wall_s else ""
+        out.append(f"--budget {fmt_s(b['seconds'])}{took}: {b['text']}")
+    return out
 
 
 def other_load_text(r: RunStats) -> str:
@@ -220,6 +246,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     ]
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))
+    if summary.axes:
+        rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
     if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say

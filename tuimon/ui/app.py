@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
 from tuimon.session import export
+from tuimon.ui.add_screen import AddScreen
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen, QuitScreen
 from tuimon.ui.views import Views
@@ -35,7 +36,7 @@ from tuimon.ui.widgets.rank_view import open_ranks, refresh_ranks
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.ui.widgets.why_pane import WhyPane
 from tuimon.ui.widgets.zoom import ZoomView
-from tuimon.variants import MODES, PRECISIONS, SCRIPT, Variant
+from tuimon.variants import MODES, SCRIPT, Variant, choices
 
 MAX_COLUMNS = 3
 LOG_LINES = 200
@@ -79,7 +80,7 @@ class TuimonApp(App[str]):
         ("a", "toggle the focused panel's precision fp32 ↔ amp (restarts it)"),
         ("r", "restart the focused run"),
         ("space", "pause / resume the focused run (at a step boundary)"),
-        ("n", "add a panel with a variant not shown yet"),
+        ("n", "add a panel: pick a variant not shown yet (modes, precisions, --set axis values)"),
         ("x", "stop the focused run and close its panel"),
         ("e", "export summary.md / .json / steps.csv now"),
         ("l", "show / hide the focused run's log"),
@@ -278,9 +279,10 @@ class TuimonApp(App[str]):
         if (live := self._steer()) is None:
             return
         mode = MODES[(MODES.index(live.mode) + step) % len(MODES)] if live.mode in MODES else MODES[0]
-        if (new := self._command("restart", live.run, Variant(mode, live.precision))) is None:
+        variant = live.variant.but(mode=mode)
+        if (new := self._command("restart", live.run, variant)) is None:
             return
-        self.notify(f"{live.label} → {mode}/{live.precision} ({new})")
+        self.notify(f"{live.label} → {variant.label} ({new})")
 
     def action_precision(self) -> None:
         if (live := self._steer()) is None:
@@ -289,15 +291,15 @@ class TuimonApp(App[str]):
             self.notify("a script owns its precision (its own autocast): tuimon does not toggle it",
                         severity="warning")
             return
-        precision = "amp" if live.precision == "fp32" else "fp32"
-        if (new := self._command("restart", live.run, Variant(live.mode, precision))) is None:
+        variant = live.variant.but(precision="amp" if live.precision == "fp32" else "fp32")
+        if (new := self._command("restart", live.run, variant)) is None:
             return
-        self.notify(f"{live.label} → {live.mode}/{precision} ({new})")
+        self.notify(f"{live.label} → {variant.label} ({new})")
 
     def action_restart(self) -> None:
         if (live := self._steer()) is None:
             return
-        if (new := self._command("restart", live.run, Variant(live.mode, live.precision))) is None:
+        if (new := self._command("restart", live.run, live.variant)) is None:
             return
         self.notify(f"restarting {live.label} as {new}")
 
@@ -314,18 +316,16 @@ class TuimonApp(App[str]):
             self.notify(f"{live.label} has ended; r restarts it", severity="warning")
 
     def action_add(self) -> None:
-        shown = {(r.mode, r.precision) for r in self.model.panel_runs()}
+        """Offer the variants not shown (variants.choices); the one picked gets a panel."""
         focused = self.focused_run()
-        precisions = [focused.precision] if focused else []
-        if SCRIPT not in precisions:  # a script's variants differ in compile mode alone
-            precisions += [p for p in PRECISIONS if p not in precisions]
-        variant = next((Variant(m, p) for p in precisions for m in MODES if (m, p) not in shown),
-                       None)
-        if variant is None:
-            variant = Variant(focused.mode, focused.precision) if focused else Variant("eager", "fp32")
-        if (new := self._command("add", variant)) is None:
-            return
-        self.notify(f"added {variant.label} ({new})")
+        offered = choices({r.variant for r in self.model.panel_runs()},
+                          focused.variant if focused else None, self.model.summary().axes)
+
+        def picked(variant: Variant | None) -> None:
+            if variant is not None and (new := self._command("add", variant)) is not None:
+                self.notify(f"added {variant.label} ({new})")
+
+        self.push_screen(AddScreen(offered), picked)
 
     def action_close_panel(self) -> None:
         if (live := self._steer()) is None:

@@ -16,6 +16,7 @@ from tuimon import events
 from tuimon.session.stats import Collector, RunStats, SessionSummary
 from tuimon.ui.history import RunHistory
 from tuimon.ui.rank_model import RankLive, job_state, rank_event, rank_samples
+from tuimon.variants import Variant
 
 COMPILES = 200  # compile / recompile events kept per run for the compile pane
 
@@ -53,11 +54,16 @@ class RunLive:
     # rank's), its state comes from the ranks until the job's own end.
     ranks: dict[int, RankLive] = field(default_factory=dict)
     world_size: int | None = None
+    axes: dict[str, str] = field(default_factory=dict)  # its --set axis values
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.mode, self.precision, tuple(self.axes.items()))
 
     @property
     def label(self) -> str:
         rounds = f" #{self.replicate}/{self.repeats}" if self.replicate else ""
-        return f"{self.mode}/{self.precision}{rounds}"
+        return f"{self.variant.label}{rounds}"
 
     @property
     def active(self) -> bool:
@@ -121,7 +127,9 @@ class SessionModel:
         live = self.runs.get(run)
         if live is None:
             live = self.runs[run] = RunLive(run, e.get("mode", "?"), e.get("precision", "?"),
-                                            replicate=e.get("replicate"), repeats=e.get("repeats"))
+                                            replicate=e.get("replicate"), repeats=e.get("repeats"),
+                                            axes={str(k): str(v) for k, v in
+                                                  (e.get("axes") or {}).items()})
             if (live.replicate or 1) == 1:
                 self._place(run, e.get("replaces"))
             else:  # a later round waits off screen until it starts
@@ -163,7 +171,7 @@ class SessionModel:
     def _previous_round(self, live: RunLive) -> str | None:
         """The panel of the same variant's latest earlier round, which this run replaces."""
         earlier = [r for r in self.runs.values() if r.replicate and r.replicate < live.replicate
-                   and (r.mode, r.precision) == (live.mode, live.precision) and r.run in self.panels]
+                   and r.variant == live.variant and r.run in self.panels]
         return max(earlier, key=lambda r: r.replicate).run if earlier else None
 
     def _place(self, run: str, replaces: str | None) -> None:

@@ -286,6 +286,8 @@ class ScriptSteps:
                 self.profiler.turn_began()
         if self.duration is not None:
             spent = self.control.paused_s + (self.profiler.overhead_s if self.profiler else 0.0)
+            if self.cfg.get("steady_duration"):  # a sweep's budget: compiles aside
+                spent += self.watch.total_s
             if time.monotonic() - self._began - spent >= self.duration:
                 self.stop("duration")
         if self.profiler is not None:

@@ -8,6 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
+from tuimon.axes import order_from
+from tuimon.failures import OOM_CUDA, OOM_HOST
+from tuimon.session.stats.agreement import loss_gap
+from tuimon.session.stats.axes import axis_compare
 from tuimon.session.stats.compare import compare
 from tuimon.session.stats.load import busy_periods, session_busy
 from tuimon.session.stats.probes import probe_stats
@@ -15,11 +19,15 @@ from tuimon.session.stats.ranks import JobFold
 from tuimon.session.stats.replicates import combine_replicates
 from tuimon.session.stats.rows import RunStats, SessionSummary
 from tuimon.session.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
+from tuimon.session.stats.verdict import decide
 
 
-def summarize(session_events: list[dict], unreadable_lines: int = 0) -> SessionSummary:
-    """Every statistic of a whole session (the exports: every step is kept)."""
-    collector = Collector(unreadable_lines=unreadable_lines)
+def summarize(session_events: list[dict], unreadable_lines: int = 0,
+              answer: dict | None = None) -> SessionSummary:
+    """Every statistic of a whole session (the exports: every step is kept). ``answer``:
+    horizon / loss_tolerance to weigh instead of the session's own (``tuimon summary
+    --horizon``)."""
+    collector = Collector(unreadable_lines=unreadable_lines, answer=answer)
     collector.extend(session_events)
     return collector.summary()
 
@@ -35,8 +43,9 @@ class Collector:
     """
 
     def __init__(self, keep_steps: int | None = None, keep_samples: int | None = None,
-                 unreadable_lines: int = 0) -> None:
+                 unreadable_lines: int = 0, answer: dict | None = None) -> None:
         self.keep_steps = keep_steps
+        self.answer = {k: v for k, v in (answer or {}).items() if v is not None}
         self.runs: dict[str, RunStats] = {}
         self._apart: dict[str, list[dict]] = {}
         self._measured: dict[str, deque] = {}
@@ -155,6 +164,7 @@ class Collector:
                 window = steady_window(steps[run])
                 self.jobs[run].summarize(r, r.steady_from, window[0] if window else None)
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
+            r.loss_nonfinite = self._loss[run].nonfinite
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
@@ -165,11 +175,19 @@ class Collector:
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
             compare(v, variants, losses)
-        session = replace(self._session)
+        session = replace(self._session, **self.answer)
+        session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
+        for rows in (runs, variants):
+            for r in rows.values():
+                axis_compare(r, rows, session.axes)
+                loss_gap(r, rows, losses)
         session_busy(session, list(runs.values()))
-        return replace(session, runs=list(runs.values()), variants=list(variants.values()),
-                       unsupported=list(self._session.unsupported),
-                       warnings=list(self._session.warnings))
+        session = replace(session, runs=list(runs.values()), variants=list(variants.values()),
+                          unsupported=list(self._session.unsupported),
+                          warnings=list(self._session.warnings),
+                          skipped=list(self._session.skipped) + skipped_at_build(session, runs))
+        session.verdict = decide(session)
+        return session
 
 
 class LossTrack:
@@ -184,8 +202,11 @@ class LossTrack:
         self.cap = cap
         self.stride = 1
         self.points: dict[int, float] = {}
+        self.nonfinite = 0  # steps without a loss after one had it: NaN or inf (events say null)
 
     def add(self, i: int, loss: float | None) -> None:
+        if loss is None and self.points:
+            self.nonfinite += 1
         if loss is None or i % self.stride:
             return
         self.points[i] = loss
@@ -194,9 +215,32 @@ class LossTrack:
             self.points = {k: v for k, v in self.points.items() if k % self.stride == 0}
 
 
+def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list[dict]:
+    """tuimon sweep: a variant that ran out of memory before its first step is skipped (too big
+    for this machine), not failed."""
+    if not session.sweep:
+        return []
+    out = []
+    for r in runs.values():
+        if r.status == "failed" and r.failure_kind in (OOM_HOST, OOM_CUDA) and r.steps == 0:
+            r.status = "skipped"
+            out.append({"label": r.label, "run": r.run, "reason": r.error or "out of memory"})
+    return out
+
+
 def _apply_session(summary: SessionSummary, e: dict) -> None:
     if e["type"] == events.SESSION_STARTED:
         summary.quiet_only = bool(e.get("quiet_only"))
+        summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
+        summary.horizon = e.get("horizon")
+        if e.get("loss_tolerance") is not None:
+            summary.loss_tolerance = e["loss_tolerance"]
+        summary.sweep = bool(e.get("sweep"))
+        summary.budget = e.get("budget")
+        summary.skipped = list(e.get("skipped") or [])
+        summary.started_t = e.get("t")
+    elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
+        summary.wall_s = round(e["t"] - summary.started_t, 3)
     elif e["type"] == events.PROBE_INFO:
         if "gpu_available" in e:
             summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
@@ -209,6 +253,7 @@ def _apply(r: RunStats, e: dict) -> None:
     kind = e["type"]
     if kind == events.RUN_QUEUED:
         r.replicate = e.get("replicate")
+        r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
     elif kind == events.RUN_STARTED:
         r.status = "running"
         for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):

@@ -1,5 +1,6 @@
-"""Each row against the eager run of the same precision (and round): speedup and its interval,
-break-even step and time, loss parity over the steps both ran."""
+"""Each row against the eager run of the same precision and axis values (and round): speedup
+and its interval, break-even step and time, loss parity over the steps both ran. The interval of
+a ratio of two rows and the break-even are shared with ``axes`` and ``verdict``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,43 @@ from tuimon.session.stats.replicates import measured_processes
 from tuimon.session.stats.rows import RunStats
 
 
+def same_round(rows: list[RunStats], r: RunStats) -> RunStats | None:
+    """With --repeats, the row of ``r``'s own round (it ran beside it); else the first."""
+    return next((b for b in rows if b.replicate == r.replicate), rows[0] if rows else None)
+
+
+def ratio_interval(base: RunStats, r: RunStats, ratio: float) -> tuple[float, float] | None:
+    """95 % interval of ``ratio`` (a ratio of the two rows' medians): their log-medians'
+    variances add; combined rows (--repeats) use Student's t with Welch's degrees of freedom."""
+    se_a, se_b = log_se(base), log_se(r)
+    if se_a is None or se_b is None:
+        return None
+    se = math.hypot(se_a, se_b)
+    crit = Z95
+    if r.processes and base.processes:
+        crit = t95(welch_df(se_a, measured_processes(base) - 1, se_b, measured_processes(r) - 1))
+    return ratio * math.exp(-crit * se), ratio * math.exp(crit * se)
+
+
+def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
+             overhead_s: float | None) -> tuple[int | None, float | None, bool]:
+    """(break-even step, the variant's wall time when it gets there, never): where a variant
+    whose warm-up costs more than the baseline's has saved that much, one step ``base_ms - ms``
+    at a time. "never" when it is not faster per step (and costs more up front)."""
+    gain_ms = base_ms - ms
+    extra_s = (overhead_s or 0.0) - (base_overhead_s or 0.0)
+    if gain_ms <= 0:
+        never = extra_s > 0 or gain_ms < 0
+        return (None if never else 0), None, never
+    n = max(0, math.ceil(extra_s * 1000.0 / gain_ms))
+    # Wall time of the variant's run when it gets there: its warm-up, then steady steps.
+    return n, (overhead_s or 0.0) + n * ms / 1000.0, False
+
+
 def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
-    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision and b.median_ms]
-    # With --repeats, the eager process of the same round: it ran beside this one.
-    base = next((b for b in eager if b.replicate == r.replicate), eager[0] if eager else None)
+    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
+             and b.axes == r.axes and b.median_ms]
+    base = same_round(eager, r)
     if base is None:
         return
     r.baseline = base.label
@@ -34,27 +68,14 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     r.speedup = base.median_ms / r.median_ms
     if r is base:
         return
-    se_a, se_b = log_se(base), log_se(r)
-    if se_a is not None and se_b is not None:
-        se = math.hypot(se_a, se_b)  # two independent samples: log-ratio variances add
-        crit = Z95
-        if r.processes and base.processes:  # combined rows: Student's t, Welch's degrees of freedom
-            crit = t95(welch_df(se_a, measured_processes(base) - 1, se_b, measured_processes(r) - 1))
-        r.speedup_lo = r.speedup * math.exp(-crit * se)
-        r.speedup_hi = r.speedup * math.exp(crit * se)
+    interval = ratio_interval(base, r, r.speedup)
+    if interval is not None:
+        r.speedup_lo, r.speedup_hi = interval
         r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
-    gain_ms = base.median_ms - r.median_ms
     extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
     if r.speedup_lo is not None:
         gains = sorted(base.median_ms - base.median_ms / x for x in (r.speedup_lo, r.speedup_hi))
         r.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
         r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
-    if gain_ms <= 0:
-        r.breakeven_never = extra_s > 0 or gain_ms < 0
-        if not r.breakeven_never:
-            r.breakeven_steps = 0
-        return
-    n = max(0, math.ceil(extra_s * 1000.0 / gain_ms))
-    r.breakeven_steps = n
-    # Wall time of the variant's run when it gets there: its warm-up, then steady steps.
-    r.breakeven_s = (r.overhead_s or 0.0) + n * r.median_ms / 1000.0
+    r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
+        base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from tuimon.axes import id_part
 from tuimon.session.stats.intervals import log_se, t95
 from tuimon.session.stats.rows import RunStats, max_of
 
@@ -16,17 +17,18 @@ def measured_processes(r: RunStats) -> int:
 
 def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
     """One row per variant run in several processes (--repeats), keyed like a run id."""
-    groups: dict[tuple[str, str], list[RunStats]] = {}
+    groups: dict[tuple, list[RunStats]] = {}
     for r in runs:
         if r.replicate is not None:
-            groups.setdefault((r.mode, r.precision), []).append(r)
+            groups.setdefault(r.key, []).append(r)
     return {row.run: row for row in (_combined(g) for g in groups.values())}
 
 
 def _combined(group: list[RunStats]) -> RunStats:
     first = group[0]
     k = len(group)
-    row = RunStats(f"{first.mode}-{first.precision}×{k}", first.mode, first.precision)
+    row = RunStats(f"{first.mode}-{first.precision}{id_part(tuple(first.axes.items()))}×{k}",
+                   first.mode, first.precision, axes=dict(first.axes))
     row.processes = [{"run": r.run, "median_ms": r.median_ms, "status": r.status} for r in group]
     statuses = {r.status for r in group}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
@@ -58,6 +60,7 @@ def _combined(group: list[RunStats]) -> RunStats:
         setattr(row, key, max_of([getattr(r, key) for r in group]))
     row.samples = sum(r.samples for r in group)
     row.final_loss = first.final_loss
+    row.loss_nonfinite = sum(r.loss_nonfinite for r in group)
     measured = [r for r in group if r.median_ms]
     if not measured:
         return row

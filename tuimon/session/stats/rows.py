@@ -6,6 +6,13 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tuimon.axes import text as axes_text
+
+# A variant whose losses end further than this from its reference's (as a share of the
+# reference's first loss) is disqualified by the verdict (--loss-tolerance).
+LOSS_TOLERANCE = 0.05
 
 
 @dataclass
@@ -14,6 +21,7 @@ class RunStats:
     mode: str
     precision: str
     status: str = "queued"  # queued | running | done | stopped | failed
+    axes: dict[str, str] = field(default_factory=dict)  # its --set axis values (tuimon/axes.py)
     replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
     processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
     device: str | None = None
@@ -53,6 +61,13 @@ class RunStats:
     busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
     unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
     baseline: str | None = None
+    # Against the same mode and precision at the axes' baseline values (stats/axes.py); per
+    # sample when the two differ in samples per step (a batch-size axis).
+    axis_baseline: str | None = None
+    axis_speedup: float | None = None
+    axis_speedup_lo: float | None = None
+    axis_speedup_hi: float | None = None
+    axis_per_sample: bool = False
     breakeven_steps: int | None = None  # None with breakeven_never False: not computable
     breakeven_s: float | None = None
     breakeven_never: bool = False
@@ -63,6 +78,9 @@ class RunStats:
     cuda_peak_reserved: int | None = None
     final_loss: float | None = None
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
+    loss_ref: str | None = None  # the run its losses are checked against (stats/agreement.py)
+    loss_gap: float | None = None  # end-loss gap to loss_ref, as a share of loss_ref's first loss
+    loss_nonfinite: int = 0  # steps whose loss was NaN or inf (recorded as null)
     common_steps: int = 0
     wall_s: float | None = None
     turns: int = 0  # interleaved schedule: turns it waited for (the first included)
@@ -112,7 +130,13 @@ class RunStats:
 
     @property
     def label(self) -> str:
-        return f"{self.mode}/{self.precision}"
+        """'default/fp32', or with axes 'default/fp32 · width=512' (as Variant.label)."""
+        return f"{self.mode}/{self.precision}{axes_text(self.axes)}"
+
+    @property
+    def key(self) -> tuple:
+        """What a variant is, across processes and sessions: mode, precision, axis values."""
+        return (self.mode, self.precision, tuple(sorted(self.axes.items())))
 
     @property
     def compiled(self) -> bool:
@@ -130,12 +154,25 @@ class SessionSummary:
     variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
     busy: str | None = None  # every run stepped beside other processes' load: says how much
+    # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
+    axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
+    horizon: dict | None = None  # {"steps": N} or {"seconds": S}: how long the user will train
+    loss_tolerance: float = LOSS_TOLERANCE
+    sweep: bool = False  # a `tuimon sweep` session
+    skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here
+    budget: dict | None = None  # a sweep's --budget and how it was shared (cli/budget.py)
+    wall_s: float | None = None  # from session_started to session_ended
+    started_t: float | None = None  # session_started's time
+    verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
 
     def to_dict(self) -> dict:
-        return {"runs": [asdict(r) | {"label": r.label} for r in self.runs],
+        return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
+                "runs": [asdict(r) | {"label": r.label} for r in self.runs],
                 "variants": [asdict(r) | {"label": r.label} for r in self.variants],
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
-                                                 "unsupported", "warnings", "quiet_only", "busy")}}
+                                                 "unsupported", "warnings", "quiet_only", "busy",
+                                                 "axes", "horizon", "loss_tolerance", "sweep",
+                                                 "skipped", "budget", "wall_s")}}
 
 
 def mean_of(values: list) -> float | None:
@@ -146,3 +183,17 @@ def mean_of(values: list) -> float | None:
 def max_of(values: list):
     values = [v for v in values if v is not None]
     return max(values) if values else None
+
+
+def samples_per_step(r: RunStats) -> float | None:
+    """Samples in a steady step (the median), when tuimon sees the batches; None otherwise."""
+    if r.throughput_unit != "samples" or not r.throughput or not r.median_ms:
+        return None
+    return r.throughput * r.median_ms / 1000.0
+
+
+def per_sample(rows: list[RunStats]) -> bool:
+    """Whether rows must be compared per sample rather than per step: their steps hold
+    different numbers of samples (an axis that changes the batch size)."""
+    sizes = {round(n, 6) for n in map(samples_per_step, rows) if n}
+    return len(sizes) > 1

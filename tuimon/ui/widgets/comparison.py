@@ -15,6 +15,9 @@ from tuimon.ui.widgets.redraw import update
 class ComparisonStrip(Static):
     def show(self, summary: SessionSummary, gpu_note: str | None) -> None:
         t = Text()
+        if summary.verdict is not None:  # the answer first, as stats/verdict.py says it
+            style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
+            t.append(summary.verdict.line + "\n", style=style)
         compared = [r for r in columns(summary) if r.baseline and r.baseline != r.label and r.speedup]
         if not compared:
             t.append("comparison: waiting for an eager run and a variant to reach steady state",

@@ -1,0 +1,221 @@
+"""The verdict on synthetic sessions whose answer is known by construction: a clear winner,
+nothing beyond noise, an unreliable comparison, a horizon that flips the winner, a loss
+mismatch; and the axis effect it rests on."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from test_stats import run_events
+
+from tuimon import events
+from tuimon.session import export
+from tuimon.session.stats import summarize
+from tuimon.session.stats.verdict import decide, fmt_span
+
+STEPS = 400
+LOSS = [2.0 * 0.995 ** i for i in range(STEPS)]
+
+
+def steps(ms: float, seed: int, spread: float = 0.04, n: int = STEPS) -> list[float]:
+    rng = random.Random(seed)
+    return [ms * (1 + spread * rng.random()) for _ in range(n)]
+
+
+def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, spread=0.04,
+            **kw):
+    """A run of ``ms`` per steady step whose first step also compiled for ``compile_s``."""
+    run = f"{mode}-{precision}" + "".join(f"-{k}_{v}" for k, v in (axes or {}).items())
+    first = ms + compile_s * 1000 if compile_s else None
+    evs = run_events(run, mode, precision, steps(ms, seed, spread), first_ms=first, losses=losses, n=n,
+                     **kw)
+    if axes:
+        evs[0]["axes"] = dict(axes)
+    return evs
+
+
+def session(*runs, **started) -> list[dict]:
+    return [events.make(events.SESSION_STARTED, schedule="interleave", **started)] + [
+        e for r in runs for e in r]
+
+
+FOUR = [variant("eager", "fp32", 10.0, seed=1), variant("default", "fp32", 8.0, seed=2, compile_s=5),
+        variant("eager", "amp", 9.0, seed=3), variant("default", "amp", 7.0, seed=4, compile_s=20)]
+
+
+def test_a_clear_winner_is_named_with_its_interval_and_when_compile_pays_off():
+    v = summarize(session(*FOUR)).verdict
+    assert v.kind == "use" and v.winner == "default/amp" and v.reference == "eager/fp32"
+    assert v.speedup == pytest.approx(10 / 7, rel=0.02)
+    assert v.speedup_lo < v.speedup < v.speedup_hi and v.speedup_lo > 1.3
+    # 20 s of compile (less eager's nothing) at ~3 ms a step saved: ~6,700 steps in.
+    assert v.breakeven_s == pytest.approx(20 + 6700 * 0.0072, rel=0.05)
+    assert v.saving == pytest.approx(0.3, abs=0.01)
+    assert v.line.startswith(f"Verdict: use default/amp — {v.speedup:.2f}× eager/fp32 (95 % CI "
+                             f"{v.speedup_lo:.2f}–{v.speedup_hi:.2f}), compile pays off after "
+                             f"{fmt_span(v.breakeven_s)}; a longer training run saves up to 30 %")
+    assert [c["label"] for c in v.candidates] == ["default/fp32", "eager/amp", "default/amp"]
+
+
+def test_nothing_faster_beyond_noise_says_stay_eager():
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 10.0, seed=2, compile_s=5),
+                  variant("eager", "amp", 11.0, seed=3))
+    v = summarize(evs).verdict
+    assert v.kind == "stay" and v.winner is None
+    assert v.line.startswith("Verdict: stay eager: no variant is faster beyond noise — the closest, "
+                             "default/fp32, runs at 1.0")
+
+
+def test_recompiles_in_steady_state_make_it_unreliable_instead_of_a_winner():
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 7.0, seed=2, compile_s=5, compile_at=(200, 300)))
+    v = summarize(evs).verdict
+    assert v.kind == "unreliable" and v.winner is None
+    assert v.line.startswith("Verdict: unreliable, no winner named — default/fp32: 2 step(s) "
+                             "recompiled after warm-up")
+    assert v.line.endswith("Fix the recompiles (see the notes), then measure again.")
+    assert [c["label"] for c in v.candidates] == ["default/fp32"]  # figures kept for other readers
+
+
+def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
+    summary = summarize(session(*FOUR))
+    busy = replace(summary, busy="the machine was busy: other processes used ~1.5 cores")
+    v = decide(busy)
+    assert v.kind == "unreliable" and "the machine was busy" in v.line and "--quiet-only" in v.line
+    assert decide(replace(busy, quiet_only=True)).kind == "use"  # --quiet-only kept the busy steps out
+    runs = [replace(r, unreliable="other processes used ~0.1 cores during eager/amp's steps, ~1.0 "
+                    "core during default/amp's", load_differs=True) if r.label == "default/amp" else r
+            for r in summary.runs]
+    v = decide(replace(summary, runs=runs))
+    assert v.kind == "unreliable" and v.reasons == [f"default/amp: {runs[3].unreliable}"]
+
+
+def test_a_horizon_flips_the_winner():
+    # default/amp: fastest per step but a 60 s compile; eager/amp: 10 % faster at once.
+    evs = session(variant("eager", "fp32", 10.0, seed=1), variant("eager", "amp", 9.0, seed=3),
+                  variant("default", "amp", 7.0, seed=4, compile_s=60))
+    assert summarize(evs).verdict.winner == "default/amp"  # the long run's
+    short = summarize(evs, answer={"horizon": {"steps": 5000}}).verdict
+    assert short.kind == "use" and short.winner == "eager/amp"
+    assert short.horizon_saving_s == pytest.approx(5000 * 0.0102 - 5000 * 0.00918, rel=0.05)
+    assert short.line.startswith("Verdict: use eager/amp for 5,000 steps of training — ")
+    assert "default/amp is faster per step (1.4" in short.line and "pays off only after" in short.line
+    hours = summarize(evs, answer={"horizon": {"seconds": 7200}}).verdict
+    assert hours.winner == "default/amp" and hours.horizon_steps == pytest.approx(7200 / 0.0102, rel=0.03)
+    assert hours.line.startswith("Verdict: use default/amp for 2 h of training — 1 h 2")
+    assert hours.horizon_saving == pytest.approx(1 - 7.14 / 10.2, abs=0.02)
+
+
+def test_a_short_horizon_keeps_eager_when_only_compiled_variants_are_faster():
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 8.0, seed=2, compile_s=60))
+    v = summarize(evs, answer={"horizon": {"steps": 1000}}).verdict
+    assert v.kind == "stay" and v.winner is None
+    assert v.line.startswith("Verdict: stay eager for 1,000 steps: no compile pays off that soon — "
+                             "default/fp32 is 1.2")
+    assert summarize(evs, answer={"horizon": {"steps": 10**6}}).verdict.winner == "default/fp32"
+
+
+def test_a_horizon_saving_within_noise_keeps_eager():
+    # 5 % faster per step, clearly (lo > 1), but a 3.5 s compile: over 8,000 steps (~90 s) the
+    # point estimate saves a little, the slow end of the interval does not.
+    evs = session(variant("eager", "fp32", 10.0, seed=1, spread=0.2),
+                  variant("default", "fp32", 9.5, seed=2, compile_s=3.5, spread=0.2))
+    s = summarize(evs)
+    assert s.verdict.winner == "default/fp32" and s.verdict.speedup_lo > 1.0
+    v = summarize(evs, answer={"horizon": {"steps": 8000}}).verdict
+    assert v.kind == "stay", v.line
+    assert v.line.startswith("Verdict: stay eager for 8,000 steps: default/fp32 would save ")
+    assert "but that is within noise — at the slow end of its 95 % interval" in v.line
+
+
+def test_a_loss_mismatch_disqualifies_the_variant_with_the_reason():
+    diverged = [x if i < 100 else x + 0.5 for i, x in enumerate(LOSS)]
+    nan = [x if i < 150 else None for i, x in enumerate(LOSS)]
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 6.0, seed=2, compile_s=5, losses=diverged),
+                  variant("max-autotune-no-cudagraphs", "fp32", 6.0, seed=5, compile_s=5, losses=nan),
+                  variant("eager", "amp", 9.0, seed=3, losses=[x * 1.01 for x in LOSS]))
+    v = summarize(evs).verdict
+    assert v.winner == "eager/amp"  # within the tolerance: a 1 % drift of amp is fine
+    why = {d["label"]: d["reason"] for d in v.disqualified}
+    assert why["default/fp32"].startswith("its losses end 25 % of the first loss above eager/fp32's "
+                                          "(tolerance 5 %")
+    assert why["max-autotune-no-cudagraphs/fp32"] == "its loss turned NaN or inf (250 steps)"
+    loose = summarize(evs, answer={"loss_tolerance": 0.5}).verdict
+    assert loose.winner == "default/fp32"
+    md = export.to_markdown({}, summarize(evs))
+    assert "- default/fp32: not a candidate: its losses end 25 %" in md
+
+
+def test_failures_skips_and_runs_not_measured_yet():
+    evs = session(*FOUR[:2], sweep=True, skipped=[{"label": "reduce-overhead/fp32", "reason": "CUDA graphs"}])
+    evs += [events.make(events.RUN_QUEUED, "max-autotune-fp32", mode="max-autotune", precision="fp32"),
+            events.make(events.FAILED, "max-autotune-fp32", stage="build", error="OutOfMemoryError",
+                        kind="oom-cuda", what="out of GPU memory (CUDA OOM)"),
+            events.make(events.RUN_QUEUED, "default-amp", mode="default", precision="amp"),
+            events.make(events.FAILED, "default-amp", stage="step", error="RuntimeError", message="boom")]
+    s = summarize(evs)
+    v = s.verdict
+    assert v.winner == "default/fp32"
+    assert [x["label"] for x in v.skipped] == ["reduce-overhead/fp32", "max-autotune/fp32"]
+    assert v.disqualified == [{"label": "default/amp", "run": "default-amp",
+                               "reason": "failed: RuntimeError: boom"}]
+    assert next(r for r in s.runs if r.mode == "max-autotune").status == "skipped"
+    running = session(variant("eager", "fp32", 10.0, seed=1),
+                      [events.make(events.RUN_QUEUED, "default-fp32", mode="default", precision="fp32")])
+    assert summarize(running).verdict.line.endswith("(so far: 1 variant(s) not in steady state yet)")
+    queued = events.make(events.RUN_QUEUED, "eager-fp32", mode="eager", precision="fp32")
+    waiting = summarize(session([queued]))
+    assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in waiting.verdict.line
+    assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
+    quiet = summarize(session(*FOUR))  # --quiet-only kept out every step of the reference
+    runs = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
+            for r in quiet.runs]
+    v = decide(replace(quiet, runs=runs))
+    assert v.kind == "none" and v.line == (
+        "Verdict: no answer: eager/fp32, the reference, has no steady state left: --quiet-only kept "
+        "out all 400 of its steps measured under other processes' load; measure on a quieter machine")
+
+
+def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():
+    bs = {"bs": ["32", "64"]}
+    evs = session(variant("eager", "fp32", 10.0, seed=1, axes={"bs": "32"}, n=32),
+                  variant("default", "fp32", 8.0, seed=2, compile_s=5, axes={"bs": "32"}, n=32),
+                  variant("eager", "fp32", 18.0, seed=3, axes={"bs": "64"}, n=64),
+                  variant("default", "fp32", 15.0, seed=4, compile_s=5, axes={"bs": "64"}, n=64), axes=bs)
+    s = summarize(evs)
+    rows = {r.label: r for r in s.runs}
+    big = rows["eager/fp32 · bs=64"]
+    assert big.axis_baseline == "eager/fp32 · bs=32" and big.axis_per_sample
+    assert big.axis_speedup == pytest.approx((10 / 32) / (18 / 64), rel=0.03)
+    assert rows["default/fp32 · bs=64"].baseline == "eager/fp32 · bs=64"  # compile: same axis values
+    assert rows["default/fp32 · bs=64"].speedup == pytest.approx(18 / 15, rel=0.03)
+    assert rows["eager/fp32 · bs=32"].axis_baseline is None
+    v = s.verdict
+    assert v.reference == "eager/fp32 · bs=32" and v.per_sample
+    assert v.winner == "default/fp32 · bs=64" and "per sample" in v.line
+    assert v.speedup == pytest.approx((10 / 32) / (15 / 64), rel=0.03)
+    header, table = export.table(s)
+    assert header[1:] == list(rows) and any(row[0] == "vs axis baseline" for row in table)
+    csv_head = export.to_csv(evs, s).splitlines()[:2]
+    assert csv_head[0].startswith("run,mode,precision,bs,i,") and ",eager,fp32,32," in csv_head[1]
+
+
+def test_summary_recomputes_the_verdict_over_another_horizon(tmp_path):
+    evs = session(variant("eager", "fp32", 10.0, seed=1), variant("eager", "amp", 9.0, seed=3),
+                  variant("default", "amp", 7.0, seed=4, compile_s=60))
+    (tmp_path / "meta.json").write_text(json.dumps({"name": "synthetic"}))
+    (tmp_path / "events.jsonl").write_text("".join(events.encode(e) for e in evs))
+    proc = subprocess.run([sys.executable, "-m", "tuimon", "summary", str(tmp_path), "--horizon", "5000"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[2].startswith("Verdict: use eager/amp for 5,000 steps of training")
+    saved = json.loads((tmp_path / "summary.json").read_text())["verdict"]
+    assert saved["winner"] == "eager/amp" and saved["horizon"] == {"steps": 5000}

@@ -1,0 +1,96 @@
+"""``tuimon sweep --budget``: how long each run steps so that the whole sweep fits the budget.
+
+The budget pays for three things, in this order under the interleaved schedule:
+- starting: every run's process imports torch and builds the recipe at once (estimated
+  ``START_S`` + ``START_PER_RUN_S`` a run per core, each round of --repeats);
+- compiling: compiles take turns like steps do, so they add up; each compiled run's compile is
+  estimated from this recipe's (or command's) earlier sessions under --out with the same
+  Inductor cache (cold, unless --warm-cache / --cache-dir), the median per mode and precision,
+  else ``GUESS_S`` × the mode's factor;
+- stepping: what is left, less ``MARGIN`` for turn hand-overs, shared equally; each run gets it
+  as ``--duration`` counted without its compiles (the runner's ``--steady-duration``), so a
+  compile longer than estimated cannot eat another run's steps.
+
+A compile that takes longer than estimated makes the sweep overrun; the supervisor stops every
+run when the budget is spent (``Plan.deadline_s``), and the summary says what was estimated and
+what it took.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from tuimon.session.fmt import fmt_s
+from tuimon.variants import Variant
+
+START_S, START_PER_RUN_S = 5.0, 3.0  # starting a round: import torch, build the recipe
+GUESS_S = 60.0  # a cold compile with no history: a small CNN on 2 CPU cores takes 30-60 s
+FACTOR = {"max-autotune": 3.0, "max-autotune-no-cudagraphs": 2.0, "reduce-overhead": 1.2}
+MARGIN = 0.1  # of the stepping time, for turn hand-overs and the last turn's overshoot
+MIN_STEP_S = 10.0  # stepping per run below which no steady state is worth reporting
+HISTORY = 40  # earlier sessions looked at, newest first
+
+
+def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
+    """(mode, precision) -> compile seconds of earlier runs under ``out`` whose meta.json
+    matches ``key``: the same recipe ({"recipe": path}) or command ({"command": [...]}) with the
+    same Inductor cache ({"cache": ...}), newest first."""
+    found: dict[tuple[str, str], list[float]] = {}
+    try:
+        sessions = sorted((p for p in Path(out).iterdir() if p.is_dir()), reverse=True)[:HISTORY]
+    except OSError:
+        return found
+    for path in sessions:
+        try:
+            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+            if any(meta.get(k) != v for k, v in key.items()):
+                continue
+            runs = json.loads((path / "summary.json").read_text(encoding="utf-8")).get("runs", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for r in runs:
+            if r.get("mode") != "eager" and r.get("compile_s") and r.get("median_ms"):
+                found.setdefault((r["mode"], r["precision"]), []).append(float(r["compile_s"]))
+    return found
+
+
+def compile_estimate(v: Variant, seen: dict[tuple[str, str], list[float]]) -> tuple[float, bool]:
+    """(seconds, from history) for one compiled run."""
+    if seen.get((v.mode, v.precision)):
+        return statistics.median(seen[(v.mode, v.precision)]), True
+    same_mode = [s for (mode, _), values in seen.items() if mode == v.mode for s in values]
+    if same_mode:
+        return statistics.median(same_mode), True
+    default = [s for (mode, _), values in seen.items() if mode == "default" for s in values]
+    base = statistics.median(default) if default else GUESS_S
+    return base * FACTOR.get(v.mode, 1.0), bool(default)
+
+
+def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
+          seen: dict[tuple[str, str], list[float]]) -> dict:
+    """{seconds, step_s, start_s, compile_s, from_history, text}; ValueError (one line) when the
+    budget leaves less than MIN_STEP_S of stepping per run."""
+    runs = len(variants) * repeats
+    start_s = repeats * (START_S + START_PER_RUN_S * len(variants) / max(1, cores))
+    estimates = [compile_estimate(v, seen) for v in variants if v.compiled]
+    compile_s = repeats * sum(s for s, _ in estimates)
+    step_s = (budget_s - start_s - compile_s) * (1 - MARGIN) / max(1, runs)
+    known = sum(1 for _, h in estimates if h)
+    source = ("no compile" if not estimates else
+              "from earlier sessions of it under --out" if known == len(estimates) else
+              f"{known} of {len(estimates)} from earlier sessions, the rest guessed at "
+              f"{fmt_s(GUESS_S)} × the mode's factor" if known else
+              f"no earlier session: guessed at {fmt_s(GUESS_S)} × the mode's factor")
+    if step_s < MIN_STEP_S:
+        need = start_s + compile_s + MIN_STEP_S * runs / (1 - MARGIN)
+        raise ValueError(
+            f"--budget {fmt_s(budget_s)} is too short for {runs} runs: starting ~{fmt_s(start_s)} "
+            f"and compiling ~{fmt_s(compile_s)} ({source}) leave under {fmt_s(MIN_STEP_S)} of "
+            f"steps each; give at least --budget {need / 60:.0f}m, or fewer --modes, --precision "
+            "or --set values")
+    text = (f"each of {runs} runs steps for {fmt_s(step_s)} (compiles apart); starting "
+            f"estimated at ~{fmt_s(start_s)}, compiles at ~{fmt_s(compile_s)} in all ({source})")
+    return {"seconds": budget_s, "step_s": round(step_s, 1), "start_s": round(start_s, 1),
+            "compile_s": round(compile_s, 1), "from_history": known, "text": text}
