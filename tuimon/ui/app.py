@@ -16,16 +16,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
 from tuimon.session import export
-from tuimon.ui.add_screen import AddScreen
+from tuimon.ui import keys
+from tuimon.ui.log_pane import LogTail
 from tuimon.ui.model import RunLive, SessionModel
-from tuimon.ui.screens import HelpScreen, QuitScreen
+from tuimon.ui.screens import HelpScreen
+from tuimon.ui.steering import Steering
 from tuimon.ui.views import Views
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.compile_pane import CompilePane
@@ -36,70 +37,19 @@ from tuimon.ui.widgets.rank_view import open_ranks, refresh_ranks
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.ui.widgets.why_pane import WhyPane
 from tuimon.ui.widgets.zoom import ZoomView
-from tuimon.variants import MODES, SCRIPT, Variant, choices
 
 MAX_COLUMNS = 3
-LOG_LINES = 200
 GC_THRESHOLDS = (10_000, 50, 100)
 SUMMARY_EVERY = 1.0  # seconds: the least age of the numbers shown while events stream in
 
 
-class TuimonApp(App[str]):
+class TuimonApp(Steering, App[str]):
     CSS_PATH = "app.tcss"
     TITLE = "tuimon"
     AUTO_FOCUS = None
-    BINDINGS = [
-        Binding("m", "mode(1)", "mode→", tooltip="next compile mode of the focused panel"),
-        Binding("M", "mode(-1)", "mode←", show=False),
-        Binding("a", "precision", "fp32/amp"),
-        Binding("r", "restart", "restart"),
-        Binding("space", "pause", "pause"),
-        Binding("n", "add", "add"),
-        Binding("x", "close_panel", "close"),
-        Binding("e", "export", "export"),
-        Binding("l", "toggle_log", "log"),
-        Binding("c", "toggle_compile", "compile"),
-        Binding("p", "profile", "profile"),
-        Binding("P", "toggle_profiler", "profiler", show=False),
-        Binding("w", "toggle_why", "why", show=False),
-        Binding("b", "toggle_backward", "bwd attrib.", show=False),
-        Binding("d", "dump", "dump stacks", show=False),
-        Binding("k", "ranks", "ranks", show=False),
-        Binding("left", "focus_previous", "←", show=False),
-        Binding("right", "focus_next", "→", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit_app", "quit"),
-        Binding("o", "overlay", "overlay"),  # after help and quit: those stay in the footer
-        Binding("z", "zoom", "zoom"),
-        Binding("y", "log_loss", "log loss", show=False),
-        Binding("escape", "back", "back", show=False),
-    ]
-    # What each key does, for the help screen and the palette (one source of truth).
-    KEYS = [
-        ("m / M", "next / previous compile mode of the focused panel (restarts it)"),
-        ("a", "toggle the focused panel's precision fp32 ↔ amp (restarts it)"),
-        ("r", "restart the focused run"),
-        ("space", "pause / resume the focused run (at a step boundary)"),
-        ("n", "add a panel: pick a variant not shown yet (modes, precisions, --set axis values)"),
-        ("x", "stop the focused run and close its panel"),
-        ("e", "export summary.md / .json / steps.csv now"),
-        ("l", "show / hide the focused run's log"),
-        ("c", "show / hide the compile pane: compiles, phases, graph breaks, recompiles"),
-        ("p", "capture a torch.profiler window of the focused run (opens the profiler pane)"),
-        ("P", "show / hide the profiler pane: top ops, step split, modules, syncs, trace"),
-        ("b", "backward attribution (module backward spans) on / off for the next capture"),
-        ("w", "show / hide why compile did not help the focused variant: findings, evidence, what to try"),
-        ("d", "dump the focused run's Python stacks into its log (a run that seems hung); l shows it"),
-        ("o", "overlay: every run on one chart (by step, by wall time, loss, CPU / GPU); o again: panels"),
-        ("z", "zoom the focused chart full screen (← → next chart); escape returns"),
-        ("y", "loss charts: log / linear y axis"),
-        ("escape", "back from the zoom or the overlay"),
-        ("k", "rank view of the focused torchrun job: one row per rank (k or escape: back)"),
-        ("tab ← →", "move focus between panels (between charts in the overlay)"),
-        ("?", "this help"),
-        ("q", "quit: stop the runs, or detach and leave them running (tuimon attach)"),
-    ]
-    CHANGES_RUNS = {"mode", "precision", "restart", "pause", "add", "close_panel", "profile", "dump"}
+    BINDINGS = keys.BINDINGS  # every key, its help line and palette entry: ui/keys.py
+    KEYS = keys.HELP
+    CHANGES_RUNS = keys.CHANGES_RUNS
 
     def __init__(self, source, fps: float = 4.0, title: str | None = None,
                  note: str | None = None) -> None:
@@ -111,8 +61,7 @@ class TuimonApp(App[str]):
         self.inbox: deque = deque()
         self.session_path: Path = source.path
         self.sub_title = title or self.session_path.name
-        self._log_run: str | None = None
-        self._log_offset = 0
+        self.log_tail = LogTail()  # l: the focused run's log
         self.backward_next = False  # b: backward attribution for the next capture
         self.log_loss = False  # y: loss charts on a log axis
         self.views = Views(self)  # panels, overlay (o), zoom (z)
@@ -254,87 +203,7 @@ class TuimonApp(App[str]):
             return None  # shown greyed out in the footer and refused
         return True
 
-    def _steer(self) -> RunLive | None:
-        live = self.focused_run()
-        if live is None:
-            self.notify("no run to act on yet", severity="warning")
-        return live
-
-    def _command(self, name: str, *args):
-        """A command to the source and its result; a refusal or a lost supervisor is a notice,
-        not a crash (and None)."""
-        return self._send(name, *args)[1]
-
-    def _send(self, name: str, *args, **kwargs) -> tuple[bool, object]:
-        """(whether the command went through, its result). The daemon may be gone even while
-        the model still shows runs going: another viewer stopped the session, or it was killed."""
-        try:
-            return True, getattr(self.source, name)(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - e.g. the detached supervisor has gone
-            self.notify(f"{name} failed: {exc}", severity="error")
-            return False, None
-
     # ---- actions -----------------------------------------------------------------------
-    def action_mode(self, step: int) -> None:
-        if (live := self._steer()) is None:
-            return
-        mode = MODES[(MODES.index(live.mode) + step) % len(MODES)] if live.mode in MODES else MODES[0]
-        variant = live.variant.but(mode=mode)
-        if (new := self._command("restart", live.run, variant)) is None:
-            return
-        self.notify(f"{live.label} → {variant.label} ({new})")
-
-    def action_precision(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if live.precision == SCRIPT:
-            self.notify("a script owns its precision (its own autocast): tuimon does not toggle it",
-                        severity="warning")
-            return
-        variant = live.variant.but(precision="amp" if live.precision == "fp32" else "fp32")
-        if (new := self._command("restart", live.run, variant)) is None:
-            return
-        self.notify(f"{live.label} → {variant.label} ({new})")
-
-    def action_restart(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if (new := self._command("restart", live.run, live.variant)) is None:
-            return
-        self.notify(f"restarting {live.label} as {new}")
-
-    def action_pause(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if live.state == "paused":
-            self._command("resume", live.run)
-            self.notify(f"resuming {live.label}")
-        elif live.active:
-            self._command("pause", live.run)
-            self.notify(f"pausing {live.label} at the next step boundary")
-        else:
-            self.notify(f"{live.label} has ended; r restarts it", severity="warning")
-
-    def action_add(self) -> None:
-        """Offer the variants not shown (variants.choices); the one picked gets a panel."""
-        focused = self.focused_run()
-        offered = choices({r.variant for r in self.model.panel_runs()},
-                          focused.variant if focused else None, self.model.summary().axes)
-
-        def picked(variant: Variant | None) -> None:
-            if variant is not None and (new := self._command("add", variant)) is not None:
-                self.notify(f"added {variant.label} ({new})")
-
-        self.push_screen(AddScreen(offered), picked)
-
-    def action_close_panel(self) -> None:
-        if (live := self._steer()) is None:
-            return
-        if live.active:
-            self._command("stop", live.run)
-        self.model.close_panel(live.run)
-        self.notify(f"closed {live.label}; its run stays in the session and the summary")
-
     def action_export(self) -> None:
         try:
             written = export.write_all(self.session_path)
@@ -346,39 +215,12 @@ class TuimonApp(App[str]):
     def action_toggle_log(self) -> None:
         log = self.query_one("#log", RichLog)
         log.toggle_class("visible")
-        self._log_run = None  # reload for the focused run
+        self.log_tail.forget()  # reload for the focused run
         self._tail_log()
 
     def action_toggle_compile(self) -> None:
         self.query_one(CompilePane).toggle_class("visible")
         self.redraw()
-
-    def _steer_live(self) -> RunLive | None:
-        """The focused run, if it is still going (capture and dump need a live process)."""
-        live = self._steer()
-        if live is not None and not live.active:
-            self.notify(f"{live.label} has ended", severity="warning")
-            return None
-        return live
-
-    def action_profile(self) -> None:
-        if (live := self._steer_live()) is None:
-            return
-        options = {"backward": True} if self.backward_next else {}
-        if not self._send("profile", live.run, **options)[0]:
-            return
-        self.query_one(ProfilerPane).add_class("visible")
-        self.notify(f"profiling {live.label} from its next step boundary"
-                    f"{' with backward attribution' if self.backward_next else ''}")
-
-    def action_dump(self) -> None:
-        if (live := self._steer_live()) is None:
-            return
-        if not self._send("dump", live.run)[0]:
-            return
-        log = self.query_one("#log", RichLog)
-        log.add_class("visible")
-        self.notify(f"{live.label}: Python stacks written to its log (shown below)")
 
     def action_toggle_profiler(self) -> None:
         self.query_one(ProfilerPane).toggle_class("visible")
@@ -407,69 +249,13 @@ class TuimonApp(App[str]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEYS, self.source.read_only))
 
-    def action_quit_app(self) -> None:
-        active = [r for r in self.model.runs.values() if r.active]
-        if self.source.read_only or not active or self.model.ended:
-            self._stop_and_exit()
-            return
-
-        def answered(choice: str | None) -> None:
-            if choice == "stop":
-                self.notify("stopping the runs…")
-                self._stop_and_exit()
-            elif choice == "detach":
-                self.source.detach()
-                self.exit("detached")
-
-        self.push_screen(QuitScreen(len(active), can_detach=hasattr(self.source, "detach")), answered)
-
-    def _stop_and_exit(self) -> None:
-        self.run_worker(self._close_source, thread=True, exclusive=True, group="shutdown")
-
-    def _close_source(self) -> None:
-        self.source.close()
-        self.call_from_thread(self.exit, self.model.ended or "closed")
-
     # ---- log pane --------------------------------------------------------------------------
     def _tail_log(self) -> None:
-        log = self.query_one("#log", RichLog)
-        if not log.has_class("visible"):
-            return
         live = self.focused_run()
-        if live is None:
-            return
-        path = self.source.log_path(live.run)
-        if live.run != self._log_run:
-            self._log_run, self._log_offset = live.run, 0
-            log.clear()
-            log.write(f"── {live.label} ({live.run}): {path}")
-            try:
-                size = path.stat().st_size
-            except OSError:
-                size = 0
-            self._log_offset = max(0, size - 64 * 1024)
-        try:
-            with open(path, "rb") as f:
-                f.seek(self._log_offset)
-                data = f.read()
-        except OSError:
-            return
-        self._log_offset += len(data)
-        for line in data.decode("utf-8", "replace").splitlines()[-LOG_LINES:]:
-            log.write(line)
+        self.log_tail.show(self.query_one("#log", RichLog), live.run if live else None,
+                           live.label if live else "", self.source.log_path(live.run) if live else None)
 
     # ---- command palette -------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        actions = {"m / M": "mode(1)", "a": "precision", "r": "restart", "space": "pause",
-                   "n": "add", "x": "close_panel", "e": "export", "l": "toggle_log",
-                   "c": "toggle_compile", "p": "profile", "P": "toggle_profiler",
-                   "b": "toggle_backward", "w": "toggle_why", "d": "dump", "o": "overlay", "z": "zoom",
-                   "y": "log_loss", "escape": "back", "k": "ranks",
-                   "?": "help", "q": "quit_app"}
-        for key, text in self.KEYS:
-            action = actions.get(key)
-            if action is None or (self.source.read_only and action.split("(")[0] in self.CHANGES_RUNS):
-                continue
-            yield SystemCommand(f"{text} [{key}]", text,
-                                lambda action=action: self.run_action(action))
+        yield from keys.palette(self, self.source.read_only)

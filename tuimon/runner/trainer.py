@@ -1,0 +1,145 @@
+"""One variant's model, optimiser and step: compile mode and precision applied, the plain step and
+its labelled parts for a profiler capture, and the process's peak memory. The loop (loop.py) runs
+it; nothing here reads control lines or writes events."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import time
+from dataclasses import dataclass
+
+import torch
+
+from tuimon.recipe import Recipe
+
+
+@dataclass
+class LoopSettings:
+    mode: str
+    precision: str
+    steps: int | None
+    duration: float | None
+    warmup: int
+    turns: int = 0  # interleaved schedule: steps per turn (0: turns sized in time, turn_s)
+    turn_s: float = 0.0  # interleaved schedule: seconds per turn (runner/turns.py); 0 and 0: no turns
+    turn_first: bool = False  # a rank of a job: wait for the first turn; the supervisor ends each turn
+    steady_duration: bool = False  # --duration counts stepping time only, compiles aside (sweep --budget)
+
+
+def amp_dtype(device: str):
+    """bf16 autocast on CPU and on GPUs that support it; fp16 (with a GradScaler) otherwise."""
+    if device.startswith("cuda") and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
+class Trainer:
+    """One variant's model, optimiser and step function, ready to run."""
+
+    def __init__(self, recipe: Recipe, device: str, settings: LoopSettings) -> None:
+        self.recipe = recipe
+        self.device = device
+        self.settings = settings
+        self.device_type = "cuda" if device.startswith("cuda") else "cpu"
+        self.dtype = amp_dtype(device) if settings.precision == "amp" else None
+        use_scaler = self.dtype == torch.float16
+        self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        model = recipe.model
+        self.model = model if settings.mode == "eager" else torch.compile(model, mode=settings.mode)
+        self.ranked = False  # a rank of a job (runner/distributed.py): steps say their pre_ms
+        self.pre_at = 0.0  # perf_counter() as the last step's backward began (timed_step)
+
+    def autocast(self):
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype)
+
+    def step(self, batch):
+        # The plain path, in one frame. profiled_step runs the same three parts, labelled: keep
+        # forward / backward / optimize below in step with this.
+        inputs, targets = batch
+        opt = self.recipe.optimizer
+        with self.autocast():
+            if self.recipe.forward_loss is not None:
+                loss = self.recipe.forward_loss(self.model, inputs, targets)
+            else:
+                loss = self.recipe.loss_fn(self.model(inputs), targets)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(opt)
+            self.scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    def timed_step(self, batch):
+        """``step`` for a rank of a job: also notes when backward begins (``pre_at``). Under
+        DDP the gradient all-reduce waits inside backward for the last rank to get there, so
+        the time before it is this rank's own work (session/stats/ranks.py)."""
+        loss = self.forward(batch)
+        self.pre_at = time.perf_counter()
+        self.backward(loss)
+        self.optimize()
+        return loss.detach()
+
+    # The three parts of a step, apart so a profiler capture can label each (profiled_step).
+    def forward(self, batch):
+        inputs, targets = batch
+        with self.autocast():
+            if self.recipe.forward_loss is not None:
+                return self.recipe.forward_loss(self.model, inputs, targets)
+            return self.recipe.loss_fn(self.model(inputs), targets)
+
+    def backward(self, loss) -> None:
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def optimize(self) -> None:
+        opt = self.recipe.optimizer
+        if self.scaler is not None:
+            self.scaler.step(opt)
+            self.scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    def profiled_step(self, batch, capture):
+        """``step`` with the capture's labels around forward, backward and optimizer. A step that
+        fails because a backward hook met an in-place op runs again without backward hooks."""
+        try:
+            return self._labelled_step(batch, capture)
+        except RuntimeError as exc:
+            if not capture.hooks_failed(exc):
+                raise
+        self.recipe.optimizer.zero_grad(set_to_none=True)
+        return self._labelled_step(batch, capture)
+
+    def _labelled_step(self, batch, capture):
+        with capture.label("forward"):
+            loss = self.forward(batch)
+        with capture.label("backward"):
+            self.backward(loss)
+            capture.end_backward()
+        with capture.label("optimizer"):
+            self.optimize()
+        return loss.detach()
+
+
+def peak_memory(device: str) -> dict:
+    # ru_maxrss: the process's peak so far, KiB on Linux.
+    out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if device.startswith("cuda"):
+        # Peaks of this reporting window (host-side counters, no sync), then start a new window.
+        out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)
+        out["cuda_peak_reserved"] = torch.cuda.max_memory_reserved(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    return out
+
+
+def param_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
