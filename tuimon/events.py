@@ -17,7 +17,8 @@ SCHEMA_VERSION = 1
 RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...
 PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
-MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes
+MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
+#   minflt: the process's minor page faults so far (sent after the steps flushed with it)
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
 #   profile_s (time spent starting and finishing profiler captures, outside every step), ...
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)

@@ -30,6 +30,7 @@ from tuimon.cli.args import (
 )
 from tuimon.cli.jobs import check_jobs
 from tuimon.cli.script import script_settings
+from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import MODES, PRECISIONS, SCRIPT, parse_list, product
@@ -84,6 +85,11 @@ def run_parser() -> Parser:
     p.add_argument("--quiet-only", action="store_true",
                    help="keep steps measured while other processes loaded the machine (more than "
                    "half a core, or on the run's GPU) out of the steady state, and count them")
+    p.add_argument("--pin-malloc", action="store_true",
+                   help="fix glibc malloc's mmap and trim thresholds alike in every run "
+                   "(MALLOC_MMAP_THRESHOLD_=256 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB), so no run "
+                   "page-faults its buffers in again at every step by the luck of its allocation "
+                   "history (the summary's page faults per step say when that happened)")
     p.add_argument("--repeats", type=limited("repeats"), default=1, metavar="K",
                    help="run each variant in K separate processes, in rounds, and put the spread "
                    "between processes into the speedup's interval (default: 1; 3 or more to use it)")
@@ -220,6 +226,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
+                env=dict(PIN_MALLOC) if args.pin_malloc else {},
                 repeats=args.repeats, script=script, nproc=args.nproc, answer=answer,
                 deadline_s=deadline)
     console = Console()
@@ -335,7 +342,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "variants": [{"run": v.run_id, **v.fields()} for v in variants],
         "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
                                                   "image_size", "seed", "device", "schedule",
-                                                  "turn", "turn_steps", "quiet_only", "repeats", "set",
+                                                  "turn", "turn_steps", "quiet_only", "pin_malloc", "repeats",
+                                                  "set",
                                                   "nproc",
                                                   "interval", "horizon", "loss_tolerance",
                                                   "no_probes", "fps",

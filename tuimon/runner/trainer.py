@@ -131,8 +131,11 @@ class Trainer:
 
 
 def peak_memory(device: str) -> dict:
-    # ru_maxrss: the process's peak so far, KiB on Linux.
-    out = {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    # ru_maxrss: the process's peak so far, KiB on Linux. ru_minflt: its minor page faults so far;
+    # between two flushes of steady steps they say how often a step maps fresh memory
+    # (session/stats/faults.py), at no cost to the steps (read here, once a flush).
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"peak_rss": usage.ru_maxrss * 1024, "minflt": usage.ru_minflt}
     if device.startswith("cuda"):
         # Peaks of this reporting window (host-side counters, no sync), then start a new window.
         out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)

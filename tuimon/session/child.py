@@ -45,7 +45,7 @@ class Child:
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
               threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
               torch_trace: Path | None = None, script: dict | None = None,
-              job: dict | None = None, **child) -> Child:
+              job: dict | None = None, env_extra: dict | None = None, **child) -> Child:
         """``script``: the user's own command and its settings (a script run); else the recipe
         runner, ``python -m tuimon.runner``. ``job``: a torchrun job ({"path", "token" of the
         session's rank socket; "command": the script's command, its port moved; "nproc": a
@@ -55,7 +55,7 @@ class Child:
         control_r, control_w = os.pipe()
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
                SUPERVISOR_PID: str(os.getpid()),
-               "TRITON_CACHE_DIR": str(Path(cache) / "triton")}
+               "TRITON_CACHE_DIR": str(Path(cache) / "triton"), **(env_extra or {})}
         if script is None:
             args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
                     "--precision", variant.precision, *runner_args]

@@ -44,6 +44,19 @@ def fmt_bytes(n: int | None) -> str:
     return DASH
 
 
+def fmt_count(n: float | None) -> str:
+    """A count that reads at a glance: 0, 42, 9.2k, 17k, 1.3M."""
+    if n is None:
+        return DASH
+    if n < 1000:
+        return f"{n:.0f}"
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if n >= div:
+            x = n / div
+            return f"{x:.1f}{unit}" if x < 10 else f"{x:.0f}{unit}"
+    return DASH
+
+
 def fmt_loss(x: float) -> str:
     return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.3e}"
 

@@ -54,6 +54,7 @@ class Plan:
     # first the baseline), horizon, loss_tolerance; a sweep's sweep, budget and skipped variants.
     answer: dict = field(default_factory=dict)
     deadline_s: float | None = None  # tuimon sweep --budget: every run is stopped this long after the start
+    env: dict = field(default_factory=dict)  # set in every run's environment (--pin-malloc)
 
 
 @dataclass

@@ -183,7 +183,8 @@ class Supervisor(Commands, Stopping, JobRuns):
                       "turn_s": self.plan.turn_s if interleave else 0.0}
         trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
         spawn = {"recipe": self.plan.recipe, "cache": self.plan.cache_dir or self._fresh_cache(r.id),
-                 "log_path": self.store.log_path(r.id), "deliver": self._deliver, "torch_trace": trace}
+                 "log_path": self.store.log_path(r.id), "deliver": self._deliver, "torch_trace": trace,
+                 "env_extra": self.plan.env}
         if self._is_job():
             r.child = self._spawn_job(r, threads, runner_args, script, **spawn)
         else:

@@ -4,7 +4,7 @@ TUI, which format a number only through here (and ``fmt``)."""
 
 from __future__ import annotations
 
-from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
+from tuimon.session.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
 from tuimon.session.rank_text import RANK_ROWS
 from tuimon.session.stats import RunStats, SessionSummary
 from tuimon.session.stats.load import busy, load_text
@@ -90,6 +90,8 @@ def speedup_text(r: RunStats) -> str:
             text += ", within noise"
     if r.load_differs:
         text += " — unreliable: other processes' load differed"
+    elif r.faults_differ:
+        text += " — unreliable: page faults differed"
     elif r.unreliable:
         text += " — unreliable"
     return text
@@ -127,6 +129,11 @@ def other_load_text(r: RunStats) -> str:
     if r.busy_dropped:
         text += f" · {r.busy_dropped} steps kept out (--quiet-only)"
     return text
+
+
+def faults_text(r: RunStats) -> str:
+    """Minor page faults a steady step (stats/faults.py): fresh memory mapped at every step."""
+    return fmt_count(r.faults_per_step) if r.faults_per_step is not None else DASH
 
 
 def measured_text(r: RunStats) -> str:
@@ -248,6 +255,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:
         rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
+    if any(r.faults_per_step is not None for r in runs):
+        rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
     if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say

@@ -13,6 +13,7 @@ from tuimon.failures import OOM_CUDA, OOM_HOST
 from tuimon.session.stats.agreement import loss_gap
 from tuimon.session.stats.axes import axis_compare
 from tuimon.session.stats.compare import compare
+from tuimon.session.stats.faults import FaultTrack
 from tuimon.session.stats.load import busy_periods, session_busy
 from tuimon.session.stats.probes import probe_stats
 from tuimon.session.stats.ranks import JobFold
@@ -52,6 +53,7 @@ class Collector:
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
         self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
         self._loss: dict[str, LossTrack] = {}
+        self._faults: dict[str, FaultTrack] = {}  # run -> its page faults per flush window
         self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
         self._last_t: dict[str, float] = {}  # run -> t of its last step
         self._samples: deque = deque(maxlen=keep_samples)
@@ -88,6 +90,7 @@ class Collector:
             self._counts[run] = [0, 0]
             self._pauses[run] = []
             self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
+            self._faults[run] = FaultTrack()
         if e.get("rank") is not None:  # a rank of a torchrun job
             job = self.jobs.get(run)
             if job is None:
@@ -96,6 +99,8 @@ class Collector:
         if e["type"] == events.STEP:
             self._step(run, e)
             return [e]
+        if e["type"] == events.MEMORY:  # sent after the steps of its flush: a window's faults
+            self._faults[run].mark(e.get("minflt"), *self._counts[run])
         if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
             joined = self._job_steps(self.jobs[run].end())
             self._event(r, run, e)
@@ -164,6 +169,7 @@ class Collector:
                 window = steady_window(steps[run])
                 self.jobs[run].summarize(r, r.steady_from, window[0] if window else None)
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
+            r.faults_per_step = self._faults[run].per_step()
             r.loss_nonfinite = self._loss[run].nonfinite
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():

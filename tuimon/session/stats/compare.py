@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from tuimon.session.stats.faults import compare_faults
 from tuimon.session.stats.intervals import Z95, log_se, t95, welch_df
 from tuimon.session.stats.load import compare_load
 from tuimon.session.stats.replicates import measured_processes
@@ -65,6 +66,8 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     if not r.median_ms:
         return
     compare_load(r, base)
+    if not r.processes:  # --repeats: the spread between processes is in the interval already
+        compare_faults(r, base)
     r.speedup = base.median_ms / r.median_ms
     if r is base:
         return

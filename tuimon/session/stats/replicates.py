@@ -52,7 +52,7 @@ def _combined(group: list[RunStats]) -> RunStats:
     row.fx_cache_hits = sum(r.fx_cache_hits for r in group)
     row.fx_cache_misses = sum(r.fx_cache_misses for r in group)
     for key in ("compile_s", "overhead_s", "first_step_ms", "mean_data_ms", "cpu_mean",
-                "gpu_util_mean", "power_mean", "throttled_share"):
+                "gpu_util_mean", "power_mean", "throttled_share", "faults_per_step"):
         values = [getattr(r, key) for r in group if getattr(r, key) is not None]
         setattr(row, key, statistics.median(values) if values else None)
     for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",

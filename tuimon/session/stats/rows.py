@@ -59,6 +59,8 @@ class RunStats:
     foreign_gpu_pids: list[int] = field(default_factory=list)
     load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
     busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
+    faults_per_step: float | None = None  # minor page faults a steady step (stats/faults.py)
+    faults_differ: bool = False  # its fault rate differed from its baseline's (unreliable says how)
     unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
     baseline: str | None = None
     # Against the same mode and precision at the axes' baseline values (stats/axes.py); per

@@ -111,6 +111,8 @@ def reliability(summary: SessionSummary, rows: list[RunStats]) -> list[str]:
 def advice(reasons: list[str]) -> str:
     if any("recompile" in r for r in reasons):
         return "Fix the recompiles (see the notes), then measure again"
+    if any("page faults differed" in r for r in reasons):
+        return "Measure again with --pin-malloc (the same allocator thresholds in every run)"
     return "Measure again on a quiet machine, or with --quiet-only or --repeats 3"
 
 

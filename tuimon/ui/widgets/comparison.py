@@ -35,6 +35,8 @@ class ComparisonStrip(Static):
                          f"{', within noise' if r.within_noise else ''})", style="dim")
             if r.load_differs:
                 t.append(" unreliable: other processes' load differed", style="bold yellow")
+            elif r.faults_differ:
+                t.append(" unreliable: page faults differed", style="bold yellow")
             elif r.unreliable:
                 t.append(" unreliable: recompiles", style="bold yellow")
             if r.compiled:
