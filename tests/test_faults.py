@@ -58,7 +58,8 @@ def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
     evs += with_faults(run_events("d", "default", "fp32", [190.0] * 60), 2300)
     summary = summarize(evs)
     d = by_label(summary)["default/fp32"]
-    assert d.faults_differ and "page faults differed: 9.2k a step in eager/fp32, 2.3k in default/fp32" in d.unreliable
+    assert d.faults_differ
+    assert "page faults differed: 9.2k a step in eager/fp32, 2.3k in default/fp32" in d.unreliable
     assert "--pin-malloc" in d.unreliable
     assert summary.verdict.kind == "unreliable" and "--pin-malloc" in summary.verdict.line
     header, rows = table(summary)
