@@ -21,6 +21,7 @@ from tuimon.session.stats.change import (
 from tuimon.session.table import (
     cache_text,
     cpu_text,
+    faults_text,
     graphs_text,
     measured_text,
     other_load_text,
@@ -114,6 +115,8 @@ def _variant(sessions: list[Session], key: Key) -> VariantDiff:
     for attr, name in (("cuda_peak_allocated", "CUDA peak allocated"), ("vram_max", "VRAM used (NVML peak)")):
         if any(r is not None and getattr(r, attr) for r in rows):
             metric(name, lambda r, a=attr: fmt_bytes(getattr(r, a)), against(spread(attr)), "size")
+    if any(r is not None and r.faults_per_step is not None for r in rows):  # stats/faults.py
+        metric("page faults per step", faults_text)
     metric("final loss", lambda r: DASH if r.final_loss is None else fmt_loss(r.final_loss))
     drift = _loss_drift(sessions, rows)
     if any(drift):
