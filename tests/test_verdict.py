@@ -219,3 +219,26 @@ def test_summary_recomputes_the_verdict_over_another_horizon(tmp_path):
     assert proc.stdout.splitlines()[2].startswith("Verdict: use eager/amp for 5,000 steps of training")
     saved = json.loads((tmp_path / "summary.json").read_text())["verdict"]
     assert saved["winner"] == "eager/amp" and saved["horizon"] == {"steps": 5000}
+
+
+def repeats_session(*variants: tuple, **started) -> list[dict]:
+    """--repeats 3: (mode, precision, ms, compile_s) per variant, each process ~3 % off the last."""
+    evs = [events.make(events.SESSION_STARTED, schedule="interleave", **started)]
+    for k in (1, 2, 3):
+        for n, (mode, precision, ms, compile_s) in enumerate(variants):
+            first = ms + compile_s * 1000 if compile_s else None
+            evs += run_events(f"{mode}-{precision}-{k}", mode, precision,
+                              steps(ms * (1 + 0.03 * k), seed=10 * k + n), first_ms=first,
+                              losses=LOSS, replicate=k)
+    return evs
+
+
+def test_repeats_are_weighed_per_step_not_per_sample():
+    # Every step holds 32 samples: the combined rows must say so exactly, or the verdict reads a
+    # batch-size axis into a plain --repeats session and weighs per sample.
+    s = summarize(repeats_session(("eager", "fp32", 10.0, 0), ("default", "fp32", 8.0, 5)))
+    v = s.verdict
+    assert not v.per_sample and "per sample" not in v.line, v.line
+    eager, default = s.variants
+    assert v.speedup == pytest.approx(eager.median_ms / default.median_ms, rel=1e-9)
+
