@@ -7,6 +7,7 @@ import json
 import math
 import random
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -192,6 +193,20 @@ def test_the_change_interval_combines_both_sessions_intervals():
     spread = spread_change([10.0, 10.4, 9.8], [12.0, 12.3, 11.8])
     assert spread.significant and spread.lo > 1.1
     assert spread_change([10.0, 14.0], [11.0, 9.0]).significant is False
+
+
+def test_a_repeats_session_against_a_single_process_one_keeps_students_t():
+    # A: three processes (10.0, 10.6, 9.5 ms: their own 95 % interval is 8.7-11.5 ms); B: one
+    # process at 11.0 ms with a tight interval of its steps. B's median lies inside A's interval:
+    # the change must not read as slower beyond noise (a normal quantile over three processes did).
+    logs = [math.log(x) for x in (10.0, 10.6, 9.5)]
+    se = statistics.stdev(logs) / math.sqrt(3)
+    a = RunStats("a", "eager", "fp32", median_ms=math.exp(statistics.fmean(logs)), log_se=se,
+                 processes=[{"run": f"a-{k}", "median_ms": 10.0} for k in (1, 2, 3)])
+    b = RunStats("b", "eager", "fp32", median_ms=11.0, median_ci_lo=10.95, median_ci_hi=11.05)
+    for m in (median_change(a, b), median_change(b, a)):
+        assert m.significant is False and m.lo < 1.0 < m.hi, m
+    assert median_change(a, b).lo < 0.97
 
 
 def test_every_compare_flag_is_documented():

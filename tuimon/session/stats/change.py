@@ -6,8 +6,9 @@ The median's interval: each session's row has a 95 % interval of its median (ord
 widened for correlated steps, or with --repeats a Student's t interval over its processes);
 ``log_se`` turns it into a standard error of the log median. Two sessions are independent
 samples, so the variance of the log ratio is the sum of theirs: ratio × exp(±z · hypot(se_a,
-se_b)), with Student's t and Welch's degrees of freedom when both rows combine processes. The
-change is *significant* (beyond noise) when that interval leaves out 1.
+se_b)), with Student's t and Welch's degrees of freedom when a row combines processes
+(``stats.compare.ratio_interval``, shared with the speedup). The change is *significant* (beyond
+noise) when that interval leaves out 1.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from tuimon import events
-from tuimon.session.stats.intervals import Z95, log_se, t95, welch_df
+from tuimon.session.stats.compare import ratio_interval
+from tuimon.session.stats.intervals import t95, welch_df
 from tuimon.session.stats.load import BUSY_SM, DIFFERS_CORES, load_text
-from tuimon.session.stats.replicates import measured_processes
 from tuimon.session.stats.rows import RunStats
 
 
@@ -45,14 +46,10 @@ def median_change(before: RunStats, after: RunStats) -> Change | None:
     if not before.median_ms or not after.median_ms:
         return None
     ratio = after.median_ms / before.median_ms
-    se_a, se_b = log_se(before), log_se(after)
-    if se_a is None or se_b is None:
+    interval = ratio_interval(before, after, ratio)  # as a speedup's: the same two-row interval
+    if interval is None:
         return Change(ratio)
-    crit = Z95
-    if before.processes and after.processes:  # combined rows: Student's t, Welch's df
-        crit = t95(welch_df(se_a, measured_processes(before) - 1, se_b, measured_processes(after) - 1))
-    half = crit * math.hypot(se_a, se_b)
-    lo, hi = ratio * math.exp(-half), ratio * math.exp(half)
+    lo, hi = interval
     return Change(ratio, lo, hi, not lo <= 1.0 <= hi)
 
 

@@ -20,15 +20,22 @@ def same_round(rows: list[RunStats], r: RunStats) -> RunStats | None:
 
 def ratio_interval(base: RunStats, r: RunStats, ratio: float) -> tuple[float, float] | None:
     """95 % interval of ``ratio`` (a ratio of the two rows' medians): their log-medians'
-    variances add; combined rows (--repeats) use Student's t with Welch's degrees of freedom."""
+    variances add. A combined row (--repeats) knows its error from a few processes: Student's t
+    with Welch's degrees of freedom, where a single process's (from its many steps) counts as
+    known (no degrees of freedom of its own), so one combined row is enough to need t."""
     se_a, se_b = log_se(base), log_se(r)
     if se_a is None or se_b is None:
         return None
     se = math.hypot(se_a, se_b)
     crit = Z95
-    if r.processes and base.processes:
-        crit = t95(welch_df(se_a, measured_processes(base) - 1, se_b, measured_processes(r) - 1))
+    if r.processes or base.processes:
+        crit = t95(welch_df(se_a, _df(base), se_b, _df(r)))
     return ratio * math.exp(-crit * se), ratio * math.exp(crit * se)
+
+
+def _df(r: RunStats) -> int:
+    """Degrees of freedom of a row's log-median error: 0 (none to count) for one process."""
+    return measured_processes(r) - 1 if r.processes else 0
 
 
 def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
