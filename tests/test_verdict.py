@@ -258,3 +258,30 @@ def test_a_recipes_loss_mismatch_disqualifies_even_when_its_first_loss_differs_a
                      variant("default", "script", 6.0, seed=4, compile_s=5,
                              losses=[x * 1.2 if i < 100 else x + 0.5 for i, x in enumerate(LOSS)]))
     assert summarize(script).verdict.winner == "default/script"
+
+
+def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against():
+    # default/amp is weighed against eager/fp32, but its own comparison is with eager/amp: load
+    # or page faults that differ between eager/fp32 and the amp runs must not name a winner.
+    summary = summarize(session(*FOUR))
+    assert summary.verdict.kind == "use"
+
+    def with_(**by_label):
+        return replace(summary, runs=[replace(r, **by_label.get(r.label, {})) for r in summary.runs])
+
+    loaded = decide(with_(**{"eager/fp32": {"foreign_cores": 1.5}, "default/fp32": {"foreign_cores": 1.5},
+                             "eager/amp": {"foreign_cores": 0.0}, "default/amp": {"foreign_cores": 0.0}}))
+    assert loaded.kind == "unreliable" and loaded.winner is None
+    assert loaded.reasons == [
+        "eager/amp: other processes used ~1.5 cores during eager/fp32's steps, ~0.0 cores during eager/amp's",
+        "default/amp: other processes used ~1.5 cores during eager/fp32's steps, ~0.0 cores during "
+        "default/amp's"]
+    md = export.to_markdown({}, replace(summary, verdict=loaded))
+    assert f"- unreliable: {loaded.reasons[1]}" in md  # "the notes give all"
+    faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0}, "default/fp32": {"faults_per_step": 9000.0},
+                             "eager/amp": {"faults_per_step": 0.0}, "default/amp": {"faults_per_step": 0.0}}))
+    assert faulty.kind == "unreliable" and "page faults differed" in faulty.line
+    assert "--pin-malloc" in faulty.line
+    alike = decide(with_(**{label: {"foreign_cores": 0.2, "faults_per_step": 10.0}
+                            for label in ("eager/fp32", "default/fp32", "eager/amp", "default/amp")}))
+    assert alike.kind == "use"

@@ -114,6 +114,9 @@ def answer_notes(summary: SessionSummary) -> list[str]:
     out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
     if v is not None:
         out += [f"{d['label']}: not a candidate: {d['reason']}" for d in v.disqualified]
+        # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
+        said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
+        out += [f"unreliable: {x}" for x in v.reasons if x not in said]
     b = summary.budget
     if b:
         took = f"; the sweep took {fmt_s(summary.wall_s)}" if summary.wall_s else ""

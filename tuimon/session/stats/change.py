@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from tuimon import events
 from tuimon.session.stats.compare import ratio_interval
 from tuimon.session.stats.intervals import t95, welch_df
-from tuimon.session.stats.load import BUSY_SM, DIFFERS_CORES, load_text
+from tuimon.session.stats.load import load_text, loads_differ
 from tuimon.session.stats.rows import RunStats
 
 
@@ -77,11 +77,7 @@ def spread_change(before: list[float], after: list[float]) -> Change | None:
 def load_differs(before: RunStats, after: RunStats) -> str | None:
     """Other processes' load differed between the two sessions' steps (a noisy neighbour in one
     of them): the change is unreliable, and this says by how much; None when alike or unknown."""
-    if before.foreign_cores is None or after.foreign_cores is None:
-        return None
-    cpu = abs(after.foreign_cores - before.foreign_cores) > DIFFERS_CORES
-    gpu = abs((after.foreign_gpu_sm or 0) - (before.foreign_gpu_sm or 0)) > BUSY_SM
-    if not (cpu or gpu):
+    if not loads_differ(before, after):  # the same thresholds as within a session
         return None
     return (f"other processes used {load_text(before)} during the baseline's steps, "
             f"{load_text(after)} during these")

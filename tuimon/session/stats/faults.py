@@ -51,17 +51,24 @@ class FaultTrack:
         return statistics.median(self.rates) if self.rates else None
 
 
-def compare_faults(r: RunStats, base: RunStats) -> None:
-    """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ by more
-    than DIFFERS of a step (at FAULT_US a fault)."""
+def faults_gap(r: RunStats, base: RunStats) -> str | None:
+    """How their fault rates differed, when by more than DIFFERS of a step (at FAULT_US a
+    fault): enough to spoil comparing ``r`` with ``base``."""
     if r is base or r.faults_per_step is None or base.faults_per_step is None or not base.median_ms:
-        return
+        return None
     gap_ms = abs(r.faults_per_step - base.faults_per_step) * FAULT_US / 1000.0
     if gap_ms <= DIFFERS * base.median_ms:
-        return
-    what = (f"page faults differed: {fmt_count(base.faults_per_step)} a step in {base.label}, "
+        return None
+    return (f"page faults differed: {fmt_count(base.faults_per_step)} a step in {base.label}, "
             f"{fmt_count(r.faults_per_step)} in {r.label} (≥ {fmt_ms(gap_ms)} a step at "
             f"{FAULT_US:g} µs a fault): part of the difference is memory allocation, not compile; "
             "--pin-malloc runs every variant with the same allocator thresholds")
+
+
+def compare_faults(r: RunStats, base: RunStats) -> None:
+    """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ."""
+    what = faults_gap(r, base)
+    if what is None:
+        return
     r.unreliable = what if r.unreliable is None else f"{r.unreliable}; {what}"
     r.faults_differ = True

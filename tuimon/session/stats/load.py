@@ -56,16 +56,27 @@ def load_text(r: RunStats) -> str:
     return " (".join(parts) + (")" if len(parts) > 1 else "")
 
 
+def loads_differ(a: RunStats, b: RunStats) -> bool:
+    """Their neighbours differed by enough to spoil comparing them (False when unknown)."""
+    if a.foreign_cores is None or b.foreign_cores is None:
+        return False
+    return (abs(a.foreign_cores - b.foreign_cores) > DIFFERS_CORES
+            or abs((a.foreign_gpu_sm or 0) - (b.foreign_gpu_sm or 0)) > BUSY_SM)
+
+
+def load_gap(r: RunStats, base: RunStats) -> str | None:
+    """How their neighbours differed, when by enough to spoil comparing ``r`` with ``base``."""
+    if r is base or not loads_differ(r, base):
+        return None
+    return (f"other processes used {load_text(base)} during {base.label}'s steps, "
+            f"{load_text(r)} during {r.label}'s")
+
+
 def compare_load(r: RunStats, base: RunStats) -> None:
     """Mark ``r``'s comparison with ``base`` unreliable when their neighbours differed."""
-    if r is base or r.foreign_cores is None or base.foreign_cores is None:
+    what = load_gap(r, base)
+    if what is None:
         return
-    cpu = abs(r.foreign_cores - base.foreign_cores) > DIFFERS_CORES
-    gpu = abs((r.foreign_gpu_sm or 0) - (base.foreign_gpu_sm or 0)) > BUSY_SM
-    if not (cpu or gpu):
-        return
-    what = (f"other processes used {load_text(base)} during {base.label}'s steps, "
-            f"{load_text(r)} during {r.label}'s")
     r.unreliable = what if r.unreliable is None else f"{r.unreliable}; {what}"
     r.load_differs = True
 

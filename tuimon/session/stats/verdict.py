@@ -10,8 +10,9 @@ What is weighed against what (docs/measuring.md#the-verdict):
   reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
   loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
 - when a candidate or the reference is unreliable (it recompiled in steady state, other
-  processes' load differed from its baseline's) or the machine was busy throughout (without
-  --quiet-only), the verdict says so instead of naming a winner (``reliability``);
+  processes' load or its page faults differed from its baseline's or the reference's) or the
+  machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
+  winner (``reliability``);
 - "faster" means beyond noise: the lower end of the 95 % interval of its ratio to the
   reference above 1. Without a horizon the fastest such variant per step wins (the long run);
   with one (``{"steps": N}`` reference steps, or ``{"seconds": S}``: a training run that takes
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 
 from tuimon.axes import baseline
 from tuimon.session.stats.compare import pays_off, ratio_interval
+from tuimon.session.stats.faults import faults_gap
+from tuimon.session.stats.load import load_gap
 from tuimon.session.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
 from tuimon.variants import SCRIPT
 
@@ -100,12 +103,22 @@ def reference_of(summary: SessionSummary, rows: list[RunStats]) -> RunStats | No
     return eager[0] if eager else None
 
 
-def reliability(summary: SessionSummary, rows: list[RunStats]) -> list[str]:
-    """Why a comparison of these rows cannot be trusted, one reason each (none: it can)."""
+def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | None = None) -> list[str]:
+    """Why a comparison of these rows cannot be trusted, one reason each (none: it can). With
+    ``ref``, the rows are weighed against it: a row whose own comparison was with another eager
+    run (another precision or axis values) is checked against ``ref`` too."""
     reasons = []
     if summary.busy and not summary.quiet_only:
         reasons.append(summary.busy)
-    reasons += [f"{r.label}: {r.unreliable}" for r in rows if r.unreliable]
+    for r in rows:
+        if r.unreliable:
+            reasons.append(f"{r.label}: {r.unreliable}")
+        if ref is None or r is ref or r.baseline == ref.label:
+            continue
+        gaps = [load_gap(r, ref)]
+        if not (r.processes or ref.processes):  # --repeats: the processes' spread is the interval
+            gaps.append(faults_gap(r, ref))
+        reasons += [f"{r.label}: {gap}" for gap in gaps if gap]
     return reasons
 
 
@@ -171,7 +184,7 @@ def decide(summary: SessionSummary) -> Verdict:
                 out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
         else:
             qualified.append(r)
-    out.reasons = reliability(summary, [ref, *qualified])
+    out.reasons = reliability(summary, [ref, *qualified], ref)
     out.per_sample = per_sample([ref, *qualified])
     if out.per_sample:  # rows that do not say their samples cannot be weighed per sample
         for r in [r for r in qualified if not samples_per_step(r)]:
