@@ -29,6 +29,7 @@ the garbage collector's pauses, key latency; ``--repeat N`` adds the medians of 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import math
@@ -156,6 +157,10 @@ def ui(path: Path, out: Path) -> None:
         if state["frame"] is not None:
             frames.append(state["frame"])
             frames_cpu.append(state["cpu"])
+            if "parts" in state:
+                state["frames_parts"].append(state["parts"])
+        if "parts" in state:
+            state["parts"] = {}
         stamps.append([time.time(), False])
         t, c = time.perf_counter(), time.thread_time()
         original_tick()
@@ -183,6 +188,7 @@ def ui(path: Path, out: Path) -> None:
             pauses.append([time.time(), info["generation"], (time.perf_counter() - state["gc"]) * 1000])
 
     gc.callbacks.append(collected)
+    parts = trace(app, state) if os.environ.get("UI_BUDGET_TRACE") else None
     profile = os.environ.get("UI_BUDGET_PROFILE")  # a cProfile of the UI process, to this file
     try:
         if profile:
@@ -194,7 +200,90 @@ def ui(path: Path, out: Path) -> None:
     finally:
         out.write_text(json.dumps({"frames": frames, "frames_cpu": frames_cpu, "ticks": ticks,
                                    "stamps": stamps[:len(frames)], "gc": pauses,
-                                   "events": app.model.events_seen}))
+                                   "events": app.model.events_seen,
+                                   "parts": state.get("frames_parts", []),
+                                   "summaries": state.get("summaries", [])}))
+
+
+# What a redraw's time is made of (--trace): CPU ms of the UI thread in each named call, per
+# redraw (nested calls are counted in their callers too), and the summary thread's runs.
+TRACED = [  # (module, attribute path, label)
+    ("tuimon.ui.model", "SessionModel.add_all", "fold"),
+    ("tuimon.ui.model", "SessionModel.latest_summary", "summary"),
+    ("tuimon.ui.views", "Views.draw", "views"),
+    ("tuimon.ui.widgets.run_panel", "RunPanel.show", "panel"),
+    ("tuimon.ui.widgets.chart", "Chart.plot", "chart"),
+    ("tuimon.ui.widgets.chart", "Chart.refresh", "chart.refresh"),
+    ("tuimon.ui.widgets.chart", "draw", "draw"),
+    ("tuimon.session.stats.series", "StepSeries.columns", "columns"),
+    ("tuimon.session.stats.series", "StepSeries._compact", "compact"),
+    ("tuimon.ui.widgets.run_panel", "step_plot", "step_plot"),
+    ("tuimon.ui.widgets.run_panel", "loss_plot", "loss_plot"),
+    ("tuimon.ui.widgets.comparison", "ComparisonStrip.show", "strip"),
+    ("tuimon.ui.widgets.run_panel", "update", "static_update"),
+    ("textual.screen", "Screen._refresh_layout", "layout"),
+    ("textual.screen", "Screen._compositor_refresh", "textual_refresh"),
+    ("textual.app", "App._display", "display"),
+    ("textual.screen", "Screen._on_update", "on_update"),
+]
+
+
+def trace(app, state: dict) -> None:
+    import importlib
+    import threading
+
+    main = threading.get_ident()
+    state["parts"], state["frames_parts"], state["summaries"] = {}, [], []
+
+    def wrap(owner, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+        is_async = asyncio.iscoroutinefunction(inner)
+
+        def timed(*a, **k):
+            if threading.get_ident() != main:
+                return inner(*a, **k)
+            c = time.thread_time()
+            try:
+                return inner(*a, **k)
+            finally:
+                parts = state["parts"]
+                parts[label] = parts.get(label, 0.0) + (time.thread_time() - c) * 1000
+                parts[label + "#"] = parts.get(label + "#", 0) + 1
+
+        async def timed_async(*a, **k):
+            c = time.thread_time()
+            try:
+                return await inner(*a, **k)
+            finally:
+                parts = state["parts"]
+                parts[label] = parts.get(label, 0.0) + (time.thread_time() - c) * 1000
+
+        setattr(owner, name, timed_async if is_async else timed)
+
+    for module, path, label in TRACED:
+        owner = importlib.import_module(module)
+        *outer, name = path.split(".")
+        for attr in outer:
+            owner = getattr(owner, attr)
+        wrap(owner, name, label)
+    from textual.screen import Screen
+
+    on_layout = Screen._on_layout
+
+    async def laid_out(screen, message):  # which widget asked for a layout pass
+        w = message.widget
+        state["parts"].setdefault("layout_by", []).append(f"{type(w).__name__}#{w.id or ''}.{'.'.join(w.classes)}")
+        return await on_layout(screen, message)
+
+    Screen._on_layout = laid_out
+    compute = type(app.model)._compute
+
+    def computed(model, now):  # the summary thread: its CPU and wall span
+        w, c = time.time(), time.thread_time()
+        compute(model, now)
+        state["summaries"].append([w, time.time(), (time.thread_time() - c) * 1000])
+
+    type(app.model)._compute = computed
 
 
 # ---- the driver -----------------------------------------------------------------------------
@@ -223,6 +312,8 @@ def drive(args) -> dict:
     env += f" UI_BUDGET_FPS={args.fps}" + (f" UI_BUDGET_GC={args.gc}" if args.gc else "")
     if args.profile:
         env += f" UI_BUDGET_PROFILE={Path(args.profile).resolve()}"
+    if args.trace:
+        env += " UI_BUDGET_TRACE=1"
     width, height = args.size.split("x")
     try:
         for _ in range(100):
@@ -281,7 +372,35 @@ def drive(args) -> dict:
               "key_median_ms": round(statistics.median(latencies)) if latencies else None,
               "key_max_ms": round(max(latencies)) if latencies else None}
     print(json.dumps(result))
+    if args.trace and data.get("parts"):
+        breakdown(data, window, w0, w1)
     return result
+
+
+def breakdown(data: dict, window: list[int], w0: float, w1: float) -> None:
+    """--trace: each part's mean CPU ms in the window's redraws, and in its slowest 5 %."""
+    order = sorted(window, key=lambda k: data["frames_cpu"][k])
+    slow = order[-max(1, len(order) // 20):]
+    labels = sorted({k for p in data["parts"] for k in p if not k.endswith("#") and k != "layout_by"})
+    print(f"{'part':>18} {'all':>7} {'slow 5%':>8}   (CPU ms per redraw; calls per redraw)")
+    for label in ["frame_cpu", *labels]:
+        def mean(ks, key=label):
+            if key == "frame_cpu":
+                return sum(data["frames_cpu"][k] for k in ks) / len(ks)
+            return sum(data["parts"][k].get(key, 0.0) for k in ks) / len(ks)
+        calls = mean(window, label + "#") if label != "frame_cpu" else 0
+        print(f"{label:>18} {mean(window):7.2f} {mean(slow):8.2f}   {calls:.1f}")
+    print("layout passes asked by:", [data["parts"][k].get("layout_by") for k in window
+                                       if data["parts"][k].get("layout_by")])
+    spans = [s for s in data.get("summaries", []) if s[1] >= w0 and s[0] <= w1]
+    overlap = []
+    for k in slow:
+        t = data["stamps"][k][0]
+        overlap.append(any(a <= t + 0.25 and b >= t for a, b, _ in spans))
+    print(f"summary thread: {len(spans)} runs in the window, CPU ms "
+          f"{[round(c, 1) for _, _, c in spans]}; slow redraws overlapping one: "
+          f"{sum(overlap)}/{len(slow)}; slow redraws' CPU ms "
+          f"{[round(data['frames_cpu'][k], 1) for k in slow]}")
 
 
 def keys(server: str, screen, count: int, view: str) -> list[float]:
@@ -330,6 +449,8 @@ def main() -> None:
     p.add_argument("--gc", help="an experiment: 'freeze', thresholds '10000,20,50', or 'freeze:10000,20,50'")
     p.add_argument("--keep", help="keep the UI's frame timings (JSON) in this directory")
     p.add_argument("--profile", help="write a cProfile of the UI process here")
+    p.add_argument("--trace", action="store_true",
+                   help="time the parts of each redraw (CPU ms): the mean, and in the slowest 5 %%")
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; {vars(args)}")
     results = [drive(args) for _ in range(args.repeat)]

@@ -1,8 +1,9 @@
 """The Textual app: one panel per run, a comparison strip, a log pane, keys that steer the runs.
 
 Events arrive on another thread (the supervisor's, or the replay reader's) and are only
-appended to a deque there; a timer drains it a few times a second, folds it into the model
-and redraws. Nothing is drawn per event, so a fast run cannot flood the screen.
+appended to a deque there; the event loop folds them into the model between redraws, in
+slices (ui/folding.py), and a timer redraws a few times a second. Nothing is drawn per event,
+so a fast run cannot flood the screen.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import contextlib
 import gc
 import math
 import time
-from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from textual.widgets import Header, RichLog, Static
 
 from tuimon.session import export
 from tuimon.ui import keys
+from tuimon.ui.folding import Folder
 from tuimon.ui.log_pane import LogTail
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.screens import HelpScreen
@@ -40,7 +41,6 @@ from tuimon.ui.widgets.zoom import ZoomView
 
 MAX_COLUMNS = 3
 GC_THRESHOLDS = (10_000, 50, 100)
-SUMMARY_EVERY = 1.0  # seconds: the least age of the numbers shown while events stream in
 
 
 class TuimonApp(Steering, App[str]):
@@ -58,7 +58,7 @@ class TuimonApp(Steering, App[str]):
         self.note = note  # said once when the app opens (e.g. attach fell back to read-only)
         self.fps = fps
         self.model = SessionModel()
-        self.inbox: deque = deque()
+        self.folder = Folder(self)  # events into the model, between redraws
         self.session_path: Path = source.path
         self.sub_title = title or self.session_path.name
         self.log_tail = LogTail()  # l: the focused run's log
@@ -90,7 +90,7 @@ class TuimonApp(Steering, App[str]):
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
         self.query_one("#log", RichLog).can_focus = False  # focus moves between panels only
-        self.source.start(self.inbox.append)
+        self.source.start(self.folder.deliver)
         self.set_interval(1.0 / self.fps, self.tick)
         if self.note:
             self.notify(self.note, timeout=15)
@@ -101,20 +101,19 @@ class TuimonApp(Steering, App[str]):
 
     # ---- the redraw tick -----------------------------------------------------------------
     def tick(self) -> None:
-        batch = []
-        while self.inbox and not self.model.busy:  # busy: the summary is being computed
-            batch.extend(self.inbox.popleft())
-        if batch:
-            ended = self.model.ended
-            self.model.add_all(batch)
-            if self.model.ended and not ended and not self.source.read_only:
-                # Said once: e.g. another viewer quit with stop, or every run ended.
-                self.notify(f"the session has ended ({self.model.ended}); q quits", timeout=30)
-            for e in batch:  # the source's own news: unreadable lines, a store that failed
-                if e.get("notify") and e.get("type") == "warning":
-                    self.notify(e["text"], severity=e["notify"], timeout=30)
+        """A redraw: what was folded since the last one, on screen (folding is not its job)."""
         self.redraw()
         refresh_ranks(self)
+        self.call_after_refresh(self.folder.after_frame)  # the numbers, between frames
+
+    def folded(self, batch: list[dict], ended: str | None) -> None:
+        """What a folded batch has to say at once (ui/folding.py calls this)."""
+        if self.model.ended and not ended and not self.source.read_only:
+            # Said once: e.g. another viewer quit with stop, or every run ended.
+            self.notify(f"the session has ended ({self.model.ended}); q quits", timeout=30)
+        for e in batch:  # the source's own news: unreadable lines, a store that failed
+            if e.get("notify") and e.get("type") == "warning":
+                self.notify(e["text"], severity=e["notify"], timeout=30)
 
     def redraw(self) -> None:
         # One queued by call_after_refresh can run as the app tears its widgets down.
@@ -131,9 +130,9 @@ class TuimonApp(Steering, App[str]):
             self.call_after_refresh(self.redraw)  # new panels draw once they are composed
             return
         # During a fast stream the numbers follow every second at most, or every 100 times what
-        # the summary costs (<= 1 % of a core), computed on a thread; the charts, from the
-        # model, follow every redraw.
-        summary = self.model.summary_behind(max(SUMMARY_EVERY, 100 * self.model.summary_cost))
+        # the summary costs (<= 1 % of a core), computed on a thread between frames
+        # (ui/folding.py); the charts, from the model, follow every redraw.
+        summary = self.model.latest_summary()
         by_run = {r.run: r for r in summary.runs}
         self.views.draw(panels, runs, by_run, now, self.log_loss)  # what is on screen
         self.query_one("#empty").display = not runs

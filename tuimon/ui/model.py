@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuimon import events
@@ -92,7 +93,7 @@ class SessionModel:
         self._stale = False  # events came since the summary was computed
         self._summary_at = 0.0  # when (monotonic), and what it cost (s)
         self.summary_cost = 0.0
-        self._worker: threading.Thread | None = None  # the summary being computed (summary_behind)
+        self._worker: threading.Thread | None = None  # the summary being computed (refresh_summary)
 
     # ---- folding -------------------------------------------------------------------------
     def add_all(self, batch: list[dict]) -> None:
@@ -258,19 +259,31 @@ class SessionModel:
             self._compute(now)
         return self._summary
 
-    def summary_behind(self, max_age: float) -> SessionSummary:
-        """The live view's summary: the latest one computed, and when it is stale and older
-        than ``max_age``, a new one started on a thread (its medians over thousands of steps
-        take tens of ms: no redraw waits for them). While it runs, ``busy`` is true and nothing
-        may be folded (the caller keeps its events for the next redraw)."""
-        now = time.monotonic()
-        if self._summary is None or self.ended:
-            return self.summary(max_age)
-        if not self.busy and self._stale and now - self._summary_at >= max_age:
-            self._worker = threading.Thread(target=self._compute, args=(now,), daemon=True,
-                                            name="tuimon-summary")
-            self._worker.start()
+    def latest_summary(self) -> SessionSummary:
+        """The live view's numbers: the latest summary computed (``refresh_summary`` keeps it
+        fresh from a thread); one is computed here only when there is none yet, or when the
+        session has ended and events came since (the final numbers are exact)."""
+        if self._summary is None or (self.ended and self._stale and not self.busy):
+            self._compute(time.monotonic())
         return self._summary
+
+    def refresh_summary(self, max_age: float, done: Callable[[], None] | None = None) -> bool:
+        """When the summary is stale and older than ``max_age``, a new one is started on a
+        thread (its medians over thousands of steps take tens of ms); ``done`` is called on that
+        thread once it is in. While it runs, ``busy`` is true and nothing may be folded.
+        Returns whether one was started."""
+        if self.busy or not self._stale or time.monotonic() - self._summary_at < max_age:
+            return False
+
+        def work() -> None:
+            self._compute(time.monotonic())
+            self._worker = None  # no longer busy: the fold ``done`` asks for may run
+            if done is not None:
+                done()
+
+        self._worker = threading.Thread(target=work, daemon=True, name="tuimon-summary")
+        self._worker.start()
+        return True
 
     @property
     def busy(self) -> bool:
@@ -283,7 +296,7 @@ class SessionModel:
         self._summary, self._summary_at = summary, now
 
     def stats(self, run: str) -> RunStats | None:
-        return next((r for r in self.summary().runs if r.run == run), None)
+        return next((r for r in self.latest_summary().runs if r.run == run), None)
 
     def rank_own(self, run: str, points: int = 120) -> dict[int, list[float]]:
         """A job's ranks' recent own times (their steps less their waits for slower ranks), as
