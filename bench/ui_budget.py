@@ -188,7 +188,8 @@ def ui(path: Path, out: Path) -> None:
             pauses.append([time.time(), info["generation"], (time.perf_counter() - state["gc"]) * 1000])
 
     gc.callbacks.append(collected)
-    parts = trace(app, state) if os.environ.get("UI_BUDGET_TRACE") else None
+    if os.environ.get("UI_BUDGET_TRACE"):
+        trace(app, state)
     profile = os.environ.get("UI_BUDGET_PROFILE")  # a cProfile of the UI process, to this file
     try:
         if profile:
@@ -272,7 +273,8 @@ def trace(app, state: dict) -> None:
 
     async def laid_out(screen, message):  # which widget asked for a layout pass
         w = message.widget
-        state["parts"].setdefault("layout_by", []).append(f"{type(w).__name__}#{w.id or ''}.{'.'.join(w.classes)}")
+        who = f"{type(w).__name__}#{w.id or ''}.{'.'.join(w.classes)}"
+        state["parts"].setdefault("layout_by", []).append(who)
         return await on_layout(screen, message)
 
     Screen._on_layout = laid_out

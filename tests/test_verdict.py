@@ -278,7 +278,8 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
         "default/amp's"]
     md = export.to_markdown({}, replace(summary, verdict=loaded))
     assert f"- unreliable: {loaded.reasons[1]}" in md  # "the notes give all"
-    faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0}, "default/fp32": {"faults_per_step": 9000.0},
+    faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0},
+                             "default/fp32": {"faults_per_step": 9000.0},
                              "eager/amp": {"faults_per_step": 0.0}, "default/amp": {"faults_per_step": 0.0}}))
     assert faulty.kind == "unreliable" and "page faults differed" in faulty.line
     assert "--pin-malloc" in faulty.line
