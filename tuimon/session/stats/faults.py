@@ -68,7 +68,6 @@ def faults_gap(r: RunStats, base: RunStats) -> str | None:
 def compare_faults(r: RunStats, base: RunStats) -> None:
     """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ."""
     what = faults_gap(r, base)
-    if what is None:
-        return
-    r.unreliable = what if r.unreliable is None else f"{r.unreliable}; {what}"
-    r.faults_differ = True
+    if what is not None:
+        r.distrust(what)
+        r.faults_differ = True

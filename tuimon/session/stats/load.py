@@ -75,10 +75,9 @@ def load_gap(r: RunStats, base: RunStats) -> str | None:
 def compare_load(r: RunStats, base: RunStats) -> None:
     """Mark ``r``'s comparison with ``base`` unreliable when their neighbours differed."""
     what = load_gap(r, base)
-    if what is None:
-        return
-    r.unreliable = what if r.unreliable is None else f"{r.unreliable}; {what}"
-    r.load_differs = True
+    if what is not None:
+        r.distrust(what)
+        r.load_differs = True
 
 
 def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:

@@ -144,6 +144,10 @@ class RunStats:
     def compiled(self) -> bool:
         return self.mode != "eager"
 
+    def distrust(self, why: str) -> None:
+        """One more reason its numbers should not be trusted (they add up, "; " apart)."""
+        self.unreliable = why if self.unreliable is None else f"{self.unreliable}; {why}"
+
 
 @dataclass
 class SessionSummary:
