@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -224,7 +225,20 @@ def test_stop_ends_one_run_while_its_sibling_goes_on(live):
     s.close()
 
 
-def test_a_step_that_outlasts_the_stop_line_gets_sigint_then_a_run_still_building_is_killed(live):
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_step_that_outlasts_the_stop_line_gets_sigint_then_a_run_still_building_is_killed(
+        live, sigint):
+    if sigint == "ignored":  # tuimon started by a shell in the background (`&`, nohup, CI):
+        # its children inherit SIGINT ignored, and must still hear the stop's SIGINT.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _outlasting_step(live)
+    finally:
+        if sigint == "ignored":
+            signal.signal(signal.SIGINT, previous)
+
+
+def _outlasting_step(live):
     s = live([FP32], sleep_ms=5000, stop_line_s=0.3)
     s.wait(lambda: s.of("eager-fp32", events.RUN_STARTED), why="run_started")
     s.sup.stop("eager-fp32")

@@ -96,6 +96,9 @@ class PtyTuimon:
 
 def _controlling_tty() -> None:  # in the child, after setsid(): make stdin its terminal
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # A hang-up kills it as it would a command of an SSH login shell, even when these tests
+    # themselves run under nohup (SIGHUP ignored is inherited).
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def session_in(out: Path) -> Path | None:

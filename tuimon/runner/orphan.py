@@ -23,8 +23,18 @@ import time
 from tuimon.envvars import SUPERVISOR_PID
 
 
+def hear_sigint() -> None:
+    """SIGINT stops a run (the watchdog below, the supervisor's stop escalation, --steps in a
+    script). A tuimon started in the background by a shell (``tuimon ... &``, nohup, a CI
+    job) hands SIGINT on *ignored*, and Python then leaves it ignored: undo that here."""
+    if (signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            and threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def watch_parent(grace_s: float = 10.0, period_s: float = 1.0,
                  parent: int | None = None) -> threading.Thread:
+    hear_sigint()
     supervisor = int(os.environ.get(SUPERVISOR_PID) or 0) or None
     watched = parent or supervisor or os.getppid()
     also = supervisor if parent is not None and supervisor != parent else None
