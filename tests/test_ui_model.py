@@ -45,3 +45,51 @@ def test_later_rounds_stopped_before_they_start_do_not_take_the_panel():
     stopped = [events.make(events.FINISHED, f"eager-fp32-{i}", reason="stopped") for i in (2, 3)]
     model.add_all(stopped)  # q -> stop: the queued rounds never start
     assert model.panels == ["eager-fp32"]
+
+
+class _Loop:
+    """An app's event loop as Folder sees it: callbacks queued by call_later, run by hand."""
+
+    def __init__(self, busy: bool = False) -> None:
+        self.queued: list = []
+        self.folds: list[list[int]] = []
+        self.model = self
+        self.busy, self.ended, self.summary_cost = busy, None, 0.0
+
+    def call_later(self, callback) -> None:
+        self.queued.append(callback)
+
+    def add_all(self, batch: list[dict]) -> None:
+        self.folds.append([e["i"] for e in batch])
+
+    def folded(self, batch, ended) -> None:
+        pass
+
+    def refresh_summary(self, max_age: float, done=None) -> bool:
+        return False
+
+    def run(self) -> None:
+        while self.queued:
+            self.queued.pop(0)()
+
+
+def test_events_are_folded_in_slices_in_order_and_none_wait_behind_a_summary():
+    from tuimon.ui.folding import SLICE, Folder
+
+    loop = _Loop()
+    folder = Folder(loop)
+    folder.deliver([{"i": i} for i in range(2 * SLICE + 500)])
+    folder.deliver([{"i": i} for i in range(2 * SLICE + 500, 2 * SLICE + 800)])
+    assert len(loop.queued) == 1  # one fold asked for, however many batches came
+    loop.run()
+    assert [len(f) for f in loop.folds] == [SLICE, SLICE, 800]  # each its own callback
+    assert [i for f in loop.folds for i in f] == list(range(2 * SLICE + 800))
+    # While the summary's thread reads the model nothing is folded; the next frame asks again.
+    loop.busy, loop.folds = True, []
+    folder.deliver([{"i": 0}])
+    loop.run()
+    assert loop.folds == [] and folder.waiting
+    loop.busy = False
+    folder.after_frame()
+    loop.run()
+    assert loop.folds == [[0]] and not folder.waiting
