@@ -119,7 +119,7 @@ def launch(args: argparse.Namespace) -> None:
 def rank_main() -> None:
     import torch
     import torch.distributed as dist
-    from script_hooks import patched_names, put  # bench/ is this script's directory
+    from script_hooks import patched_names, put, timed_steps  # bench/: this script's directory
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -139,18 +139,7 @@ def rank_main() -> None:
 
     def block(ms: float, steps: int) -> float:
         data = TensorDataset(torch.zeros(steps * 4, 64), torch.zeros(steps * 4, 8))
-        t0 = time.perf_counter()
-        n = 0
-        for x, y in DataLoader(data, batch_size=4):
-            end = time.perf_counter() + ms / 1000.0
-            while time.perf_counter() < end:
-                pass
-            loss = ((model(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            n += 1
-        return (time.perf_counter() - t0) / n * 1e6
+        return timed_steps(DataLoader(data, batch_size=4), model, opt, ms)
 
     medians = {}
     for ms, steps in SIZES:

@@ -51,6 +51,22 @@ def put(names: dict) -> None:
     optim._global_optimizer_post_hooks.update(names["post_hooks"])
 
 
+def timed_steps(loader, model, opt, ms: float) -> float:
+    """µs a step over one pass of ``loader``: a forward spinning ``ms`` first, as scripts step."""
+    t0 = time.perf_counter()
+    n = 0
+    for x, y in loader:
+        end = time.perf_counter() + ms / 1000.0
+        while time.perf_counter() < end:
+            pass
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        n += 1
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict) -> list[float]:
     """Per-step µs (hooked - bare), one per pair of blocks."""
     model = torch.nn.Linear(8, 1)
@@ -59,18 +75,7 @@ def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict) -> lis
     loader = DataLoader(data, batch_size=4)
 
     def block() -> float:
-        t0 = time.perf_counter()
-        n = 0
-        for x, y in loader:
-            end = time.perf_counter() + ms / 1000.0
-            while time.perf_counter() < end:
-                pass
-            loss = ((model(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            n += 1
-        return (time.perf_counter() - t0) / n * 1e6
+        return timed_steps(loader, model, opt, ms)
 
     put(hooked)
     block()  # warm up both paths once

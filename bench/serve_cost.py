@@ -50,15 +50,13 @@ def main() -> None:
                         "--set", "sleep_ms=5", "--warmup", "0", "--detach", "--out", str(out)],
                        check=True, cwd=tmp, capture_output=True)
         session = next(out.iterdir())
-        server = subprocess.Popen([*tuimon, "serve", str(session), "--port", "0"], cwd=tmp,
-                                  stdout=subprocess.PIPE, text=True)
-        url = next(line.split()[-1] for line in server.stdout if line.startswith("serving on "))
+        server = browser.Served(str(session), cwd=Path(tmp))  # tuimon serve SESSION --port 0
         try:
             with sync_playwright() as playwright:
                 chrome = browser.launch(playwright, chromium)
                 pages, received, first, tunnels = [], [], [], []
                 for k in range(tabs):
-                    tunnels.append(browser.Forward(int(url.rsplit(":", 1)[1].strip("/"))))
+                    tunnels.append(browser.Forward(server.port))
                     page = chrome.new_page(viewport={"width": 1280, "height": 720})
                     page.add_init_script(browser.EXPOSE)
                     received.append(0)
@@ -72,7 +70,7 @@ def main() -> None:
                     first.append(time.perf_counter() - t0)
                     page.focus(".xterm-helper-textarea")
                     pages.append(page)
-                serving = psutil.Process(server.pid)
+                serving = psutil.Process(server.proc.pid)
                 viewers = serving.children()
                 procs = [serving, *viewers]
                 for p in procs:
@@ -88,8 +86,8 @@ def main() -> None:
                 steps = sum(1 for e in store.read_events(session)[0] if e["type"] == "step")
                 chrome.close()
         finally:
-            server.terminate()
-            server.wait(30)
+            server.proc.terminate()
+            server.proc.wait(30)
             client = channel.Client(session)
             client.call("close")
             client.wait_closed(120)

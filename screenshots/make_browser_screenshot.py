@@ -52,15 +52,13 @@ def main() -> None:
         session = next(out.iterdir())
         while not (len(counts := steady_steps(session)) == 2 and min(counts.values()) > 300):
             time.sleep(1)
-        server = subprocess.Popen([*tuimon, "serve", str(session), "--port", "0"], cwd=tmp,
-                                  stdout=subprocess.PIPE, text=True)
-        url = next(line.split()[-1] for line in server.stdout if line.startswith("serving on "))
+        server = browser.Served(str(session), cwd=Path(tmp))  # tuimon serve SESSION --port 0
         try:
             with sync_playwright() as playwright:
                 chrome = browser.launch(playwright, chromium)
                 page = chrome.new_page(viewport={"width": WIDTH, "height": HEIGHT})
                 page.add_init_script(browser.EXPOSE)
-                page.goto(url)
+                page.goto(server.url)
                 while not re.search(r"eager/fp32.*default/fp32", browser.text(page), re.S):
                     page.wait_for_timeout(200)
                 page.focus(".xterm-helper-textarea")  # a focused page: the footer shows the keys
@@ -68,8 +66,8 @@ def main() -> None:
                 page.screenshot(path=str(OUT))
                 chrome.close()
         finally:
-            server.terminate()
-            server.wait(30)
+            server.proc.terminate()
+            server.proc.wait(30)
             client = channel.Client(session)  # stop the runs; wait until the daemon is done
             client.call("close")
             client.wait_closed(120)

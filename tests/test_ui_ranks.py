@@ -52,24 +52,26 @@ def test_the_model_follows_each_rank_and_the_jobs_state():
     assert sorted(own) == [0, 1, 2, 3] and len(own[1]) == 59
 
 
+async def redraws(pilot, app, n: int) -> None:
+    """``n`` redraws, each after the replay had 0.2 s to deliver."""
+    for _ in range(n):
+        await pilot.pause(0.2)
+        app.tick()
+
 def test_rank_strip_and_rank_view_at_80x24(tmp_path):
     path = session(tmp_path, job_events(world=8, slow_rank=3, steps=80))
 
     async def run():
         app = TuimonApp(ReplaySource(path, follow=False))
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(6):
-                await pilot.pause(0.2)
-                app.tick()
+            await redraws(pilot, app, 6)
             strip = app.query_one(RankStrip)
             assert strip.display
             first, second = text_of(strip.content, 40).splitlines()[:2]
             assert first.startswith("8 ranks") and "straggler r3" in first
             assert "r3 " in second or "r0–7" in second  # each rank's own time, or one block each
             await pilot.press("k")
-            for _ in range(4):
-                await pilot.pause(0.2)
-                app.tick()
+            await redraws(pilot, app, 4)
             assert isinstance(app.screen, RankScreen)
             table = app.screen.query_one("#ranks-table").content
             lines = text_of(table).splitlines()
@@ -90,13 +92,9 @@ def test_sixty_four_ranks_are_grouped_and_the_straggler_kept_apart(tmp_path):
     async def run():
         app = TuimonApp(ReplaySource(path, follow=False))
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(10):
-                await pilot.pause(0.2)
-                app.tick()
+            await redraws(pilot, app, 10)
             await pilot.press("k")
-            for _ in range(4):
-                await pilot.pause(0.2)
-                app.tick()
+            await redraws(pilot, app, 4)
             table = app.screen.query_one("#ranks-table").content
             lines = text_of(table).splitlines()
             labels = [x.split()[0] for x in lines[1:] if x.strip()]
@@ -104,9 +102,7 @@ def test_sixty_four_ranks_are_grouped_and_the_straggler_kept_apart(tmp_path):
             assert labels[-1] == "37"  # the straggler has a row of its own under the groups
             assert len(lines) <= 14  # fits under the head at 80x24
             await pilot.press("a")  # every rank
-            for _ in range(2):
-                await pilot.pause(0.2)
-                app.tick()
+            await redraws(pilot, app, 2)
             table = app.screen.query_one("#ranks-table").content
             assert len(text_of(table)
                        .splitlines()) == 65
