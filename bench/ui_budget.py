@@ -356,7 +356,10 @@ def drive(args) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
     # The frames of the CPU window (streaming, every chart on screen; no keys typed), and apart
     # the ones that recomputed the numbers (the session summary, once a second or less).
-    window = [k for k, (t, _) in enumerate(data.get("stamps", [])) if w0 <= t <= w1]
+    # A frame is counted when it also ended in the window (the next tick began by w1): the last
+    # one's refreshes would otherwise include the first key's.
+    stamps = data.get("stamps", [])
+    window = [k for k, (t, _) in enumerate(stamps[:-1]) if w0 <= t and stamps[k + 1][0] <= w1]
     frames = [data["frames"][k] for k in window] or [math.nan]
     frames_cpu = [data["frames_cpu"][k] for k in window] or [math.nan]
     plain = [data["frames_cpu"][k] for k in window if not data["stamps"][k][1]] or [math.nan]

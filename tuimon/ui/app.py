@@ -66,6 +66,7 @@ class TuimonApp(Steering, App[str]):
         self.log_loss = False  # y: loss charts on a log axis
         self.views = Views(self)  # panels, overlay (o), zoom (z)
         self._strip_shown: tuple | None = None
+        self._ticks = 0
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -101,8 +102,10 @@ class TuimonApp(Steering, App[str]):
 
     # ---- the redraw tick -----------------------------------------------------------------
     def tick(self) -> None:
-        """A redraw: what was folded since the last one, on screen (folding is not its job)."""
-        self.redraw()
+        """A redraw: what was folded since the last one, on screen (folding is not its job);
+        each chart every other tick (ui/views.py)."""
+        self._ticks += 1
+        self.redraw(half=self._ticks % 2)
         refresh_ranks(self)
         self.call_after_refresh(self.folder.after_frame)  # the numbers, between frames
 
@@ -115,12 +118,14 @@ class TuimonApp(Steering, App[str]):
             if e.get("notify") and e.get("type") == "warning":
                 self.notify(e["text"], severity=e["notify"], timeout=30)
 
-    def redraw(self) -> None:
+    def redraw(self, half: int | None = None) -> None:
+        """Everything on screen (a key's redraw), or, with ``half`` (the timer's), the charts of
+        that half of the panels and of the overlay only: ui/views.py."""
         # One queued by call_after_refresh can run as the app tears its widgets down.
         with contextlib.suppress(NoMatches):
-            self._redraw()
+            self._redraw(half)
 
-    def _redraw(self) -> None:
+    def _redraw(self, half: int | None = None) -> None:
         now = time.time()
         grid = self.query_one("#panels", Grid)
         panels = list(grid.query(RunPanel))
@@ -134,7 +139,7 @@ class TuimonApp(Steering, App[str]):
         # (ui/folding.py); the charts, from the model, follow every redraw.
         summary = self.model.latest_summary()
         by_run = {r.run: r for r in summary.runs}
-        self.views.draw(panels, runs, by_run, now, self.log_loss)  # what is on screen
+        self.views.draw(panels, runs, by_run, now, self.log_loss, half)  # what is on screen
         self.query_one("#empty").display = not runs
         if (summary, self.model.gpu_note) != self._strip_shown:  # it changes when the numbers do
             self._strip_shown = (summary, self.model.gpu_note)

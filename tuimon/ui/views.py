@@ -1,7 +1,12 @@
 """Which view fills the screen: the panels, the overlay (key o: every run on one chart) or one
 chart zoomed (key z; escape returns). Views are switched by showing and hiding a few widgets,
 never by a class on the screen: that would restyle every widget, a tenth of a second on a
-busy machine, and a key must reach the screen sooner."""
+busy machine, and a key must reach the screen sooner.
+
+The timer's redraws draw the charts of half the panels (or half the overlay's charts) each, the
+halves in turn: every chart follows at half the redraw rate (2 Hz at the default 4), and a
+redraw costs half as much, its slowest ones (every axis extending at once) too. The numbers,
+the compile bars and the zoomed chart follow every redraw, and a key's redraw draws it all."""
 
 from __future__ import annotations
 
@@ -23,16 +28,20 @@ class Views:
         self.under_zoom = "panels"  # the view escape returns to from the zoom
         self.panel: RunPanel | None = None  # the panel focused last: the keys act on its run
 
-    def draw(self, panels: list[RunPanel], runs: list, by_run: dict, now: float, log_loss: bool) -> None:
-        """Fills what is on screen: the panels, the overlay, or the zoomed chart's source."""
+    def draw(self, panels: list[RunPanel], runs: list, by_run: dict, now: float, log_loss: bool,
+             half: int | None = None) -> None:
+        """Fills what is on screen: the panels, the overlay, or the zoomed chart's source;
+        with ``half`` (0 or 1), only that half's charts."""
         model, zoom = self.app.model, self.app.query_one(ZoomView)
         overlay = self.app.query_one(OverlayView)
         view = self.current
-        for panel, live in zip(panels, runs, strict=True):
-            if view == "panels" or (view == "zoom" and zoom.source in panel.charts()):
-                panel.show(live, by_run.get(live.run), now, model, log_loss)
+        for k, (panel, live) in enumerate(zip(panels, runs, strict=True)):
+            zoomed = view == "zoom" and zoom.source in panel.charts()
+            if view == "panels" or zoomed:
+                charts = half is None or zoomed or k % 2 == half
+                panel.show(live, by_run.get(live.run), now, model, log_loss, charts=charts)
         if view == "overlay" or (view == "zoom" and zoom.source in overlay.charts()):
-            overlay.show(model, runs, log_loss)
+            overlay.show(model, runs, log_loss, None if view == "zoom" else half)
         if view == "zoom":
             zoom.follow()
 

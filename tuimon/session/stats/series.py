@@ -120,10 +120,24 @@ class StepSeries:
                 del self._binned[next(iter(self._binned))]
             e = self._binned[key] = _Binned(self._gen, ncols)
         scale = ncols / ((x1 - x0) or 1.0)
-        for b in self.closed[e.done:]:
-            for c in _place(b, x0, scale, ncols - 1, by):
-                e.cols[c].append(b)
-                e.dirty.add(c)
+        cols, dirty, last = e.cols, e.dirty, ncols - 1
+        for b in self.closed[e.done:]:  # all of them when the axis changed: kept lean
+            if by == "t" and b.kind != "compile":  # _place's common case, inline
+                c = int((b.t1 - x0) * scale)
+                if c >= 0:
+                    c = last if c > last else c
+                    cols[c].append(b)
+                    dirty.add(c)
+                continue
+            if by == "i":  # one column by step index (a bucket narrower than a column): inline
+                c = int((b.i0 - x0) * scale)
+                if c == int((b.i1 + 1 - x0) * scale - 1e-9) and 0 <= c <= last:
+                    cols[c].append(b)
+                    dirty.add(c)
+                    continue
+            for c in _place(b, x0, scale, last, by):
+                cols[c].append(b)
+                dirty.add(c)
         e.done = len(self.closed)
         for c in e.dirty:
             e.out[c] = _column(e.cols[c]) if e.cols[c] else None
@@ -270,13 +284,17 @@ def _column(bs: list[Bucket]) -> Column:
         return Column(b.n, b.kind, b.p10, b.p50, b.p90, b.hi, b.lo, b.n == 1)
     n, p10, p50, p90, hi, lo, rank = 0, 0.0, 0.0, 0.0, -math.inf, math.inf, len(KINDS)
     for b in bs:  # one pass: this runs for every column of every chart
-        n += b.n
-        p10 += b.p10 * b.n
-        p50 += b.p50 * b.n
-        p90 += b.p90 * b.n
-        hi = b.hi if b.hi > hi else hi
-        lo = b.lo if b.lo < lo else lo
-        rank = min(rank, RANK[b.kind])
+        k = b.n
+        n += k
+        p10 += b.p10 * k
+        p50 += b.p50 * k
+        p90 += b.p90 * k
+        if b.hi > hi:
+            hi = b.hi
+        if b.lo < lo:
+            lo = b.lo
+        if (r := RANK[b.kind]) < rank:
+            rank = r
     return Column(n, KINDS[rank], p10 / n, p50 / n, p90 / n, hi, lo, False)
 
 

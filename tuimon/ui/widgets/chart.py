@@ -1,7 +1,7 @@
 """A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size.
 
 Redraws are what the UI spends most of its time on, so a chart on screen draws a new plot at
-once and asks Textual to repaint only the rows that changed (a growing series changes a few
+once, building and asking Textual to repaint only the rows that changed (a growing series changes a few
 rows at its right edge; its axes stay put, see plots.py); a chart off screen (a panel behind
 the overlay) draws nothing until it is shown.
 """
@@ -12,7 +12,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tuimon.ui.widgets.chart_draw import Plot, draw
+from tuimon.ui.widgets.chart_draw import Plot, Rows, draw
 
 
 class Chart(Widget):
@@ -27,6 +27,7 @@ class Chart(Widget):
         self.data: Plot | None = None
         self._strips: list[Strip] | None = None
         self._drawn_size: tuple[int, int] | None = None
+        self._rows = Rows()  # the last drawing's rows, styled: reused where nothing changed
 
     def plot(self, data: Plot) -> None:
         self.data = data
@@ -40,14 +41,15 @@ class Chart(Widget):
             self.refresh()
             return
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
-            if a != b:
+            if a is not b:  # a row that did not change is the same Strip (chart_draw.Rows)
                 self.refresh(Region(0, y, size[0], 1))
 
     def _draw(self, size: tuple[int, int]) -> list[Strip]:
         self._drawn_size = size
         base = self.rich_style
-        self._strips = [strip.apply_style(base) for strip in draw(self.data, *size)] if (
-            self.data is not None and size[0]) else []
+        if self._rows.finish is None or self._rows_style != base:  # e.g. focus: every row anew
+            self._rows, self._rows_style = Rows(lambda strip: strip.apply_style(base)), base
+        self._strips = draw(self.data, *size, self._rows) if self.data is not None and size[0] else []
         return self._strips
 
     def render_line(self, y: int) -> Strip:

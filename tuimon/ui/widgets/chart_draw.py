@@ -112,6 +112,18 @@ class Canvas:
             self.bits[cy][cx] |= DOTS[y & 3][x & 1]
             self.fg[cy][cx] = color
 
+    def vline(self, x: int, y0: int, y1: int, color: str) -> None:
+        """Dots from y0 to y1 (either order) in dot column x: a line's step between columns."""
+        cx = x >> 1
+        if not 0 <= cx < self.w:
+            return
+        bits, fg, char, col = self.bits, self.fg, self.char, x & 1
+        for y in range(max(0, min(y0, y1)), min(self.h * 4 - 1, max(y0, y1)) + 1):
+            cy = y >> 2
+            if char[cy][cx] is None:
+                bits[cy][cx] |= DOTS[y & 3][col]
+                fg[cy][cx] = color
+
     def shade(self, cx: int, rows: range, color: str) -> None:
         if 0 <= cx < self.w:
             for cy in rows:
@@ -139,35 +151,74 @@ class Canvas:
         return segs
 
 
-def draw(plot: Plot, width: int, height: int) -> list[Strip]:
+class Rows:
+    """A chart's rows by what they show, and its y axis, from its last drawing: a live chart's
+    redraw changes a few rows at its right edge, so the others are not built again, and are the same objects
+    as before (the widget repaints only rows that are not). ``finish`` is applied to each row
+    built (the widget's own style)."""
+
+    def __init__(self, finish=None) -> None:
+        self.finish = finish
+        self.last: dict[tuple, Strip] = {}
+        self.now: dict[tuple, Strip] = {}
+        self.y_range: tuple | None = None  # (log, bottom, top) of the last drawing's axis
+
+    def get(self, key: tuple, build) -> Strip:
+        strip = self.last.get(key)
+        if strip is None:
+            strip = build()
+            if self.finish is not None:
+                strip = self.finish(strip)
+        self.now[key] = strip
+        return strip
+
+    def done(self) -> None:
+        self.last, self.now = self.now, {}
+
+
+def draw(plot: Plot, width: int, height: int, rows: Rows | None = None) -> list[Strip]:
     """Every row of the chart at this size (caption, plot rows, x axis)."""
+    rows = rows if rows is not None else Rows()
+    out = _draw(plot, width, height, rows)
+    rows.done()
+    return out
+
+
+def _draw(plot: Plot, width: int, height: int, rows: Rows) -> list[Strip]:
     w, h = width - LABEL - 1, height - 2
     lines = [ln for ln in plot.lines if ln.series.count]
     if w < 4 or h < 1 or not lines:
-        caption = [Segment(plot.title, TITLE), Segment("  " + plot.empty, CAPTION)]
-        rows = [Strip(caption).crop_extend(0, width, None)]
-        return rows + [Strip.blank(width)] * max(0, height - 1)
+        caption = (Segment(plot.title, TITLE), Segment("  " + plot.empty, CAPTION))
+        blank = rows.get(("blank", width), lambda: Strip.blank(width))
+        return [rows.get(("caption", width, caption), lambda: Strip(caption).crop_extend(0, width, None))
+                ] + [blank] * max(0, height - 1)
     cols = {id(ln): ln.series.columns(plot.x0, plot.x1, 2 * w, plot.by) for ln in lines}
-    y_range = _y_range(plot, [c for cs in cols.values() for c in cs])
+    y_range = _y_range(plot, [c for cs in cols.values() for c in cs], rows.y_range)
+    rows.y_range = (plot.log, *y_range)
     canvas = Canvas(w, h)
     _spans(canvas, plot, w)
     outliers: list[float] = []
     for ln in lines:
         outliers += _line(canvas, ln, cols[id(ln)], y_range, plot)
-    caption = _caption(plot, lines, outliers, width)
-    rows = [Strip(caption).crop_extend(0, width, None)]
+    caption = tuple(_caption(plot, lines, outliers, width))
+    out = [rows.get(("caption", width, caption), lambda: Strip(caption).crop_extend(0, width, None))]
     ticks = _ticks(y_range, h, plot.log)
     for cy in range(h):
-        if cy in ticks:
-            head = [Segment(tick(ticks[cy], plot.unit), AXIS), Segment("┤", AXIS)]
-        else:
-            head = [Segment(" " * LABEL, AXIS), Segment("│", AXIS)]
-        rows.append(Strip(head + canvas.row(cy), width))
-    rows.append(Strip([Segment(" " * LABEL + "└" + _x_axis(plot, w), AXIS)]).crop_extend(0, width, None))
-    return rows
+        head = (tick(ticks[cy], plot.unit) + "┤") if cy in ticks else " " * LABEL + "│"
+        key = (width, head, tuple(canvas.bits[cy]), tuple(canvas.fg[cy]), tuple(canvas.bg[cy]),
+               tuple(canvas.char[cy]))
+        out.append(rows.get(key, lambda cy=cy, head=head: Strip(
+            [Segment(head, AXIS)] + canvas.row(cy), width)))
+    axis = " " * LABEL + "└" + _x_axis(plot, w)
+    out.append(rows.get(("x", width, axis), lambda: Strip([Segment(axis, AXIS)]).crop_extend(0, width, None)))
+    return out
 
 
-def _y_range(plot: Plot, cols: list[Column | None]) -> tuple[float, float]:
+def _y_range(plot: Plot, cols: list[Column | None], last: tuple | None = None) -> tuple[float, float]:
+    """The y axis (log10 values on a log axis): the data's range padded by 8 %, or ``last``
+    (the chart's axis in its previous drawing) while the data still fits it and spans at least
+    60 % of it, so a live chart keeps its axis as new steps come in: it does not breathe with
+    every redraw, and a redraw changes only the rows new data lands in."""
     shown = [c for c in cols if c is not None]
     if not shown:  # nothing in the x range (yet)
         return (-0.5, 0.5) if plot.log else (0.0, 1.0)
@@ -178,8 +229,12 @@ def _y_range(plot: Plot, cols: list[Column | None]) -> tuple[float, float]:
     if plot.log:
         lo = math.log10(lo) if lo > 0 else -12.0
         hi = math.log10(hi) if hi > 0 else lo + 1
-        lo, hi = (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo, hi)
-        return lo, hi
+    if last is not None and last[0] == plot.log:
+        _, a, b = last
+        if a <= lo and hi <= b and hi - lo >= 0.6 * (b - a):
+            return a, b
+    if plot.log:
+        return (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo, hi)
     if hi - lo < 1e-12:
         pad = abs(hi) * 0.1 or 1.0
         return lo - pad, hi + pad
@@ -229,19 +284,25 @@ def _spans(canvas: Canvas, plot: Plot, w: int) -> None:
 
 def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tuple[float, float],
           plot: Plot) -> list[float]:
-    """Draws one line; returns the outliers' highest values (one per column above the axis)."""
+    """Draws one line; returns the outliers' highest values (one per column above the axis).
+    The inner loop runs for every dot column of every chart at every redraw: kept lean."""
     lo, hi = y_range
     rows = canvas.h * 4
-    band_bg = dim(ln.color)
+    last = rows - 1
+    scale = rows / (hi - lo) if hi > lo else 0.0
+    log10, log = math.log10, plot.log
 
     def to_y(v: float) -> int:
-        if plot.log:
-            v = math.log10(v) if v > 0 else lo
-        f = (hi - v) / (hi - lo) if hi > lo else 0.5
-        return min(rows - 1, max(0, int(f * rows)))
+        if log:
+            v = log10(v) if v > 0 else lo
+        y = int((hi - v) * scale) if scale else rows // 2
+        return last if y > last else 0 if y < 0 else y
 
     # Few points (at most one a cell on average): each a point, not a line through a few.
     points = sum(c.n for c in cols if c is not None and c.kind != "compile") <= canvas.w // 2
+    band = ln.band and not points
+    bands: dict[int, tuple[int, int]] = {}  # cell column: the band's top and bottom dot rows
+    top = 10 ** hi if log else hi
     outliers: list[float] = []
     prev: int | None = None
     gap = 0
@@ -264,19 +325,23 @@ def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tupl
                     _label_span(canvas, cols, x, f"compile step {fmt_ms(c.hi)}")
             prev = None
             continue
-        if plot.clip and c.hi > (10 ** hi if plot.log else hi):
+        if plot.clip and c.hi > top:
             outliers.append(c.hi)
             canvas.mark(x >> 1, 0, "▲", OUTLIER)
         y = to_y(c.p50)
-        if ln.band and not points and c.p90 > c.p10:
-            canvas.shade(x >> 1, range(to_y(c.p90) >> 2, (to_y(c.p10) >> 2) + 1), band_bg)
+        if band and c.p90 > c.p10:
+            a, b = to_y(c.p90), to_y(c.p10)
+            if (old := bands.get(x >> 1)) is not None:
+                a, b = min(a, old[0]), max(b, old[1])
+            bands[x >> 1] = (a, b)
         if points:
             canvas.mark(x >> 1, y >> 2, "•", color)
         else:
-            a, b = (y, y) if prev is None else (min(prev, y), max(prev, y))
-            for yy in range(a, b + 1):
-                canvas.dot(x, yy, color)
+            canvas.vline(x, y if prev is None else prev, y, color)
         prev = y
+    band_bg = dim(ln.color)
+    for cx, (a, b) in bands.items():
+        canvas.shade(cx, range(a >> 2, (b >> 2) + 1), band_bg)
     return outliers
 
 

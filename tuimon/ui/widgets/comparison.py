@@ -9,11 +9,29 @@ from textual.widgets import Static
 from tuimon.session.fmt import fmt_s
 from tuimon.session.stats import SessionSummary
 from tuimon.session.table import breakeven_text, columns
-from tuimon.ui.widgets.redraw import update
+from tuimon.ui.widgets.redraw import height, update
 
 
 class ComparisonStrip(Static):
+    """Its height only grows while the same runs are compared at the same width: a line that
+    wraps or not as the numbers move (or a verdict that changes its mind) would otherwise move
+    every panel by a row and lay the whole screen out again."""
+
+    _rows = 0
+    _runs: tuple = ()
+
     def show(self, summary: SessionSummary, gpu_note: str | None) -> None:
+        t = self._text(summary, gpu_note)
+        width = max(1, self.content_size.width)
+        runs = (width, *(r.label for r in summary.runs))
+        if runs != self._runs:
+            self._runs, self._rows = runs, 0
+        rows = height(t, width)
+        self._rows = max(self._rows, rows)
+        t.append("\n" * (self._rows - rows))
+        update(self, t)  # laid out again only when its height changes
+
+    def _text(self, summary: SessionSummary, gpu_note: str | None) -> Text:
         t = Text()
         if summary.verdict is not None:  # the answer first, as stats/verdict.py says it
             style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
@@ -49,4 +67,4 @@ class ComparisonStrip(Static):
             t.append(f"\n{summary.busy}", style="yellow")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
-        update(self, t)  # laid out again only when its height changes
+        return t

@@ -42,22 +42,28 @@ class OverlayView(Vertical):
     def charts(self) -> list[Chart]:
         return [c for c in self.query(Chart) if c.display]
 
-    def show(self, model: SessionModel, runs: list[RunLive], log_loss: bool) -> None:
+    def show(self, model: SessionModel, runs: list[RunLive], log_loss: bool,
+             half: int | None = None) -> None:
+        """Every chart, or with ``half`` (0 or 1) every other one (ui/views.py)."""
         legend = Text()
         for live in runs:
             legend.append("━━ ", style=f"bold {plots.color(model, live.run)}")
             legend.append(f"{live.label}   ")
         legend.append("◆ compile  ▲ clipped", style="dim")
         update(self.query_one("#overlay-legend", Static), legend)
-        self.query_one(".by-step", Chart).plot(plots.overlay_by_step(model, runs))
-        self.query_one(".by-time", Chart).plot(plots.overlay_by_time(model, runs))
-        self.query_one(".loss", Chart).plot(plots.overlay_loss(model, runs, log_loss))
         gpu = any(r.history.probes["util"].count or r.history.probes["vram"].count for r in runs)
-        self.query_one(".probe-cpu", Chart).display = not gpu
-        if not gpu:
-            self.query_one(".probe-cpu", Chart).plot(plots.overlay_probe(model, runs, "cpu"))
+        cpu = self.query_one(".probe-cpu", Chart)
+        if cpu.display == gpu:  # the GPU charts appear: every chart drawn at once
+            half = None
+        cpu.display = not gpu
         for name in GPU_PROBES:
-            chart = self.query_one(f".probe-{name}", Chart)
-            chart.display = gpu
-            if gpu:
-                chart.plot(plots.overlay_probe(model, runs, name))
+            self.query_one(f".probe-{name}", Chart).display = gpu
+        plot = {"by-step": lambda: plots.overlay_by_step(model, runs),
+                "by-time": lambda: plots.overlay_by_time(model, runs),
+                "loss": lambda: plots.overlay_loss(model, runs, log_loss)}
+        for name in ("cpu", *GPU_PROBES):
+            plot[f"probe-{name}"] = lambda name=name: plots.overlay_probe(model, runs, name)
+        shown = self.charts()
+        for k, chart in enumerate(shown):
+            if half is None or k % 2 == half:
+                chart.plot(next(draw for name, draw in plot.items() if chart.has_class(name))())

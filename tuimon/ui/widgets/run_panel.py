@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.widgets import Static
 
 from tuimon.session.fmt import fmt_bytes, fmt_ms, fmt_rate, fmt_s
@@ -41,11 +42,22 @@ class RunPanel(Vertical, can_focus=True):
         yield Chart("loss", classes="loss")
         yield Static(classes="system")
 
+    _bottom_only = False
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False):
+        if self._bottom_only and not regions and not layout and not recompose and self.size.height:
+            off = self.content_offset
+            regions = (Region(-off.x, self.size.height - 1 - off.y, self.size.width, 1),)
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
     def charts(self) -> list[Chart]:
         return list(self.query(Chart))
 
     def show(self, live: RunLive, stats: RunStats | None, now: float, model: SessionModel,
-             log_loss: bool = False) -> None:
+             log_loss: bool = False, charts: bool = True) -> None:
+        """Its numbers, state and compile bar; its charts too unless ``charts`` is False (a
+        redraw of the other half of the panels: ui/views.py)."""
         self.run = live.run
         if not self.children:  # mounted but not composed yet: the next tick draws it
             return
@@ -64,21 +76,27 @@ class RunPanel(Vertical, can_focus=True):
         # move, once a second.
         if state != self._subtitle_state or now - self._subtitle_t >= 1.0:
             self._subtitle_state, self._subtitle_t = state, now
-            self.border_subtitle = f"{state} · {live.steps} steps" + (
-                f" · {fmt_s(elapsed)}" if elapsed is not None else "")
+            self._bottom_only = True  # the subtitle is in the bottom border: repaint that row
+            try:
+                self.border_subtitle = f"{state} · {live.steps} steps" + (
+                    f" · {fmt_s(elapsed)}" if elapsed is not None else "")
+            finally:
+                self._bottom_only = False
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
         update(self.query_one(".numbers", Static), numbers(live, stats))
         self.query_one(RankStrip).show(live, stats)
         compiling = live.state == "compiling"
-        bar = self.query_one(CompileBar)
+        bar, steps = self.query_one(CompileBar), self.query_one(".steps", Chart)
+        charts = charts or steps.display == compiling  # the chart shows again: drawn at once
         bar.display = compiling
-        self.query_one(".steps", Chart).display = not compiling
+        steps.display = not compiling
         if compiling:
             bar.show(live, now)
-        else:
-            self.query_one(".steps", Chart).plot(step_plot(model, live))
-        self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
+        elif charts:
+            steps.plot(step_plot(model, live))
+        if charts:
+            self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
         update(self.query_one(".system", Static), system(live))
 
 
