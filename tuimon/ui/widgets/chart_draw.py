@@ -85,6 +85,21 @@ def tick(value: float, unit: str) -> str:
     return text[:LABEL].rjust(LABEL)
 
 
+def tick_labels(ticks: dict[int, float], unit: str) -> dict[int, str]:
+    """Each tick's label, with as many decimals as it takes to tell them apart (a narrow axis,
+    1.015 to 1.025, is not labelled 1.02 three times) while they fit in LABEL characters."""
+    labels = {row: tick(v, unit) for row, v in ticks.items()}
+    if len(set(labels.values())) == len(labels):
+        return labels
+    for decimals in range(1, LABEL):
+        more = {row: f"{v:.{decimals}f}" for row, v in ticks.items()}
+        if max(map(len, more.values())) > LABEL:
+            break
+        if len(set(more.values())) == len(more):
+            return {row: text.rjust(LABEL) for row, text in more.items()}
+    return labels
+
+
 def x_label(x: float, plot: Plot) -> str:
     if plot.by == "i":
         x = round(x)
@@ -164,7 +179,7 @@ class Rows:
         self.y_range: tuple | None = None  # (log, bottom, top) of the last drawing's axis
 
     def get(self, key: tuple, build) -> Strip:
-        strip = self.last.get(key)
+        strip = self.now.get(key) or self.last.get(key)  # two blank rows: one Strip
         if strip is None:
             strip = build()
             if self.finish is not None:
@@ -202,9 +217,9 @@ def _draw(plot: Plot, width: int, height: int, rows: Rows) -> list[Strip]:
         outliers += _line(canvas, ln, cols[id(ln)], y_range, plot)
     caption = tuple(_caption(plot, lines, outliers, width))
     out = [rows.get(("caption", width, caption), lambda: Strip(caption).crop_extend(0, width, None))]
-    ticks = _ticks(y_range, h, plot.log)
+    labels = tick_labels(_ticks(y_range, h, plot.log), plot.unit)
     for cy in range(h):
-        head = (tick(ticks[cy], plot.unit) + "┤") if cy in ticks else " " * LABEL + "│"
+        head = (labels[cy] + "┤") if cy in labels else " " * LABEL + "│"
         key = (width, head, tuple(canvas.bits[cy]), tuple(canvas.fg[cy]), tuple(canvas.bg[cy]),
                tuple(canvas.char[cy]))
         out.append(rows.get(key, lambda cy=cy, head=head: Strip(

@@ -42,13 +42,14 @@ class RunPanel(Vertical, can_focus=True):
         yield Chart("loss", classes="loss")
         yield Static(classes="system")
 
-    _bottom_only = False
+    _bottom_only = False  # set while the subtitle changes: Textual would repaint the whole panel
 
     def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
                 recompose: bool = False):
-        if self._bottom_only and not regions and not layout and not recompose and self.size.height:
-            off = self.content_offset
-            regions = (Region(-off.x, self.size.height - 1 - off.y, self.size.width, 1),)
+        outer = self.outer_size
+        if self._bottom_only and not regions and not layout and not recompose and outer.height:
+            off = self.content_offset  # regions are given from the content's corner
+            regions = (Region(-off.x, outer.height - 1 - off.y, outer.width, 1),)
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def charts(self) -> list[Chart]:
