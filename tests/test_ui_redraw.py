@@ -83,6 +83,7 @@ async def test_timer_redraws_draw_half_the_charts_in_turn_and_a_key_draws_them_a
             {"type": "run_started", "t": T0, "run": name, "mode": m, "precision": p, "device": "cpu"},
             *steps(name, 0, 200, T0))])
         await settle(app, pilot, 4)
+        app.fps = 4  # as a user's default, for the tick's choice; its timer stays idle
         panels = list(app.query(RunPanel))
         assert len(panels) == 4
 
@@ -102,6 +103,12 @@ async def test_timer_redraws_draw_half_the_charts_in_turn_and_a_key_draws_them_a
         assert all(a is not b for a, b in zip(before, drawn(), strict=True))
         await pilot.press("y")  # a key's redraw: every chart at once
         assert all(p.query_one(".loss", Chart).data.log for p in panels)
+        app.fps = 2  # below STAGGER_FPS a chart would follow at < 2 Hz: every chart, every tick
+        before = drawn()
+        feed.deliver([e for name in names for e in steps(name, 300, 100, T0)])
+        await pilot.pause(0.2)
+        app.tick()
+        assert all(a is not b for a, b in zip(before, drawn(), strict=True))
 
 
 async def test_a_new_subtitle_repaints_the_panels_bottom_border_only(tmp_path: Path):

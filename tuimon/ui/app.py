@@ -41,6 +41,7 @@ from tuimon.ui.widgets.zoom import ZoomView
 
 MAX_COLUMNS = 3
 GC_THRESHOLDS = (10_000, 50, 100)
+STAGGER_FPS = 4  # from this redraw rate, half the charts a redraw: each still follows at >= 2 Hz
 
 
 class TuimonApp(Steering, App[str]):
@@ -103,9 +104,9 @@ class TuimonApp(Steering, App[str]):
     # ---- the redraw tick -----------------------------------------------------------------
     def tick(self) -> None:
         """A redraw: what was folded since the last one, on screen (folding is not its job);
-        each chart every other tick (ui/views.py)."""
+        at STAGGER_FPS or more, each chart every other tick (ui/views.py)."""
         self._ticks += 1
-        self.redraw(half=self._ticks % 2)
+        self.redraw(half=self._ticks % 2 if self.fps >= STAGGER_FPS else None)
         refresh_ranks(self)
         self.call_after_refresh(self.folder.after_frame)  # the numbers, between frames
 
