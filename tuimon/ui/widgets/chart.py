@@ -1,9 +1,9 @@
 """A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size.
 
 Redraws are what the UI spends most of its time on, so a chart on screen draws a new plot at
-once, building and asking Textual to repaint only the rows that changed (a growing series changes a few
-rows at its right edge; its axes stay put, see plots.py); a chart off screen (a panel behind
-the overlay) draws nothing until it is shown.
+once, but builds and asks Textual to repaint only the rows that changed (a growing series
+changes a few rows at its right edge; its axes stay put: plots.py, chart_draw.Rows); a chart off
+screen (a panel behind the overlay) draws nothing until it is shown.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Chart(Widget):
         self._strips: list[Strip] | None = None
         self._drawn_size: tuple[int, int] | None = None
         self._rows = Rows()  # the last drawing's rows, styled: reused where nothing changed
+        self._rows_style = None  # the style they were built in
 
     def plot(self, data: Plot) -> None:
         self.data = data
@@ -47,7 +48,7 @@ class Chart(Widget):
     def _draw(self, size: tuple[int, int]) -> list[Strip]:
         self._drawn_size = size
         base = self.rich_style
-        if self._rows.finish is None or self._rows_style != base:  # e.g. focus: every row anew
+        if self._rows_style != base:  # first, or e.g. focus: every row anew
             self._rows, self._rows_style = Rows(lambda strip: strip.apply_style(base)), base
         self._strips = draw(self.data, *size, self._rows) if self.data is not None and size[0] else []
         return self._strips

@@ -120,13 +120,6 @@ class Canvas:
         self.bg: list[list[str | None]] = [[None] * w for _ in range(h)]
         self.char: list[list[str | None]] = [[None] * w for _ in range(h)]
 
-    def dot(self, x: int, y: int, color: str) -> None:
-        """x, y in dots, y from the top."""
-        cx, cy = x >> 1, y >> 2
-        if 0 <= cx < self.w and 0 <= cy < self.h and self.char[cy][cx] is None:
-            self.bits[cy][cx] |= DOTS[y & 3][x & 1]
-            self.fg[cy][cx] = color
-
     def vline(self, x: int, y0: int, y1: int, color: str) -> None:
         """Dots from y0 to y1 (either order) in dot column x: a line's step between columns."""
         cx = x >> 1
@@ -167,10 +160,10 @@ class Canvas:
 
 
 class Rows:
-    """A chart's rows by what they show, and its y axis, from its last drawing: a live chart's
-    redraw changes a few rows at its right edge, so the others are not built again, and are the same objects
-    as before (the widget repaints only rows that are not). ``finish`` is applied to each row
-    built (the widget's own style)."""
+    """A chart's rows by what they show, and its y axis, from its last drawing. A live chart's
+    redraw changes a few rows at its right edge: the others are not built again, and are the
+    same objects as before (the widget repaints only rows that are not). ``finish`` is applied
+    to each row built (the widget's own style)."""
 
     def __init__(self, finish=None) -> None:
         self.finish = finish
