@@ -172,7 +172,9 @@ class Rows:
         self.y_range: tuple | None = None  # (log, bottom, top) of the last drawing's axis
 
     def get(self, key: tuple, build) -> Strip:
-        strip = self.now.get(key) or self.last.get(key)  # two blank rows: one Strip
+        strip = self.now.get(key)  # two blank rows in one drawing: one Strip
+        if strip is None:
+            strip = self.last.get(key)
         if strip is None:
             strip = build()
             if self.finish is not None:
