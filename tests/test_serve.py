@@ -161,7 +161,7 @@ def test_live_session_in_the_browser(tuimon, serve, chrome, tmp_path, reaper):
     b.shows("eager/fp32", "eager/amp")
     assert len(server.tabs()) == 2 and attached(session) == 2
     b.press("q")
-    b.shows("detach")
+    b.shows("detach", "reload this page")  # a browser's way back, not `tuimon attach`
     b.press("d")
     b.until(b.closed, "the page to say the viewer ended")
     wait_for(lambda: len(server.tabs()) == 1 and attached(session) == 1, 30, "tab B's viewer to end")

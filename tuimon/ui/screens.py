@@ -34,17 +34,19 @@ class QuitScreen(ModalScreen[str | None]):
                 Binding("d", "answer('detach')", "detach"),
                 Binding("n,c,escape", "answer(None)", "cancel")]
 
-    def __init__(self, active: int, can_detach: bool = False) -> None:
+    def __init__(self, active: int, can_detach: bool = False, web: bool = False) -> None:
         super().__init__()
         self.active = active
         self.can_detach = can_detach
+        self.web = web  # a tab of `tuimon serve`: coming back is reloading the page
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit"):
             text = (f"{self.active} run(s) still going.\n"
                     "[b]s[/b]    stop them and quit (the summary is written)")
             if self.can_detach:
-                text += "\n[b]d[/b]    detach: they go on; come back with [b]tuimon attach[/b]"
+                back = "reload this page" if self.web else "[b]tuimon attach[/b]"
+                text += f"\n[b]d[/b]    detach: they go on; come back with {back}"
             yield Static(text + "\n[b]esc[/b]  cancel")
             with Horizontal():
                 yield Button("Stop runs (s)", variant="error", id="stop")

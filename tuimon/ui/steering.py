@@ -131,7 +131,8 @@ class Steering:
                 self.source.detach()
                 self.exit("detached")
 
-        self.push_screen(QuitScreen(len(active), can_detach=hasattr(self.source, "detach")), answered)
+        self.push_screen(QuitScreen(len(active), can_detach=hasattr(self.source, "detach"),
+                                    web=self.is_web), answered)
 
     def _stop_and_exit(self) -> None:
         self.run_worker(self._close_source, thread=True, exclusive=True, group="shutdown")
