@@ -243,3 +243,13 @@ def test_an_empty_x_range_draws_axes_not_an_error():
     for clip, log in ((True, False), (False, False), (False, True)):
         rows = draw(Plot("x", [PlotLine("a", "#4aa3ff", s)], 200.0, 201.0, clip=clip, log=log), 40, 6)
         assert len(rows) == 6
+
+
+def test_an_outlier_in_the_cell_where_a_compile_ended_does_not_hide_its_mark():
+    values = [5.0] + [1.0 + 0.01 * (i % 5) for i in range(400)]
+    values[4] = values[300] = 50.0  # step 4 lands in the compile's cell, beside its column
+    s = series(values, kinds=["compile"] + ["steady"] * 400)
+    rows = [strip.text for strip in draw(Plot("step ms", [PlotLine("a", "#4aa3ff", s)], 99.995,
+                                              100.5), 40, 8)]
+    assert "2 clipped, max 50.0" in rows[0]  # both outliers counted
+    assert rows[1][7] == "◆" and rows[1].count("▲") == 1  # the compile's mark, the other outlier's

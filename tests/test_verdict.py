@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from test_stats import run_events
@@ -16,7 +17,7 @@ from test_stats import run_events
 from tuimon import events
 from tuimon.session import export
 from tuimon.session.stats import summarize
-from tuimon.session.stats.verdict import decide, fmt_span
+from tuimon.session.stats.verdict import _as_fast, decide, fmt_span
 
 STEPS = 400
 LOSS = [2.0 * 0.995 ** i for i in range(STEPS)]
@@ -286,3 +287,19 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     alike = decide(with_(**{label: {"foreign_cores": 0.2, "faults_per_step": 10.0}
                             for label in ("eager/fp32", "default/fp32", "eager/amp", "default/amp")}))
     assert alike.kind == "use"
+
+
+def test_a_variant_as_fast_is_named_only_when_it_warms_up_clearly_sooner():
+    def row(run, overhead_s):
+        return SimpleNamespace(run=run, label=run.replace("-", "/"), overhead_s=overhead_s)
+
+    found = {"default-amp": {"speedup": 1.25, "lo": 1.24, "hi": 1.26},
+             "default-fp32": {"speedup": 1.249, "lo": 1.24, "hi": 1.258}}
+    for theirs, named in ((5.0, True), (2.96, False), (2.8, False)):  # against 3.0 s
+        winner, other = row("default-amp", 20.0 if named else 3.0), row("default-fp32", theirs)
+        text = _as_fast(winner, [winner, other], found)
+        assert ("default/fp32, 1.25×, is as fast within noise and warms up in 5.0 s instead of "
+                "20.0 s" in text) if named else text == "", (theirs, text)
+    beyond = dict(found, **{"default-fp32": {"speedup": 1.1, "lo": 1.09, "hi": 1.11}})
+    assert _as_fast(row("default-amp", 20.0), [row("default-amp", 20.0), row("default-fp32", 5.0)],
+                    beyond) == ""  # slower beyond noise: not named

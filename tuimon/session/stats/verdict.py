@@ -286,11 +286,13 @@ def _ratio(c: dict, ref: RunStats, unit: str) -> str:
 
 
 def _as_fast(winner: RunStats, faster: list[RunStats], found: dict) -> str:
-    """A variant as fast within noise that costs less up front is worth naming."""
+    """A variant as fast within noise that costs clearly less up front (a tenth less, and
+    not the same figure once printed) is worth naming."""
     w = found[winner.run]
+    mine = winner.overhead_s or 0.0
     alike = [r for r in faster if r is not winner and found[r.run]["hi"] is not None
              and w["lo"] is not None and found[r.run]["hi"] >= w["lo"]
-             and (r.overhead_s or 0.0) < (winner.overhead_s or 0.0)]
+             and (r.overhead_s or 0.0) < 0.9 * mine and fmt_span(r.overhead_s) != fmt_span(mine)]
     if not alike:
         return ""
     r = min(alike, key=lambda r: r.overhead_s or 0.0)

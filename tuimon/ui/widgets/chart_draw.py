@@ -337,7 +337,8 @@ def _line(canvas: Canvas, ln: PlotLine, cols: list[Column | None], y_range: tupl
             continue
         if plot.clip and c.hi > top:
             outliers.append(c.hi)
-            canvas.mark(x >> 1, 0, "▲", OUTLIER)
+            if canvas.char[0][x >> 1] is None:  # a compile's ◆ in the same cell stays
+                canvas.mark(x >> 1, 0, "▲", OUTLIER)
         y = to_y(c.p50)
         if band and c.p90 > c.p10:
             a, b = to_y(c.p90), to_y(c.p10)
