@@ -13,6 +13,7 @@ from textual.widgets import Static
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets import plots
 from tuimon.ui.widgets.chart import Chart
+from tuimon.ui.widgets.chart_draw import Plot
 from tuimon.ui.widgets.redraw import update
 
 GPU_PROBES = ("util", "vram", "temp")
@@ -53,17 +54,22 @@ class OverlayView(Vertical):
         update(self.query_one("#overlay-legend", Static), legend)
         gpu = any(r.history.probes["util"].count or r.history.probes["vram"].count for r in runs)
         cpu = self.query_one(".probe-cpu", Chart)
-        if cpu.display == gpu:  # the GPU charts appear: every chart drawn at once
+        if cpu.display == gpu:  # the probe charts switch (CPU to GPU): all drawn at once
             half = None
         cpu.display = not gpu
         for name in GPU_PROBES:
             self.query_one(f".probe-{name}", Chart).display = gpu
-        plot = {"by-step": lambda: plots.overlay_by_step(model, runs),
-                "by-time": lambda: plots.overlay_by_time(model, runs),
-                "loss": lambda: plots.overlay_loss(model, runs, log_loss)}
-        for name in ("cpu", *GPU_PROBES):
-            plot[f"probe-{name}"] = lambda name=name: plots.overlay_probe(model, runs, name)
-        shown = self.charts()
-        for k, chart in enumerate(shown):
+        for k, chart in enumerate(self.charts()):
             if half is None or k % 2 == half:
-                chart.plot(next(draw for name, draw in plot.items() if chart.has_class(name))())
+                chart.plot(self._plot(chart, model, runs, log_loss))
+
+    @staticmethod
+    def _plot(chart: Chart, model: SessionModel, runs: list[RunLive], log_loss: bool) -> Plot:
+        if chart.has_class("by-step"):
+            return plots.overlay_by_step(model, runs)
+        if chart.has_class("by-time"):
+            return plots.overlay_by_time(model, runs)
+        if chart.has_class("loss"):
+            return plots.overlay_loss(model, runs, log_loss)
+        probe = next(c for c in chart.classes if c.startswith("probe-"))
+        return plots.overlay_probe(model, runs, probe.removeprefix("probe-"))
