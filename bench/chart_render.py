@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.text import Text  # noqa: E402
 
 from tuimon.session.stats.series import StepSeries, axis_range, columns  # noqa: E402
-from tuimon.ui.widgets.chart_draw import Plot, PlotLine, draw  # noqa: E402
+from tuimon.ui.widgets.chart_draw import Plot, PlotLine, Rows, draw  # noqa: E402
 
 SIZES = [(36, 10), (50, 13), (150, 40)]
 
@@ -55,6 +55,12 @@ def cpu_ms(fn, repeat: int) -> float:
 def ours(s: StepSeries, end: float, w: int, h: int):
     plot = Plot("step ms", [PlotLine("eager", "#4aa3ff", s)], 0.0, end)
     return lambda: draw(plot, w, h)
+
+
+def ours_kept(s: StepSeries, end: float, w: int, h: int):
+    """As the widget redraws: with its rows from the last drawing (chart_draw.Rows), nothing new."""
+    plot, rows = Plot("step ms", [PlotLine("eager", "#4aa3ff", s)], 0.0, end), Rows()
+    return lambda: draw(plot, w, h, rows)
 
 
 def ours_cold(s: StepSeries, end: float, w: int, h: int):
@@ -113,10 +119,12 @@ def main() -> None:
         plotext = None
         print("textual-plotext is not installed: tuimon's charts only")
     print("CPU ms per drawing, median of", a.repeat)
-    print("| size | tuimon (same axis) | tuimon (new axis) | plotext, decimated | plotext, 20k raw |")
-    print("|---|---|---|---|---|")
+    print("| size | tuimon (same axis) | tuimon (same axis, rows kept) | tuimon (new axis) "
+          "| plotext, decimated | plotext, 20k raw |")
+    print("|---|---|---|---|---|---|")
     for w, h in SIZES:
-        row = [cpu_ms(ours(s, end, w, h), a.repeat), cpu_ms(ours_cold(s, end, w, h), a.repeat)]
+        row = [cpu_ms(ours(s, end, w, h), a.repeat), cpu_ms(ours_kept(s, end, w, h), a.repeat),
+               cpu_ms(ours_cold(s, end, w, h), a.repeat)]
         if plotext is not None:
             row += [cpu_ms(plotext_decimated(s, end, w, h), max(10, a.repeat // 4)),
                     cpu_ms(plotext_raw(raw, w, h), max(5, a.repeat // 20))]
