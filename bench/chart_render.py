@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rich.text import Text  # noqa: E402
 
-from tuimon.session.stats.series import StepSeries, axis_range, columns  # noqa: E402
+from tuimon.analysis.stats.series import StepSeries, axis_range, columns  # noqa: E402
 from tuimon.ui.widgets.chart_draw import Plot, PlotLine, Rows, draw  # noqa: E402
 
 SIZES = [(36, 10), (50, 13), (150, 40)]

@@ -79,7 +79,7 @@ def launch(args: argparse.Namespace) -> None:
                 counts[rank] = counts.get(rank, 0) + sum(e["type"] == "step" for e in rest[0])
 
     if args.hub:
-        from tuimon.session.rank_hub import RankHub
+        from tuimon.control.rank_hub import RankHub
 
         hub = RankHub(deliver)
     else:

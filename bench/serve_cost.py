@@ -28,7 +28,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import browser  # noqa: E402  (tests/browser.py)
 
-from tuimon.session import channel, store  # noqa: E402
+from tuimon.control import channel  # noqa: E402
+from tuimon.sessiondir import store  # noqa: E402
 
 SECONDS = 20.0
 

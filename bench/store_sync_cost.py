@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tuimon import events  # noqa: E402
-from tuimon.session.store import SessionStore  # noqa: E402
+from tuimon.sessiondir.store import SessionStore  # noqa: E402
 
 # A busy session: 4 runs at 1 kHz steps, batched 4x a second by each runner: 16 batches/s of
 # 250 step events, plus a sample a second. That is ~470 KB/s of events.

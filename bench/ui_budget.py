@@ -5,7 +5,7 @@ that another process writes, typed at through a real terminal. Run by hand:
                                         [--view panels|overlay] [--keys 12] [--gpu]
 
 1. a writer process (this file, ``writer``) creates a session directory, serves its control
-   socket as a daemon does (session/channel.py) and appends to events.jsonl what 4 runners at
+   socket as a daemon does (control/channel.py) and appends to events.jsonl what 4 runners at
    ``--rate`` steps/s would (a batch every 0.25 s each, as runner flushes; the compiled runs
    first compile for 3 s with live compile phases; probe samples every 0.5 s, with synthetic
    GPUs under --gpu);
@@ -68,8 +68,8 @@ class Stub:
 
 def writer(path: Path, rate: float, runs: int, seconds: float, gpu: bool) -> None:
     from tuimon import events
-    from tuimon.session import channel
-    from tuimon.session.store import SessionStore
+    from tuimon.control import channel
+    from tuimon.sessiondir.store import SessionStore
 
     store = SessionStore(path)
     store.write_meta({"status": "running", "owner": {"pid": os.getpid(), "host": os.uname().nodename},
@@ -216,8 +216,8 @@ TRACED = [  # (module, attribute path, label)
     ("tuimon.ui.widgets.chart", "Chart.plot", "chart"),
     ("tuimon.ui.widgets.chart", "Chart.refresh", "chart.refresh"),
     ("tuimon.ui.widgets.chart", "draw", "draw"),
-    ("tuimon.session.stats.series", "StepSeries.columns", "columns"),
-    ("tuimon.session.stats.series", "StepSeries._compact", "compact"),
+    ("tuimon.analysis.stats.series", "StepSeries.columns", "columns"),
+    ("tuimon.analysis.stats.series", "StepSeries._compact", "compact"),
     ("tuimon.ui.widgets.run_panel", "step_plot", "step_plot"),
     ("tuimon.ui.widgets.run_panel", "loss_plot", "loss_plot"),
     ("tuimon.ui.widgets.comparison", "ComparisonStrip.show", "strip"),

@@ -22,7 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import browser  # noqa: E402  (tests/browser.py)
 
-from tuimon.session import channel, store  # noqa: E402
+from tuimon.control import channel  # noqa: E402
+from tuimon.sessiondir import store  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 720
 OUT = HERE / f"browser-serve-{WIDTH}x{HEIGHT}.png"

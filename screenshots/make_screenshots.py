@@ -91,8 +91,8 @@ async def replay(tmp: Path) -> None:
 
 
 async def live(tmp: Path) -> None:
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "tiny_mlp")
@@ -132,8 +132,8 @@ async def compile_pane(tmp: Path) -> None:
 
 
 async def profiler_pane(tmp: Path) -> None:
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "profiled")
@@ -153,8 +153,8 @@ async def profiler_pane(tmp: Path) -> None:
 
 
 async def repeats(tmp: Path) -> None:
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "repeats")
@@ -175,8 +175,8 @@ async def script(tmp: Path) -> None:
     """`tuimon run -- python tests/scripts/plain_loop.py`: an unmodified script, eager vs default
     (tuimon compiles its model), interleaved, with its validation passes kept apart."""
     from tuimon.cli.script import check_command
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import SCRIPT, product
 
     command = [sys.executable, str(ROOT / "tests/scripts/plain_loop.py"), "--workers", "2",
@@ -199,8 +199,8 @@ async def script(tmp: Path) -> None:
 async def ranks2(tmp: Path) -> None:
     """A 2-rank DDP script under torchrun, rank 1 slower: eager vs default, interleaved."""
     from tuimon.cli.script import check_command
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import SCRIPT, product
 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
@@ -216,8 +216,8 @@ async def ranks2(tmp: Path) -> None:
 
 async def ranks8(tmp: Path) -> None:
     """tiny_mlp as 8 ranks under DDP (--nproc 8), eager: one job of 8 ranks on 2 cores."""
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "tiny_mlp")

@@ -60,7 +60,7 @@ def reaper(tmp_path):
     yield
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = " ".join(proc.info["cmdline"] or [])
-        if "tuimon.session.daemon" in cmd and str(tmp_path) in cmd:
+        if "tuimon.control.daemon" in cmd and str(tmp_path) in cmd:
             with contextlib.suppress(psutil.Error):
                 for child in proc.children(recursive=True):
                     child.kill()

@@ -10,8 +10,8 @@ from tuimon import axes
 from tuimon.cli import budget
 from tuimon.cli.args import budget_arg, horizon_arg, seconds_of
 from tuimon.cli.sweep import skip
-from tuimon.session import channel, daemon
-from tuimon.session.supervisor import Plan
+from tuimon.control import channel, daemon
+from tuimon.control.supervisor import Plan
 from tuimon.variants import Variant, choices, product
 
 

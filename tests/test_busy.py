@@ -16,9 +16,9 @@ from conftest import RECIPES, TEST_RECIPES
 from test_end_to_end import runs_of
 
 from tests import fake_pynvml as fake
+from tuimon.analysis.stats.load import BUSY_CORES
 from tuimon.probes.gpu import GpuProbe
 from tuimon.runner.turns import Turns
-from tuimon.session.stats.load import BUSY_CORES
 
 NOISY = str(TEST_RECIPES / "noisy_turns.py")
 # A burner: busy-loops on one core while PATH was touched in the last 0.1 s (PATH "-": always),
@@ -163,7 +163,7 @@ def test_a_foreign_gpu_process_makes_the_session_busy_and_names_it():
     from test_stats import run_events
 
     from tuimon import events
-    from tuimon.session.stats import summarize
+    from tuimon.analysis.stats import summarize
 
     evs = run_events("eager-fp32", "eager", "fp32", [10.0] * 40)
     evs += run_events("default-fp32", "default", "fp32", [8.0] * 40)

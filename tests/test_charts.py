@@ -9,7 +9,7 @@ from pathlib import Path
 from synthetic_session import session
 
 from tuimon import events
-from tuimon.session.stats.series import StepSeries, axis_range, columns
+from tuimon.analysis.stats.series import StepSeries, axis_range, columns
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.history import RunHistory
 from tuimon.ui.model import SessionModel

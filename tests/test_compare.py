@@ -15,9 +15,9 @@ import pytest
 from conftest import SCRIPTS, TEST_RECIPES
 
 from tuimon import cli, events
-from tuimon.session.diff import compare_sessions, guard, open_session
-from tuimon.session.stats import RunStats
-from tuimon.session.stats.change import median_change, spread_change
+from tuimon.analysis.compare import compare_sessions, guard, open_session
+from tuimon.analysis.stats import RunStats
+from tuimon.analysis.stats.change import median_change, spread_change
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 PY = sys.executable

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import RECIPES, TEST_RECIPES
 from rich.console import Console
 
-from tuimon.session import store
+from tuimon.sessiondir import store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import ReplaySource
 from tuimon.ui.widgets.compile_pane import CompilePane, render

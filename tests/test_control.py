@@ -19,11 +19,11 @@ import pytest
 from conftest import TEST_RECIPES
 
 from tuimon import events
+from tuimon.analysis.stats import summarize
+from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.runner.control import EOF, Control
-from tuimon.session import store
-from tuimon.session.stats import summarize
-from tuimon.session.store import SessionStore
-from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.sessiondir import store
+from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import Variant
 
 SLOW = TEST_RECIPES / "slow_steps.py"
@@ -347,9 +347,9 @@ def test_unknown_runs_are_refused_and_close_before_run_starts_nothing(tmp_path):
 
 
 def test_a_run_without_steps_is_flagged_hung_and_dump_writes_its_stacks(tmp_path):
-    from tuimon.session import store as store_mod
-    from tuimon.session.store import SessionStore
-    from tuimon.session.supervisor import Plan, Supervisor
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir import store as store_mod
+    from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import Variant
 
     store = SessionStore.create(tmp_path, "hang")

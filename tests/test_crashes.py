@@ -20,7 +20,7 @@ import pytest
 from conftest import RECIPES, TEST_RECIPES
 from test_end_to_end import runs_of
 
-from tuimon.session import store
+from tuimon.sessiondir import store
 
 FAIL = str(TEST_RECIPES / "fail_how.py")
 SLOW = str(TEST_RECIPES / "slow_steps.py")

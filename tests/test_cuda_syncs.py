@@ -13,7 +13,7 @@ from conftest import RECIPES, TEST_RECIPES
 
 from tuimon import events
 from tuimon.runner.syncdebug import ENV
-from tuimon.session import store
+from tuimon.sessiondir import store
 
 
 @pytest.fixture

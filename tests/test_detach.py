@@ -29,7 +29,8 @@ import pytest
 from conftest import TEST_RECIPES, wait_for
 
 from tuimon import detach
-from tuimon.session import channel, listing, store
+from tuimon.control import channel
+from tuimon.sessiondir import listing, store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import RemoteSource, ReplaySource
 from tuimon.ui.widgets.run_panel import RunPanel
@@ -444,7 +445,7 @@ def test_long_session_paths_still_get_a_socket(tmp_path):
 
 
 def test_the_daemon_and_the_client_side_import_neither_torch_nor_textual():
-    code = ("import tuimon.session.daemon, tuimon.session.channel, tuimon.session.listing, tuimon.detach;"
+    code = ("import tuimon.control.daemon, tuimon.control.channel, tuimon.sessiondir.listing, tuimon.detach;"
             "tuimon.detach.attach_parser(); tuimon.detach.ls_parser(); import sys;"
             "print(' '.join(sys.modules))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

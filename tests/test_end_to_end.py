@@ -14,8 +14,8 @@ import time
 import pytest
 from conftest import RECIPES, TEST_RECIPES
 
-from tuimon.session import store
-from tuimon.session.stats import percentile
+from tuimon.analysis.stats import percentile
+from tuimon.sessiondir import store
 
 TINY = str(RECIPES / "tiny_mlp.py")
 

@@ -1,4 +1,4 @@
-"""Page faults per step (session/stats/faults.py) and --pin-malloc: a run whose steps map fresh
+"""Page faults per step (analysis/stats/faults.py) and --pin-malloc: a run whose steps map fresh
 memory says so, a comparison between runs that fault at very different rates is marked
 unreliable, and --pin-malloc removes the faults of a real run that had them."""
 
@@ -10,10 +10,10 @@ from conftest import TEST_RECIPES
 from test_stats import by_label, run_events
 
 from tuimon import events
-from tuimon.session.fmt import fmt_count
-from tuimon.session.stats import summarize
-from tuimon.session.stats.faults import FaultTrack
-from tuimon.session.table import table
+from tuimon.analysis.stats import summarize
+from tuimon.analysis.stats.faults import FaultTrack
+from tuimon.fmt import fmt_count
+from tuimon.report.table import table
 
 ALLOC = str(TEST_RECIPES / "alloc_each_step.py")
 

@@ -1,5 +1,6 @@
 """The house rules: the parent side never imports torch; the runner never imports textual; no
-two tuimon modules import each other, however indirectly."""
+two tuimon modules import each other, however indirectly; the two houses of the parent side (what
+runs a session, what reads one) stay apart (docs/layout.md)."""
 
 import ast
 import subprocess
@@ -15,16 +16,16 @@ def modules_after(code: str) -> set[str]:
 
 def test_parent_side_does_not_import_torch():
     loaded = modules_after(
-        "import tuimon.cli, tuimon.headless, tuimon.session.supervisor, tuimon.session.export,"
-        " tuimon.session.stats, tuimon.session.store, tuimon.events, tuimon.variants,"
+        "import tuimon.cli, tuimon.headless, tuimon.control.supervisor, tuimon.report.export,"
+        " tuimon.analysis.stats, tuimon.sessiondir.store, tuimon.events, tuimon.variants,"
         " tuimon.recipe; tuimon.cli.run_parser(); tuimon.cli.summary_parser()"
         "; import tuimon.cli.attach, tuimon.cli.ls, tuimon.cli.detached, tuimon.detach,"
-        " tuimon.session.daemon, tuimon.envvars, tuimon.exit_codes, tuimon.ui.app, tuimon.cli.script,"
+        " tuimon.control.daemon, tuimon.envvars, tuimon.exit_codes, tuimon.ui.app, tuimon.cli.script,"
         " tuimon.cli.doctor")
     assert "torch" not in loaded
     # Every module of the split packages was imported (their __init__ re-exports them all).
-    assert {"tuimon.session.stats.probes", "tuimon.session.stopping", "tuimon.cli.run",
-            "tuimon.session.table", "tuimon.ui.app"} <= loaded
+    assert {"tuimon.analysis.stats.probes", "tuimon.control.stopping", "tuimon.cli.run",
+            "tuimon.report.table", "tuimon.ui.app"} <= loaded
 
 
 def test_runner_does_not_import_textual():
@@ -131,7 +132,8 @@ def test_each_side_imports_only_the_shared_side():
     """The runner (child side) and the rest (parent side) share only modules that import
     neither: events, envvars, recipe, failures, ... (a constant both need goes there)."""
     graph = import_graph()
-    parent_only = ("tuimon.ui", "tuimon.session", "tuimon.probes", "tuimon.cli", "tuimon.headless",
+    parent_only = ("tuimon.ui", "tuimon.control", "tuimon.analysis", "tuimon.report", "tuimon.sessiondir",
+                   "tuimon.probes", "tuimon.cli", "tuimon.headless",
                    "tuimon.detach")
     crossings = sorted(
         (m, d) for m, deps in graph.items() for d in deps
@@ -140,3 +142,92 @@ def test_each_side_imports_only_the_shared_side():
     assert crossings == []
     for leaf in ("tuimon.events", "tuimon.envvars", "tuimon.exit_codes"):
         assert graph[leaf] == set(), leaf
+
+
+# ---- the two houses: control/ runs a session, analysis/ reads one ---------------------------------
+def _under(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _imports(path: Path) -> list[tuple[ast.AST, str]]:
+    """(node, module name) for every import in a file, at any depth."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.append((node, node.module or ""))
+    return out
+
+
+def _files(package: str) -> dict[str, Path]:
+    return {module_name(p): p for p in TUIMON.rglob("*.py") if _under(module_name(p), package)}
+
+
+def test_analysis_reads_only_the_floor():
+    """The reading house imports neither the running house nor any view of it: only the session
+    directory, the shared leaves and itself."""
+    graph = import_graph()
+    assert "tuimon.analysis.stats.verdict" in graph
+    allowed = ("tuimon.analysis", "tuimon.sessiondir", "tuimon.events", "tuimon.fmt", "tuimon.axes",
+               "tuimon.failures", "tuimon.variants", "tuimon.probes.alerts", "tuimon")
+    wrong = sorted((m, d) for m, deps in graph.items() if _under(m, "tuimon.analysis")
+                   for d in deps if not (_under(d, *allowed[:-1]) or d == "tuimon"))
+    assert wrong == []
+
+
+def test_analysis_never_starts_a_process_nor_opens_a_socket():
+    """Pure functions of events: no process, thread, signal or socket module, no os.fork/kill/system."""
+    forbidden = {"subprocess", "socket", "multiprocessing", "threading", "signal", "psutil", "asyncio",
+                 "selectors", "select", "http", "urllib", "concurrent"}
+    calls = {"fork", "kill", "system", "popen", "spawnv", "spawnl", "execv", "execl", "killpg", "forkpty"}
+    found = []
+    for name, path in _files("tuimon.analysis").items():
+        found += [(name, mod) for _, mod in _imports(path) if mod.split(".")[0] in forbidden]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            is_os = isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "os"
+            if is_os and (node.attr in calls or node.attr.startswith(("spawn", "exec"))):
+                found.append((name, f"os.{node.attr}"))
+    assert len(_files("tuimon.analysis")) > 20 and found == []
+
+
+def test_the_floor_and_the_reports_stand_apart_from_the_control_side():
+    graph = import_graph()
+    wrong = sorted((m, d) for m, deps in graph.items() for d in deps
+                   if (_under(m, "tuimon.sessiondir") and _under(d, "tuimon.analysis", "tuimon.control",
+                                                                 "tuimon.report", "tuimon.ui", "tuimon.cli"))
+                   or (_under(m, "tuimon.report") and _under(d, "tuimon.control", "tuimon.ui", "tuimon.cli",
+                                                             "tuimon.probes")))
+    assert wrong == []
+
+
+def test_others_ask_analysis_only_through_its_public_names():
+    """Control, reports, the TUI, the headless view, the CLI: ``from tuimon.analysis import X``
+    with X in its ``__all__``, never one of its modules."""
+    public = set(ast.literal_eval(next(
+        n.value for n in ast.parse((TUIMON / "analysis" / "__init__.py").read_text()).body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")))
+    wrong = []
+    for path in TUIMON.rglob("*.py"):
+        name = module_name(path)
+        if _under(name, "tuimon.analysis"):
+            continue
+        for node, mod in _imports(path):
+            if not _under(mod, "tuimon.analysis"):
+                continue
+            if mod != "tuimon.analysis" or isinstance(node, ast.Import):
+                wrong.append((name, mod))
+            else:
+                wrong += [(name, a.name) for a in node.names if a.name not in public]
+    assert wrong == []
+
+
+def test_views_never_recompute_a_statistic():
+    """The TUI, the headless view, the reports and the browser side lay out what analysis computed:
+    none of them imports a statistics library."""
+    found = [(module_name(p), mod) for pkg in ("tuimon.ui", "tuimon.report", "tuimon.web")
+             for p in _files(pkg).values() for _, mod in _imports(p)
+             if mod.split(".")[0] in ("statistics", "numpy", "scipy")]
+    found += [("tuimon.headless", mod) for _, mod in _imports(TUIMON / "headless.py")
+              if mod.split(".")[0] in ("statistics", "numpy", "scipy")]
+    assert found == []

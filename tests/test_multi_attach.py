@@ -15,7 +15,8 @@ import time
 from conftest import TEST_RECIPES
 from test_detach import daemon_pid, gone, of_type, runner_pids, steps, wait_for
 
-from tuimon.session import channel, store
+from tuimon.control import channel
+from tuimon.sessiondir import store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import RemoteSource
 

@@ -19,6 +19,9 @@ from torch import nn
 
 from tuimon import events
 from tuimon import recipe as contract
+from tuimon.analysis.stats import is_measured, summarize
+from tuimon.control.supervisor import Plan, Supervisor, check_profile_options
+from tuimon.report import table
 from tuimon.runner import loop
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import Control
@@ -34,10 +37,8 @@ from tuimon.runner.profiling import (
     parse_command,
     parse_window,
 )
-from tuimon.session import export, store
-from tuimon.session.stats import is_measured, summarize
-from tuimon.session.store import SessionStore
-from tuimon.session.supervisor import Plan, Supervisor, check_profile_options
+from tuimon.sessiondir import store
+from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import Variant
 
 TINY = RECIPES / "tiny_mlp.py"
@@ -408,7 +409,7 @@ def test_profile_control_command_through_the_supervisor(tmp_path):
     assert sum(1 for x in steps if x.get("profiled") == 2) == 5
     summary = summarize(evs)
     assert [p["capture"] for p in summary.runs[0].profiles] == [1, 2]
-    assert "2 captures" in export.profiles_text(summary.runs[0])
+    assert "2 captures" in table.profiles_text(summary.runs[0])
 
 
 def test_no_capture_costs_one_check_per_step_and_a_profiler_that_cannot_start_fails_alone(monkeypatch):

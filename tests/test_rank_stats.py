@@ -13,14 +13,16 @@ import time
 import pytest
 
 from tuimon import events
+from tuimon.analysis import load_session
+from tuimon.analysis.stats import summarize
+from tuimon.analysis.stats.stragglers import divergence, own_times, rank_names
 from tuimon.cli.args import UsageError
 from tuimon.cli.jobs import check_jobs
 from tuimon.cli.run import run_parser
 from tuimon.cli.script import check_command
-from tuimon.session import export, merge
-from tuimon.session.job import JobChild
-from tuimon.session.stats import summarize
-from tuimon.session.stats.stragglers import divergence, own_times, rank_names
+from tuimon.control.job_child import JobChild
+from tuimon.report import export
+from tuimon.sessiondir import merge
 from tuimon.torchrun import TorchrunError, is_torchrun, parse
 
 
@@ -329,7 +331,7 @@ def node_dir(tmp_path, name, evs, meta=None):
 def test_two_nodes_sessions_read_as_one_job(tmp_path):
     a = node_dir(tmp_path, "a", job_events(world=4, ranks=[0, 1], slow_rank=3, node=0))
     b = node_dir(tmp_path, "b", job_events(world=4, ranks=[2, 3], slow_rank=3, node=1, t0=1000.001))
-    meta, evs, summary = export.load([a, b])
+    meta, evs, summary = load_session([a, b])
     (row,) = summary.runs
     assert [x["rank"] for x in row.ranks] == [0, 1, 2, 3] and row.world_size == 4
     assert row.stragglers[0]["rank"] == 3 and row.hosts == ["node0", "node1"]
@@ -337,12 +339,12 @@ def test_two_nodes_sessions_read_as_one_job(tmp_path):
     assert row.steps == 120  # one job step per step, from all four ranks
     c = node_dir(tmp_path, "c", job_events(world=4, ranks=[2, 3], job_id="another", node=1))
     with pytest.raises(merge.MergeError, match="not one job"):
-        export.load([a, c])
+        load_session([a, c])
     with pytest.raises(merge.MergeError, match="rank 0 of eager-script is in"):
-        export.load([a, a])
+        load_session([a, a])
     single = node_dir(tmp_path, "d", [events.make(events.RUN_QUEUED, "x", mode="eager", precision="fp32")])
     with pytest.raises(merge.MergeError, match="no ranks"):
-        export.load([a, single])
+        load_session([a, single])
     assert os.path.isdir(a)
 
 
@@ -357,8 +359,8 @@ def test_each_ranks_gpu_is_found_from_its_pid(tmp_path):
     import subprocess
 
     from tests import fake_pynvml as fake
+    from tuimon.control.sampler import Sampler
     from tuimon.probes import GpuProbe
-    from tuimon.session.sampler import Sampler
 
     agent = subprocess.Popen([sys.executable, "-c", AGENT], stdout=subprocess.PIPE, text=True)
     p0 = p1 = None

@@ -18,7 +18,7 @@ from conftest import RECIPES, SCRIPTS
 from test_crashes import descendants, survivors
 from test_end_to_end import runs_of
 
-from tuimon.session import store
+from tuimon.sessiondir import store
 
 PY = sys.executable
 TORCHRUN = [PY, "-m", "torch.distributed.run"]

@@ -10,10 +10,10 @@ import pytest
 
 from tests import fake_pynvml as fake
 from tuimon import events
+from tuimon.analysis.stats import summarize
+from tuimon.control.sampler import Sampler
 from tuimon.probes import GpuProbe
-from tuimon.session import export
-from tuimon.session.sampler import Sampler
-from tuimon.session.stats import summarize
+from tuimon.report import export
 
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
 

@@ -18,8 +18,8 @@ from test_end_to_end import runs_of
 
 from tuimon import events
 from tuimon.cli.script import check_command
-from tuimon.session.store import SessionStore
-from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.control.supervisor import Plan, Supervisor
+from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import SCRIPT, Variant
 
 PY = sys.executable  # the interpreter with torch (a user runs the python on their PATH)

@@ -21,7 +21,7 @@ import pytest
 from conftest import TEST_RECIPES, wait_for
 from test_detach import gone, of_type
 
-from tuimon.session import channel
+from tuimon.control import channel
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW = str(TEST_RECIPES / "slow_steps.py")

@@ -8,8 +8,8 @@ import statistics
 import pytest
 
 from tuimon import events
-from tuimon.session import export
-from tuimon.session.stats import percentile, summarize
+from tuimon.analysis.stats import percentile, summarize
+from tuimon.report import export, table
 
 
 def run_events(run, mode, precision, step_ms, *, warmup=3, first_ms=None, compile_at=(),
@@ -68,7 +68,7 @@ def test_known_speedup_and_break_even():
     assert c.breakeven_steps == 500  # 1 s extra / 2 ms saved per step
     assert c.breakeven_s == pytest.approx(1.0 + 500 * 0.008)
     assert c.compile_s == pytest.approx(1008 * 0.9 / 1000)
-    assert "500 steps" in export.breakeven_text(c)
+    assert "500 steps" in table.breakeven_text(c)
 
 
 def test_slower_compiled_variant_never_pays_off():
@@ -76,7 +76,7 @@ def test_slower_compiled_variant_never_pays_off():
     comp = run_events("default-amp", "default", "amp", [11.0] * 50, first_ms=500.0)
     c = by_label(summarize(eager + comp))["default/amp"]
     assert c.speedup == pytest.approx(10 / 11)
-    assert c.breakeven_never and export.breakeven_text(c).startswith("never")
+    assert c.breakeven_never and table.breakeven_text(c).startswith("never")
 
 
 def test_baseline_is_eager_of_the_same_precision():
@@ -141,7 +141,7 @@ def test_markdown_and_csv_exports():
 
 
 def test_bounded_collector_keeps_counts_exact_and_memory_bounded():
-    from tuimon.session.stats import HEAD, Collector
+    from tuimon.analysis.stats import HEAD, Collector
 
     ms = [500.0, 20.0, 20.0] + [10.0] * 5000 + [8.0] * 200
     evs = run_events("eager-fp32", "eager", "fp32", ms, losses=[1.0] * len(ms))
@@ -179,7 +179,7 @@ def test_paused_time_is_summed_and_kept_out_of_the_probe_figures():
 
 
 def test_bounded_loss_comparison_uses_aligned_step_indices():
-    from tuimon.session.stats import Collector
+    from tuimon.analysis.stats import Collector
 
     n_eager, n_comp = 20000, 3000  # the eager run is far ahead, as in a live parallel session
     evs = (run_events("eager-fp32", "eager", "fp32", [1.0] * n_eager,
@@ -327,7 +327,7 @@ def test_repeats_table_has_one_column_per_variant_and_each_process_median():
 
 
 def test_student_t_quantiles_and_welch_degrees_of_freedom():
-    from tuimon.session.stats import Z95, t95, welch_df
+    from tuimon.analysis.stats import Z95, t95, welch_df
 
     assert t95(1) == pytest.approx(12.706) and t95(4) == pytest.approx(2.776)
     assert t95(4.9) == t95(4) and t95(0.3) == t95(1)

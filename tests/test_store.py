@@ -19,9 +19,10 @@ import pytest
 from conftest import RECIPES, TEST_RECIPES, wait_for
 
 from tuimon import events
-from tuimon.session import channel, store
-from tuimon.session.store import SessionStore, StoreWriteError
-from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.control import channel
+from tuimon.control.supervisor import Plan, Supervisor
+from tuimon.sessiondir import store
+from tuimon.sessiondir.store import SessionStore, StoreWriteError
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import RemoteSource
 from tuimon.variants import Variant

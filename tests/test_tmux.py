@@ -14,7 +14,7 @@ import psutil
 import pytest
 from conftest import RECIPES, TEST_RECIPES
 
-from tuimon.session import store
+from tuimon.sessiondir import store
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 

@@ -7,9 +7,9 @@ import time
 import psutil
 from conftest import RECIPES, TEST_RECIPES, until
 
-from tuimon.session import store as store_mod
-from tuimon.session.store import SessionStore
-from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.control.supervisor import Plan, Supervisor
+from tuimon.sessiondir import store as store_mod
+from tuimon.sessiondir.store import SessionStore
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import LiveSource
 from tuimon.ui.widgets.run_panel import RunPanel

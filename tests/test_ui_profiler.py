@@ -7,8 +7,8 @@ import io
 from conftest import RECIPES, until
 from rich.console import Console
 
-from tuimon.session.store import SessionStore
-from tuimon.session.supervisor import Plan, Supervisor
+from tuimon.control.supervisor import Plan, Supervisor
+from tuimon.sessiondir.store import SessionStore
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import LiveSource
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, render

@@ -9,7 +9,7 @@ import pytest
 from tuimon import events
 from tuimon.recipe import RecipeError, check_recipe_file, resolve_defaults
 from tuimon.runner.timing import CpuClock, CudaClock
-from tuimon.session import store
+from tuimon.sessiondir import store
 from tuimon.variants import MODES, parse_list, product
 
 

@@ -15,9 +15,9 @@ import pytest
 from test_stats import run_events
 
 from tuimon import events
-from tuimon.session import export
-from tuimon.session.stats import summarize
-from tuimon.session.stats.verdict import _as_fast, decide, fmt_span
+from tuimon.analysis.stats import summarize
+from tuimon.analysis.stats.verdict import _as_fast, decide, fmt_span
+from tuimon.report import export
 
 STEPS = 400
 LOSS = [2.0 * 0.995 ** i for i in range(STEPS)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import RECIPES, TEST_RECIPES
 from rich.console import Console
 
-from tuimon.session import store
+from tuimon.sessiondir import store
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import ReplaySource
 from tuimon.ui.widgets.why_pane import WhyPane
@@ -68,7 +68,7 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
         await pilot.pause(0.2)
         assert pane.has_class("visible")
         console = Console(width=140, file=io.StringIO(), record=True)
-        from tuimon.session.why import diagnose
+        from tuimon.analysis.why import diagnose
 
         console.print(render_pane(app.focused_run(), diagnose(app.model.summary())))
         text = console.export_text()

@@ -8,14 +8,14 @@ import json
 import logging
 
 from tuimon import events
+from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.why import diagnose
+from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM
+from tuimon.report.export import to_json, to_markdown
+from tuimon.report.why_text import top_lines
 from tuimon.runner.profiling import Ev, analyse, link, nest
 from tuimon.runner.profiling.profiler import AUTO, AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, Profiler
 from tuimon.runner.torch_hints import HintListener, classify
-from tuimon.session.export import to_json, to_markdown
-from tuimon.session.stats import RunStats, SessionSummary
-from tuimon.session.why import diagnose
-from tuimon.session.why.finding import HIGH, INFO, MEDIUM
-from tuimon.session.why.render import top_lines
 
 MiB = 2 ** 20
 
@@ -224,7 +224,7 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
 
 
 def test_a_rule_that_fails_is_said_and_costs_nothing_else(monkeypatch):
-    from tuimon.session import why
+    from tuimon.analysis import why
 
     def broken(ctx):
         raise KeyError("split")

@@ -20,5 +20,5 @@ RANKS = "TUIMON_RANKS"
 # --pin-malloc, set by the supervisor in every run's environment (torchrun's workers inherit it):
 # glibc's malloc thresholds fixed alike in every run. Blocks below 256 MiB come from the heap, and
 # up to 1 GiB freed at its top stays with the process, so a step reuses its buffers rather than
-# faulting them in again (session/stats/faults.py).
+# faulting them in again (analysis/stats/faults.py).
 PIN_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**30)}

@@ -40,6 +40,9 @@ RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it t
 RUN_EXITED = "run_exited"  # returncode, seconds
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
+# A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with
+# nothing to do, the *_setting ones are clocks someone chose on purpose.
+BENIGN_THROTTLE = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})
 PROBE_INFO = "probe_info"  # gpu_available, reason, devices; or unsupported: [metric] (said once)
 WARNING = "warning"  # text (run-tagged, or session-wide without run): throttling, memory, CPU share
 # A user's command, recorded when the supervisor applied it, before its effects:

@@ -6,7 +6,6 @@ log file) it prints one line per milestone instead, so logs stay readable.
 
 from __future__ import annotations
 
-import statistics
 from collections import deque
 
 from rich.console import Console
@@ -15,11 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.session.fmt import fmt_ms, fmt_s
-from tuimon.session.stats import SessionSummary, is_measured
-from tuimon.session.table import answer_notes, columns, table, top_ops_text
-from tuimon.session.why import diagnose
-from tuimon.session.why import render as why_text
+from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
+from tuimon.fmt import fmt_ms, fmt_s
+from tuimon.report import why_text
+from tuimon.report.table import answer_notes, table, top_ops_text
 from tuimon.variants import Variant
 
 
@@ -102,7 +100,7 @@ class HeadlessView:
             recent = self._recent[run]
             loss = e.get("loss")
             self._progress.update(self._tasks[run], completed=e["i"] + 1,
-                                  median=fmt_ms(statistics.median(recent)) if recent else "–",
+                                  median=fmt_ms(recent_median(recent)) if recent else "–",
                                   loss=f"{loss:.4g}" if loss is not None else "–")
 
     def _lead_rank(self, run: str, e: dict) -> bool:

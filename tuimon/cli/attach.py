@@ -10,7 +10,7 @@ from pathlib import Path
 from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg
 from tuimon.cli.detached import print_detached
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from tuimon.session import listing, store
+from tuimon.sessiondir import listing, store
 
 
 def attach_parser() -> Parser:
@@ -43,7 +43,7 @@ def resolve_session(session: str | None, out: str) -> Path:
 def open_source(path: Path):
     """(RemoteSource, None) when the session's daemon answers; otherwise (ReplaySource, the
     note that says why it is read-only)."""
-    from tuimon.session.channel import ChannelError, CommandError
+    from tuimon.control.channel import ChannelError, CommandError
     from tuimon.ui.sources import RemoteSource, ReplaySource
 
     try:
@@ -90,10 +90,10 @@ def attach_command(args: argparse.Namespace) -> int:
             source.detach()
         print_detached(console, path, source.pid)
         return EXIT_OK
+    from tuimon.analysis import load_session
     from tuimon.headless import print_summary
-    from tuimon.session import export
 
-    _, _, summary = export.load(path)
+    _, _, summary = load_session(path)
     print_summary(console, summary)
     console.print(f"summary: {path / 'summary.md'}", highlight=False)
     status = source.status

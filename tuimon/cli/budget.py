@@ -22,7 +22,7 @@ import json
 import statistics
 from pathlib import Path
 
-from tuimon.session.fmt import fmt_s
+from tuimon.fmt import fmt_s
 from tuimon.variants import Variant
 
 START_S, START_PER_RUN_S = 5.0, 3.0  # starting a round: import torch, build the recipe

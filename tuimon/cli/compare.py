@@ -43,7 +43,7 @@ def compare_parser() -> Parser:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from tuimon.session import store
+    from tuimon.sessiondir import store
 
     paths = args.sessions
     if len(paths) < 2:
@@ -57,8 +57,8 @@ def compare_command(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from tuimon.session.diff import compare_sessions, guard, open_session
-    from tuimon.session.diff.render import print_rich, to_json, to_markdown
+    from tuimon.analysis import compare_sessions, guard, open_session
+    from tuimon.report.compare_text import print_rich, to_json, to_markdown
 
     try:
         sessions = [open_session(path, string.ascii_uppercase[k]) for k, path in enumerate(paths)]
@@ -81,6 +81,6 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def _labels(s) -> list[str]:
-    from tuimon.session.diff.sessions import label
+    from tuimon.analysis import label
 
     return [label(k) for k in s.rows]

@@ -1,5 +1,5 @@
 """``tuimon RECIPE`` on a terminal (or with --detach): the runs go to a daemon
-(session/daemon.py) and the TUI, if any, is its client (ui/sources.py RemoteSource). The TUI
+(control/daemon.py) and the TUI, if any, is its client (ui/sources.py RemoteSource). The TUI
 may then die or detach; the runs go on, and ``tuimon attach`` opens them again."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tuimon.exit_codes import EXIT_FAILED, EXIT_OK
-from tuimon.session import store
+from tuimon.sessiondir import store
 
 
 def run_detached(path: Path, plan, *, fps: float, tui: bool, console):
     """Start the daemon; with ``tui``, open the TUI on it. Returns an exit code when the CLI is
     done here (detached: the daemon owns the session now), else ``(status, supervisor-like,
     meta)`` once the session has ended, for the CLI to print the summary as in headless mode."""
-    from tuimon.session import daemon
+    from tuimon.control import daemon
 
     proc = daemon.spawn(path, plan)
     try:
@@ -28,7 +28,7 @@ def run_detached(path: Path, plan, *, fps: float, tui: bool, console):
         console.print(f"session: {path}\nrunning in the background (supervisor pid {proc.pid}); "
                       f"watch it with: tuimon attach {path}", highlight=False, soft_wrap=True)
         return EXIT_OK
-    from tuimon.session.channel import ChannelError
+    from tuimon.control.channel import ChannelError
     from tuimon.ui.app import TuimonApp
     from tuimon.ui.sources import RemoteSource
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError
 from tuimon.exit_codes import EXIT_OK
-from tuimon.session import listing
+from tuimon.sessiondir import listing
 
 
 def ls_parser() -> Parser:
@@ -28,7 +28,7 @@ COLUMNS = ("session", "state", "variants", "started", "recipe", "pid", "viewers"
 def viewers(info: listing.SessionInfo) -> str:
     """How many TUIs are attached to a running session's daemon (it counts them); blank for a
     session that has none (headless, or ended)."""
-    from tuimon.session.channel import ChannelError, CommandError, request
+    from tuimon.control.channel import ChannelError, CommandError, request
 
     if info.state != listing.RUNNING or (info.meta.get("owner") or {}).get("kind") != "daemon":
         return ""

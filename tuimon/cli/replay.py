@@ -32,7 +32,7 @@ def replay_command(args: argparse.Namespace) -> int:
 def job_source(sessions: list[str], command: str):
     """A read-only source of one session, or of several nodes' sessions of one job (checked
     here: UsageError when they are not one); and the note the app opens with."""
-    from tuimon.session import merge, store
+    from tuimon.sessiondir import merge, store
     from tuimon.ui.sources import JobSource, ReplaySource
 
     for session in sessions:

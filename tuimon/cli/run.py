@@ -191,10 +191,11 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
 
     from rich.console import Console
 
+    from tuimon.analysis import load_session
+    from tuimon.control.supervisor import Plan, Supervisor, interrupt
     from tuimon.headless import HeadlessView, print_summary
-    from tuimon.session import export
-    from tuimon.session.store import SessionStore, StoreError, StoreWriteError
-    from tuimon.session.supervisor import Plan, Supervisor, interrupt
+    from tuimon.report import export
+    from tuimon.sessiondir.store import SessionStore, StoreError, StoreWriteError
 
     variants = product(modes, precisions, axes)
     answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
@@ -238,7 +239,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         if isinstance(ended, int):  # detached: the daemon owns the session and its summary
             return ended
         status, supervisor, _ = ended  # the daemon has written meta.json and the summary
-        _, _, summary = export.load(store.path)
+        _, _, summary = load_session(store.path)
         written = {fmt: store.path / name for fmt, name in export.FORMATS.items()}
     else:
         view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
@@ -305,7 +306,7 @@ def use_tui(args: argparse.Namespace) -> bool:
 
 
 def runner_flags(args: argparse.Namespace, fixed: dict[str, str]) -> list[str]:
-    """Every run's flags; the --set axes' values are each variant's own (session/child.py)."""
+    """Every run's flags; the --set axes' values are each variant's own (control/child.py)."""
     flags = ["--device", args.device, "--seed", str(args.seed), "--warmup", str(args.warmup)]
     for opt in ("steps", "duration", "batch_size", "image_size"):
         value = getattr(args, opt)
@@ -369,7 +370,7 @@ def cache_text(cache_dir: Path | None) -> str:
 
 
 def owner_info(kind: str) -> dict:
-    from tuimon.session.listing import owner_info
+    from tuimon.sessiondir.listing import owner_info
 
     return owner_info(kind)
 

@@ -23,7 +23,7 @@ import tuimon
 from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg, limited
 from tuimon.cli.attach import resolve_session
 from tuimon.exit_codes import EXIT_OK
-from tuimon.session import listing, store
+from tuimon.sessiondir import listing, store
 from tuimon.web.peers import is_loopback
 
 DEFAULT_PORT = 8000

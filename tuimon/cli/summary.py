@@ -32,8 +32,10 @@ def summary_parser() -> Parser:
 
 
 def summary_command(args: argparse.Namespace) -> int:
-    from tuimon.session import export, store
-    from tuimon.session.merge import MergeError
+    from tuimon.analysis import load_session
+    from tuimon.report import export
+    from tuimon.sessiondir import store
+    from tuimon.sessiondir.merge import MergeError
 
     for session in args.session:
         if (why := store.check_session(session, need_meta=not args.force)) is not None:
@@ -42,7 +44,7 @@ def summary_command(args: argparse.Namespace) -> int:
     formats = export.JOB_FORMATS if len(args.session) > 1 else export.FORMATS
     try:
         answer = {"horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
-        meta, evs, summary = export.load(args.session, answer=answer)
+        meta, evs, summary = load_session(args.session, answer=answer)
         written = export.write(Path(first), meta, evs, summary, formats=formats)
     except MergeError as exc:
         raise UsageError(str(exc)) from None
@@ -56,7 +58,7 @@ def summary_command(args: argparse.Namespace) -> int:
 
 def read_warnings(path, meta: dict, unreadable: int) -> list[str]:
     """What a reader of a damaged session should know: lines skipped, meta.json lost."""
-    from tuimon.session import store
+    from tuimon.sessiondir import store
 
     found = [store.unreadable_note(unreadable)] if unreadable else []
     if not meta:

@@ -8,9 +8,9 @@ missing value (None / n/a) never alerts.
 
 from __future__ import annotations
 
-# Clock-event reasons that are settings or rest, not a slowdown worth a warning: "idle" is a
-# GPU with nothing to do, the *_setting ones are clocks someone chose on purpose.
-BENIGN_REASONS = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})
+from tuimon import events
+
+BENIGN_REASONS = events.BENIGN_THROTTLE  # clock-event reasons that are no slowdown worth a warning
 
 
 def throttle_alerts(device: dict | None, benign: frozenset[str] = BENIGN_REASONS) -> list[str]:

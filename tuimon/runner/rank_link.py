@@ -3,7 +3,7 @@
 torchrun starts its workers as new processes (``subprocess``, no inherited descriptors, each in
 its own session), so a rank cannot write on the event pipe the supervisor gave torchrun. Each
 rank connects instead to the session's rank socket (a Unix socket in a private directory,
-session/rank_hub.py) named in its settings, says who it is in one ``hello`` line (the run's
+control/rank_hub.py) named in its settings, says who it is in one ``hello`` line (the run's
 token, torchrun's RANK / LOCAL_RANK / WORLD_SIZE ..., its pid and host), then writes its events
 there as JSON lines and reads its control lines from the same connection. Nothing here talks to
 the other ranks: no collective, no store, no GPU.

@@ -78,7 +78,7 @@ class Trainer:
     def timed_step(self, batch):
         """``step`` for a rank of a job: also notes when backward begins (``pre_at``). Under
         DDP the gradient all-reduce waits inside backward for the last rank to get there, so
-        the time before it is this rank's own work (session/stats/ranks.py)."""
+        the time before it is this rank's own work (analysis/stats/ranks.py)."""
         loss = self.forward(batch)
         self.pre_at = time.perf_counter()
         self.backward(loss)
@@ -133,7 +133,7 @@ class Trainer:
 def peak_memory(device: str) -> dict:
     # ru_maxrss: the process's peak so far, KiB on Linux. ru_minflt: its minor page faults so far;
     # between two flushes of steady steps they say how often a step maps fresh memory
-    # (session/stats/faults.py), at no cost to the steps (read here, once a flush).
+    # (analysis/stats/faults.py), at no cost to the steps (read here, once a flush).
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out = {"peak_rss": usage.ru_maxrss * 1024, "minflt": usage.ru_minflt}
     if device.startswith("cuda"):

@@ -21,7 +21,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
-from tuimon.session import export
+from tuimon.report import export
 from tuimon.ui import keys
 from tuimon.ui.folding import Folder
 from tuimon.ui.log_pane import LogTail

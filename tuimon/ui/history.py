@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 
 from tuimon import events
-from tuimon.session.stats.series import StepSeries, step_kind
+from tuimon.analysis import StepSeries, step_kind
 
 SPANS = 1024  # pauses and turn waits kept per run (the latest)
 PHASES = 512  # compile phase changes kept for the compile under way

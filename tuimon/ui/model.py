@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.session.stats import Collector, RunStats, SessionSummary
+from tuimon.analysis import Collector, RunStats, SessionSummary
 from tuimon.ui.history import RunHistory
 from tuimon.ui.rank_model import RankLive, job_state, rank_event, rank_samples
 from tuimon.variants import Variant
@@ -300,7 +300,7 @@ class SessionModel:
 
     def rank_own(self, run: str, points: int = 120) -> dict[int, list[float]]:
         """A job's ranks' recent own times (their steps less their waits for slower ranks), as
-        the statistics joined them (session/stats/ranks.py)."""
+        the statistics joined them (analysis/stats/ranks.py)."""
         job = self.collector.jobs.get(run)
         if job is None:
             return {}

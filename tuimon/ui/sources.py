@@ -1,7 +1,7 @@
 """Where the TUI's events come from: a supervisor on a thread of this process (LiveSource), a
 detached session's daemon (RemoteSource: the file plus the control socket), a session
 directory alone (ReplaySource, read-only), or several nodes' session directories of one
-torchrun job (JobSource, read-only: merged as session/merge.py merges them)."""
+torchrun job (JobSource, read-only: merged as sessiondir/merge.py merges them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuimon import events
-from tuimon.session.store import EVENTS, unreadable_note
+from tuimon.sessiondir.store import EVENTS, unreadable_note
 
 Deliver = Callable[[list[dict]], None]
 
@@ -125,15 +125,15 @@ class ReplaySource:
 
 
 class RemoteSource:
-    """A client of a detached session's daemon (session/daemon.py): events from the tail of
+    """A client of a detached session's daemon (control/daemon.py): events from the tail of
     events.jsonl, from its start (the full history); keys as commands over the session's
-    control socket (session/channel.py). Connecting counts as attaching a viewer, which keeps a
+    control socket (control/channel.py). Connecting counts as attaching a viewer, which keeps a
     finished session open for new runs; ``detach()`` (or this process dying) lets it go."""
 
     read_only = False
 
     def __init__(self, path: str | Path, poll: float = 0.25) -> None:
-        from tuimon.session import channel
+        from tuimon.control import channel
 
         self.path = Path(path)
         self._client = channel.Client(self.path)  # ChannelError: no daemon listens there
@@ -156,7 +156,7 @@ class RemoteSource:
 
     def _watch(self, deliver: Deliver, every: float = 0.5) -> None:
         """Ask the daemon whether its store failed: that news cannot come through the file."""
-        from tuimon.session.channel import ChannelError, CommandError
+        from tuimon.control.channel import ChannelError, CommandError
 
         while not self._done.wait(every):
             try:
@@ -182,7 +182,7 @@ class RemoteSource:
 
     def __getattr__(self, name: str):
         # pause / resume / stop / stop_all / states (and profile, ...) go over the socket.
-        from tuimon.session.channel import COMMANDS
+        from tuimon.control.channel import COMMANDS
 
         if name in COMMANDS:
             return lambda *args, **kwargs: self.call(name, *args, **kwargs)
@@ -191,8 +191,8 @@ class RemoteSource:
     def close(self, timeout: float = 60.0) -> None:
         """Stop every run and end the session; returns once the daemon has written the
         summary and exited (or after ``timeout``)."""
-        from tuimon.session.channel import ChannelError, CommandError
-        from tuimon.session.store import read_meta
+        from tuimon.control.channel import ChannelError, CommandError
+        from tuimon.sessiondir.store import read_meta
 
         self.closed = True
         self._done.set()
@@ -219,7 +219,7 @@ class RemoteSource:
 
 class JobSource:
     """Several nodes' sessions of one torchrun job, read-only: what they hold now merged into one
-    job (session/merge.py), then each file followed while it grows, its events made the merged
+    job (sessiondir/merge.py), then each file followed while it grows, its events made the merged
     session's the same way (``merge.node_event``). The CLI has checked they are one job."""
 
     read_only = True
@@ -236,7 +236,7 @@ class JobSource:
                          daemon=True).start()
 
     def _tail(self, deliver: Deliver) -> None:
-        from tuimon.session import merge, store
+        from tuimon.sessiondir import merge, store
 
         files = [open(p / EVENTS, encoding="utf-8", errors="replace") for p in self.paths]  # noqa: SIM115
         try:

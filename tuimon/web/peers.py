@@ -4,7 +4,7 @@ read from /proc/net/tcp and /proc/net/tcp6 (Linux; readable by every user).
 127.0.0.1 keeps the network out, not the other users of the machine: any of them could open the
 port and steer the runs, as us. So ``tuimon serve`` answers a loopback connection only when its
 client socket belongs to our own uid, the rule the session's control socket applies with
-SO_PEERCRED (session/channel.py). A browser on this machine and ``ssh -L`` (sshd connects as the
+SO_PEERCRED (control/channel.py). A browser on this machine and ``ssh -L`` (sshd connects as the
 user who logged in) pass; another user's process gets 403."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from tuimon.cli.attach import open_source
-    from tuimon.session import store
+    from tuimon.sessiondir import store
     from tuimon.ui.app import TuimonApp
 
     if (why := store.check_session(args.session)) is not None:

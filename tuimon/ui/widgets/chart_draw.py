@@ -1,7 +1,7 @@
 """Line charts with axes in braille (2×4 dots a cell), drawn straight into Textual Strips.
 
 Pure drawing: the columns, the axis range and which steps are outliers come from
-``tuimon.session.stats.series``; this module only maps them to cells. A chart is a caption
+``tuimon.analysis.stats.series``; this module only maps them to cells. A chart is a caption
 row, plot rows with y ticks on the left, and an x axis row with its labels:
 
     step ms  ─ median  █ p10–p90  ▲ 2 above, max 4.80
@@ -20,8 +20,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from tuimon.session.fmt import fmt_ms
-from tuimon.session.stats.series import Column, StepSeries, axis_range
+from tuimon.analysis import Column, StepSeries, axis_range
+from tuimon.fmt import fmt_ms
 
 DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [dot row][dot column]
 LABEL = 6  # width of a y tick label

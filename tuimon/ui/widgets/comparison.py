@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_s
-from tuimon.session.stats import SessionSummary
-from tuimon.session.table import breakeven_text, columns
+from tuimon.analysis import SessionSummary, columns
+from tuimon.fmt import fmt_s
+from tuimon.report.table import breakeven_text
 from tuimon.ui.widgets.redraw import height, update
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_s
+from tuimon.fmt import fmt_s
 from tuimon.ui.model import RunLive
 from tuimon.ui.widgets.compile_pane import PHASE_STYLE
 from tuimon.ui.widgets.redraw import update

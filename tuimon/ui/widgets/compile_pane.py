@@ -9,9 +9,9 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_s
-from tuimon.session.stats import RunStats
-from tuimon.session.table import cache_text
+from tuimon.analysis import RunStats
+from tuimon.fmt import fmt_s
+from tuimon.report.table import cache_text
 from tuimon.ui.model import RunLive
 
 PHASE_STYLE = {"dynamo": "cyan", "aot": "magenta", "inductor": "yellow", "codegen": "green",

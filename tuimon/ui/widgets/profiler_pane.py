@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_ms
+from tuimon.fmt import fmt_ms
 from tuimon.ui.model import RunLive
 
 TOP = 12

@@ -8,9 +8,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_ms
-from tuimon.session.rank_text import strip_text
-from tuimon.session.stats import RunStats
+from tuimon.analysis import RunStats
+from tuimon.fmt import fmt_ms
+from tuimon.report.rank_text import strip_text
 from tuimon.ui.model import RunLive
 
 BLOCKS = "▁▂▃▄▅▆▇█"

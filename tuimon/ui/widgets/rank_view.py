@@ -5,13 +5,12 @@ shared by every row, from zero (a straggler's row stands higher), its loss, comp
 Past ``GROUP_OVER`` ranks the rows are groups (each node's ranks, or blocks of 8 on one node):
 the group's median own time and spread, its slowest rank's plot, and the ranks worth a row of
 their own (stragglers, failed ones, ranks whose compiles differ) listed below; ``a`` shows every
-rank instead. The numbers are the summary's (session/stats/ranks.py); this only lays them out.
+rank instead. The numbers are the summary's (analysis/stats/ranks.py); this only lays them out.
 """
 
 from __future__ import annotations
 
 import contextlib
-import statistics
 
 from rich.table import Table
 from rich.text import Text
@@ -22,9 +21,9 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tuimon.session.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms
-from tuimon.session.rank_text import divergence_text, skew_text, straggler_text, world_text
-from tuimon.session.stats import RunStats
+from tuimon.analysis import RunStats, group_figures
+from tuimon.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms
+from tuimon.report.rank_text import divergence_text, skew_text, straggler_text, world_text
 from tuimon.ui.model import RunLive
 from tuimon.ui.rank_model import RankLive
 
@@ -172,20 +171,20 @@ def _group_row(label: str, ranks: list[RankLive], rows: dict, slow: set[int],
     state = ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda kv: -kv[1]))
     slowest = max(ranks, key=lambda r: rows.get(r.rank, {}).get("own_ms") or 0.0)
     steps = sorted(r.steps for r in ranks)
-    own = f"{_ms(statistics.median(owns))} ({_ms(max(owns))})" if owns else DASH
-    losses = [r.loss[-1] for r in ranks if r.loss]
-    cpus = [c for c in ((r.sample or {}).get("cpu_percent") for r in ranks) if c is not None]
+    g = group_figures(owns, [rows[r.rank]["median_ms"] for r in ranks
+                             if rows.get(r.rank, {}).get("median_ms") is not None],
+                      [r.loss[-1] for r in ranks if r.loss],
+                      [c for c in ((r.sample or {}).get("cpu_percent") for r in ranks) if c is not None])
+    own = f"{_ms(g['own_median'])} ({_ms(g['own_max'])})" if owns else DASH
     compiles = {(r.compiles, r.graph_breaks, r.recompiles) for r in ranks}
     warn = any(r.rank in slow for r in ranks)
     return [Text(label, style="bold yellow" if warn else "bold"), state,
             f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}–{steps[-1]}",
-            _ms(statistics.median(rows[r.rank]["median_ms"] for r in ranks
-                                     if rows.get(r.rank, {}).get("median_ms") is not None))
-            if any(rows.get(r.rank, {}).get("median_ms") is not None for r in ranks) else DASH,
+            _ms(g["median"]) if g["median"] is not None else DASH,
             own, Text(spark(plots[slowest.rank], width, lo, hi), style="cyan"),
-            fmt_loss(statistics.fmean(losses)) if losses else DASH,
+            fmt_loss(g["loss_mean"]) if g["loss_mean"] is not None else DASH,
             _compiles(ranks[0]) if len(compiles) == 1 else Text("differ", style="bold magenta"),
-            f"{statistics.fmean(cpus):.0f}%" if cpus else DASH, DASH]
+            f"{g['cpu_mean']:.0f}%" if g["cpu_mean"] is not None else DASH, DASH]
 
 
 def _groups(live: RunLive, rows: dict) -> list[tuple[str, list[int]]]:

@@ -10,9 +10,9 @@ from textual.containers import Vertical
 from textual.geometry import Region
 from textual.widgets import Static
 
-from tuimon.session.fmt import fmt_bytes, fmt_ms, fmt_rate, fmt_s
-from tuimon.session.stats import RunStats
-from tuimon.session.table import breakeven_text
+from tuimon.analysis import RunStats
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_rate, fmt_s
+from tuimon.report.table import breakeven_text
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart import Chart
 from tuimon.ui.widgets.compile_bar import CompileBar

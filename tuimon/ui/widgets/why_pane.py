@@ -10,10 +10,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tuimon.session.stats import SessionSummary
-from tuimon.session.why import VariantWhy, diagnose
-from tuimon.session.why.finding import HIGH, MEDIUM
-from tuimon.session.why.render import headline
+from tuimon.analysis import HIGH, MEDIUM, SessionSummary, VariantWhy, diagnose
+from tuimon.report.why_text import headline
 from tuimon.ui.model import RunLive
 
 STYLE = {HIGH: "bold red", MEDIUM: "bold yellow"}

@@ -1,0 +1,37 @@
+"""What *reads* a recorded session and computes answers: pure functions of its events. Never
+starts a process, opens a socket or imports the control side; the UI, the headless view, the
+reports and the control side take their answers from here, through the names below, and never
+recompute them.
+
+``read`` (a session's directory read and summarized), ``stats/`` (every statistic, the verdict),
+``why/`` (why compile did not help), ``compare/`` (sessions side by side, the regression guard).
+"""
+
+from tuimon.analysis.compare import (
+    PHASES,
+    Comparison,
+    Session,
+    VariantDiff,
+    compare_sessions,
+    guard,
+    label,
+    open_session,
+)
+from tuimon.analysis.read import load_session
+from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, summarize
+from tuimon.analysis.stats.change import Change, change_text
+from tuimon.analysis.stats.compare import speedup_text
+from tuimon.analysis.stats.live import group_figures, own_time_spread, recent_median
+from tuimon.analysis.stats.load import busy, load_text
+from tuimon.analysis.stats.rows import columns
+from tuimon.analysis.stats.series import Column, StepSeries, axis_range, step_kind
+from tuimon.analysis.stats.stragglers import rank_names
+from tuimon.analysis.why import HIGH, INFO, MEDIUM, VariantWhy, diagnose
+
+__all__ = [
+    "HIGH", "INFO", "MEDIUM", "PHASES", "Change", "Collector", "Column", "Comparison", "RunStats", "Session",
+    "SessionSummary", "StepSeries", "VariantDiff", "VariantWhy", "axis_range", "busy", "change_text",
+    "columns", "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
+    "load_session", "load_text", "open_session", "own_time_spread", "rank_names", "recent_median",
+    "speedup_text", "step_kind", "summarize",
+]

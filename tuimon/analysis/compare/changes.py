@@ -1,0 +1,124 @@
+"""A comparison of sessions as data: for each variant they share, its rows in each session, the
+changes against the first session (the baseline) of every figure that has one, and the
+regression guard's verdict. Changes come from ``stats.change``; ``report.compare_figures`` lays
+each variant's figures out as text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched
+from tuimon.analysis.compare.settings import differences
+from tuimon.analysis.stats import RunStats
+from tuimon.analysis.stats.change import (
+    Change,
+    change_text,
+    load_differs,
+    loss_drift,
+    median_change,
+    spread_change,
+    step_losses,
+)
+
+PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
+SIZES = ("peak_rss", "cuda_peak_allocated", "vram_max")  # measured once per process
+
+
+@dataclass
+class VariantDiff:
+    key: Key
+    rows: list[RunStats | None]  # per session (None: not in that session)
+    median: list[Change | None]
+    compile: list[Change | None]
+    unreliable: list[str | None]  # per session: other processes' load differed from A's
+    phases: dict[str, list[Change | None]] = field(default_factory=dict)  # compile phase -> changes
+    sizes: dict[str, list[Change | None]] = field(default_factory=dict)  # RunStats attribute -> changes
+    drift: list[tuple[float | None, int]] = field(default_factory=list)  # loss vs A: (max |Δ|, steps)
+
+    @property
+    def label(self) -> str:
+        return label(self.key)
+
+
+@dataclass
+class Comparison:
+    sessions: list[Session]
+    differences: list[tuple[str, list[str]]]
+    variants: list[VariantDiff]
+    left_out: list[str]
+
+    @property
+    def notes(self) -> list[str]:
+        return [n for s in self.sessions for n in s.notes]
+
+
+def compare_sessions(sessions: list[Session]) -> Comparison:
+    key_rows(sessions)
+    keys, left_out = matched(sessions)
+    return Comparison(sessions, differences(sessions), [_variant(sessions, k) for k in keys], left_out)
+
+
+def _variant(sessions: list[Session], key: Key) -> VariantDiff:
+    rows = [s.rows.get(key) for s in sessions]
+    base = rows[0]
+
+    def against(fn) -> list[Change | None]:
+        return [None] + [fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
+                                                                                     strict=True)]
+
+    def processes(s: Session, r: RunStats, attr: str) -> list[float]:
+        if not r.processes:
+            return [getattr(r, attr)]
+        runs = {p["run"] for p in r.processes}
+        return [getattr(x, attr) for x in s.summary.runs if x.run in runs]
+
+    def spread(attr: str):
+        return lambda b, r, s: spread_change(processes(sessions[0], b, attr), processes(s, r, attr))
+
+    v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r)), against(spread("compile_s")),
+                    against(lambda b, r, s: load_differs(b, r)))
+    for phase in PHASES:
+        v.phases[phase] = against(lambda b, r, s, p=phase: spread_change([b.compile_phases.get(p)],
+                                                                         [r.compile_phases.get(p)]))
+    for attr in SIZES:
+        v.sizes[attr] = against(spread(attr))
+    v.drift = _loss_drift(sessions, rows)
+    return v
+
+
+def _loss_drift(sessions: list[Session], rows: list[RunStats | None]) -> list[tuple[float | None, int]]:
+    """Per session: the largest loss gap to A over the steps both recorded, and how many."""
+    def runs(r: RunStats) -> set[str]:
+        return {p["run"] for p in r.processes} if r.processes else {r.run}
+
+    if rows[0] is None:
+        return []
+    base = step_losses(sessions[0].events, runs(rows[0]))
+    out = [(None, 0)]
+    for s, r in zip(sessions[1:], rows[1:], strict=True):
+        out.append(loss_drift(base, step_losses(s.events, runs(r))) if r is not None else (None, 0))
+    return out
+
+
+def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None) -> tuple[list[str], list[str]]:
+    """(failures, what could not be judged). A median step fails when its change is beyond noise
+    and above ``slower_pct``; a compile time when above ``compile_pct`` and not within the
+    spread between processes (with one process a session there is no spread to judge by, so
+    the change itself counts)."""
+    failures, unjudged = [], []
+    for v in c.variants:
+        for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
+                                     strict=True):
+            who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
+                                                      if shaky else "")
+            if slower_pct is not None and m is not None:
+                if m.significant is None:
+                    unjudged.append(f"{who}: no interval for the median step (too few steady steps)")
+                elif m.significant and m.pct > slower_pct:
+                    failures.append(f"{who}: median step {change_text(m)}, more than "
+                                    f"--fail-if-slower {slower_pct:g} %")
+            if compile_pct is not None and comp is not None and comp.significant is not False \
+                    and comp.pct > compile_pct:
+                failures.append(f"{who}: compile time {change_text(comp)}, more than "
+                                f"--fail-if-compile-slower {compile_pct:g} %")
+    return failures, unjudged

@@ -1,0 +1,97 @@
+"""The sessions of a ``tuimon compare``, each read through ``read.load_session`` (the one place
+that reads a session directory), and their variants keyed for matching across sessions.
+
+A variant is matched by (mode, precision, axis values). Only the axes that vary inside some
+session of the comparison are part of the key: an axis one session holds at a single value (a
+plain ``--set width=512``) is a setting of that session, named among what differs, so two
+sessions that ran the same variants at other settings still match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuimon import events
+from tuimon.analysis.read import load_session
+from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.rows import columns
+
+Key = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class Session:
+    path: Path
+    letter: str  # A, B, C ... in the order given; A is the baseline
+    meta: dict
+    events: list[dict]
+    summary: SessionSummary
+    axes: dict[str, dict[str, str]] = field(default_factory=dict)  # row's run -> its axis values
+    rows: dict[Key, RunStats] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.meta.get("name") or self.path.name
+
+
+def open_session(path: str | Path, letter: str) -> Session:
+    meta, evs, summary = load_session(path)
+    s = Session(Path(path), letter, meta, evs, summary)
+    queued = {e["run"]: dict(e.get("axes") or {}) for e in evs
+              if e["type"] == events.RUN_QUEUED and e.get("run")}
+    for r in columns(summary):
+        # RunStats.axes once variants carry axis values; before that, the run_queued events'.
+        first = r.processes[0]["run"] if r.processes else r.run
+        axes = getattr(r, "axes", None) or queued.get(r.run) or queued.get(first) or {}
+        s.axes[r.run] = {str(k): str(v) for k, v in axes.items()}
+    return s
+
+
+def varying_axes(sessions: list[Session]) -> list[str]:
+    """The axis names whose value differs between the variants of at least one session."""
+    found = set()
+    for s in sessions:
+        names = {k for axes in s.axes.values() for k in axes}
+        for name in names:
+            if len({axes.get(name) for axes in s.axes.values()}) > 1:
+                found.add(name)
+    return sorted(found)
+
+
+def key_rows(sessions: list[Session]) -> None:
+    """Fill each session's ``rows``: one row per key. A variant restarted in the session has
+    several runs: the last one that measured steps stands for it (said in the session's notes)."""
+    axes_names = varying_axes(sessions)
+    for s in sessions:
+        found: dict[Key, list[RunStats]] = {}
+        for r in columns(s.summary):
+            axes = s.axes.get(r.run, {})
+            key = (r.mode, r.precision, tuple((k, axes[k]) for k in axes_names if k in axes))
+            found.setdefault(key, []).append(r)
+        for key, rows in found.items():
+            measured = [r for r in rows if r.median_ms] or rows
+            s.rows[key] = measured[-1]
+            if len(rows) > 1:
+                s.notes.append(f"{label(key)}: {len(rows)} runs in {s.letter}; compared "
+                               f"{measured[-1].run}, its last run that measured steps")
+
+
+def label(key: Key) -> str:
+    mode, precision, axes = key
+    return f"{mode}/{precision}" + "".join(f" · {k}={v}" for k, v in axes)
+
+
+def matched(sessions: list[Session]) -> tuple[list[Key], list[str]]:
+    """The keys in the baseline and in at least one other session, in the baseline's order; and
+    a line for each variant left out (in one session only, or not in the baseline)."""
+    base, others = sessions[0], sessions[1:]
+    keys = [k for k in base.rows if any(k in s.rows for s in others)]
+    left = []
+    for s in sessions:
+        for k in s.rows:
+            if k not in keys:
+                where = [x.letter for x in sessions if k in x.rows]
+                left.append(f"{label(k)}: only in {', '.join(where)}")
+    return keys, list(dict.fromkeys(left))

@@ -1,0 +1,34 @@
+"""Whether a variant trains like the run it should agree with: its losses against those of its
+*loss reference*, the eager run at the same axis values in fp32 (or, without one, in its own
+precision). Compile should not change what is learnt; amp may a little; a variant whose losses
+end far away, or turn NaN, is disqualified by the verdict (stats/verdict.py).
+
+The gap: the mean loss over the last quarter of the steps both ran, the variant's minus the
+reference's, as a share of the reference's first loss (its scale; > 0: the variant ends
+higher): a loss that falls to ~0 in both stays ~0 apart, and one step's noise is averaged out."""
+
+from __future__ import annotations
+
+import statistics
+
+from tuimon.analysis.stats.compare import same_round
+from tuimon.analysis.stats.rows import RunStats
+
+REFERENCE_PRECISIONS = ("fp32", "script")
+
+
+def loss_gap(r: RunStats, rows: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
+    eager = [b for b in rows.values() if b.mode == "eager" and b.axes == r.axes and losses.get(b.run)]
+    ref = [b for b in eager if b.precision in REFERENCE_PRECISIONS] or [
+        b for b in eager if b.precision == r.precision]
+    base = same_round(ref, r)
+    if base is None or base is r:
+        return
+    r.loss_ref = base.label
+    mine, theirs = losses.get(r.run) or {}, losses[base.run]
+    common = sorted(i for i in mine if i in theirs)
+    if len(common) < 2 or theirs[common[0]] == 0:
+        return
+    tail = common[len(common) - max(1, len(common) // 4):]
+    gap = statistics.fmean(mine[i] for i in tail) - statistics.fmean(theirs[i] for i in tail)
+    r.loss_gap = gap / abs(theirs[common[0]])  # > 0: the variant's losses end higher

@@ -1,0 +1,355 @@
+"""Folding a session's events into rows, one event at a time (bounded memory for the live UI),
+and ``summary()``: every statistic computed from what was folded."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+
+from tuimon import events
+from tuimon.analysis.stats.agreement import loss_gap
+from tuimon.analysis.stats.axes import axis_compare
+from tuimon.analysis.stats.compare import compare
+from tuimon.analysis.stats.faults import FaultTrack
+from tuimon.analysis.stats.load import busy_periods, session_busy
+from tuimon.analysis.stats.probes import probe_stats
+from tuimon.analysis.stats.ranks import JobFold
+from tuimon.analysis.stats.replicates import combine_replicates
+from tuimon.analysis.stats.rows import RunStats, SessionSummary
+from tuimon.analysis.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
+from tuimon.analysis.stats.verdict import decide
+from tuimon.axes import order_from
+from tuimon.failures import OOM_CUDA, OOM_HOST
+
+
+def summarize(session_events: list[dict], unreadable_lines: int = 0,
+              answer: dict | None = None) -> SessionSummary:
+    """Every statistic of a whole session (the exports: every step is kept). ``answer``:
+    horizon / loss_tolerance to weigh instead of the session's own (``tuimon summary
+    --horizon``)."""
+    collector = Collector(unreadable_lines=unreadable_lines, answer=answer)
+    collector.extend(session_events)
+    return collector.summary()
+
+
+class Collector:
+    """Folds events one at a time; ``summary()`` computes every statistic from what it holds.
+
+    ``keep_steps=None`` keeps every step. With a number (the live UI) it keeps each run's
+    kept-apart steps (warm-up, compiles: few, and needed for overheads), its first ``HEAD``
+    steps (where warm-up is detected) and its last ``keep_steps`` measured steps, so memory
+    stays bounded however long a session runs; the step counts stay exact, medians are then
+    over the head past warm-up and the recent window.
+    """
+
+    def __init__(self, keep_steps: int | None = None, keep_samples: int | None = None,
+                 unreadable_lines: int = 0, answer: dict | None = None) -> None:
+        self.keep_steps = keep_steps
+        self.answer = {k: v for k, v in (answer or {}).items() if v is not None}
+        self.runs: dict[str, RunStats] = {}
+        self._apart: dict[str, list[dict]] = {}
+        self._measured: dict[str, deque] = {}
+        self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
+        self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
+        self._loss: dict[str, LossTrack] = {}
+        self._faults: dict[str, FaultTrack] = {}  # run -> its page faults per flush window
+        self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
+        self._last_t: dict[str, float] = {}  # run -> t of its last step
+        self._samples: deque = deque(maxlen=keep_samples)
+        self._session = SessionSummary([], unreadable_lines=unreadable_lines)
+        self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
+
+    def extend(self, evs) -> None:
+        for e in evs:
+            self.add(e)
+
+    def add(self, e: dict) -> list[dict] | None:
+        """Fold one event. Returns the job steps a rank's step completed (a torchrun job's step
+        is its slowest rank's, stats/ranks.py), [e] for any other run's step, else None."""
+        if e["type"] == events.SAMPLE:
+            self._samples.append(e)
+            for run, values in e.get("runs", {}).items():
+                if values.get("ranks") and run in self.jobs:
+                    self.jobs[run].sample(e["t"], values["ranks"])
+            return None
+        if e["type"] == events.CONTROL:
+            if e.get("action") == "catch_up" and e.get("run") in self.jobs:
+                self.jobs[e["run"]].hold(e["first"], e["last"])
+            return None  # what the user asked; the runs' own events say what it changed
+        run = e.get("run")
+        if run is None:
+            _apply_session(self._session, e)
+            if e["type"] == events.SESSION_ENDED:  # ranks that never said goodbye: join what is
+                return [s for job in self.jobs.values() for s in self._job_steps(job.end())]
+            return None
+        r = self.runs.get(run)
+        if r is None:
+            r = self.runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
+            self._apart[run], self._measured[run] = [], deque(maxlen=self.keep_steps)
+            self._counts[run] = [0, 0]
+            self._pauses[run] = []
+            self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
+            self._faults[run] = FaultTrack()
+        if e.get("rank") is not None:  # a rank of a torchrun job
+            job = self.jobs.get(run)
+            if job is None:
+                job = self.jobs[run] = JobFold(run, _apply, self.keep_steps)
+            return self._job_steps(job.add(e))
+        if e["type"] == events.STEP:
+            self._step(run, e)
+            return [e]
+        if e["type"] == events.MEMORY:  # sent after the steps of its flush: a window's faults
+            self._faults[run].mark(e.get("minflt"), *self._counts[run])
+        if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
+            joined = self._job_steps(self.jobs[run].end())
+            self._event(r, run, e)
+            return joined
+        self._event(r, run, e)
+        return None
+
+    def _job_steps(self, steps: list[dict]) -> list[dict]:
+        for s in steps:
+            self._step(s["run"], s)
+        return steps
+
+    def _event(self, r: RunStats, run: str, e: dict) -> None:
+        if e["type"] == events.WARNING and e.get("hung"):
+            self._hung[run] = e["t"]
+        elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
+            r.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
+        _apply(r, e)
+        _track_pause(self._pauses[run], e)
+
+    def _step(self, run: str, e: dict) -> None:
+        # A step that ended after the warning: not stuck after all (steps sent late, at
+        # the stop, ended before it).
+        if e.get("t", 0.0) > self._hung.get(run, float("inf")):
+            del self._hung[run]
+        self._last_t[run] = max(self._last_t.get(run, 0.0), e.get("t", 0.0))
+        self._loss[run].add(e["i"], e.get("loss"))
+        counts = self._counts[run]
+        counts[0] += 1
+        if is_measured(e):
+            counts[1] += 1
+            # The first HEAD measured steps stay: warm-up detection looks at them.
+            if self.keep_steps is not None and counts[1] <= HEAD:
+                self._apart[run].append(e)
+            else:
+                self._measured[run].append(e)
+        else:
+            self._apart[run].append(e)
+
+    def steps(self, run: str) -> list[dict]:
+        """The steps held for a run, in order."""
+        apart, measured = self._apart[run], self._measured[run]
+        if not apart or not measured or apart[-1]["i"] < measured[0]["i"]:
+            return apart + list(measured)
+        return sorted(apart + list(measured), key=lambda s: s["i"])
+
+    def summary(self) -> SessionSummary:
+        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings),
+                             compile_phases=dict(r.compile_phases),
+                             graph_breaks=sorted((dict(b) for b in r.graph_breaks),
+                                                 key=lambda b: -b["count"]),
+                             recompile_reasons=list(r.recompile_reasons),
+                             compile_failures=[dict(f) for f in r.compile_failures],
+                             cudagraphs=[dict(c) for c in r.cudagraphs],
+                             profiles=[dict(p) for p in r.profiles])
+                for run, r in self.runs.items()}
+        steps = {run: self.steps(run) for run in runs}
+        samples = list(self._samples)
+        for run, r in runs.items():
+            if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
+                self.jobs[run].lead(r)
+            busy = busy_periods(samples, run) if self._session.quiet_only else None
+            step_stats(r, steps[run], *self._counts[run], busy=busy)
+            profile_stats(r, steps[run])
+            if run in self.jobs:  # its ranks against each other, over its steady state
+                window = steady_window(steps[run])
+                self.jobs[run].summarize(r, r.steady_from, window[0] if window else None)
+            r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
+            r.faults_per_step = self._faults[run].per_step()
+            r.loss_nonfinite = self._loss[run].nonfinite
+        losses = {run: track.points for run, track in self._loss.items()}
+        for r in runs.values():
+            probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
+        for r in runs.values():  # after every run's probes: a comparison weighs both loads
+            compare(r, runs, losses)
+        variants = combine_replicates(list(runs.values()))
+        for v in variants.values():
+            losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
+        for v in variants.values():
+            compare(v, variants, losses)
+        session = replace(self._session, **self.answer)
+        session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
+        for rows in (runs, variants):
+            for r in rows.values():
+                axis_compare(r, rows, session.axes)
+                loss_gap(r, rows, losses)
+        session_busy(session, list(runs.values()))
+        session = replace(session, runs=list(runs.values()), variants=list(variants.values()),
+                          unsupported=list(self._session.unsupported),
+                          warnings=list(self._session.warnings),
+                          skipped=list(self._session.skipped) + skipped_at_build(session, runs))
+        session.verdict = decide(session)
+        return session
+
+
+class LossTrack:
+    """Losses by step index, for comparing runs step by step.
+
+    Unbounded: every step. Bounded to ``cap`` points: only steps at multiples of a stride that
+    doubles whenever the track fills, so every run keeps the *same* indices (they stay
+    comparable even when one run is far ahead of another) in bounded memory.
+    """
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.stride = 1
+        self.points: dict[int, float] = {}
+        self.nonfinite = 0  # steps without a loss after one had it: NaN or inf (events say null)
+
+    def add(self, i: int, loss: float | None) -> None:
+        if loss is None and self.points:
+            self.nonfinite += 1
+        if loss is None or i % self.stride:
+            return
+        self.points[i] = loss
+        if self.cap is not None and len(self.points) > self.cap:
+            self.stride *= 2
+            self.points = {k: v for k, v in self.points.items() if k % self.stride == 0}
+
+
+def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list[dict]:
+    """tuimon sweep: a variant that ran out of memory before its first step is skipped (too big
+    for this machine), not failed."""
+    if not session.sweep:
+        return []
+    out = []
+    for r in runs.values():
+        if r.status == "failed" and r.failure_kind in (OOM_HOST, OOM_CUDA) and r.steps == 0:
+            r.status = "skipped"
+            out.append({"label": r.label, "run": r.run, "reason": r.error or "out of memory"})
+    return out
+
+
+def _apply_session(summary: SessionSummary, e: dict) -> None:
+    if e["type"] == events.SESSION_STARTED:
+        summary.quiet_only = bool(e.get("quiet_only"))
+        summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
+        summary.horizon = e.get("horizon")
+        if e.get("loss_tolerance") is not None:
+            summary.loss_tolerance = e["loss_tolerance"]
+        summary.sweep = bool(e.get("sweep"))
+        summary.budget = e.get("budget")
+        summary.skipped = list(e.get("skipped") or [])
+        summary.started_t = e.get("t")
+    elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
+        summary.wall_s = round(e["t"] - summary.started_t, 3)
+    elif e["type"] == events.PROBE_INFO:
+        if "gpu_available" in e:
+            summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
+        summary.unsupported += [m for m in e.get("unsupported", []) if m not in summary.unsupported]
+    elif e["type"] == events.WARNING and e.get("text") not in summary.warnings:
+        summary.warnings.append(e.get("text"))
+
+
+def _apply(r: RunStats, e: dict) -> None:
+    kind = e["type"]
+    if kind == events.RUN_QUEUED:
+        r.replicate = e.get("replicate")
+        r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
+    elif kind == events.RUN_STARTED:
+        r.status = "running"
+        for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
+            if e.get(key) is not None:
+                setattr(r, key, e[key])
+        r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
+        r.notes = list(e.get("notes") or [])
+    elif kind == events.MEMORY:
+        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
+            if e.get(key) is not None:
+                setattr(r, key, max(getattr(r, key) or 0, e[key]))
+    elif kind == events.FINISHED:
+        if r.status != "failed":  # a job's other node may finish after one failed (merge.py)
+            r.status = "stopped" if e.get("reason") == "stopped" else "done"
+        r.compiles = e.get("compiles", r.compiles)
+        if e.get("compile_s") is not None and r.compiled:
+            r.compile_s = e["compile_s"]
+    elif kind == events.FAILED:
+        r.status = "failed"
+        r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.failure_kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
+        r.failure_tail = e.get("traceback") or None
+    elif kind == events.RUN_EXITED:
+        r.wall_s = e.get("seconds")
+    elif kind == events.PHASE and r.status == "queued":
+        r.status = "running"
+    if kind == events.PHASE and e.get("turn"):
+        r.turns += 1
+    elif kind == events.WARNING and e.get("text") not in r.warnings:
+        r.warnings.append(e.get("text"))
+    elif kind == events.COMPILE:
+        _apply_compile(r, e)
+    elif kind == events.GRAPH_BREAK:
+        where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
+        known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
+                     None)
+        if known is None:
+            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
+                                   "hint": _hint(e.get("detail")), "count": 1})
+        else:
+            known["count"] += 1
+    elif kind == events.CUDAGRAPHS:
+        _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
+    elif kind == events.RECOMPILE:
+        r.recompiles += 1
+        for reason in e.get("reasons") or []:
+            if reason not in r.recompile_reasons:
+                r.recompile_reasons.append(reason)
+    elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
+        r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
+
+
+def _apply_compile(r: RunStats, e: dict) -> None:
+    forward = e.get("forward", True)
+    if forward:
+        r.graphs_fwd += 1
+        for phase, seconds in (e.get("phases") or {}).items():
+            r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
+    else:
+        r.graphs_bwd += 1
+        r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
+    r.fx_cache_hits += e.get("fx_cache_hits") or 0
+    r.fx_cache_misses += e.get("fx_cache_misses") or 0
+    if e.get("failed"):  # e.g. Dynamo's recompile limit: that frame runs eagerly from then on
+        reason = (e.get("fail_reason") or "").strip().splitlines()
+        _count(r.compile_failures, {"failed": e["failed"], "reason": reason[0][:300] if reason else ""})
+
+
+def _count(found: list[dict], item: dict) -> None:
+    """One row per distinct item, counted (a bounded list: torch may say the same often)."""
+    known = next((f for f in found if all(f.get(k) == v for k, v in item.items())), None)
+    if known is not None:
+        known["count"] += 1
+    elif len(found) < 20:
+        found.append({**item, "count": 1})
+
+
+def _hint(detail: str | None) -> str | None:
+    """torch's own advice in a graph break's text ("Hint: ...")."""
+    for line in (detail or "").splitlines():
+        if line.strip().startswith("Hint:"):
+            return line.split(":", 1)[1].strip()[:300] or None
+    return None
+
+
+def _track_pause(windows: list[list], e: dict) -> None:
+    paused = e["type"] == events.PHASE and e.get("phase") == "paused"
+    open_ = bool(windows) and windows[-1][1] is None
+    if paused and not open_:
+        windows.append([e["t"], None])
+    elif open_ and not paused and e["type"] in (events.PHASE, events.FINISHED, events.FAILED,
+                                                 events.RUN_EXITED):
+        windows[-1][1] = e["t"]

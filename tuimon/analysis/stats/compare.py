@@ -1,0 +1,109 @@
+"""Each row against the eager run of the same precision and axis values (and round): speedup
+and its interval, break-even step and time, loss parity over the steps both ran. The interval of
+a ratio of two rows and the break-even are shared with ``axes`` and ``verdict``."""
+
+from __future__ import annotations
+
+import math
+
+from tuimon.analysis.stats.faults import compare_faults
+from tuimon.analysis.stats.intervals import Z95, log_se, t95, welch_df
+from tuimon.analysis.stats.load import compare_load
+from tuimon.analysis.stats.replicates import measured_processes
+from tuimon.analysis.stats.rows import RunStats
+from tuimon.fmt import DASH
+
+
+def same_round(rows: list[RunStats], r: RunStats) -> RunStats | None:
+    """With --repeats, the row of ``r``'s own round (it ran beside it); else the first."""
+    return next((b for b in rows if b.replicate == r.replicate), rows[0] if rows else None)
+
+
+def ratio_interval(base: RunStats, r: RunStats, ratio: float) -> tuple[float, float] | None:
+    """95 % interval of ``ratio`` (a ratio of the two rows' medians): their log-medians'
+    variances add. A combined row (--repeats) knows its error from a few processes: Student's t
+    with Welch's degrees of freedom, where a single process's (from its many steps) counts as
+    known (no degrees of freedom of its own), so one combined row is enough to need t."""
+    se_a, se_b = log_se(base), log_se(r)
+    if se_a is None or se_b is None:
+        return None
+    se = math.hypot(se_a, se_b)
+    crit = Z95
+    if r.processes or base.processes:
+        crit = t95(welch_df(se_a, _df(base), se_b, _df(r)))
+    return ratio * math.exp(-crit * se), ratio * math.exp(crit * se)
+
+
+def _df(r: RunStats) -> int:
+    """Degrees of freedom of a row's log-median error: 0 (none to count) for one process."""
+    return measured_processes(r) - 1 if r.processes else 0
+
+
+def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
+             overhead_s: float | None) -> tuple[int | None, float | None, bool]:
+    """(break-even step, the variant's wall time when it gets there, never): where a variant
+    whose warm-up costs more than the baseline's has saved that much, one step ``base_ms - ms``
+    at a time. "never" when it is not faster per step (and costs more up front)."""
+    gain_ms = base_ms - ms
+    extra_s = (overhead_s or 0.0) - (base_overhead_s or 0.0)
+    if gain_ms <= 0:
+        never = extra_s > 0 or gain_ms < 0
+        return (None if never else 0), None, never
+    n = max(0, math.ceil(extra_s * 1000.0 / gain_ms))
+    # Wall time of the variant's run when it gets there: its warm-up, then steady steps.
+    return n, (overhead_s or 0.0) + n * ms / 1000.0, False
+
+
+def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
+    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
+             and b.axes == r.axes and b.median_ms]
+    base = same_round(eager, r)
+    if base is None:
+        return
+    r.baseline = base.label
+    base_loss = losses[base.run]
+    diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
+    r.common_steps = len(diffs)
+    r.max_loss_diff = max(diffs) if diffs else None
+    # Comparable losses start alike: the same seed and batches give the same first loss. A
+    # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
+    first = min(losses[r.run], default=None)
+    if first is not None and first in base_loss:
+        a, b = losses[r.run][first], base_loss[first]
+        r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
+    if not r.median_ms:
+        return
+    compare_load(r, base)
+    if not r.processes:  # --repeats: the spread between processes is in the interval already
+        compare_faults(r, base)
+    r.speedup = base.median_ms / r.median_ms
+    if r is base:
+        return
+    interval = ratio_interval(base, r, r.speedup)
+    if interval is not None:
+        r.speedup_lo, r.speedup_hi = interval
+        r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
+    extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
+    if r.speedup_lo is not None:
+        gains = sorted(base.median_ms - base.median_ms / x for x in (r.speedup_lo, r.speedup_hi))
+        r.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
+        r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
+    r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
+        base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)
+
+
+def speedup_text(r: RunStats) -> str:
+    if r.speedup is None:
+        return DASH
+    text = f"{r.speedup:.2f}×"
+    if r.speedup_lo is not None:
+        text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
+        if r.within_noise:
+            text += ", within noise"
+    if r.load_differs:
+        text += " — unreliable: other processes' load differed"
+    elif r.faults_differ:
+        text += " — unreliable: page faults differed"
+    elif r.unreliable:
+        text += " — unreliable"
+    return text

@@ -1,0 +1,73 @@
+"""Minor page faults per step: how often a run's steps map fresh memory.
+
+glibc's malloc returns large freed blocks to the kernel, and how large "large" is depends on the
+process's own allocation history (its adaptive mmap threshold). So two processes running the
+same step can differ: one reuses its buffers, the other maps them afresh at every step and pays
+a page fault (a zeroed 4 KiB page) for every page it touches. On this project's 2-core VM that
+was 2 000–17 000 faults a step on timm resnet18 and ~3.8 µs a fault: up to ±20 % between identical
+processes (bench/RESULTS.md, agreement with timm). A comparison between processes that fault at
+very different rates measures their allocators as much as their compile modes: said here, and
+``--pin-malloc`` fixes the thresholds alike in every run.
+
+The runner sends its cumulative ``minflt`` with each flush (a ``memory`` event, after the steps of
+that flush); a window between two flushes whose steps are all measured steady steps gives a rate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+
+from tuimon.analysis.stats.rows import RunStats
+from tuimon.fmt import fmt_count, fmt_ms
+
+# A fault's cost assumed when weighing a difference: between the 0.75 µs a fault of a step that
+# writes 64 MiB of fresh pages (tests/recipes/alloc_each_step.py) and the 3.8 µs a fault of timm
+# resnet18's steps measured on this project's VM (bench/RESULTS.md).
+FAULT_US = 2.0
+DIFFERS = 0.05  # a fault-rate gap worth more than this share of the baseline's step: unreliable
+WINDOWS = 512  # rates kept per run (the live view's bound)
+
+
+class FaultTrack:
+    """One run's flush windows: (faults so far, steps so far, measured steps so far) at each
+    ``memory`` event, and the rate of every window that held measured steady steps only."""
+
+    def __init__(self) -> None:
+        self.last: tuple[int, int, int] | None = None
+        self.rates: deque = deque(maxlen=WINDOWS)
+
+    def mark(self, minflt: int | None, steps: int, measured: int) -> None:
+        if minflt is None:
+            return
+        if self.last is not None:
+            faults, before, before_measured = self.last
+            n = steps - before
+            if n > 0 and measured - before_measured == n and minflt >= faults:
+                self.rates.append((minflt - faults) / n)
+        self.last = (minflt, steps, measured)
+
+    def per_step(self) -> float | None:
+        return statistics.median(self.rates) if self.rates else None
+
+
+def faults_gap(r: RunStats, base: RunStats) -> str | None:
+    """How their fault rates differed, when by more than DIFFERS of a step (at FAULT_US a
+    fault): enough to spoil comparing ``r`` with ``base``."""
+    if r is base or r.faults_per_step is None or base.faults_per_step is None or not base.median_ms:
+        return None
+    gap_ms = abs(r.faults_per_step - base.faults_per_step) * FAULT_US / 1000.0
+    if gap_ms <= DIFFERS * base.median_ms:
+        return None
+    return (f"page faults differed: {fmt_count(base.faults_per_step)} a step in {base.label}, "
+            f"{fmt_count(r.faults_per_step)} in {r.label} (≥ {fmt_ms(gap_ms)} a step at "
+            f"{FAULT_US:g} µs a fault): part of the difference is memory allocation, not compile; "
+            "--pin-malloc runs every variant with the same allocator thresholds")
+
+
+def compare_faults(r: RunStats, base: RunStats) -> None:
+    """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ."""
+    what = faults_gap(r, base)
+    if what is not None:
+        r.distrust(what)
+        r.faults_differ = True

@@ -1,0 +1,212 @@
+"""The rows every reader shows: one ``RunStats`` per run (and per combined variant), gathered in
+a ``SessionSummary``; and the None-skipping aggregates that fill them (None is "not measured",
+never zero)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tuimon.axes import text as axes_text
+
+# A variant whose losses end further than this from its reference's (as a share of the
+# reference's first loss) is disqualified by the verdict (--loss-tolerance).
+LOSS_TOLERANCE = 0.05
+
+
+@dataclass
+class RunStats:
+    run: str
+    mode: str
+    precision: str
+    status: str = "queued"  # queued | running | done | stopped | failed
+    axes: dict[str, str] = field(default_factory=dict)  # its --set axis values (tuimon/axes.py)
+    replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
+    processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
+    device: str | None = None
+    device_name: str | None = None
+    params: int | None = None
+    batch_size: int | None = None
+    notes: list[str] = field(default_factory=list)
+    steps: int = 0
+    measured: int = 0
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    mean_data_ms: float | None = None
+    throughput: float | None = None  # samples per second at the median step
+    loss_comparable: bool | None = None  # same first loss as its baseline (None: unknown)
+    throughput_unit: str = "samples"  # "steps" for a script whose batches tuimon cannot see
+    first_step_ms: float | None = None
+    warmup_steps: int = 0
+    warmup_auto: bool = True  # warm-up found in the data (MSER-5) rather than fixed
+    steady_from: int | None = None  # index of the first steady-state step
+    median_ci_lo: float | None = None  # 95 % interval of the median step (ms)
+    median_ci_hi: float | None = None
+    log_se: float | None = None  # a combined row: standard error of its log median
+    autocorr: float | None = None  # lag-1 autocorrelation of the steady step times
+    overhead_s: float | None = None
+    compile_s: float | None = None
+    compiles: int = 0
+    speedup: float | None = None
+    speedup_lo: float | None = None  # 95 % interval of the speedup
+    speedup_hi: float | None = None
+    within_noise: bool = False  # the interval contains 1.0
+    foreign_cores: float | None = None  # other processes' CPU while it stepped (mean, cores)
+    foreign_gpu_sm: float | None = None  # other processes on its GPUs: SM % (mean)
+    foreign_gpu_mem: int | None = None  # ... their memory (max, bytes)
+    foreign_gpu_pids: list[int] = field(default_factory=list)
+    load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
+    busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
+    faults_per_step: float | None = None  # minor page faults a steady step (stats/faults.py)
+    faults_differ: bool = False  # its fault rate differed from its baseline's (unreliable says how)
+    unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
+    baseline: str | None = None
+    # Against the same mode and precision at the axes' baseline values (stats/axes.py); per
+    # sample when the two differ in samples per step (a batch-size axis).
+    axis_baseline: str | None = None
+    axis_speedup: float | None = None
+    axis_speedup_lo: float | None = None
+    axis_speedup_hi: float | None = None
+    axis_per_sample: bool = False
+    breakeven_steps: int | None = None  # None with breakeven_never False: not computable
+    breakeven_s: float | None = None
+    breakeven_never: bool = False
+    breakeven_lo: int | None = None  # range of the break-even step from the speedup's interval
+    breakeven_hi: int | None = None  # None with breakeven_lo set: may never pay off
+    peak_rss: int | None = None
+    cuda_peak_allocated: int | None = None
+    cuda_peak_reserved: int | None = None
+    final_loss: float | None = None
+    max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
+    loss_ref: str | None = None  # the run its losses are checked against (stats/agreement.py)
+    loss_gap: float | None = None  # end-loss gap to loss_ref, as a share of loss_ref's first loss
+    loss_nonfinite: int = 0  # steps whose loss was NaN or inf (recorded as null)
+    common_steps: int = 0
+    wall_s: float | None = None
+    turns: int = 0  # interleaved schedule: turns it waited for (the first included)
+    paused_s: float = 0.0  # time the user kept it paused (out of the probe stats too)
+    error: str | None = None  # what it failed of, in words (the failed event's "what")
+    failure_kind: str | None = None  # exception | oom-host | oom-cuda | signal | exit
+    failure_tail: str | None = None  # its traceback, or for a crash its log's tail
+    hung_s: float | None = None  # ended (stopped) while hung: seconds since its last step
+    # From the probes, over the steady state (the whole run when it has none).
+    cpu_mean: float | None = None  # % of one core, the runner's whole process tree
+    cpu_max: float | None = None
+    tree_rss_max: int | None = None
+    children_max: int | None = None
+    gpu_util_mean: float | None = None  # of the device(s) the run used
+    vram_max: int | None = None  # NVML memory used on those devices (every process)
+    gpu_proc_mem_max: int | None = None  # NVML memory of the run's own processes
+    temp_max: float | None = None
+    power_mean: float | None = None
+    throttled_share: float | None = None  # share of samples with a non-benign throttle reason
+    throttle_reasons: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    warnings: list[str] = field(default_factory=list)
+    # From the compile trace (compiled variants).
+    compile_phases: dict[str, float] = field(default_factory=dict)  # fwd dynamo/aot/inductor/codegen, bwd
+    graphs_fwd: int = 0
+    graphs_bwd: int = 0
+    graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, hint, count}, most often first
+    recompiles: int = 0
+    recompile_reasons: list[str] = field(default_factory=list)
+    fx_cache_hits: int = 0
+    fx_cache_misses: int = 0
+    compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
+    # Profiler captures (``profile`` events, done or failed), in order; each gains
+    # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
+    profiles: list[dict] = field(default_factory=list)
+    profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
+    # A torchrun job (stats/ranks.py; None / empty for a single process): the job's step is its
+    # slowest rank's; each rank's own row, the skew, stragglers and diverging compiles.
+    world_size: int | None = None
+    backend: str | None = None
+    hosts: list[str] = field(default_factory=list)
+    ranks: list[dict] = field(default_factory=list)  # RankStats as dicts, by rank
+    skew_pct: float | None = None  # slowest rank's median own time vs the median rank's, %
+    stragglers: list[dict] = field(default_factory=list)  # {rank, slower_pct, slower_ms, since, steps}
+    compile_divergence: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """'default/fp32', or with axes 'default/fp32 · width=512' (as Variant.label)."""
+        return f"{self.mode}/{self.precision}{axes_text(self.axes)}"
+
+    @property
+    def key(self) -> tuple:
+        """What a variant is, across processes and sessions: mode, precision, axis values."""
+        return (self.mode, self.precision, tuple(sorted(self.axes.items())))
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode != "eager"
+
+    def distrust(self, why: str) -> None:
+        """One more reason its numbers should not be trusted (they add up, "; " apart)."""
+        self.unreliable = why if self.unreliable is None else f"{self.unreliable}; {why}"
+
+
+@dataclass
+class SessionSummary:
+    runs: list[RunStats]
+    unreadable_lines: int = 0
+    gpu_available: bool | None = None  # None: no probe ran
+    gpu_reason: str | None = None
+    unsupported: list[str] = field(default_factory=list)  # GPU metrics that were n/a
+    warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
+    variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
+    quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
+    busy: str | None = None  # every run stepped beside other processes' load: says how much
+    # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
+    axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
+    horizon: dict | None = None  # {"steps": N} or {"seconds": S}: how long the user will train
+    loss_tolerance: float = LOSS_TOLERANCE
+    sweep: bool = False  # a `tuimon sweep` session
+    skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here
+    budget: dict | None = None  # a sweep's --budget and how it was shared (cli/budget.py)
+    wall_s: float | None = None  # from session_started to session_ended
+    started_t: float | None = None  # session_started's time
+    verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
+
+    def to_dict(self) -> dict:
+        return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
+                "runs": [asdict(r) | {"label": r.label} for r in self.runs],
+                "variants": [asdict(r) | {"label": r.label} for r in self.variants],
+                **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
+                                                 "unsupported", "warnings", "quiet_only", "busy",
+                                                 "axes", "horizon", "loss_tolerance", "sweep",
+                                                 "skipped", "budget", "wall_s")}}
+
+
+def mean_of(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def max_of(values: list):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def samples_per_step(r: RunStats) -> float | None:
+    """Samples in a steady step (the median), when tuimon sees the batches; None otherwise."""
+    if r.throughput_unit != "samples" or not r.throughput or not r.median_ms:
+        return None
+    return r.throughput * r.median_ms / 1000.0
+
+
+def per_sample(rows: list[RunStats]) -> bool:
+    """Whether rows must be compared per sample rather than per step: their steps hold
+    different numbers of samples (an axis that changes the batch size)."""
+    sizes = {round(n, 6) for n in map(samples_per_step, rows) if n}
+    return len(sizes) > 1
+
+def columns(summary: SessionSummary) -> list[RunStats]:
+    """What the table compares: with --repeats a variant's processes as one combined column, and
+    any run outside the rounds (a restart) on its own."""
+    if not summary.variants:
+        return summary.runs
+    return summary.variants + [r for r in summary.runs if r.replicate is None]

@@ -1,0 +1,174 @@
+"""The ranks of a job against each other, over its steady state: each rank's step and own time,
+the skew, stragglers, and compiles that diverge across ranks. Plain numbers in, numbers out.
+
+A rank's **own time** at step i is its step time less what it spent waiting for a slower rank.
+Under DDP every rank's step ends together (the gradient all-reduce inside backward waits for
+the last rank to get there), so step times alone cannot tell who is slow; the time from the
+step's start to its last ``backward()`` call (``pre_ms``: data, forward, loss) is the rank's own
+work before it joins the all-reduce. The rank that got there last (``s``) made the others wait:
+
+    wait_r = max(0, (pre_s - pre_r) - max(0, ms_s - ms_r)),   own_r = ms_r - wait_r
+
+(a rank that reached backward earlier and still ended its step no earlier than ``s`` waited for
+it; ranks that do not wait for each other, with no collective in their step, end earlier by as
+much and are left as they are). Without ``pre_ms`` (a rank that reports none), own = step time.
+
+The **skew** is the slowest rank's median own time against the median rank's (%). A
+**straggler** is a rank whose own time exceeds the other ranks' at the same steps (the other
+rank of two; past two, the median rank's):
+over the stretch up to the end where its rolling median difference stays above ``STRAGGLER_PCT``
+% (that stretch's first step is *since*; a rank slow from the start is slow since the steady
+state's first step), the median difference is at least that much and its 95 % interval (order
+statistics, widened for correlated neighbours) excludes zero. A rank that was slow and
+recovered is no straggler at the end.
+On CUDA ``pre_ms`` is the host's time (the GPU runs behind it): a rank slowed on its GPU alone
+shows in its GPU figures more than here.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
+
+STRAGGLER_PCT = 5.0  # slower than the others by less than this is noise, whatever the interval
+MIN_STEPS = 10  # steady steps a rank needs before it can be called a straggler
+WINDOW = 9  # steps of the rolling median that dates a straggler
+
+
+def own_times(steps: dict[int, dict]) -> dict[int, float]:
+    """Each rank's own time at one step (``steps``: rank -> its step event)."""
+    ms = {r: s["ms"] for r, s in steps.items()}
+    pre = {r: s.get("pre_ms") for r, s in steps.items()}
+    if len(steps) < 2 or any(v is None for v in pre.values()):
+        return ms
+    last = max(pre, key=pre.get)
+    own = {}
+    for r in steps:
+        wait = max(0.0, (pre[last] - pre[r]) - max(0.0, ms[last] - ms[r]))
+        own[r] = max(0.0, ms[r] - wait)
+    return own
+
+
+def rank_medians(series: list[tuple]) -> dict:
+    """One rank's medians over its measured steps: (i, ms, own, pre) tuples."""
+    if not series:
+        return {}
+    ms = sorted(x[1] for x in series)
+    pres = [x[3] for x in series if x[3] is not None]
+    return {"median_ms": statistics.median(ms), "p90_ms": percentile(ms, 0.9),
+            "own_ms": statistics.median(x[2] for x in series),
+            "pre_ms": statistics.median(pres) if pres else None}
+
+
+def skew_pct(own: dict[int, float]) -> float | None:
+    """Slowest rank's median own time against the median rank's, in %."""
+    if len(own) < 2:
+        return None
+    middle = statistics.median_low(own.values())  # a rank of the job, not between two
+    return (max(own.values()) - middle) / middle * 100.0 if middle > 0 else None
+
+
+def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
+    """Ranks slower than the others beyond noise, slowest first: {rank, slower_pct, slower_ms,
+    since, steps}. ``series``: rank -> (i, ms, own, pre) over the steady state. "The others" at
+    a step: the other rank of two; past two, the median of every rank there (one rank moves it
+    by one order statistic at most, and it is computed once a step, not once a rank)."""
+    if len(series) < 2:
+        return []
+    by_step: dict[int, dict[int, float]] = {}
+    for rank, rows in series.items():
+        for row in rows:
+            by_step.setdefault(row[0], {})[rank] = row[2]
+    steps = sorted(i for i, row in by_step.items() if len(row) >= 2)
+    middle_of = {i: statistics.median(by_step[i].values()) for i in steps} if len(series) > 2 else {}
+    found = []
+    for rank in series:
+        diffs, base = [], []
+        for i in steps:
+            row = by_step[i]
+            own = row.get(rank)
+            if own is None:
+                continue
+            others = middle_of[i] if middle_of else next(v for r, v in row.items() if r != rank)
+            diffs.append((i, own - others))
+            base.append(others)
+        if len(diffs) < MIN_STEPS:
+            continue
+        typical = statistics.median(base)
+        if typical <= 0:
+            continue
+        threshold = typical * STRAGGLER_PCT / 100.0
+        stretch = diffs[_since(diffs, threshold):]  # the end's stretch above the threshold
+        if len(stretch) < MIN_STEPS:
+            continue
+        values = [d for _, d in stretch]
+        middle = statistics.median(values)
+        lo, _ = median_interval(sorted(values), lag1_autocorr(values))
+        pct = middle / typical * 100.0
+        if lo > 0 and pct >= STRAGGLER_PCT:
+            found.append({"rank": rank, "slower_pct": round(pct, 1), "slower_ms": round(middle, 3),
+                          "since": stretch[0][0], "steps": len(stretch)})
+    return sorted(found, key=lambda s: -s["slower_pct"])
+
+
+def _since(diffs: list[tuple[int, float]], threshold: float) -> int:
+    """Where the last stretch starts over which the rolling median stays above ``threshold``
+    (an index into ``diffs``; its length when the end itself is below)."""
+    w = min(WINDOW, max(1, len(diffs) // 4))
+    for k in range(len(diffs) - w, -1, -1):
+        if statistics.median(d for _, d in diffs[k:k + w]) <= threshold:
+            return min(k + w, len(diffs))
+    return 0
+
+
+def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[str]:
+    """Compiles that differ between ranks, in words: graph counts, graph breaks, recompiles, and
+    steps that compiled on some ranks only. ``ranks``: rank -> {graphs, breaks, recompiles,
+    compile_steps, reasons}. A step counts once every rank has stepped past it (a rank still
+    behind may yet compile there), so a slow start is not a divergence."""
+    if len(ranks) < 2:
+        return []
+    out = []
+    settled = min(last_i.get(r, -1) for r in ranks)
+    for key, what in (("graphs", "graphs compiled"), ("breaks", "graph breaks"),
+                      ("recompiles", "recompiles")):
+        values = {r: v[key] for r, v in ranks.items()}
+        if len(set(values.values())) > 1 and all(last_i.get(r, -1) > _last_compile(ranks)
+                                                   for r in ranks):
+            out.append(f"{what}: {_groups(values)}")
+    steps = sorted({i for v in ranks.values() for i in v["compile_steps"] if i < settled})
+    for i in steps:
+        on = [r for r, v in ranks.items() if i in v["compile_steps"]]
+        if len(on) < len(ranks):
+            why = next((ranks[r]["reasons"][0] for r in on if ranks[r]["reasons"]), None)
+            out.append(f"step {i} compiled on {rank_names(on)} only" + (f" ({why})" if why else ""))
+        if len(out) >= 6:
+            break
+    return out
+
+
+def _last_compile(ranks: dict[int, dict]) -> int:
+    return max((i for v in ranks.values() for i in v["compile_steps"]), default=-1)
+
+
+def _groups(values: dict[int, int]) -> str:
+    """'rank 1: 3, ranks 0, 2–7: 2'"""
+    by: dict[int, list[int]] = {}
+    for r, v in sorted(values.items()):
+        by.setdefault(v, []).append(r)
+    return ", ".join(f"{rank_names(rs)}: {v}" for v, rs in sorted(by.items(), key=lambda kv: len(kv[1])))
+
+
+def rank_names(ranks: list[int]) -> str:
+    """'rank 3', 'ranks 0, 2–7'"""
+    ranks = sorted(ranks)
+    parts, k = [], 0
+    while k < len(ranks):
+        j = k
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(str(ranks[k]) if j == k else f"{ranks[k]}{',' if j == k + 1 else '–'}"
+                     f"{' ' if j == k + 1 else ''}{ranks[j]}")
+        k = j + 1
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(parts)}"

@@ -1,0 +1,301 @@
+"""The verdict: one line, beginning ``Verdict:``, that answers "should I compile, and with which
+mode?" — a pure function of the summary (``decide``), computed once with it (collect.py) and
+shown as it is by summary.md, the headless output and the TUI's strip.
+
+What is weighed against what (docs/measuring.md#the-verdict):
+- the *reference* is what the user runs today: eager, fp32 (a script: its own precision), at
+  every axis's baseline (first) value; every other variant is compared with it, per step, or per
+  sample when the variants' steps hold different numbers of samples (a batch-size axis);
+- a variant is a candidate when it ran to a steady state, its losses agree with its loss
+  reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
+  loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
+- when a candidate or the reference is unreliable (it recompiled in steady state, other
+  processes' load or its page faults differed from its baseline's or the reference's) or the
+  machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
+  winner (``reliability``);
+- "faster" means beyond noise: the lower end of the 95 % interval of its ratio to the
+  reference above 1. Without a horizon the fastest such variant per step wins (the long run);
+  with one (``{"steps": N}`` reference steps, or ``{"seconds": S}``: a training run that takes
+  S with the reference today) the least total time over it, warm-up and compile included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tuimon.analysis.stats.compare import pays_off, ratio_interval
+from tuimon.analysis.stats.faults import faults_gap
+from tuimon.analysis.stats.load import load_gap
+from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
+from tuimon.axes import baseline
+from tuimon.variants import SCRIPT
+
+REFERENCE_PRECISIONS = ("fp32", "script")
+
+
+@dataclass
+class Verdict:
+    line: str  # "Verdict: ..." — what every view shows
+    kind: str  # use | stay | unreliable | pending (no answer yet) | none (no answer possible)
+    reference: str | None = None  # the label of what the user runs today
+    winner: str | None = None  # the label of the variant to use (kind "use")
+    winner_run: str | None = None
+    speedup: float | None = None  # the winner against the reference (per step, or per sample)
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+    per_sample: bool = False
+    breakeven_s: float | None = None  # the winner's wall time at which its compile has paid off
+    saving: float | None = None  # the share of time it saves in the long run (1 - 1/speedup)
+    horizon: dict | None = None
+    horizon_steps: float | None = None  # the horizon in reference steps
+    horizon_saving_s: float | None = None  # time saved over the horizon, compile included
+    horizon_saving: float | None = None  # ... as a share of the reference's time over it
+    reasons: list[str] = field(default_factory=list)  # why the comparison is unreliable
+    disqualified: list[dict] = field(default_factory=list)  # {label, run, reason}
+    skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here (sweep)
+    pending: list[str] = field(default_factory=list)  # labels not measured yet
+    candidates: list[dict] = field(default_factory=list)  # {label, run, speedup, lo, hi, faster,
+    #   overhead_s, total_s (over the horizon)}
+
+
+def fmt_span(s: float | None) -> str:
+    """A length of time that reads right from seconds to days: 45.3 s, 6.1 min, 38 min, 2 h 5 min."""
+    if s is None:
+        return "–"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{s / 60:.1f} min" if s < 600 else f"{s / 60:.0f} min"
+    hours, minutes = divmod(round(s / 60), 60)
+    return f"{hours} h" if minutes == 0 else f"{hours} h {minutes} min"
+
+
+def pct(share: float) -> str:
+    return f"{share * 100:.0f} %" if abs(share) >= 0.01 else f"{share * 100:.1f} %"
+
+
+def horizon_text(horizon: dict) -> str:
+    if "steps" in horizon:
+        return f"{int(horizon['steps']):,} steps"
+    seconds = horizon["seconds"]
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):  # as given: 2 h, 90 min, 1 d
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:.0f} {unit}"
+    return fmt_span(seconds)
+
+
+def weighed_rows(summary: SessionSummary) -> list[RunStats]:
+    """One row per variant: combined over its processes (--repeats), the latest run of a
+    restarted one (the latest with a steady state, while a newer one has none yet)."""
+    rows = summary.variants + [r for r in summary.runs if r.replicate is None] \
+        if summary.variants else summary.runs
+    latest: dict[tuple, RunStats] = {}
+    for r in rows:
+        if r.key not in latest or r.median_ms or not latest[r.key].median_ms:
+            latest[r.key] = r
+    return list(latest.values())
+
+
+def reference_of(summary: SessionSummary, rows: list[RunStats]) -> RunStats | None:
+    home = baseline(summary.axes)
+    eager = [r for r in rows if r.mode == "eager" and r.axes == home]
+    eager.sort(key=lambda r: (r.precision not in REFERENCE_PRECISIONS, r.precision))
+    return eager[0] if eager else None
+
+
+def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | None = None) -> list[str]:
+    """Why a comparison of these rows cannot be trusted, one reason each (none: it can). With
+    ``ref``, the rows are weighed against it: a row whose own comparison was with another eager
+    run (another precision or axis values) is checked against ``ref`` too."""
+    reasons = []
+    if summary.busy and not summary.quiet_only:
+        reasons.append(summary.busy)
+    for r in rows:
+        if r.unreliable:
+            reasons.append(f"{r.label}: {r.unreliable}")
+        if ref is None or r is ref or r.baseline == ref.label:
+            continue
+        gaps = [load_gap(r, ref)]
+        if not (r.processes or ref.processes):  # --repeats: the processes' spread is the interval
+            gaps.append(faults_gap(r, ref))
+        reasons += [f"{r.label}: {gap}" for gap in gaps if gap]
+    return reasons
+
+
+def advice(reasons: list[str]) -> str:
+    if any("recompile" in r for r in reasons):
+        return "Fix the recompiles (see the notes), then measure again"
+    if any("page faults differed" in r for r in reasons):
+        return "Measure again with --pin-malloc (the same allocator thresholds in every run)"
+    return "Measure again on a quiet machine, or with --quiet-only or --repeats 3"
+
+
+def _unmeasured(r: RunStats) -> str:
+    """Why a run that ended has no steady state, in words."""
+    if r.status == "failed":
+        return f"failed: {r.error}" if r.error else "failed"
+    if r.busy_dropped:
+        return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped} of its steps "
+                "measured under other processes' load; measure on a quieter machine")
+    return f"has no steady state: it {'was stopped' if r.status == 'stopped' else 'ended'} after " \
+           f"{r.steps} step{'s' if r.steps != 1 else ''}, within its warm-up"
+
+
+def _disqualify(r: RunStats, ref: RunStats, tolerance: float) -> str | None:
+    if r.status == "failed":
+        return f"failed: {r.error}" if r.error else "failed"
+    if r.loss_nonfinite and not ref.loss_nonfinite:
+        return f"its loss turned NaN or inf ({r.loss_nonfinite} steps)"
+    # Only a script may start from other losses (it seeds itself, or not): a recipe is seeded, and
+    # amp's numerics can move a compiled variant's first loss by more than loss_comparable allows.
+    unseeded = r.precision == SCRIPT and r.loss_comparable is False
+    if r.loss_gap is not None and not unseeded and abs(r.loss_gap) > tolerance:
+        where = "above" if r.loss_gap > 0 else "below"
+        return (f"its losses end {pct(abs(r.loss_gap))} of the first loss {where} {r.loss_ref}'s "
+                f"(tolerance {pct(tolerance)}, --loss-tolerance)")
+    return None
+
+
+def decide(summary: SessionSummary) -> Verdict:
+    rows = weighed_rows(summary)
+    ref = reference_of(summary, rows)
+    skipped = [dict(s) for s in summary.skipped]
+    if ref is None:
+        line = ("Verdict: no answer: no eager run at the axes' baseline to compare with (add eager "
+                "to --modes)" if rows else "Verdict: waiting for the first run")
+        return Verdict(line, "none" if rows else "pending", skipped=skipped)
+    if not ref.median_ms:
+        if ref.status in ("queued", "running"):
+            return Verdict(f"Verdict: waiting for {ref.label} to reach its steady state", "pending",
+                           reference=ref.label, skipped=skipped)
+        return Verdict(f"Verdict: no answer: {ref.label}, the reference, {_unmeasured(ref)}", "none",
+                       reference=ref.label, skipped=skipped)
+    out = Verdict("", "stay", reference=ref.label, skipped=skipped, horizon=summary.horizon)
+    qualified = []
+    for r in rows:
+        if r is ref or r.status == "skipped":
+            continue
+        if (why := _disqualify(r, ref, summary.loss_tolerance)) is not None:
+            out.disqualified.append({"label": r.label, "run": r.run, "reason": why})
+        elif not r.median_ms:
+            if r.status in ("queued", "running"):
+                out.pending.append(r.label)
+            else:
+                out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
+        else:
+            qualified.append(r)
+    out.reasons = reliability(summary, [ref, *qualified], ref)
+    out.per_sample = per_sample([ref, *qualified])
+    if out.per_sample:  # rows that do not say their samples cannot be weighed per sample
+        for r in [r for r in qualified if not samples_per_step(r)]:
+            qualified.remove(r)
+            out.disqualified.append({"label": r.label, "run": r.run,
+                                     "reason": "its samples per step are unknown (steps differ)"})
+    _weigh(out, ref, qualified)
+    if out.pending:
+        out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
+    return out
+
+
+def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
+    def cost(r: RunStats) -> float:  # ms per step, or per sample
+        return r.median_ms / samples_per_step(r) if out.per_sample else r.median_ms
+
+    unit = " per sample" if out.per_sample else ""
+    found = {}
+    for r in qualified:
+        ratio = cost(ref) / cost(r)
+        lo, hi = ratio_interval(ref, r, ratio) or (None, None)
+        found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
+                        "faster": lo is not None and lo > 1.0, "overhead_s": r.overhead_s,
+                        "total_s": None}
+    out.candidates = list(found.values())
+    faster = [r for r in qualified if found[r.run]["faster"]]
+    horizon = out.horizon
+    if horizon:
+        units = horizon.get("steps")
+        if units is None:  # a run that takes this long with the reference today
+            units = max(0.0, horizon["seconds"] - (ref.overhead_s or 0.0)) * 1000.0 / ref.median_ms
+        out.horizon_steps = units
+        if out.per_sample:
+            units *= samples_per_step(ref)
+        total = {r.run: (r.overhead_s or 0.0) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
+        for c in out.candidates:
+            c["total_s"] = total[c["run"]]
+    if out.reasons:  # the candidates' figures stay in the verdict, for other readers; no winner
+        more = f" (and {len(out.reasons) - 1} more, in the notes)" if len(out.reasons) > 1 else ""
+        out.kind = "unreliable"
+        out.line = (f"Verdict: unreliable, no winner named — {out.reasons[0]}{more}. "
+                    f"{advice(out.reasons)}.")
+        return
+    best = max(faster, key=lambda r: found[r.run]["speedup"], default=None)  # the long run's
+    if best is None:
+        top = max(qualified, key=lambda r: found[r.run]["speedup"], default=None)
+        out.line = "Verdict: stay eager: no variant is faster beyond noise"
+        if top is not None:
+            out.line += f" — the closest, {top.label}, runs at {_ratio(found[top.run], ref, unit)}"
+        out.line += "."
+        return
+    winner = best
+    if horizon:
+        winner = min([ref, *faster], key=lambda r: total[r.run])
+    if winner is ref:  # the horizon is too short for any compile to pay off
+        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
+        out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: no compile pays off that soon — "
+                    f"{best.label} is {_ratio(found[best.run], ref, unit)} but pays off only after "
+                    f"{fmt_span(t)}; over {horizon_text(horizon)} it would take "
+                    f"{fmt_span(total[best.run])} instead of {fmt_span(total[ref.run])}.")
+        return
+    c = found[winner.run]
+    if horizon:  # its saving over the horizon must hold at the slow end of its interval too
+        slow = (winner.overhead_s or 0.0) + units * cost(ref) / c["lo"] / 1000.0
+        if slow >= total[ref.run]:
+            gain = total[ref.run] - total[winner.run]
+            out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: {winner.label} would save "
+                        f"{fmt_span(gain)} ({pct(gain / total[ref.run])}), compile included, but "
+                        f"that is within noise — at the slow end of its 95 % interval "
+                        f"({c['lo']:.2f}× {ref.label}) it would take {fmt_span(slow - total[ref.run])} "
+                        "longer.")
+            return
+    out.kind, out.winner, out.winner_run = "use", winner.label, winner.run
+    out.speedup, out.speedup_lo, out.speedup_hi = c["speedup"], c["lo"], c["hi"]
+    out.saving = 1.0 - 1.0 / c["speedup"]
+    n, out.breakeven_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), winner.overhead_s)
+    pay = ("no compile to pay off" if not winner.compiled else "compile pays off at once" if n == 0
+           else f"compile pays off after {fmt_span(out.breakeven_s)}")
+    if not horizon:
+        later = "from the start it saves" if n == 0 else "a longer training run saves up to"
+        out.line = (f"Verdict: use {winner.label} — {_ratio(c, ref, unit)}, {pay}; "
+                    f"{later} {pct(out.saving)} of its time{_as_fast(winner, faster, found)}.")
+        return
+    out.horizon_saving_s = total[ref.run] - total[winner.run]
+    out.horizon_saving = out.horizon_saving_s / total[ref.run] if total[ref.run] else None
+    out.line = (f"Verdict: use {winner.label} for {horizon_text(horizon)} of training — "
+                f"{fmt_span(total[winner.run])} instead of {fmt_span(total[ref.run])} with "
+                f"{ref.label}, compile included: {fmt_span(out.horizon_saving_s)} "
+                f"({pct(out.horizon_saving)}) less; {_ratio(c, ref, unit)}, {pay}.")
+    if best is not winner:
+        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
+        out.line = (out.line[:-1] + f"; {best.label} is faster per step "
+                    f"({found[best.run]['speedup']:.2f}×) but pays off only after {fmt_span(t)}.")
+
+
+def _ratio(c: dict, ref: RunStats, unit: str) -> str:
+    ci = f" (95 % CI {c['lo']:.2f}–{c['hi']:.2f})" if c["lo"] is not None else " (no interval: too few steps)"
+    return f"{c['speedup']:.2f}× {ref.label}{unit}{ci}"
+
+
+def _as_fast(winner: RunStats, faster: list[RunStats], found: dict) -> str:
+    """A variant as fast within noise that costs clearly less up front (a tenth less, and
+    not the same figure once printed) is worth naming."""
+    w = found[winner.run]
+    mine = winner.overhead_s or 0.0
+    alike = [r for r in faster if r is not winner and found[r.run]["hi"] is not None
+             and w["lo"] is not None and found[r.run]["hi"] >= w["lo"]
+             and (r.overhead_s or 0.0) < 0.9 * mine and fmt_span(r.overhead_s) != fmt_span(mine)]
+    if not alike:
+        return ""
+    r = min(alike, key=lambda r: r.overhead_s or 0.0)
+    return (f" ({r.label}, {found[r.run]['speedup']:.2f}×, is as fast within noise and warms up in "
+            f"{fmt_span(r.overhead_s)} instead of {fmt_span(winner.overhead_s)})")
+

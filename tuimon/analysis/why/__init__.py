@@ -1,0 +1,55 @@
+"""Why compile did not help: rules over what tuimon recorded, each finding with its evidence and
+what to try. A pure function of the session's summary (itself a function of its events), so
+summary.md, the headless output and the TUI's why pane (key w) show the same findings.
+
+One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs),
+``recompiles`` (failed guards, the recompile limit), ``cudagraphs`` (skipped or re-recorded),
+``syncs`` (scalar reads and device syncs in the model), ``bound`` (input-bound, launch-bound, an
+eager optimizer), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
+``payoff`` (compile that pays off after the run). ``finding`` holds what they share;
+``report.why_text`` writes the findings for summary.md and the terminal.
+"""
+
+from __future__ import annotations
+
+from tuimon.analysis.stats import SessionSummary
+from tuimon.analysis.stats.compare import speedup_text
+from tuimon.analysis.stats.rows import columns
+from tuimon.analysis.why.bound import eager_optimizer, input_bound, launch_bound
+from tuimon.analysis.why.breaks import graph_breaks
+from tuimon.analysis.why.cudagraphs import cudagraphs
+from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy, context
+from tuimon.analysis.why.memory import memory
+from tuimon.analysis.why.ops import op_diff
+from tuimon.analysis.why.payoff import payoff
+from tuimon.analysis.why.recompiles import recompiles
+from tuimon.analysis.why.syncs import host_syncs
+
+RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, eager_optimizer,
+         memory, payoff, op_diff)
+
+__all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "VariantWhy", "diagnose"]
+
+
+def diagnose(summary: SessionSummary) -> list[VariantWhy]:
+    """One entry per compiled variant (with --repeats, per combined variant): its speedup, and
+    its findings, the most severe and costly first."""
+    out = []
+    for row in columns(summary):
+        if not row.compiled:
+            continue
+        ctx = context(row, summary)
+        findings = []
+        for rule in RULES:
+            try:
+                findings += rule(ctx)
+            except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
+                findings.append(Finding("internal", f"the {rule.__name__} rule failed: "
+                                        f"{type(exc).__name__}: {exc}", [], [], INFO))
+        findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
+        helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
+        speed = None
+        if row.speedup is not None:
+            speed = speedup_text(row).replace("×", f"× {row.baseline}", 1)
+        out.append(VariantWhy(row.run, row.label, speed, helped, findings))
+    return out

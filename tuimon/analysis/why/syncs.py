@@ -1,0 +1,62 @@
+"""Host syncs in the step: scalar reads (``.item()``) and device syncs the profiler's sync
+detector found in the model's forward and backward (runner/profiling/analysis.py), named by
+module where the eager capture had module spans."""
+
+from __future__ import annotations
+
+from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
+from tuimon.fmt import short_name
+
+KINDS = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
+
+
+def in_model(s: dict) -> bool:
+    """A sync the user's code makes: a real device sync anywhere, or a scalar read in forward or
+    backward. Not tuimon's own loss read, nor an optimizer's read of its CPU step counter."""
+    if s.get("ours"):
+        return False
+    if s.get("kind") in ("device_sync", "blocking_copy"):
+        return True
+    return s.get("phase") in ("forward", "backward") or bool(s.get("module"))
+
+
+def line(s: dict, who: str) -> str:
+    where = s.get("where") or "?"
+    context = f" in {short_name(s['context'])}" if s.get("context") else ""
+    return f"{s['op']} ×{s['count']:g}/step at {where}{context} ({KINDS.get(s['kind'], s['kind'])}; {who})"
+
+
+def host_syncs(ctx: Context) -> list[Finding]:
+    found = []
+    base = ctx.baseline.label if ctx.baseline else ""
+    for cap, who in ((ctx.base_capture, base), (ctx.capture, ctx.row.label)):
+        if cap:
+            found += [(s, f"{who}'s {span(cap)}") for s in cap.get("syncs") or [] if in_model(s)]
+    if not found:
+        return []
+    first = found[0][0]
+    named = next((s for s, _ in found if s.get("module")), first)
+    mine = [s for s in (ctx.capture or {}).get("syncs") or [] if in_model(s)]
+    count = sum(s["count"] for s in mine)
+    device = any(s.get("kind") != "scalar_read" for s, _ in found)
+    title = (f"{'host syncs' if device else 'scalar reads'} in the model: {named['op']} at "
+             f"{named.get('where')}")
+    if count:
+        title += f", {count:g} a step in {ctx.row.label}"
+    evidence = [line(s, who) for s, who in found[:5]]
+    if not ctx.on_gpu:
+        evidence.append("on this CPU run a scalar read costs little; on a GPU each one makes the host "
+                        "wait for the device, and the next kernels wait for the host")
+    breaks = [b for b in ctx.row.graph_breaks if any(w in b["reason"].lower() for w in ("item", "scalar"))]
+    if breaks:
+        evidence.append(f"under torch.compile it also breaks the graph: {breaks[0]['where']}")
+    advice = ["keep the value on the device: accumulate in a tensor and read it every N steps or when "
+              "logging, not in every forward",
+              "torch._dynamo.config.capture_scalar_outputs = True lets compile trace .item() without "
+              "a graph break"]
+    if ctx.on_gpu or device:
+        advice.append("torch.cuda.set_sync_debug_mode('warn') names every line that syncs")
+    in_step = named.get("phase") in ("forward", "backward")
+    severity = HIGH if ctx.on_gpu and device else MEDIUM if in_step else INFO
+    cost = (sum(s.get("ms") or 0.0 for s in mine) or None) if ctx.row_timed else None
+    return [Finding("syncs", title, evidence, advice, severity, cost)]

@@ -1,0 +1,287 @@
+"""Torchrun jobs in a session: a mixin of ``Supervisor``, on its loop thread.
+
+A run is a job when its command is torchrun (``tuimon run -- torchrun ...``) or its recipe runs
+as N ranks (``--nproc N``): the supervisor spawns torchrun, whose workers connect to the
+session's rank socket (control/rank_hub.py); their events are recorded with their ``rank`` and
+steer the run's state through its ``JobChild`` (control/job_child.py): the job is paused, waiting for
+its turn or stopped once every rank is, and its end is told at torchrun's exit: done with the
+ranks' reason, or failed with the first failing rank's cause and what became of the others
+(torchrun tears the job down when one rank fails).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tuimon import events
+from tuimon.control.child import log_tail
+from tuimon.control.job_child import JobChild
+from tuimon.control.rank_hub import RankHub
+from tuimon.control.runs import DONE, FAILED, PAUSED, RUNNING, STOPPED, Run
+from tuimon.torchrun import is_torchrun
+from tuimon.torchrun import parse as parse_torchrun
+
+RANK = "rank"  # the inbox's kind for the rank socket's news
+
+
+class JobRuns:
+    """Uses the supervisor's plan, runs, live runs, inbox, store, ``_record`` / ``_state`` /
+    ``_set_state`` / ``_stop_everything`` and the turn it holds."""
+
+    # ---- starting ----------------------------------------------------------------------------
+    def _is_job(self) -> bool:
+        script = self.plan.script
+        return bool(self.plan.nproc) or bool(script and script.get("launcher") == "torchrun")
+
+    def _spawn_job(self, r: Run, threads: int | None, runner_args: list[str], script: dict | None,
+                   **spawn) -> JobChild:
+        if self._rank_hub is None:
+            self._rank_hub = RankHub(lambda *news: self._inbox.put((RANK, *news)))
+        plan = self.plan
+        interleave = plan.schedule == "interleave"
+        r.port_offset = self._port_offset(r)
+        job = {"path": self._rank_hub.path, "token": self._rank_hub.token(r.id),
+               "nproc": plan.nproc}
+        local_world = plan.nproc
+        if script is not None:
+            torchrun = parse_torchrun(script["command"], is_torchrun(script["command"], True) or 1)
+            job["command"] = torchrun.with_port_offset(r.port_offset)
+            local_world = torchrun.nproc
+            if (note := torchrun.port_text(r.port_offset)) is not None:
+                self._record([events.make(events.WARNING, r.id, text=note, note=True)])
+            # Turns and --duration are the supervisor's (every rank at the same step).
+            script = {**script, "turns": 0, "turn_s": 0.0, "turn_first": interleave, "duration": None}
+        else:
+            runner_args = _without(runner_args, ("--duration", "--turns", "--turn-seconds"))
+            if interleave:
+                runner_args = [*runner_args, "--turn-first"]
+        cap = None
+        if interleave and not plan.turn_steps and self._steps_limit():
+            cap = max(1, -(-self._steps_limit() // 4))  # as runner/turns.py: 4 turns at least
+        return JobChild.spawn(
+            r.id, r.variant, runner_args=runner_args, threads=threads, script=script, job=job,
+            local_world=local_world, turn_steps=plan.turn_steps if interleave else None,
+            turn_cap=cap, turns=interleave, steps=self._steps_limit(), **spawn)
+
+    def _port_offset(self, r: Run) -> int:
+        """The plan's variants: their place in it (every node alike); a run added later: the
+        lowest offset no live or queued job holds."""
+        first = [run for run, _, _ in self._initial]
+        if r.id in first:
+            return self.plan.variants.index(r.variant)
+        held = {x.port_offset for x in self._runs.values() if x is not r and x.port_offset is not None
+                and (x.id in self._live or x.id in self._queue)}
+        return next(k for k in range(len(held) + 1) if k not in held)
+
+    def _steps_limit(self) -> int | None:
+        if self.plan.script is not None:
+            return self.plan.script.get("steps")
+        return _value(self.plan.runner_args, "--steps", int)
+
+    def _duration_limit(self) -> float | None:
+        if self.plan.script is not None:
+            return self.plan.script.get("duration")
+        return _value(self.plan.runner_args, "--duration", float)
+
+    # ---- the rank socket's news ------------------------------------------------------------------
+    def _rank_news(self, kind: str, run: str, rank: int, *rest) -> None:
+        r = self._runs.get(run)
+        job = r.child if r is not None and isinstance(r.child, JobChild) else None
+        if job is None:
+            if kind == "hello":
+                rest[1].sock.close()
+            return
+        if kind == "hello":
+            job.hello(rank, rest[1], rest[0])
+        elif kind == "events":
+            batch = rest[0]
+            for e in batch:
+                e["run"], e["rank"] = run, rank  # the supervisor decides who said it
+            self._record(batch)
+            for e in batch:
+                job.event(rank, e)
+                self._note_rank(r, job, e)
+        elif kind == "eof":
+            rs = job.rank(rank)
+            job.gone(rank)
+            if not rs.ended:  # torchrun ended it (another rank failed), or it died
+                self._record([events.make(events.RUN_EXITED, run, rank=rank, said=False)])
+        self._check_job(r, job)
+
+    def _note_rank(self, r: Run, job: JobChild, e: dict) -> None:
+        kind, now = e["type"], time.monotonic()
+        if kind == events.STEP:
+            r.last_step, r.hung_said, r.steps_seen = now, False, True
+        elif kind == events.RUN_STARTED and not r.stepping:
+            r.stepping, r.last_step = True, now
+            r.stepping_since = now
+        elif kind == events.PHASE:
+            compiling = job.compiling
+            if compiling != r.compiling:
+                r.compiling = compiling
+                r.last_step = r.stepping_since = now
+                if not compiling and job.turn_clock is not None:
+                    job.turn_clock = now  # a compile is not a turn
+            if e.get("phase") != "paused" and self._state(r.id) == PAUSED:
+                self._set_state(r.id, RUNNING)  # resumed
+                r.last_step = r.stepping_since = now
+        elif kind == events.FINISHED and r.deadline is not None and not job.live_ranks():
+            # Every rank said it stopped: torchrun and its workers take a while to exit (a
+            # process group to destroy, compile workers to join); no SIGINT meanwhile.
+            r.deadline = max(r.deadline, now + self.plan.stop_grace_s)
+        elif kind == events.FAILED:
+            if r.id not in self.failed_runs:
+                self.failed_runs.append(r.id)
+                self._set_state(r.id, FAILED)
+            if e.get("stage") == "build" and self.build_failure is None:
+                self.build_failure = e
+                self._stop_everything()  # the same script fails the same way in every variant
+
+    def _check_job(self, r: Run, job: JobChild) -> None:
+        if job.settled is not None and not r.ended:  # a pause or resume over a turn's wait
+            if job.intent == "pause" and self._state(r.id) != PAUSED:
+                self._set_state(r.id, PAUSED)
+                r.waiting_turn = False
+            elif job.intent == "turn" and self._state(r.id) == PAUSED:
+                self._set_state(r.id, RUNNING)
+                r.waiting_turn = True
+        for outcome in job.check(time.monotonic()):
+            if outcome[0] == "catch_up":
+                self._record([events.make(events.CONTROL, r.id, action="catch_up",
+                                          first=outcome[1], last=outcome[2])])
+            elif outcome[2] == "turn":
+                r.waiting_turn = True
+                if self._turn == r.id:
+                    self._turn = None
+            elif outcome[2] == "pause":
+                self._set_state(r.id, PAUSED)
+
+    def _tick_jobs(self, now: float) -> None:
+        """Every loop tick: a job's turn ends after --turn seconds of stepping (compiles aside);
+        --duration stops it (the stepping time, pauses and turn waits aside); catch-ups due."""
+        dt, self._jobs_tick = now - (self._jobs_tick or now), now
+        plan = self.plan
+        for r in list(self._live.values()):
+            job = r.child
+            if not isinstance(job, JobChild) or r.ended:
+                continue
+            stepping = (r.stepping and not r.waiting_turn and job.settled is None
+                        and self._state(r.id) != PAUSED
+                        and (plan.schedule != "interleave" or self._turn == r.id))
+            if stepping:
+                r.active_s += dt
+            if (stepping and plan.schedule == "interleave" and not plan.turn_steps
+                    and job.intent is None and not job.compiling and job.turn_clock is not None
+                    and now - job.turn_clock >= plan.turn_s):
+                job.schedule("turn")
+            duration = self._duration_limit()
+            if (duration is not None and r.active_s >= duration and not r.stop_asked
+                    and r.deadline is None):
+                job.schedule("stop", "duration")
+                r.deadline = now + plan.stop_line_s + job.lead_time()
+            self._check_job(r, job)
+
+    def rank_pids(self) -> dict[str, dict[int, int]]:
+        """Run -> {rank: pid} of the live jobs' ranks (read by the sampler's thread)."""
+        return {run: r.child.rank_pids() for run, r in list(self._live.items())
+                if isinstance(r.child, JobChild)}
+
+    # ---- the end ---------------------------------------------------------------------------------
+    def _job_end(self, r: Run, rc: int) -> list[dict]:
+        """torchrun has exited: the job's own finished or failed event (no rank)."""
+        job: JobChild = r.child
+        ranks = job.ranks
+        failures = sorted((rs.failed for rs in ranks.values() if rs.failed), key=lambda e: e["t"])
+        tail = log_tail(self.store.log_path(r.id), 25)
+        if failures:
+            first = failures[0]
+            others = _fate(ranks, first["rank"])
+            fields = {k: first[k] for k in ("stage", "error", "message", "traceback", "where", "kind",
+                                            "signal", "tried_bytes") if k in first}
+            what = first.get("what") or f"{first.get('error')}: {first.get('message')}"
+            fields["what"] = f"rank {first['rank']}: {what}"
+            return self._job_failed(r, failed_rank=first["rank"], ranks_fate=others, returncode=rc,
+                                    **fields)
+        if not any(rs.started for rs in ranks.values()) and rc != 0 and not r.stop_asked:
+            last = next((x.strip() for x in reversed(tail.splitlines()) if x.strip()), "")
+            return self._job_failed(
+                r, stage="build", error="ScriptExit", returncode=rc, traceback=tail, kind="exit",
+                message=(f"torchrun exited with code {rc} before any rank started"
+                         + (f": {last}" if last else ""))[:500])
+        silent = [rs.rank for rs in ranks.values() if not rs.ended]
+        if rc != 0 and not r.stop_asked and (silent or not ranks):
+            rank, code = _root_cause(tail)
+            who = f"rank {rank}" if rank is not None else "a rank"
+            how = f"exited with code {code}" if code is not None else f"torchrun exited with code {rc}"
+            return self._job_failed(
+                r, stage="crash" if r.steps_seen else "build", error="RankExited", returncode=rc,
+                kind="exit", traceback=tail, failed_rank=rank, ranks_fate=_fate(ranks, rank),
+                message=f"{who} {how} without a result", what=f"{who} {how} without a result")
+        reasons = [rs.reason for rs in ranks.values() if rs.reason]
+        reason = "stopped" if r.stop_asked or "stopped" in reasons else (
+            max(set(reasons), key=reasons.count) if reasons else "stopped")
+        if reason == events.SCRIPT_ENDED and rc != 0:
+            reason = "stopped"
+        r.ended = True
+        self._set_state(r.id, STOPPED if reason == "stopped" else DONE)
+        said = [rs.finished for rs in ranks.values() if rs.finished]
+        figures = {k: max(e[k] for e in said if e.get(k) is not None)
+                   for k in ("seconds", "paused_s", "compiles", "compile_s")
+                   if any(e.get(k) is not None for e in said)}
+        return [events.make(events.FINISHED, r.id, reason=reason, returncode=rc, ranks=len(ranks),
+                            ranks_fate=_fate(ranks, None), **figures)]
+
+    def _job_failed(self, r: Run, **fields) -> list[dict]:
+        r.ended = True
+        if r.id not in self.failed_runs:
+            self.failed_runs.append(r.id)
+        self._set_state(r.id, FAILED)
+        e = events.make(events.FAILED, r.id, **fields)
+        if fields.get("stage") == "build" and self.build_failure is None:
+            self.build_failure = e
+            self._stop_everything()
+        return [e]
+
+
+def _fate(ranks: dict, failed: int | None) -> str:
+    """What became of the ranks other than ``failed``, in one line."""
+    groups: dict[str, list[int]] = {}
+    for rs in sorted(ranks.values(), key=lambda rs: rs.rank):
+        if rs.rank == failed:
+            continue
+        if rs.failed:
+            error = f"{rs.failed.get('error')}: {rs.failed.get('message') or ''}"
+            what = f"failed after it ({error[:80].rstrip()})" if failed is not None else "failed"
+        elif rs.ended:
+            what = f"ended ({rs.reason})" if rs.reason else "ended"
+        else:
+            what = "ended by torchrun" if failed is not None else "ended without a word"
+        groups.setdefault(what, []).append(rs.rank)
+    return "; ".join(f"rank{'s' if len(v) > 1 else ''} {', '.join(map(str, v))} {k}"
+                     for k, v in groups.items())
+
+
+_ROOT = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+
+
+def _root_cause(tail: str) -> tuple[int | None, int | None]:
+    """torchrun's own report of the first failed worker: (rank, exit code)."""
+    m = _ROOT.search(tail)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def _value(args: list[str], flag: str, kind):
+    return kind(args[args.index(flag) + 1]) if flag in args[:-1] else None
+
+
+def _without(args: list[str], flags: tuple[str, ...]) -> list[str]:
+    out, skip = [], False
+    for word in args:
+        if skip:
+            skip = False
+        elif word in flags:
+            skip = True
+        else:
+            out.append(word)
+    return out

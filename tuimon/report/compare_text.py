@@ -1,0 +1,128 @@
+"""A comparison as Markdown, JSON or rich tables on a terminal. Text only: the changes come from
+``analysis.compare``, the figures' cells from ``compare_figures``."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tuimon.analysis import Comparison, VariantDiff, change_text
+from tuimon.report.compare_figures import figures
+
+
+def cells(v: VariantDiff, sep: str = ", ") -> list[tuple[str, list[str]]]:
+    """(metric, one cell per session): the value, and after the baseline its change."""
+    out = []
+    for m in figures(v):
+        row = []
+        for value, change in zip(m.values, m.changes, strict=True):
+            said = change_text(change, m.kind)
+            row.append(f"{value}{sep}{said}" if said and value not in ("–", "not run") else value)
+        out.append((m.name, row))
+    return out
+
+
+def legend(c: Comparison) -> list[str]:
+    out = []
+    for s in c.sessions:
+        meta = s.meta
+        what = "baseline" if s.letter == "A" else "compared with A"
+        out.append(f"{s.letter}: {s.path} ({what}; started {meta.get('started', '?')}, "
+                   f"torch {meta.get('torch', '?')}, {meta.get('status', '?')})")
+    return out
+
+
+def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> str:
+    out = ["# tuimon compare", "", *[f"- {line}" for line in legend(c)], ""]
+    out += ["## What differs", ""]
+    if c.differences:
+        out += ["| | " + " | ".join(s.letter for s in c.sessions) + " |",
+                "|" + "---|" * (len(c.sessions) + 1)]
+        out += [f"| {name} | " + " | ".join(_md(v) for v in values) + " |" for name, values in c.differences]
+    else:
+        out.append("Nothing: the same settings, host, devices and versions.")
+    out += ["", "## Changes", "", *[f"- {line}" for line in headline(c)]]
+    for v in c.variants:
+        out += ["", f"### {v.label}", "", "| | " + " | ".join(s.letter for s in c.sessions) + " |",
+                "|" + "---|" * (len(c.sessions) + 1)]
+        out += [f"| {name} | " + " | ".join(_md(x) for x in row) + " |" for name, row in cells(v)]
+    notes = [*c.left_out, *c.notes, *[f"not judged: {u}" for u in unjudged]]
+    if notes:
+        out += ["", "Notes:", *[f"- {n}" for n in notes]]
+    if failures:
+        out += ["", "Guard: FAILED", *[f"- {f}" for f in failures]]
+    out += ["", "Changes against A; the median step's 95 % interval combines both sessions' own "
+            "intervals (a change is beyond noise when it leaves out 0 %). Compile time and memory "
+            "are measured once per process: their change has an interval only when both sessions "
+            "ran --repeats 2 or more."]
+    return "\n".join(out) + "\n"
+
+
+def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> str:
+    doc = {
+        "sessions": [{"letter": s.letter, "path": str(s.path), "name": s.name,
+                      "started": s.meta.get("started"), "status": s.meta.get("status")}
+                     for s in c.sessions],
+        "differences": [{"what": name, "values": values} for name, values in c.differences],
+        "variants": [{
+            "label": v.label, "mode": v.key[0], "precision": v.key[1], "axes": dict(v.key[2]),
+            "runs": [r.run if r is not None else None for r in v.rows],
+            "median_ms": [r.median_ms if r is not None else None for r in v.rows],
+            "median_change": [m.to_dict() if m else None for m in v.median],
+            "compile_s": [r.compile_s if r is not None else None for r in v.rows],
+            "compile_change": [m.to_dict() if m else None for m in v.compile],
+            "unreliable": v.unreliable,
+            "metrics": [{"name": m.name, "values": m.values,
+                         "changes": [x.to_dict() if x else None for x in m.changes]} for m in figures(v)],
+        } for v in c.variants],
+        "left_out": c.left_out, "notes": c.notes, "unjudged": list(unjudged),
+        "guard": {"failed": bool(failures), "failures": list(failures)},
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> None:
+    for line in legend(c):
+        console.print(line, highlight=False, markup=False)
+    if c.differences:
+        t = Table("", *(s.letter for s in c.sessions), title="What differs", title_justify="left")
+        for name, values in c.differences:
+            t.add_row(Text(name), *(Text(v) for v in values))
+        console.print(t)
+    else:
+        console.print("what differs: nothing (the same settings, host, devices and versions)",
+                      highlight=False)
+    for line in headline(c):
+        console.print(Text(line, style="bold red" if ", slower" in line.split(";")[0] else None))
+    for v in c.variants:
+        t = Table("", *(s.letter for s in c.sessions), title=v.label, title_justify="left")
+        for name, row in cells(v, "\n"):
+            t.add_row(Text(name), *(Text(x) for x in row))
+        console.print(t)
+    for note in [*c.left_out, *c.notes, *[f"not judged: {u}" for u in unjudged]]:
+        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
+    for f in failures:
+        console.print(f"guard failed: {f}", style="bold red", highlight=False, markup=False)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+def headline(c: Comparison) -> list[str]:
+    """One line per variant and session: the median step's change, and the compile time's."""
+    out = []
+    for v in c.variants:
+        for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
+                                     strict=True):
+            if v.rows[c.sessions.index(s)] is None:
+                continue
+            parts = [f"median step {change_text(m)}" if m is not None else "median step: not measured"]
+            if comp is not None:
+                parts.append(f"compile time {change_text(comp)}")
+            if shaky:
+                parts.append(f"unreliable: {shaky}")
+            out.append(f"{v.label}, {s.letter} vs A: " + "; ".join(parts))
+    return out

@@ -1,0 +1,106 @@
+"""A torchrun job's ranks in words: the summary table's rank rows, the notes of summary.md and
+the terminal, and the short texts the TUI's rank strip and rank view share. Numbers come from
+the statistics (analysis/stats/ranks.py); nothing is computed here but their wording."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, own_time_spread, rank_names
+from tuimon.fmt import DASH, fmt_ms
+
+PER_RANK_CELL = 8  # up to this many ranks, the table names each one's median
+
+
+def world_text(r: RunStats) -> str:
+    """'2 ranks · gloo · 1 host'"""
+    if not r.world_size:
+        return DASH
+    hosts = len(r.hosts)
+    parts = [f"{r.world_size} rank{'s' if r.world_size != 1 else ''}"]
+    if r.backend:
+        parts.append(r.backend)
+    if hosts:
+        parts.append(f"{hosts} host{'s' if hosts != 1 else ''}")
+    seen = len(r.ranks)
+    if seen and seen < r.world_size:
+        parts.append(f"{seen} seen")
+    return " · ".join(parts)
+
+
+def per_rank_text(r: RunStats) -> str:
+    """Each rank's median step (own time when it waited for others), or the spread of many."""
+    rows = [x for x in r.ranks if x.get("median_ms") is not None]
+    if not rows:
+        return DASH
+    if len(rows) <= PER_RANK_CELL:
+        return " · ".join(f"r{x['rank']} {fmt_ms(x['median_ms'])}"
+                          + (f" (own {fmt_ms(x['own_ms'])})" if _waited(x) else "") for x in rows)
+    fastest, middle, slowest = own_time_spread(rows)
+    return (f"own time: fastest r{fastest['rank']} {fmt_ms(fastest['own_ms'])} · median "
+            f"{fmt_ms(middle)} · slowest r{slowest['rank']} {fmt_ms(slowest['own_ms'])}")
+
+
+def _waited(x: dict) -> bool:
+    """A rank whose own time is well below its step: it spent the rest waiting for others."""
+    return x.get("own_ms") is not None and x["own_ms"] < 0.95 * x["median_ms"]
+
+
+def skew_text(r: RunStats) -> str:
+    return DASH if r.skew_pct is None else f"{r.skew_pct:.0f} %"
+
+
+def straggler_text(r: RunStats) -> str:
+    if not r.world_size:
+        return DASH
+    if not r.stragglers:
+        return "none" if r.ranks and any(x.get("own_ms") for x in r.ranks) else DASH
+    s = r.stragglers[0]
+    own = {x["rank"]: x.get("own_ms") for x in r.ranks}
+    text = (f"rank {s['rank']}: {s['slower_pct']:.0f} % slower than the others "
+            f"(+{fmt_ms(s['slower_ms'])} a step, own time {fmt_ms(own.get(s['rank']))}) "
+            f"since step {s['since']}")
+    if len(r.stragglers) > 1:
+        text += f"; also {rank_names([x['rank'] for x in r.stragglers[1:]])}"
+    return text
+
+
+def divergence_text(r: RunStats) -> str:
+    if not r.world_size:
+        return DASH
+    return "; ".join(r.compile_divergence) if r.compile_divergence else "none"
+
+
+RANK_ROWS = [
+    ("ranks (world size)", world_text),
+    ("median step per rank", per_rank_text),
+    ("skew (slowest vs median rank)", skew_text),
+    ("straggler", straggler_text),
+    ("compile divergence across ranks", divergence_text),
+]
+
+
+def rank_notes(r: RunStats) -> list[str]:
+    """summary.md's notes on a job: ranks that failed or were ended, stragglers, divergence."""
+    out = []
+    for x in r.ranks:
+        if x.get("status") == "failed" and x.get("error"):
+            out.append(f"- {r.label}: rank {x['rank']} failed after {x['steps']} steps: {x['error']}")
+        elif x.get("status") == "killed":
+            out.append(f"- {r.label}: rank {x['rank']} ended without a word after {x['steps']} "
+                       "steps (torchrun ended it, or it was killed)")
+    if r.stragglers:
+        out.append(f"- {r.label}: straggler {straggler_text(r)}; the others wait for it in each "
+                   "step's collective (DDP's gradient all-reduce)")
+    out += [f"- {r.label}: compiles diverge across ranks: {d}" for d in r.compile_divergence]
+    return out
+
+
+def strip_text(r: RunStats) -> list[str]:
+    """A panel's line, in parts: '2 ranks', 'skew 3%', 'straggler r1', 'compiles diverge'."""
+    parts = [f"{r.world_size} ranks"]
+    if r.skew_pct is not None:
+        parts.append(f"skew {r.skew_pct:.0f}%")
+    if r.stragglers:
+        parts.append(f"straggler r{r.stragglers[0]['rank']}")
+    if r.compile_divergence:
+        parts.append("compiles diverge")
+    return parts

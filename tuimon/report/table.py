@@ -1,0 +1,303 @@
+"""The summary table: one row per statistic, one cell text per run (or per --repeats variant),
+and the notes on profiler captures and failures. Shared by summary.md, the terminal and the
+TUI, which format a number only through here (and ``fmt``)."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, speedup_text
+from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
+from tuimon.report.rank_text import RANK_ROWS
+
+
+def status_text(r: RunStats) -> str:
+    if r.status == "skipped":  # tuimon sweep: too big for this machine
+        return f"skipped: {r.error}"
+    if r.error:
+        return f"{r.status}: {r.error}"
+    if r.hung_s is not None:
+        return f"{r.status} while hung (no step for {fmt_s(r.hung_s)})"
+    return r.status
+
+
+def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
+    """A failed run's kind, after how many steps, and the tail of its traceback or log."""
+    if r.status != "failed":
+        return []
+    kind = f" ({r.failure_kind})" if r.failure_kind else ""
+    steps = f"{r.steps} recorded step{'s' if r.steps != 1 else ''}"
+    out = [f"- {r.label}{kind}: failed after {steps}: {r.error}; log: logs/{r.run}.log"]
+    if r.failure_tail:
+        tail = r.failure_tail.rstrip().splitlines()
+        fatal = next((i for i, line in enumerate(tail) if line.startswith("Fatal Python error")), None)
+        # faulthandler's report whole (its header names the signal; a thread's stack follows
+        # another's), else the last lines of the traceback or log.
+        tail = tail[fatal:][:3 * lines] if fatal is not None else tail[-lines:]
+        out += ["", "  ```", *(f"  {line}" for line in tail), "  ```", ""]
+    return out
+
+
+def breakeven_text(r: RunStats) -> str:
+    if not r.compiled:
+        return DASH
+    if r.breakeven_never:
+        return "never (not faster per step)"
+    if r.breakeven_steps is None:
+        return DASH
+    if r.breakeven_steps == 0:
+        return "at once"
+    text = f"{r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)})"
+    if r.breakeven_lo is not None:
+        hi = f"{r.breakeven_hi:,}" if r.breakeven_hi is not None else "never"
+        text += f", range {r.breakeven_lo:,}–{hi}"
+    return text
+
+
+def peak_memory_text(r: RunStats) -> str:
+    if r.cuda_peak_allocated:
+        return f"{fmt_bytes(r.cuda_peak_allocated)} CUDA alloc ({fmt_bytes(r.cuda_peak_reserved)} reserved)"
+    return f"{fmt_bytes(r.peak_rss)} RSS" if r.peak_rss else DASH
+
+
+def compile_text(r: RunStats) -> str:
+    if r.overhead_s is None and r.compile_s is None:
+        return DASH
+    warm = fmt_s(r.overhead_s)
+    if r.compiled and r.compile_s is not None:
+        return f"{warm} (compile {fmt_s(r.compile_s)})"
+    return warm
+
+
+def loss_text(r: RunStats) -> str:
+    if r.final_loss is None:
+        return DASH
+    text = fmt_loss(r.final_loss)
+    if r.baseline and r.baseline != r.label and r.loss_comparable is False:
+        text += (f" (not comparable with {r.baseline}: the first losses differ, so the runs "
+                 "trained on other data or weights, e.g. an unseeded script)")
+    elif r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
+        text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
+    return text
+
+
+
+
+def axis_text(r: RunStats) -> str:
+    """Against the same variant at the axes' baseline values (their first)."""
+    if r.axis_speedup is None:
+        return "axis baseline" if r.axes and r.median_ms and r.axis_baseline is None else DASH
+    text = f"{r.axis_speedup:.2f}× {r.axis_baseline}{' per sample' if r.axis_per_sample else ''}"
+    if r.axis_speedup_lo is not None:
+        noise = ", within noise" if r.axis_speedup_lo <= 1.0 <= r.axis_speedup_hi else ""
+        text += f" (95 % CI {r.axis_speedup_lo:.2f}–{r.axis_speedup_hi:.2f}{noise})"
+    return text
+
+
+def answer_notes(summary: SessionSummary) -> list[str]:
+    """What the verdict left out and why, and how a sweep's --budget was spent."""
+    v = summary.verdict
+    out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
+    if v is not None:
+        out += [f"{d['label']}: not a candidate: {d['reason']}" for d in v.disqualified]
+        # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
+        said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
+        out += [f"unreliable: {x}" for x in v.reasons if x not in said]
+    b = summary.budget
+    if b:
+        took = f"; the sweep took {fmt_s(summary.wall_s)}" if summary.wall_s else ""
+        out.append(f"--budget {fmt_s(b['seconds'])}{took}: {b['text']}")
+    return out
+
+
+def other_load_text(r: RunStats) -> str:
+    """Other processes' load during the run's steady steps (a noisy neighbour)."""
+    if r.foreign_cores is None and not r.foreign_gpu_pids:
+        return DASH
+    text = load_text(r) + (" — busy" if busy(r) else "")
+    if r.busy_dropped:
+        text += f" · {r.busy_dropped} steps kept out (--quiet-only)"
+    return text
+
+
+def faults_text(r: RunStats) -> str:
+    """Minor page faults a steady step (stats/faults.py): fresh memory mapped at every step."""
+    return fmt_count(r.faults_per_step) if r.faults_per_step is not None else DASH
+
+
+def measured_text(r: RunStats) -> str:
+    text = f"{r.measured} of {r.steps}"
+    if r.processes:
+        return text + f", in {len(r.processes)} processes"
+    if r.steady_from is not None:
+        text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
+    if r.turns > 1:
+        text += f", in {r.turns} turns"
+    return text
+
+
+def processes_text(r: RunStats) -> str:
+    """A combined row's processes: their medians, the spread the interval accounts for."""
+    if not r.processes:
+        return DASH
+    return " · ".join(fmt_ms(p["median_ms"]) if p["median_ms"] else p["status"] for p in r.processes)
+
+
+
+
+def cpu_text(r: RunStats) -> str:
+    if r.cpu_mean is None and r.tree_rss_max is None:
+        return DASH
+    parts = [f"{r.cpu_mean:.0f} % mean, {r.cpu_max:.0f} % max" if r.cpu_mean is not None else "",
+             f"RSS {fmt_bytes(r.tree_rss_max)}" if r.tree_rss_max else "",
+             f"{r.children_max} child proc." if r.children_max else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def throttle_text(r: RunStats) -> str:
+    if r.throttled_share is None:
+        return "n/a"
+    if not r.throttle_reasons:
+        return "no"
+    why = ", ".join(sorted(r.throttle_reasons, key=r.throttle_reasons.get, reverse=True))
+    return f"{r.throttled_share:.0%} of the time ({why})"
+
+
+def phases_text(r: RunStats) -> str:
+    if not r.compiled or not r.compile_phases:
+        return DASH
+    p = r.compile_phases
+    fwd = " · ".join(f"{name} {fmt_s(p[name])}" for name in ("dynamo", "aot", "inductor", "codegen")
+                     if p.get(name))
+    bwd = f"; backward {fmt_s(p['backward'])}" if p.get("backward") else ""
+    return f"{fwd}{bwd}"
+
+
+def graphs_text(r: RunStats) -> str:
+    if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
+        return DASH
+    breaks = sum(1 for _ in r.graph_breaks)
+    return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
+            f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}")
+
+
+def top_break_text(r: RunStats) -> str:
+    if not r.graph_breaks:
+        return DASH
+    b = r.graph_breaks[0]
+    reason = b["reason"] if len(b["reason"]) <= 90 else b["reason"][:89] + "…"
+    return f"{b['where']}: {reason}"
+
+
+def cache_text(r: RunStats) -> str:
+    if not r.compiled or not (r.fx_cache_hits or r.fx_cache_misses):
+        return DASH
+    if r.fx_cache_hits and not r.fx_cache_misses:
+        return f"warm: {r.fx_cache_hits} FX-graph cache hits"
+    if r.fx_cache_misses and not r.fx_cache_hits:
+        return f"cold: {r.fx_cache_misses} FX-graph cache misses"
+    return f"mixed: {r.fx_cache_hits} hits, {r.fx_cache_misses} misses"
+
+
+def _or_na(value, fmt) -> str:
+    return "n/a" if value is None else fmt(value)
+
+
+GPU_ROWS = [
+    ("GPU util (mean)", lambda r: _or_na(r.gpu_util_mean, lambda v: f"{v:.0f} %")),
+    ("VRAM used (NVML peak)", lambda r: _or_na(r.vram_max, fmt_bytes)
+     + (f" (run: {fmt_bytes(r.gpu_proc_mem_max)})" if r.gpu_proc_mem_max else "")),
+    ("GPU temperature (max)", lambda r: _or_na(r.temp_max, lambda v: f"{v:.0f} °C")),
+    ("GPU power (mean)", lambda r: _or_na(r.power_mean, lambda v: f"{v:.0f} W")),
+    ("throttled", throttle_text),
+]
+
+
+def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
+    """The blog-post table: header and rows, shared by markdown and the terminal."""
+    runs = columns(summary)
+    rows = [
+        ("status", status_text),
+        ("steps measured", measured_text),
+        ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
+         f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
+        ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
+        ("speedup vs eager", speedup_text),
+        ("compile / warm-up time", compile_text),
+        ("compile pays off after", breakeven_text),
+        ("compile time by phase", phases_text),
+        ("graphs / breaks / recompiles", graphs_text),
+        ("top graph break", top_break_text),
+        ("Inductor cache", cache_text),
+        ("peak memory", peak_memory_text),
+        ("final loss (same seed, same batches)", loss_text),
+        ("CPU, process tree (100 % = 1 core)", cpu_text),
+        ("other processes while it stepped", other_load_text),
+    ]
+    if summary.variants:
+        rows.insert(3, ("median step per process", processes_text))
+    if summary.axes:
+        rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
+    if any(r.faults_per_step is not None for r in runs):
+        rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
+    if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other
+        rows += RANK_ROWS
+    rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
+    if any(r.warnings for r in runs):
+        rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
+    if any(r.profiles for r in runs):
+        rows.append(("profiler captures", profiles_text))
+    labels = [r.label for r in runs]
+    # A restarted variant has several runs: name those columns by run id too.
+    header = [""] + [f"{r.label} ({r.run})" if labels.count(r.label) > 1 else r.label for r in runs]
+    return header, [[name] + [fn(r) for r in runs] for name, fn in rows]
+
+
+def _done(r: RunStats) -> list[dict]:
+    return [p for p in r.profiles if p.get("state") == "done"]
+
+
+def syncs_text(p: dict, limit: int = 3) -> str:
+    """The sync detector's findings of one capture (the runner's own loss read left out)."""
+    found = [s for s in p.get("syncs") or [] if not s.get("ours")]
+    if not found:
+        return "no syncs or scalar reads"
+    kinds = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
+    parts = [f"{s['op']} ×{s['count']:g}/step at {s['where']}"
+             + (f" in {short_name(s['context'])}" if s.get("context") else "")
+             + f" ({kinds.get(s['kind'], s['kind'])})" for s in found[:limit]]
+    more = f" and {len(found) - limit} more" if len(found) > limit else ""
+    return "; ".join(parts) + more
+
+
+def top_ops_text(p: dict, n: int = 3) -> str:
+    ops = (p.get("top_ops") or [])[:n]
+    return ", ".join(f"{short_name(o['name'])} {o['share']:.0%}" for o in ops) or DASH
+
+
+def profiles_text(r: RunStats) -> str:
+    if not r.profiles:
+        return DASH
+    done = _done(r)
+    text = f"{len(done)} capture{'s' if len(done) != 1 else ''}"
+    if len(r.profiles) > len(done):
+        text += f" ({len(r.profiles) - len(done)} failed)"
+    if done:
+        last = done[-1]
+        top = (last.get("top_ops") or [{}])[0]
+        if top:
+            which = "last: " if len(done) > 1 else ""
+            text += f"; {which}top op {short_name(top['name'])} ({top['share']:.0%} of the step)"
+        n = last.get("sync_count") or 0
+        text += f", {n:g} sync/scalar read(s) per step" if n else ", no syncs"
+    return text
+
+
+def profile_note(r: RunStats, p: dict) -> str:
+    if p.get("state") != "done":
+        return f"{r.label}: profile {p.get('capture')} failed: {p.get('error')}"
+    steps = p.get("active_steps") or []
+    span = f"steps {steps[0]}–{steps[-1]}" if steps else "no active step"
+    inside = p.get("recorded_median_ms")
+    vs = f", {fmt_ms(inside)} per recorded step vs {fmt_ms(r.median_ms)} steady" if inside else ""
+    trace = f"; trace {p['trace']}" if p.get("trace") else ""
+    return (f"{r.label}: profile {p['capture']} ({span}{vs}): top {top_ops_text(p)}; "
+            f"{syncs_text(p)}{trace}")

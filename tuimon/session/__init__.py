@@ -1,1 +1,0 @@
-"""Parent side: supervisor, session store, statistics and export. Never imports torch."""
