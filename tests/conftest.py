@@ -32,7 +32,7 @@ def tuimon(tmp_path, inductor_cache):
     """Run ``tuimon ARGS`` as a user would; returns (CompletedProcess, session dir or None)."""
 
     def run(*args: str, cache: bool = True, timeout: float = 300, env: dict | None = None,
-            cwd: Path | None = None, **kwargs):
+            cwd: Path | None = None, one_process: bool = True, **kwargs):
         out = tmp_path / "sessions"
         # tuimon's options go before a script's command (`tuimon run [options] -- CMD ...`)
         ours, theirs = (args, ()) if "--" not in args else (args[:args.index("--")],
@@ -43,6 +43,10 @@ def tuimon(tmp_path, inductor_cache):
             cmd += ["--out", str(out)]
         if cache and command == "run":
             cmd += ["--cache-dir", str(inductor_cache)]
+        if command == "run" and "--repeats" not in ours and one_process:
+            # One process a variant unless a test asks for more: the suite tests features, not
+            # the default's several processes (test_noise.py does), and stays within its time.
+            cmd += ["--repeats", "1"]
         cmd += theirs
         env = {**os.environ, "COLUMNS": "200", **(env or {})}
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,

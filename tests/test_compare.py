@@ -18,6 +18,7 @@ from tuimon import cli, events
 from tuimon.analysis.compare import compare_sessions, guard, open_session
 from tuimon.analysis.stats import RunStats
 from tuimon.analysis.stats.change import median_change, spread_change
+from tuimon.analysis.stats.noise import ASSUMED, FLOOR_SD, Noise, pooled
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 PY = sys.executable
@@ -42,13 +43,17 @@ def test_identical_sessions_pass_the_guard_and_a_slower_one_fails_it(tuimon, tmp
         runs.append(session)
     a, b, slow = runs
 
-    # Identical sessions (a copy): no change at all, the guard passes at any threshold.
+    # Identical sessions (a copy): no change at all. The guard never fails them; it passes a
+    # threshold beyond what the sessions can tell, and cannot tell a smaller one (exit 4).
     twin = shutil.copytree(a, tmp_path / "twin")
     same = compare(tuimon, a, twin, "--format", "json", "--fail-if-slower", "0",
                    "--fail-if-compile-slower", "0")
-    assert same.returncode == 0, same.stderr
+    assert same.returncode == 4, same.stderr
+    assert "cannot tell whether the median step got more than 0 % slower" in same.stderr
     doc = json.loads(same.stdout)
-    assert doc["differences"] == [] and not doc["guard"]["failed"]
+    assert doc["differences"] == [] and not doc["guard"]["failed"] and doc["guard"]["cannot_tell"]
+    wide = compare(tuimon, a, twin, "--fail-if-slower", "10000")
+    assert wide.returncode == 0, wide.stderr
     assert [v["label"] for v in doc["variants"]] == ["eager/fp32", "default/fp32"]
     for v in doc["variants"]:
         assert v["median_change"][1]["ratio"] == 1.0 and v["median_change"][1]["significant"] is False
@@ -147,9 +152,13 @@ def test_variants_match_by_mode_precision_and_varying_axes(tmp_path):
     same, slower = (v.median[1] for v in c.variants)
     assert not same.significant and abs(same.pct) < 2
     assert slower.significant and slower.pct == pytest.approx(50, abs=2)
-    failures, unjudged = guard(c, 10.0, None)
+    failures, cannot, unjudged = guard(c, 10.0, None)
     assert len(failures) == 1 and "width=512" in failures[0] and not unjudged
-    assert guard(c, 60.0, None) == ([], [])
+    # +50 % is beyond noise, but one process a side cannot rule out +60 %: neither pass nor fail.
+    failures, cannot, unjudged = guard(c, 60.0, None)
+    assert failures == [] and unjudged == [] and len(cannot) == 1 and "width=512" in cannot[0]
+    assert "cannot tell whether the median step got more than 60 % slower" in cannot[0]
+    assert guard(c, 200.0, None) == ([], [], [])
 
 
 def test_an_axis_held_at_one_value_is_a_setting_not_a_key(tmp_path):
@@ -179,15 +188,21 @@ def test_repeats_sessions_compare_their_combined_rows(tmp_path):
 def test_the_change_interval_combines_both_sessions_intervals():
     a = RunStats("a", "eager", "fp32", median_ms=10.0, median_ci_lo=9.8, median_ci_hi=10.2)
     b = RunStats("b", "eager", "fp32", median_ms=10.5, median_ci_lo=10.29, median_ci_hi=10.71)
-    m = median_change(a, b)
+    steps_only = Noise(0.0, 0)  # as if fresh processes always landed alike
+    m = median_change(a, b, steps_only)
     # Each interval is ±1.96 standard errors of the log median; the two errors add in quadrature.
     half = 1.959964 * math.hypot(math.log(10.2 / 9.8), math.log(10.71 / 10.29)) / (2 * 1.959964)
     assert m.ratio == pytest.approx(1.05) and m.lo == pytest.approx(1.05 * math.exp(-half))
     assert m.hi == pytest.approx(1.05 * math.exp(half))
     assert m.significant
     wide = RunStats("c", "eager", "fp32", median_ms=10.5, median_ci_lo=9.0, median_ci_hi=12.0)
-    assert median_change(a, wide).significant is False
-    assert median_change(a, RunStats("d", "eager", "fp32", median_ms=11.0)).significant is None
+    assert median_change(a, wide, steps_only).significant is False
+    assert median_change(a, RunStats("d", "eager", "fp32", median_ms=11.0), steps_only).significant is None
+    # One process a side, nothing measured the spread between processes: the assumed one adds in,
+    # once a side, and the same +5 % is no longer beyond noise.
+    assumed = median_change(a, b, ASSUMED)
+    half = 1.959964 * math.sqrt((half / 1.959964) ** 2 + 2 * FLOOR_SD ** 2)
+    assert assumed.lo == pytest.approx(1.05 * math.exp(-half)) and assumed.significant is False
     # One measurement a process: a plain ratio; several: a Welch interval over them.
     assert spread_change([10.0], [12.0]).lo is None
     spread = spread_change([10.0, 10.4, 9.8], [12.0, 12.3, 11.8])
@@ -199,14 +214,16 @@ def test_a_repeats_session_against_a_single_process_one_keeps_students_t():
     # A: three processes (10.0, 10.6, 9.5 ms: their own 95 % interval is 8.7-11.5 ms); B: one
     # process at 11.0 ms with a tight interval of its steps. B's median lies inside A's interval:
     # the change must not read as slower beyond noise (a normal quantile over three processes did).
-    logs = [math.log(x) for x in (10.0, 10.6, 9.5)]
-    se = statistics.stdev(logs) / math.sqrt(3)
-    a = RunStats("a", "eager", "fp32", median_ms=math.exp(statistics.fmean(logs)), log_se=se,
-                 processes=[{"run": f"a-{k}", "median_ms": 10.0} for k in (1, 2, 3)])
+    medians = (10.0, 10.6, 9.5)
+    logs = [math.log(x) for x in medians]
+    a = RunStats("a", "eager", "fp32", median_ms=math.exp(statistics.fmean(logs)), within_log_se=0.001,
+                 processes=[{"run": f"a-{k}", "median_ms": x} for k, x in enumerate(medians, 1)])
     b = RunStats("b", "eager", "fp32", median_ms=11.0, median_ci_lo=10.95, median_ci_hi=11.05)
-    for m in (median_change(a, b), median_change(b, a)):
+    noise = pooled([a])
+    assert noise.df == 2 and noise.sd == pytest.approx(statistics.stdev(logs))
+    for m in (median_change(a, b, noise), median_change(b, a, noise)):
         assert m.significant is False and m.lo < 1.0 < m.hi, m
-    assert median_change(a, b).lo < 0.97
+    assert median_change(a, b, noise).lo < 0.97
 
 
 def test_every_compare_flag_is_documented():

@@ -28,15 +28,24 @@ def steps(ms: float, seed: int, spread: float = 0.04, n: int = STEPS) -> list[fl
     return [ms * (1 + spread * rng.random()) for _ in range(n)]
 
 
+PROCESSES = 3  # as tuimon runs a variant by default (--repeats 3)
+
+
 def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, spread=0.04,
-            **kw):
-    """A run of ``ms`` per steady step whose first step also compiled for ``compile_s``."""
+            processes=PROCESSES, **kw):
+    """A variant of ``ms`` per steady step whose first step also compiled for ``compile_s``, run
+    in ``processes`` processes (rounds 1..K) that land 1 % apart, as on a quiet machine."""
     run = f"{mode}-{precision}" + "".join(f"-{k}_{v}" for k, v in (axes or {}).items())
     first = ms + compile_s * 1000 if compile_s else None
-    evs = run_events(run, mode, precision, steps(ms, seed, spread), first_ms=first, losses=losses, n=n,
-                     **kw)
-    if axes:
-        evs[0]["axes"] = dict(axes)
+    evs = []
+    for k in range(1, processes + 1):
+        level = ms * (1 + 0.01 * (k - (processes + 1) / 2))
+        process = run_events(f"{run}-{k}" if processes > 1 else run, mode, precision,
+                             steps(level, seed + 100 * k, spread), first_ms=first, losses=losses, n=n,
+                             replicate=k if processes > 1 else None, **kw)
+        if axes:
+            process[0]["axes"] = dict(axes)
+        evs += process
     return evs
 
 
@@ -78,8 +87,8 @@ def test_recompiles_in_steady_state_make_it_unreliable_instead_of_a_winner():
                   variant("default", "fp32", 7.0, seed=2, compile_s=5, compile_at=(200, 300)))
     v = summarize(evs).verdict
     assert v.kind == "unreliable" and v.winner is None
-    assert v.line.startswith("Verdict: unreliable, no winner named — default/fp32: 2 step(s) "
-                             "recompiled after warm-up")
+    assert v.line.startswith("Verdict: unreliable, no winner named — default/fp32: default-fp32-1: 2 "
+                             "step(s) recompiled after warm-up")
     assert v.line.endswith("Fix the recompiles (see the notes), then measure again.")
     assert [c["label"] for c in v.candidates] == ["default/fp32"]  # figures kept for other readers
 
@@ -90,11 +99,11 @@ def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
     v = decide(busy)
     assert v.kind == "unreliable" and "the machine was busy" in v.line and "--quiet-only" in v.line
     assert decide(replace(busy, quiet_only=True)).kind == "use"  # --quiet-only kept the busy steps out
-    runs = [replace(r, unreliable="other processes used ~0.1 cores during eager/amp's steps, ~1.0 "
+    rows = [replace(r, unreliable="other processes used ~0.1 cores during eager/amp's steps, ~1.0 "
                     "core during default/amp's", load_differs=True) if r.label == "default/amp" else r
-            for r in summary.runs]
-    v = decide(replace(summary, runs=runs))
-    assert v.kind == "unreliable" and v.reasons == [f"default/amp: {runs[3].unreliable}"]
+            for r in summary.variants]
+    v = decide(replace(summary, variants=rows))
+    assert v.kind == "unreliable" and v.reasons == [f"default/amp: {rows[3].unreliable}"]
 
 
 def test_a_horizon_flips_the_winner():
@@ -148,7 +157,7 @@ def test_a_loss_mismatch_disqualifies_the_variant_with_the_reason():
     why = {d["label"]: d["reason"] for d in v.disqualified}
     assert why["default/fp32"].startswith("its losses end 25 % of the first loss above eager/fp32's "
                                           "(tolerance 5 %")
-    assert why["max-autotune-no-cudagraphs/fp32"] == "its loss turned NaN or inf (250 steps)"
+    assert why["max-autotune-no-cudagraphs/fp32"] == "its loss turned NaN or inf (750 steps)"  # 3 processes
     loose = summarize(evs, answer={"loss_tolerance": 0.5}).verdict
     assert loose.winner == "default/fp32"
     md = export.to_markdown({}, summarize(evs))
@@ -177,12 +186,12 @@ def test_failures_skips_and_runs_not_measured_yet():
     assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in waiting.verdict.line
     assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
     quiet = summarize(session(*FOUR))  # --quiet-only kept out every step of the reference
-    runs = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
-            for r in quiet.runs]
-    v = decide(replace(quiet, runs=runs))
+    rows = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
+            for r in quiet.variants]
+    v = decide(replace(quiet, variants=rows))
     assert v.kind == "none" and v.line == (
         "Verdict: no answer: eager/fp32, the reference, has no steady state left: --quiet-only kept "
-        "out all 400 of its steps measured under other processes' load; measure on a quieter machine")
+        "out all 1,200 of its steps measured under other processes' load; measure on a quieter machine")
 
 
 def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():
@@ -192,7 +201,7 @@ def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():
                   variant("eager", "fp32", 18.0, seed=3, axes={"bs": "64"}, n=64),
                   variant("default", "fp32", 15.0, seed=4, compile_s=5, axes={"bs": "64"}, n=64), axes=bs)
     s = summarize(evs)
-    rows = {r.label: r for r in s.runs}
+    rows = {r.label: r for r in s.variants}
     big = rows["eager/fp32 · bs=64"]
     assert big.axis_baseline == "eager/fp32 · bs=32" and big.axis_per_sample
     assert big.axis_speedup == pytest.approx((10 / 32) / (18 / 64), rel=0.03)
@@ -268,7 +277,7 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     assert summary.verdict.kind == "use"
 
     def with_(**by_label):
-        return replace(summary, runs=[replace(r, **by_label.get(r.label, {})) for r in summary.runs])
+        return replace(summary, variants=[replace(r, **by_label.get(r.label, {})) for r in summary.variants])
 
     loaded = decide(with_(**{"eager/fp32": {"foreign_cores": 1.5}, "default/fp32": {"foreign_cores": 1.5},
                              "eager/amp": {"foreign_cores": 0.0}, "default/amp": {"foreign_cores": 0.0}}))
@@ -279,6 +288,15 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
         "default/amp's"]
     md = export.to_markdown({}, replace(summary, verdict=loaded))
     assert f"- unreliable: {loaded.reasons[1]}" in md  # "the notes give all"
+    # Page faults are weighed between single processes (several: their spread is in the interval).
+    single = summarize(session(*[variant(*args, seed=k, compile_s=c, processes=1) for k, (*args, c) in
+                                 enumerate((("eager", "fp32", 10.0, 0), ("default", "fp32", 8.0, 5),
+                                            ("eager", "amp", 9.0, 0), ("default", "amp", 7.0, 20)))]))
+    summary = single
+
+    def with_(**by_label):  # noqa: F811 - the single-process summary's runs from here on
+        return replace(summary, runs=[replace(r, **by_label.get(r.label, {})) for r in summary.runs])
+
     faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0},
                              "default/fp32": {"faults_per_step": 9000.0},
                              "eager/amp": {"faults_per_step": 0.0}, "default/amp": {"faults_per_step": 0.0}}))

@@ -9,7 +9,7 @@ import string
 import sys
 
 from tuimon.cli.args import Parser, UsageError
-from tuimon.exit_codes import EXIT_FAILED, EXIT_OK
+from tuimon.exit_codes import EXIT_CANNOT_TELL, EXIT_FAILED, EXIT_OK
 
 MAX_SESSIONS = len(string.ascii_uppercase)
 
@@ -35,7 +35,8 @@ def compare_parser() -> Parser:
                    help="table: rich tables (default); md: Markdown; json: every figure and change")
     p.add_argument("--fail-if-slower", type=percent, metavar="PCT",
                    help="exit 1 when a variant's median step got slower than in A beyond noise "
-                   "by more than PCT %%")
+                   "by more than PCT %%; exit 4 (cannot tell) when none did but the sessions could "
+                   "not have seen such a slowdown (their interval reaches past PCT %%)")
     p.add_argument("--fail-if-compile-slower", type=percent, metavar="PCT",
                    help="exit 1 when a variant's compile time grew by more than PCT %% (beyond the "
                    "spread between processes when both sessions ran --repeats 2 or more)")
@@ -68,16 +69,18 @@ def compare_command(args: argparse.Namespace) -> int:
     if not comparison.variants:
         have = "; ".join(f"{s.letter}: {', '.join(_labels(s)) or 'no run'}" for s in sessions)
         raise UsageError(f"no variant in common with A (matched by mode, precision and axis values): {have}")
-    failures, unjudged = guard(comparison, args.fail_if_slower, args.fail_if_compile_slower)
+    failures, cannot, unjudged = guard(comparison, args.fail_if_slower, args.fail_if_compile_slower)
     if args.format == "md":
-        sys.stdout.write(to_markdown(comparison, failures, unjudged))
+        sys.stdout.write(to_markdown(comparison, failures, unjudged, cannot))
     elif args.format == "json":
-        sys.stdout.write(to_json(comparison, failures, unjudged))
+        sys.stdout.write(to_json(comparison, failures, unjudged, cannot))
     else:
-        print_rich(Console(), comparison, failures, unjudged)
-    for failure in failures:  # CI logs show stderr: the reason for the exit code, one a line
-        print(f"tuimon: compare: {failure}", file=sys.stderr)
-    return EXIT_FAILED if failures else EXIT_OK
+        print_rich(Console(), comparison, failures, unjudged, cannot)
+    for line in failures + ([] if failures else cannot):  # CI logs show stderr: why the exit code
+        print(f"tuimon: compare: {line}", file=sys.stderr)
+    if failures:
+        return EXIT_FAILED
+    return EXIT_CANNOT_TELL if cannot else EXIT_OK
 
 
 def _labels(s) -> list[str]:

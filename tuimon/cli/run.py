@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import signal
@@ -37,6 +38,9 @@ from tuimon.variants import MODES, PRECISIONS, SCRIPT, parse_list, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
 MAX_PROCESSES = 64  # runs in one session (variants x repeats): all alive at once under interleave
+# Processes a variant by default: the spread between processes is measured (stats/noise.py),
+# pooled over the variants; 3 a variant give two variants 4 degrees of freedom (t = 2.8).
+AUTO_REPEATS = 3
 
 
 def run_parser() -> Parser:
@@ -85,14 +89,17 @@ def run_parser() -> Parser:
     p.add_argument("--quiet-only", action="store_true",
                    help="keep steps measured while other processes loaded the machine (more than "
                    "half a core, or on the run's GPU) out of the steady state, and count them")
-    p.add_argument("--pin-malloc", action="store_true",
+    p.add_argument("--pin-malloc", action=argparse.BooleanOptionalAction, default=True,
                    help="fix glibc malloc's mmap and trim thresholds alike in every run "
                    "(MALLOC_MMAP_THRESHOLD_=256 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB), so no run "
                    "page-faults its buffers in again at every step by the luck of its allocation "
-                   "history (the summary's page faults per step say when that happened)")
-    p.add_argument("--repeats", type=limited("repeats"), default=1, metavar="K",
-                   help="run each variant in K separate processes, in rounds, and put the spread "
-                   "between processes into the speedup's interval (default: 1; 3 or more to use it)")
+                   "history (default: on; --no-pin-malloc measures with the allocator as your "
+                   "process would have it)")
+    p.add_argument("--repeats", type=limited("repeats"), default=None, metavar="K",
+                   help="run each variant in K separate processes, in rounds, sharing its --steps / "
+                   "--duration, and put the spread between processes into every interval "
+                   f"(default: {AUTO_REPEATS} when tuimon sets the runs' length: a recipe, or a script "
+                   "with --steps / --duration / --budget; 1 for a script that runs to its own end)")
     p.add_argument("--nproc", type=limited("nproc"), metavar="N",
                    help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
                    "CUDA, one GPU per rank), each on its shard of the batches")
@@ -165,6 +172,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError(str(exc)) from None
     if args.detach and args.headless:
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
+    share_processes(args, command)
     script = None
     if command is not None:
         if args.recipe is not None:
@@ -290,6 +298,20 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     return EXIT_FAILED if status == "failed" else EXIT_OK
 
 
+def share_processes(args: argparse.Namespace, command: list[str] | None) -> None:
+    """--repeats when not given: several processes a variant whenever tuimon sets the runs'
+    length, one for a script that runs to its own end (K of those would run it K times). The
+    variant's --steps / --duration are then shared among its processes (each runs its part)."""
+    if args.repeats is None:
+        length_set = command is None or args.steps or args.duration or getattr(args, "budget", None)
+        args.repeats = AUTO_REPEATS if length_set else 1
+    if args.repeats > 1:
+        if args.steps is not None:
+            args.steps = max(1, math.ceil(args.steps / args.repeats))
+        if args.duration is not None:
+            args.duration = args.duration / args.repeats
+
+
 def warn_on_stderr(sink):
     """Headless: a recreated session directory is said on stderr too, where a log keeps it."""
     def record(batch: list[dict]) -> None:
@@ -324,6 +346,8 @@ def runner_flags(args: argparse.Namespace, fixed: dict[str, str]) -> list[str]:
         flags += ["--profile-backward", args.profile_backward]
     if args.no_auto_capture:
         flags.append("--no-auto-profile")
+    if args.repeats > 1 and args.steps is None and args.duration is None:
+        flags += ["--share", str(args.repeats)]  # each process runs its part of the recipe's steps
     return flags
 
 

@@ -119,7 +119,7 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._record([events.make(events.SESSION_STARTED, schedule=plan.schedule,
                                   turn_steps=plan.turn_steps, turn_s=plan.turn_s,
                                   interval=plan.interval, repeats=plan.repeats,
-                                  quiet_only=plan.quiet_only, **plan.answer)])
+                                  quiet_only=plan.quiet_only, pin_malloc=bool(plan.env), **plan.answer)])
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:

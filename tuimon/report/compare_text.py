@@ -35,7 +35,8 @@ def legend(c: Comparison) -> list[str]:
     return out
 
 
-def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> str:
+def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
+                cannot: list[str] = ()) -> str:
     out = ["# tuimon compare", "", *[f"- {line}" for line in legend(c)], ""]
     out += ["## What differs", ""]
     if c.differences:
@@ -54,14 +55,17 @@ def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = (
         out += ["", "Notes:", *[f"- {n}" for n in notes]]
     if failures:
         out += ["", "Guard: FAILED", *[f"- {f}" for f in failures]]
-    out += ["", "Changes against A; the median step's 95 % interval combines both sessions' own "
-            "intervals (a change is beyond noise when it leaves out 0 %). Compile time and memory "
-            "are measured once per process: their change has an interval only when both sessions "
-            "ran --repeats 2 or more."]
+    elif cannot:
+        out += ["", "Guard: CANNOT TELL", *[f"- {x}" for x in cannot]]
+    out += ["", "Changes against A; the median step's 95 % interval holds both sessions' spread "
+            f"between processes ({noise_text(c)}), so a change is beyond noise when it leaves out "
+            "0 %. Compile time and memory are measured once per process: their change has an "
+            "interval only when both sessions ran --repeats 2 or more."]
     return "\n".join(out) + "\n"
 
 
-def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> str:
+def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
+            cannot: list[str] = ()) -> str:
     doc = {
         "sessions": [{"letter": s.letter, "path": str(s.path), "name": s.name,
                       "started": s.meta.get("started"), "status": s.meta.get("status")}
@@ -75,16 +79,19 @@ def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -
             "compile_s": [r.compile_s if r is not None else None for r in v.rows],
             "compile_change": [m.to_dict() if m else None for m in v.compile],
             "unreliable": v.unreliable,
+            "detectable_pct": [None if x is None else round(x, 2) for x in v.detectable],
             "metrics": [{"name": m.name, "values": m.values,
                          "changes": [x.to_dict() if x else None for x in m.changes]} for m in figures(v)],
         } for v in c.variants],
         "left_out": c.left_out, "notes": c.notes, "unjudged": list(unjudged),
-        "guard": {"failed": bool(failures), "failures": list(failures)},
+        "noise": c.noise.to_dict() if c.noise is not None else None,
+        "guard": {"failed": bool(failures), "failures": list(failures), "cannot_tell": list(cannot)},
     }
     return json.dumps(doc, indent=2) + "\n"
 
 
-def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudged: list[str] = ()) -> None:
+def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
+               cannot: list[str] = ()) -> None:
     for line in legend(c):
         console.print(line, highlight=False, markup=False)
     if c.differences:
@@ -104,8 +111,22 @@ def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudg
         console.print(t)
     for note in [*c.left_out, *c.notes, *[f"not judged: {u}" for u in unjudged]]:
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
+    console.print(f"spread between processes: {noise_text(c)}", highlight=False, markup=False)
     for f in failures:
         console.print(f"guard failed: {f}", style="bold red", highlight=False, markup=False)
+    for x in [] if failures else cannot:
+        console.print(f"guard cannot tell: {x}", style="bold yellow", highlight=False, markup=False)
+
+
+def noise_text(c: Comparison) -> str:
+    """'±6.2 % a process (pooled over 4 variants, 8 processes)' or the assumed spread."""
+    n = c.noise
+    if n is None:
+        return "not known"
+    if not n.measured:
+        return (f"not measured, one process a variant: ±{n.pct:.0f} % assumed "
+                "(--repeats 3 or more measures it)")
+    return f"±{n.pct:.1f} % a process (pooled over {n.variants} variants, {n.processes} processes)"
 
 
 def _md(text: str) -> str:
@@ -119,7 +140,10 @@ def headline(c: Comparison) -> list[str]:
                                      strict=True):
             if v.rows[c.sessions.index(s)] is None:
                 continue
+            least = v.detectable[c.sessions.index(s)]
             parts = [f"median step {change_text(m)}" if m is not None else "median step: not measured"]
+            if m is not None and least is not None:
+                parts[0] += f" (tells ±{least:.0f} % or more)"
             if comp is not None:
                 parts.append(f"compile time {change_text(comp)}")
             if shaky:

@@ -39,7 +39,13 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
                 f"started {meta.get('started', '?')}",
                 f"- device: {device_line(summary)}",
-                f"- Inductor cache: {meta.get('cache', '?')}", ""]
+                f"- Inductor cache: {meta.get('cache', '?')}"]
+        if summary.pin_malloc is not None:
+            out.append("- allocator: " + ("glibc malloc's thresholds pinned alike in every run "
+                                          "(--no-pin-malloc: as your process would have them)"
+                                          if summary.pin_malloc else
+                                          "as each process had it (--no-pin-malloc)"))
+        out.append("")
     if summary.busy:
         out += [f"**Note: {summary.busy}.**", ""]
     out.append("| " + " | ".join(header) + " |")

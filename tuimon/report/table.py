@@ -101,11 +101,30 @@ def answer_notes(summary: SessionSummary) -> list[str]:
         # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
         said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
         out += [f"unreliable: {x}" for x in v.reasons if x not in said]
+    out += noise_notes(summary)
     b = summary.budget
     if b:
         took = f"; the sweep took {fmt_s(summary.wall_s)}" if summary.wall_s else ""
         out.append(f"--budget {fmt_s(b['seconds'])}{took}: {b['text']}")
     return out
+
+
+def noise_notes(summary: SessionSummary) -> list[str]:
+    """The spread between processes that every interval holds, and what it lets the session tell."""
+    n, plan = summary.noise, summary.plan
+    if n is None or plan is None or not any(r.median_ms for r in summary.runs):
+        return []
+    if n.measured:
+        said = (f"spread between processes: ±{n.pct:.1f} % a process (pooled over {n.variants} "
+                f"variants, {n.processes} processes), in every interval")
+    else:
+        said = (f"spread between processes not measured (one process a variant): ±{n.pct:.0f} % "
+                "assumed in every interval; --repeats 3 or more measures it")
+    k, target = plan["processes_for_target"], plan["target_pct"]
+    more = (f"{k} processes a variant would tell {target:g} % (--repeats {k})" if k
+            else f"even 20 processes a variant would not tell {target:g} % on this machine")
+    return [f"{said}; with {plan['processes']} process{'es' if plan['processes'] > 1 else ''} a "
+            f"variant this session tells a speedup of ±{plan['detectable_pct']:.0f} % or more; {more}"]
 
 
 def other_load_text(r: RunStats) -> str:

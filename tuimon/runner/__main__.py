@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--duration", type=float)
     p.add_argument("--warmup", default="auto")  # "auto": the statistics find it in the data
     p.add_argument("--turns", type=int, default=0, help="steps per turn (interleaved schedule)")
+    p.add_argument("--share", type=int, default=1, metavar="K",
+                   help="one of the variant's K processes: run a K-th of the recipe's default steps")
     p.add_argument("--steady-duration", action="store_true",
                    help="--duration counts stepping time only, compiles aside (a sweep's budget)")
     p.add_argument("--turn-seconds", type=float, default=0.0,
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"],
                                                ident["world_size"])
         steps = args.steps if args.steps is not None else (
-            None if args.duration is not None else sizes["steps"])
+            None if args.duration is not None else -(-sizes["steps"] // max(1, args.share)))
         # With "auto" only the first step is labelled warm-up here; the statistics find the rest.
         fixed_warmup = 1 if args.warmup == "auto" else int(args.warmup)
         settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, fixed_warmup,

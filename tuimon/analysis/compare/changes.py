@@ -19,6 +19,7 @@ from tuimon.analysis.stats.change import (
     spread_change,
     step_losses,
 )
+from tuimon.analysis.stats.noise import Noise, detectable_pct, measured_processes, pooled, processes_for
 
 PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
 SIZES = ("peak_rss", "cuda_peak_allocated", "vram_max")  # measured once per process
@@ -34,6 +35,8 @@ class VariantDiff:
     phases: dict[str, list[Change | None]] = field(default_factory=dict)  # compile phase -> changes
     sizes: dict[str, list[Change | None]] = field(default_factory=dict)  # RunStats attribute -> changes
     drift: list[tuple[float | None, int]] = field(default_factory=list)  # loss vs A: (max |Δ|, steps)
+    detectable: list[float | None] = field(default_factory=list)  # per session vs A: the least change
+    # (%) its processes and A's tell from none, 80 % of the time (noise.py)
 
     @property
     def label(self) -> str:
@@ -46,6 +49,7 @@ class Comparison:
     differences: list[tuple[str, list[str]]]
     variants: list[VariantDiff]
     left_out: list[str]
+    noise: Noise | None = None  # the spread between processes, pooled over every session's variants
 
     @property
     def notes(self) -> list[str]:
@@ -55,10 +59,18 @@ class Comparison:
 def compare_sessions(sessions: list[Session]) -> Comparison:
     key_rows(sessions)
     keys, left_out = matched(sessions)
-    return Comparison(sessions, differences(sessions), [_variant(sessions, k) for k in keys], left_out)
+    # One spread for all: every session's processes of every variant, about their own variant's.
+    noise = pooled([r for s in sessions for r in s.summary.variants])
+    return Comparison(sessions, differences(sessions), [_variant(sessions, k, noise) for k in keys],
+                      left_out, noise)
 
 
-def _variant(sessions: list[Session], key: Key) -> VariantDiff:
+def processes(r: RunStats) -> int:
+    """The processes a row's median stands on (one for a plain run)."""
+    return max(1, measured_processes(r)) if r.processes else 1
+
+
+def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
     rows = [s.rows.get(key) for s in sessions]
     base = rows[0]
 
@@ -66,17 +78,18 @@ def _variant(sessions: list[Session], key: Key) -> VariantDiff:
         return [None] + [fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
                                                                                      strict=True)]
 
-    def processes(s: Session, r: RunStats, attr: str) -> list[float]:
+    def each(s: Session, r: RunStats, attr: str) -> list[float]:
         if not r.processes:
             return [getattr(r, attr)]
         runs = {p["run"] for p in r.processes}
         return [getattr(x, attr) for x in s.summary.runs if x.run in runs]
 
     def spread(attr: str):
-        return lambda b, r, s: spread_change(processes(sessions[0], b, attr), processes(s, r, attr))
+        return lambda b, r, s: spread_change(each(sessions[0], b, attr), each(s, r, attr))
 
-    v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r)), against(spread("compile_s")),
-                    against(lambda b, r, s: load_differs(b, r)))
+    v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r, noise)),
+                    against(spread("compile_s")), against(lambda b, r, s: load_differs(b, r)))
+    v.detectable = against(lambda b, r, s: detectable_pct(noise, processes(b), processes(r)))
     for phase in PHASES:
         v.phases[phase] = against(lambda b, r, s, p=phase: spread_change([b.compile_phases.get(p)],
                                                                          [r.compile_phases.get(p)]))
@@ -100,15 +113,20 @@ def _loss_drift(sessions: list[Session], rows: list[RunStats | None]) -> list[tu
     return out
 
 
-def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None) -> tuple[list[str], list[str]]:
-    """(failures, what could not be judged). A median step fails when its change is beyond noise
-    and above ``slower_pct``; a compile time when above ``compile_pct`` and not within the
-    spread between processes (with one process a session there is no spread to judge by, so
-    the change itself counts)."""
-    failures, unjudged = [], []
+def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
+          ) -> tuple[list[str], list[str], list[str]]:
+    """(failures, what cannot be told, what could not be judged at all).
+
+    A median step fails when its change is beyond noise and above ``slower_pct``. When it is not
+    but its interval still reaches above ``slower_pct``, the sessions *cannot tell*: they could
+    not see such a slowdown if it were there (said with the least change they can tell and the
+    processes that would tell ``slower_pct``). A compile time fails when above ``compile_pct``
+    and not within the spread between processes (with one process a session there is no spread
+    to judge by, so the change itself counts)."""
+    failures, cannot, unjudged = [], [], []
     for v in c.variants:
-        for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
-                                     strict=True):
+        for s, m, comp, shaky, least in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
+                                            v.detectable[1:], strict=True):
             who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
                                                       if shaky else "")
             if slower_pct is not None and m is not None:
@@ -117,8 +135,24 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None) ->
                 elif m.significant and m.pct > slower_pct:
                     failures.append(f"{who}: median step {change_text(m)}, more than "
                                     f"--fail-if-slower {slower_pct:g} %")
+                elif (m.hi - 1.0) * 100.0 > slower_pct:
+                    cannot.append(f"{who}: cannot tell whether the median step got more than "
+                                  f"{slower_pct:g} % slower: {change_text(m)}; "
+                                  + plan_text(c.noise, least, slower_pct,
+                                              len(c.sessions) * len(c.variants)))
             if compile_pct is not None and comp is not None and comp.significant is not False \
                     and comp.pct > compile_pct:
                 failures.append(f"{who}: compile time {change_text(comp)}, more than "
                                 f"--fail-if-compile-slower {compile_pct:g} %")
-    return failures, unjudged
+    return failures, cannot, unjudged
+
+
+def plan_text(noise: Noise | None, least: float | None, pct: float, variants: int = 2) -> str:
+    """'these sessions tell a change of 31 % or more; 7 processes a side would tell 10 % (run both
+    with --repeats 7)'."""
+    out = f"these sessions tell a change of {least:.0f} % or more" if least is not None else ""
+    k = processes_for(noise, pct, variants) if noise is not None and pct > 0 else None
+    more = (f"{k} processes a side would tell {pct:g} % (run both with --repeats {k})" if k
+            else "no number of processes tells 0 %" if pct <= 0
+            else f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one")
+    return f"{out}; {more}" if out else more

@@ -5,11 +5,12 @@ axis), so a bigger batch is not read as a slower step."""
 
 from __future__ import annotations
 
-from tuimon.analysis.stats.compare import ratio_interval, same_round
+from tuimon.analysis.stats.compare import same_round
+from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats, per_sample, samples_per_step
 
 
-def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[str]]) -> None:
+def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[str]], noise: Noise) -> None:
     """``axes``: key -> values in order (the first: the baseline), for every key a row has."""
     if not r.axes or not r.median_ms:
         return
@@ -27,6 +28,6 @@ def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[st
     if r.axis_per_sample:  # time per sample: step time over samples per step
         ratio *= samples_per_step(r) / samples_per_step(base)
     r.axis_speedup = ratio
-    interval = ratio_interval(base, r, ratio)
+    interval = ratio_interval(base, r, ratio, noise)
     if interval is not None:
         r.axis_speedup_lo, r.axis_speedup_hi = interval

@@ -18,9 +18,9 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from tuimon import events
-from tuimon.analysis.stats.compare import ratio_interval
 from tuimon.analysis.stats.intervals import t95, welch_df
 from tuimon.analysis.stats.load import load_text, loads_differ
+from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats
 
 
@@ -41,12 +41,13 @@ class Change:
         return {**asdict(self), "pct": round(self.pct, 3)}
 
 
-def median_change(before: RunStats, after: RunStats) -> Change | None:
-    """The median step of ``after`` against ``before``'s, with its 95 % interval."""
+def median_change(before: RunStats, after: RunStats, noise: Noise) -> Change | None:
+    """The median step of ``after`` against ``before``'s, with its 95 % interval (``noise``: the
+    spread between processes, pooled over both sessions)."""
     if not before.median_ms or not after.median_ms:
         return None
     ratio = after.median_ms / before.median_ms
-    interval = ratio_interval(before, after, ratio)  # as a speedup's: the same two-row interval
+    interval = ratio_interval(before, after, ratio, noise)  # as a speedup's: the same two-row interval
     if interval is None:
         return Change(ratio)
     lo, hi = interval

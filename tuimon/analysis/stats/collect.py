@@ -13,9 +13,10 @@ from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.load import busy_periods, session_busy
+from tuimon.analysis.stats.noise import pooled, session_plan
 from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
-from tuimon.analysis.stats.replicates import combine_replicates
+from tuimon.analysis.stats.replicates import apply_noise, combine_replicates
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
 from tuimon.analysis.stats.verdict import decide
@@ -174,24 +175,27 @@ class Collector:
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
-        for r in runs.values():  # after every run's probes: a comparison weighs both loads
-            compare(r, runs, losses)
         variants = combine_replicates(list(runs.values()))
+        noise = pooled(list(variants.values()))  # the spread between processes, for every interval
+        apply_noise(list(variants.values()), noise)
+        for r in runs.values():  # after every run's probes: a comparison weighs both loads
+            compare(r, runs, losses, noise, self._session.pin_malloc)
         for v in variants.values():
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
-            compare(v, variants, losses)
+            compare(v, variants, losses, noise, self._session.pin_malloc)
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):
             for r in rows.values():
-                axis_compare(r, rows, session.axes)
+                axis_compare(r, rows, session.axes, noise)
                 loss_gap(r, rows, losses)
         session_busy(session, list(runs.values()))
-        session = replace(session, runs=list(runs.values()), variants=list(variants.values()),
+        session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,
                           unsupported=list(self._session.unsupported),
                           warnings=list(self._session.warnings),
                           skipped=list(self._session.skipped) + skipped_at_build(session, runs))
+        session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
         return session
 
@@ -237,6 +241,7 @@ def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list
 def _apply_session(summary: SessionSummary, e: dict) -> None:
     if e["type"] == events.SESSION_STARTED:
         summary.quiet_only = bool(e.get("quiet_only"))
+        summary.pin_malloc = e.get("pin_malloc")
         summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
         summary.horizon = e.get("horizon")
         if e.get("loss_tolerance") is not None:

@@ -1,15 +1,14 @@
 """Each row against the eager run of the same precision and axis values (and round): speedup
-and its interval, break-even step and time, loss parity over the steps both ran. The interval of
-a ratio of two rows and the break-even are shared with ``axes`` and ``verdict``."""
+and its interval (noise.py: the spread between processes in it), break-even step and time, loss
+parity over the steps both ran. The break-even is shared with ``verdict``."""
 
 from __future__ import annotations
 
 import math
 
 from tuimon.analysis.stats.faults import compare_faults
-from tuimon.analysis.stats.intervals import Z95, log_se, t95, welch_df
 from tuimon.analysis.stats.load import compare_load
-from tuimon.analysis.stats.replicates import measured_processes
+from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.fmt import DASH
 
@@ -17,26 +16,6 @@ from tuimon.fmt import DASH
 def same_round(rows: list[RunStats], r: RunStats) -> RunStats | None:
     """With --repeats, the row of ``r``'s own round (it ran beside it); else the first."""
     return next((b for b in rows if b.replicate == r.replicate), rows[0] if rows else None)
-
-
-def ratio_interval(base: RunStats, r: RunStats, ratio: float) -> tuple[float, float] | None:
-    """95 % interval of ``ratio`` (a ratio of the two rows' medians): their log-medians'
-    variances add. A combined row (--repeats) knows its error from a few processes: Student's t
-    with Welch's degrees of freedom, where a single process's (from its many steps) counts as
-    known (no degrees of freedom of its own), so one combined row is enough to need t."""
-    se_a, se_b = log_se(base), log_se(r)
-    if se_a is None or se_b is None:
-        return None
-    se = math.hypot(se_a, se_b)
-    crit = Z95
-    if r.processes or base.processes:
-        crit = t95(welch_df(se_a, _df(base), se_b, _df(r)))
-    return ratio * math.exp(-crit * se), ratio * math.exp(crit * se)
-
-
-def _df(r: RunStats) -> int:
-    """Degrees of freedom of a row's log-median error: 0 (none to count) for one process."""
-    return measured_processes(r) - 1 if r.processes else 0
 
 
 def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
@@ -54,7 +33,8 @@ def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
     return n, (overhead_s or 0.0) + n * ms / 1000.0, False
 
 
-def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]]) -> None:
+def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
+            noise: Noise, pinned: bool | None = None) -> None:
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
              and b.axes == r.axes and b.median_ms]
     base = same_round(eager, r)
@@ -75,11 +55,11 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
         return
     compare_load(r, base)
     if not r.processes:  # --repeats: the spread between processes is in the interval already
-        compare_faults(r, base)
+        compare_faults(r, base, pinned)
     r.speedup = base.median_ms / r.median_ms
     if r is base:
         return
-    interval = ratio_interval(base, r, r.speedup)
+    interval = ratio_interval(base, r, r.speedup, noise)
     if interval is not None:
         r.speedup_lo, r.speedup_hi = interval
         r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi

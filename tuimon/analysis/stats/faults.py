@@ -50,8 +50,12 @@ class FaultTrack:
     def per_step(self) -> float | None:
         return statistics.median(self.rates) if self.rates else None
 
+# Faults that differ although every run had the same glibc thresholds (--pin-malloc, the default).
+PINNED = ("although every run had the same allocator thresholds (--pin-malloc): another allocator "
+          "preloaded (jemalloc, tcmalloc) or not glibc; --repeats 3 or more puts that luck in the interval")
 
-def faults_gap(r: RunStats, base: RunStats) -> str | None:
+
+def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> str | None:
     """How their fault rates differed, when by more than DIFFERS of a step (at FAULT_US a
     fault): enough to spoil comparing ``r`` with ``base``."""
     if r is base or r.faults_per_step is None or base.faults_per_step is None or not base.median_ms:
@@ -62,12 +66,12 @@ def faults_gap(r: RunStats, base: RunStats) -> str | None:
     return (f"page faults differed: {fmt_count(base.faults_per_step)} a step in {base.label}, "
             f"{fmt_count(r.faults_per_step)} in {r.label} (≥ {fmt_ms(gap_ms)} a step at "
             f"{FAULT_US:g} µs a fault): part of the difference is memory allocation, not compile; "
-            "--pin-malloc runs every variant with the same allocator thresholds")
+            + (PINNED if pinned else "--pin-malloc runs every variant with the same allocator thresholds"))
 
 
-def compare_faults(r: RunStats, base: RunStats) -> None:
+def compare_faults(r: RunStats, base: RunStats, pinned: bool | None = None) -> None:
     """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ."""
-    what = faults_gap(r, base)
+    what = faults_gap(r, base, pinned)
     if what is not None:
         r.distrust(what)
         r.faults_differ = True

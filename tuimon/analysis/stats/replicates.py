@@ -1,18 +1,16 @@
 """--repeats K: one combined row per variant from its K processes (geometric mean of their
-medians; Student's t over the log-medians, never narrower than the processes' own noise)."""
+medians). Its interval needs the spread between processes, pooled over every variant of the
+session (noise.py): ``apply_noise`` sets it once the rows are all combined."""
 
 from __future__ import annotations
 
 import math
 import statistics
 
-from tuimon.analysis.stats.intervals import log_se, t95
+from tuimon.analysis.stats.intervals import log_se
+from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.rows import RunStats, max_of
 from tuimon.axes import id_part
-
-
-def measured_processes(r: RunStats) -> int:
-    return sum(1 for p in r.processes if p["median_ms"])
 
 
 def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
@@ -66,8 +64,7 @@ def _combined(group: list[RunStats]) -> RunStats:
         return row
     logs = [math.log(r.median_ms) for r in measured]
     n = len(logs)
-    centre = statistics.fmean(logs)
-    row.median_ms = math.exp(centre)
+    row.median_ms = math.exp(statistics.fmean(logs))
     row.p10_ms = statistics.median(r.p10_ms for r in measured)
     row.p90_ms = statistics.median(r.p90_ms for r in measured)
     # Samples (or steps) per step ÷ the combined median, as for one process: a median of the
@@ -76,16 +73,20 @@ def _combined(group: list[RunStats]) -> RunStats:
     sizes = [r.throughput * r.median_ms / 1000.0 for r in measured if r.throughput]
     row.throughput = statistics.median(sizes) / (row.median_ms / 1000.0) if sizes else None
     row.throughput_unit = measured[0].throughput_unit
-    if n < 2:
-        return row
-    # The spread between processes, but never less than their own step noise allows (with two or
-    # three processes the sample spread can come out near zero by luck).
+    # The least the processes' own step noise allows (with two or three processes their spread
+    # can come out near zero by luck).
     within = [log_se(r) for r in measured]
-    if None in within:  # a process too short for an interval of its own: no floor to trust
-        return row
-    between = statistics.stdev(logs) / math.sqrt(n)
-    floor = math.sqrt(sum(x * x for x in within)) / n
-    row.log_se = max(between, floor)
-    half = t95(n - 1) * row.log_se
-    row.median_ci_lo, row.median_ci_hi = math.exp(centre - half), math.exp(centre + half)
+    if None not in within:  # a process too short for an interval of its own: no floor to trust
+        row.within_log_se = math.sqrt(sum(x * x for x in within)) / n
     return row
+
+
+def apply_noise(rows: list[RunStats], noise: Noise) -> None:
+    """Each combined row's standard error and median interval, from the pooled spread."""
+    for row in rows:
+        var = row_variance(row, noise)
+        if var is None or not row.median_ms:
+            continue
+        row.log_se = math.sqrt(var)
+        half = noise.crit * row.log_se
+        row.median_ci_lo, row.median_ci_hi = row.median_ms * math.exp(-half), row.median_ms * math.exp(half)

@@ -44,7 +44,8 @@ class RunStats:
     steady_from: int | None = None  # index of the first steady-state step
     median_ci_lo: float | None = None  # 95 % interval of the median step (ms)
     median_ci_hi: float | None = None
-    log_se: float | None = None  # a combined row: standard error of its log median
+    log_se: float | None = None  # a combined row: standard error of its log median (noise.py)
+    within_log_se: float | None = None  # ... the least its processes' own step noise allows
     autocorr: float | None = None  # lag-1 autocorrelation of the steady step times
     overhead_s: float | None = None
     compile_s: float | None = None
@@ -159,6 +160,7 @@ class SessionSummary:
     warnings: list[str] = field(default_factory=list)  # session-wide (host memory)
     variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
+    pin_malloc: bool | None = None  # every run had the same glibc thresholds (None: not said)
     busy: str | None = None  # every run stepped beside other processes' load: says how much
     # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
     axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
@@ -170,15 +172,18 @@ class SessionSummary:
     wall_s: float | None = None  # from session_started to session_ended
     started_t: float | None = None  # session_started's time
     verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
+    noise: Any = None  # stats/noise.py's Noise: the spread between processes, measured or assumed
+    plan: dict | None = None  # noise.session_plan: the least speedup it tells, processes for 10 %
 
     def to_dict(self) -> dict:
         return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
+                "noise": self.noise.to_dict() if self.noise is not None else None,
                 "runs": [asdict(r) | {"label": r.label} for r in self.runs],
                 "variants": [asdict(r) | {"label": r.label} for r in self.variants],
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
-                                                 "unsupported", "warnings", "quiet_only", "busy",
-                                                 "axes", "horizon", "loss_tolerance", "sweep",
-                                                 "skipped", "budget", "wall_s")}}
+                                                 "unsupported", "warnings", "quiet_only", "pin_malloc",
+                                                 "busy", "axes", "horizon", "loss_tolerance", "sweep",
+                                                 "skipped", "budget", "wall_s", "plan")}}
 
 
 def mean_of(values: list) -> float | None:

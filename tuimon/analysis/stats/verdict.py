@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tuimon.analysis.stats.compare import pays_off, ratio_interval
+from tuimon.analysis.stats.compare import pays_off
 from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
+from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
 from tuimon.axes import baseline
 from tuimon.variants import SCRIPT
@@ -117,17 +118,19 @@ def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | N
             continue
         gaps = [load_gap(r, ref)]
         if not (r.processes or ref.processes):  # --repeats: the processes' spread is the interval
-            gaps.append(faults_gap(r, ref))
+            gaps.append(faults_gap(r, ref, summary.pin_malloc))
         reasons += [f"{r.label}: {gap}" for gap in gaps if gap]
     return reasons
 
 
-def advice(reasons: list[str]) -> str:
+def advice(reasons: list[str], pinned: bool | None = None) -> str:
     if any("recompile" in r for r in reasons):
         return "Fix the recompiles (see the notes), then measure again"
     if any("page faults differed" in r for r in reasons):
+        if pinned:
+            return "Measure again with --repeats 3 or more (the allocator was pinned already)"
         return "Measure again with --pin-malloc (the same allocator thresholds in every run)"
-    return "Measure again on a quiet machine, or with --quiet-only or --repeats 3"
+    return "Measure again on a quiet machine, or with --quiet-only"
 
 
 def _unmeasured(r: RunStats) -> str:
@@ -135,7 +138,7 @@ def _unmeasured(r: RunStats) -> str:
     if r.status == "failed":
         return f"failed: {r.error}" if r.error else "failed"
     if r.busy_dropped:
-        return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped} of its steps "
+        return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped:,} of its steps "
                 "measured under other processes' load; measure on a quieter machine")
     return f"has no steady state: it {'was stopped' if r.status == 'stopped' else 'ended'} after " \
            f"{r.steps} step{'s' if r.steps != 1 else ''}, within its warm-up"
@@ -191,13 +194,14 @@ def decide(summary: SessionSummary) -> Verdict:
             qualified.remove(r)
             out.disqualified.append({"label": r.label, "run": r.run,
                                      "reason": "its samples per step are unknown (steps differ)"})
-    _weigh(out, ref, qualified)
+    _weigh(out, ref, qualified, summary.noise or ASSUMED, summary.pin_malloc)
     if out.pending:
         out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
     return out
 
 
-def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
+def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
+           pinned: bool | None) -> None:
     def cost(r: RunStats) -> float:  # ms per step, or per sample
         return r.median_ms / samples_per_step(r) if out.per_sample else r.median_ms
 
@@ -205,7 +209,7 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
     found = {}
     for r in qualified:
         ratio = cost(ref) / cost(r)
-        lo, hi = ratio_interval(ref, r, ratio) or (None, None)
+        lo, hi = ratio_interval(ref, r, ratio, noise) or (None, None)
         found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
                         "faster": lo is not None and lo > 1.0, "overhead_s": r.overhead_s,
                         "total_s": None}
@@ -226,7 +230,7 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> None:
         more = f" (and {len(out.reasons) - 1} more, in the notes)" if len(out.reasons) > 1 else ""
         out.kind = "unreliable"
         out.line = (f"Verdict: unreliable, no winner named — {out.reasons[0]}{more}. "
-                    f"{advice(out.reasons)}.")
+                    f"{advice(out.reasons, pinned)}.")
         return
     best = max(faster, key=lambda r: found[r.run]["speedup"], default=None)  # the long run's
     if best is None:
