@@ -2,13 +2,15 @@
 
     PYTHONPATH=. .venv/bin/python bench/hot_path.py [--steps N] [--rounds R] [--device D] [--profile]
 
-The runner's loop (``loop.run``) drives a step that does nothing (it returns a preallocated loss
-tensor), set up as ``python -m tuimon.runner`` sets it up: events written to /dev/null by the
-runner's Emitter, a control pipe polled at every step boundary (its write end held open, nothing
-sent), an idle profiler, a compile watch. A bare loop calls the same no-op step. Blocks of steps
-alternate; the difference per step is what tuimon costs around a step: the clocks, the batch
-hand-over, the loss capture, the bookkeeping, the control poll, the flush checks, and the
-building and encoding of the step events (paid at each flush, counted here per step).
+The runner's loop (``loop.run``) drives a step that does nothing (its forward returns a
+preallocated loss tensor, its backward and optimizer do nothing; the step still marks where each
+part ends, for the step's phases), set up as ``python -m tuimon.runner`` sets it up: events
+written to /dev/null by the runner's Emitter, a control pipe polled at every step boundary (its
+write end held open, nothing sent), an idle profiler, a compile watch. A bare loop calls the
+same no-op step. Blocks of steps alternate; the difference per step is what tuimon costs around
+a step: the clocks, the batch hand-over, the phases' marks, the loss capture, the bookkeeping,
+the control poll, the flush checks, and the building and encoding of the step events (paid at
+each flush, counted here per step).
 
 Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--profile`` runs
 one block under cProfile and prints where the time goes instead. ``--device cuda``: the batch and
@@ -53,8 +55,12 @@ def no_op_step(batch):
 
 
 def trainer(r: Recipe, steps: int) -> loop.Trainer:
+    """The runner's step (``Trainer.step``: its parts, each end marked for the step's phases)
+    with parts that do nothing: the recipe's work is nothing, what is left is tuimon's."""
     t = loop.Trainer(r, DEVICE, loop.LoopSettings("eager", "fp32", steps, None, 1))
-    t.step = no_op_step  # the recipe's work is nothing: what is left is tuimon's
+    t.forward = no_op_step
+    t.backward = lambda loss: None
+    t.optimize = lambda: None
     return t
 
 

@@ -119,7 +119,7 @@ def launch(args: argparse.Namespace) -> None:
 def rank_main() -> None:
     import torch
     import torch.distributed as dist
-    from script_hooks import patched_names, put, timed_steps  # bench/: this script's directory
+    from script_hooks import found, patched_names, put, timed_steps  # bench/: this script's dir
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -145,6 +145,7 @@ def rank_main() -> None:
     for ms, steps in SIZES:
         put(hooked)
         block(ms, steps)  # warm up both paths once
+        found(bare, hooked, model)
         put(bare)
         block(ms, steps)
         runs = []

@@ -39,6 +39,9 @@ def patched_names() -> dict:
         "train": torch.nn.Module.train,
         "optimizer_init": torch.optim.Optimizer.__init__,
         "post_hooks": dict(optim._global_optimizer_post_hooks),
+        "pre_hooks": dict(optim._global_optimizer_pre_hooks),
+        "module_pre_hooks": dict(torch.nn.modules.module._global_forward_pre_hooks),
+        "slots": {},  # module -> its _compiled_call_impl (the forward phase's timer: hooked)
     }
 
 
@@ -47,8 +50,20 @@ def put(names: dict) -> None:
     dataloader._BaseDataLoaderIter.__next__ = names["next"]
     torch.nn.Module.train = names["train"]
     torch.optim.Optimizer.__init__ = names["optimizer_init"]
-    optim._global_optimizer_post_hooks.clear()
-    optim._global_optimizer_post_hooks.update(names["post_hooks"])
+    for hooks, key in ((optim._global_optimizer_post_hooks, "post_hooks"),
+                       (optim._global_optimizer_pre_hooks, "pre_hooks"),
+                       (torch.nn.modules.module._global_forward_pre_hooks, "module_pre_hooks")):
+        hooks.clear()
+        hooks.update(names[key])
+    for module, slot in names["slots"].items():
+        module._compiled_call_impl = slot
+
+
+def found(bare: dict, hooked: dict, model) -> None:
+    """After a hooked block found the trained module: its timer on when hooked, off when bare."""
+    hooked["slots"][model] = model._compiled_call_impl
+    bare["slots"][model] = None
+    hooked["module_pre_hooks"] = dict(torch.nn.modules.module._global_forward_pre_hooks)
 
 
 def timed_steps(loader, model, opt, ms: float) -> float:
@@ -79,6 +94,7 @@ def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict) -> lis
 
     put(hooked)
     block()  # warm up both paths once
+    found(bare, hooked, model)
     put(bare)
     block()
     diffs = []

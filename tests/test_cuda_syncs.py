@@ -1,4 +1,5 @@
-"""Issue 8 on a real GPU: tuimon adds no host-device sync per step. Skipped without CUDA.
+"""Issue 8 on a real GPU: tuimon adds no host-device sync per step, the step's phases (issue 25)
+included. Skipped without CUDA.
 
 Real sessions with TUIMON_SYNC_DEBUG=error (runner/syncdebug.py): torch.cuda's sync debug mode
 is "error" around tuimon's own per-step work, so a sync there (a loss read with .item(), a
@@ -45,6 +46,18 @@ def test_tiny_mlp_eager_and_compiled_on_cuda_add_no_sync(cuda, tuimon):
         steps = [e for e in evs if e["type"] == events.STEP and e["run"] == run]
         assert [e["i"] for e in steps] == list(range(300))
         assert all(e["loss"] is not None for e in steps)  # read from the pinned ring, no .item()
+        assert_split(steps)
+
+
+def assert_split(steps: list[dict], parts: int = 4) -> None:
+    """Every steady step split into its phases, from CUDA events read later (issue 25): the
+    first ``parts`` of data, forward, backward, optimizer seen, and the split within the step."""
+    steady = [e for e in steps if e["phase"] == "steady" and not e.get("compile_ms")]
+    assert steady
+    for e in steady:
+        ph = e["ph"][:parts]
+        assert None not in ph and all(v >= 0 for v in ph), e
+        assert sum(v for v in e["ph"] if v is not None) <= e["ms"] * 1000 * 1.001 + 1, e
 
 
 def test_a_recipes_own_sync_is_not_tuimons(cuda, tuimon):
@@ -93,3 +106,4 @@ def test_a_scripts_hooks_add_no_sync(cuda, tuimon):
         assert started["device"].startswith("cuda")
         steps = [e for e in evs if e["type"] == events.STEP and e["run"] == run]
         assert len(steps) == 200 and all(e["loss"] is not None for e in steps)
+        assert_split(steps)  # the hooks' marks: events recorded under the guard

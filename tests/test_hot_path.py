@@ -85,7 +85,7 @@ def test_the_loop_sends_the_same_events_through_lines_and_through_dicts(tmp_path
     loop.run(tiny_trainer(40), spy, CompileWatch())
     dicts = [json.loads(events.encode(e)) for e in spy.events]
     assert [e["type"] for e in lines] == [e["type"] for e in dicts]
-    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt"}  # minflt: the process's page faults so far
+    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt", "ph"}  # minflt: the process's page faults so far
     for a, b in zip(lines, dicts, strict=True):
         assert list(a) == list(b)
         assert {k: v for k, v in a.items() if k not in clocks} == {

@@ -16,7 +16,10 @@ SCHEMA_VERSION = 1
 # Written by the runner (child process).
 RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...
 PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
-STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step)
+STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step);
+#   ph: where the step went, [data, forward, backward, optimizer] in µs (ints, STEP_PHASES' order;
+#   "other" is the rest: ms - their sum); null for a phase the step could not see (its time is in
+#   "other"); no ph at all: a step whose split was not measured (a profiler capture's)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
 #   minflt: the process's minor page faults so far (sent after the steps flushed with it)
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
@@ -74,6 +77,9 @@ CONTROL = "control"
 PROFILE = "profile"
 
 PHASES = ("building", "compiling", "warmup", "steady", "paused")
+# The parts of a step (a step event's ``ph``), and the name of the rest.
+STEP_PHASES = ("data", "forward", "backward", "optimizer")
+OTHER = "other"
 
 
 def make(type_: str, run: str | None = None, **fields: Any) -> dict[str, Any]:

@@ -61,9 +61,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     ``guard`` (default: from TUIMON_SYNC_DEBUG, CUDA only) checks tuimon's own per-step work for
     host-device syncs, not the recipe's step nor a profiler capture; see syncdebug.py.
 
-    The hot path (bench/hot_path.py measures it): per step, two clock reads around the step and
-    two around the batch hand-over, the loss capture, four stores into preallocated ring columns,
-    and a few compares (a control read due, a profiler capture due, a flush due, the phase).
+    The hot path (bench/hot_path.py measures it): per step, two clock reads around the step, two
+    around the batch hand-over and three where the step's parts end (runner/phases.py), the loss
+    capture, five stores into preallocated ring columns, and a few compares (a control read due,
+    a profiler capture due, a flush due, the phase).
     Step events are built and encoded only when the emitter flushes, a few times a second."""
     s = trainer.settings
     control = control or Control(None)
@@ -72,9 +73,18 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     if guard.on:
         emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={guard.level}: a host-device sync in "
                      "tuimon's per-step work fails this run")
-    clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
     losses = LossReader(on_cuda, RING)
     ring = StepRing(RING, pre=trainer.ranked)
+    # The step's phases: on the CPU the loop reads the trainer's marks (ph_col); on CUDA each
+    # mark records an event and the clock splits the step once it is done (runner/timing.py).
+    clock = CudaClock(torch.cuda, ph_col=ring.ph, mask=ring.mask) if on_cuda else CpuClock()
+    cuda_mark = clock.mark if on_cuda else None
+    if on_cuda:
+        def mark() -> float:
+            cuda_mark()
+            return time.perf_counter()
+
+        trainer.mark = mark
     next_batch = BatchCycle(trainer.recipe.batches).next
     move = mover(trainer.device)
     if not on_cuda and _in_place(trainer.recipe.batches, move):
@@ -115,8 +125,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     compiles = watch.count
     at = control.at  # the step of a job's next scheduled pause or stop (infinite: none)
     pre_col = ring.pre  # a rank's time to backward(), per step (None outside a job)
-    if pre_col is not None:
-        step = trainer.timed_step
+    ph_col = None if on_cuda else ring.ph  # the CPU's phases, per step (the CUDA clock fills its own)
+    tr = trainer
     started = time.monotonic()
     reason = "steps"
     i = 0  # steps recorded in the ring so far (the step running now, while it runs)
@@ -165,7 +175,10 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 clock.start()
                 t_data = perf()
                 batch = move(next_batch())
-                data_ms = (perf() - t_data) * 1000.0
+                t_moved = perf()
+                data_ms = (t_moved - t_data) * 1000.0
+                if cuda_mark is not None:
+                    cuda_mark()  # the data part ends (an event: the step's marks follow it)
                 if guarded:
                     guard.theirs()  # the recipe's step may sync as it likes
                 loss = step(batch)
@@ -173,8 +186,13 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     guard.ours()
                 captured = losses.capture(i, loss)
                 clock.stop()
+                m_f = tr.m_f
+                if ph_col is not None:
+                    # A step that did not mark its parts (a stand-in step) has no split.
+                    ph_col[i & mask] = ((data_ms, (m_f - t_moved) * 1000.0, (tr.m_b - m_f) * 1000.0,
+                                         (tr.m_o - tr.m_b) * 1000.0) if m_f >= t_moved else None)
                 if pre_col is not None:
-                    pre_col[i & mask] = (trainer.pre_at - t_data) * 1000.0
+                    pre_col[i & mask] = (m_f - t_data) * 1000.0
             else:
                 clock.start()
                 t_data = perf()
@@ -185,6 +203,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
+                if ph_col is not None:
+                    ph_col[i & mask] = None  # the profiler's labels and hooks are in its parts
                 if pre_col is not None:
                     pre_col[i & mask] = None
             ended = wall()

@@ -117,6 +117,10 @@ class StepRing:
         self.first = 0  # the oldest step not handed over
         # A rank of a job: ms from the step's start to its (last) backward(), or None.
         self.pre: list | None = [None] * size if pre else None
+        # Where the step went: (data, forward, backward, optimizer) in ms, None for a phase it
+        # could not see; None: not measured (a profiled step). Written by the loop or the script
+        # hooks on the CPU, by the CUDA clock once the step's events are done (runner/timing.py).
+        self.ph: list = [None] * size
 
 
 def _same(batch):
@@ -158,7 +162,7 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses:
     clock may have one time more than ``recorded`` steps when a stop came between the two."""
     first, mask, extra = ring.first, ring.mask, ring.extra
     count = min(len(times_ms), recorded - first)
-    emit_step, read, pre = emitter.emit_step, losses.read, ring.pre
+    emit_step, read, pre, ph = emitter.emit_step, losses.read, ring.pre, ring.ph
     for j in range(count):
         i = first + j
         k = i & mask
@@ -166,5 +170,5 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses:
         emit_step(i, ring.t[k], round(times_ms[j], 4), round(ring.data_ms[k], 4), ring.n[k],
                   read(i, ring.loss[k]), "warmup" if i < warmup else "steady",
                   round(compile_ms, 3) if compile_ms else 0.0, profiled, 1 if gap and gap[0] else 0,
-                  *(() if pre is None or pre[k] is None else (round(pre[k], 4),)))
+                  None if pre is None or pre[k] is None else round(pre[k], 4), ph[k])
     ring.first = first + count

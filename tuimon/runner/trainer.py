@@ -48,7 +48,11 @@ class Trainer:
         model = recipe.model
         self.model = model if settings.mode == "eager" else torch.compile(model, mode=settings.mode)
         self.ranked = False  # a rank of a job (runner/distributed.py): steps say their pre_ms
-        self.pre_at = 0.0  # perf_counter() as the last step's backward began (timed_step)
+        # Where each part of the last step ended (perf_counter(); ``step``): forward (a rank's
+        # backward begins there: its pre_ms), backward, optimizer. ``mark`` takes them: the clock
+        # on the CPU; on CUDA the loop's, which also records an event on the step clock.
+        self.mark = time.perf_counter
+        self.m_f = self.m_b = self.m_o = 0.0
 
     def autocast(self):
         if self.dtype is None:
@@ -56,8 +60,23 @@ class Trainer:
         return torch.autocast(device_type=self.device_type, dtype=self.dtype)
 
     def step(self, batch):
-        # The plain path, in one frame. profiled_step runs the same three parts, labelled: keep
-        # forward / backward / optimize below in step with this.
+        """The step the loop runs: its three parts, each end marked (``m_f``, ``m_b``, ``m_o``),
+        so the loop can split the step into data, forward, backward, optimizer and other. Under
+        DDP the gradient all-reduce waits inside backward for the last rank to get there, so the
+        time before it (``m_f``) is this rank's own work (analysis/stats/ranks.py)."""
+        mark = self.mark
+        loss = self.forward(batch)
+        self.m_f = mark()
+        self.backward(loss)
+        self.m_b = mark()
+        self.optimize()
+        self.m_o = mark()
+        return loss.detach()
+
+    def plain_step(self, batch):
+        # The step without marks, in one frame (a bare loop's reference: bench/trust.py).
+        # profiled_step runs the same three parts, labelled: keep forward / backward / optimize
+        # below in step with this.
         inputs, targets = batch
         opt = self.recipe.optimizer
         with self.autocast():
@@ -73,16 +92,6 @@ class Trainer:
             loss.backward()
             opt.step()
         opt.zero_grad(set_to_none=True)
-        return loss.detach()
-
-    def timed_step(self, batch):
-        """``step`` for a rank of a job: also notes when backward begins (``pre_at``). Under
-        DDP the gradient all-reduce waits inside backward for the last rank to get there, so
-        the time before it is this rank's own work (analysis/stats/ranks.py)."""
-        loss = self.forward(batch)
-        self.pre_at = time.perf_counter()
-        self.backward(loss)
-        self.optimize()
         return loss.detach()
 
     # The three parts of a step, apart so a profiler capture can label each (profiled_step).

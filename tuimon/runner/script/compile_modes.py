@@ -27,6 +27,9 @@ class CompileModes:
         self._hook = None
         self._orig_compile = None
         self._orig_module_compile = None
+        # Told of every module compiled (or, eager, handed back as it was) and of the script's
+        # torch.compile calls before they run: the forward phase's timer (script/phases.py).
+        self.listener = None
 
     def install(self) -> None:
         self._orig_compile = torch.compile
@@ -63,20 +66,30 @@ class CompileModes:
         return out
 
     def compile_call(self, model, kwargs: dict):
+        if self.listener is not None:
+            self.listener.release(model)
         self._undo_auto(model)
         out = self._kwargs(kwargs, "torch.compile")
         if out is None:
-            return model if model is not None else (lambda fn: fn)
-        return self._orig_compile(model, **out) if model is not None else self._orig_compile(**out)
+            return self._told(model) if model is not None else (lambda fn: fn)
+        if model is None:
+            return self._orig_compile(**out)
+        return self._told(self._orig_compile(model, **out))
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
         if module is self.auto_compiled and getattr(self, "_auto_running", False):
             return self._orig_module_compile(module, *args, **kwargs)
         self._undo_auto(module)
         out = self._kwargs(kwargs, "Module.compile")
-        if out is None:
-            return None
-        return self._orig_module_compile(module, *args, **out)
+        if out is not None:
+            self._orig_module_compile(module, *args, **out)
+        self._told(module)
+        return None
+
+    def _told(self, module):
+        if self.listener is not None:
+            self.listener.candidate(module)
+        return module
 
     def _undo_auto(self, target) -> None:
         if self.auto_compiled is not None and target is self.auto_compiled:
@@ -106,6 +119,7 @@ class CompileModes:
         finally:
             self._auto_running = False
         self.auto_compiled = module
+        self._told(module)
         self.say(f"the script never calls torch.compile: tuimon compiled {type(module).__name__} "
                  f"(the module the optimizer trains) with mode={self.mode!r} at its first call, "
                  "which ran eager (--no-auto-compile turns this off)")

@@ -1,8 +1,10 @@
-"""Where tuimon listens in a script: torch's global optimizer-step hook, ``torch.autograd.backward``
-(every ``loss.backward()`` goes through it), GradScaler's ``scale`` and ``step``, the DataLoader
-iterator's ``__next__``, ``Module.train`` and ``Optimizer.__init__``; plus the process's exit
-(atexit), uncaught exceptions (sys.excepthook), SIGINT and fork. Each hook is a few attribute
-reads and a call into ``ScriptSteps``; none of them syncs with the GPU.
+"""Where tuimon listens in a script: torch's global optimizer-step hooks (before and after),
+``torch.autograd.backward`` (every ``loss.backward()`` goes through it), GradScaler's ``scale``
+and ``step``, the DataLoader iterator's ``__next__``, ``Module.train`` and ``Optimizer.__init__``,
+the trained module's calls (script/phases.py); plus the process's exit (atexit), uncaught
+exceptions (sys.excepthook), SIGINT and fork. Each hook is a few attribute reads and a call into
+``ScriptSteps`` or its ``Timeline`` (where the step's parts begin and end: data, forward,
+backward, optimizer); none of them syncs with the GPU.
 
 ``start(config)`` is called by the sitecustomize in ``boot/`` before the script runs.
 """
@@ -71,7 +73,9 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.control import Control
     from tuimon.runner.emitter import Emitter
     from tuimon.runner.orphan import watch_parent
+    from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
     from tuimon.runner.script.compile_modes import CompileModes
+    from tuimon.runner.script.phases import ForwardTimer
     from tuimon.runner.script.steps import ScriptSteps
 
     sock = None
@@ -94,6 +98,10 @@ def _install(cfg: dict) -> None:
     _seed(cfg.get("seed"), torch)
     modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
     modes.install()
+    # The step's parts (runner/phases.py): each hook below says where one begins and ends.
+    timeline = run.timeline
+    enter, leave = timeline.enter, timeline.leave
+    forward = modes.listener = ForwardTimer(timeline, run.note)
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 
@@ -120,18 +128,26 @@ def _install(cfg: dict) -> None:
         if run.enabled:
             run.optimizer_made()
             modes.optimizer_made(self)
+            forward.optimizer_made(self)
 
     torch.optim.Optimizer.__init__ = optimizer_init
 
     run.make_profiler = lambda: _profiler(cfg, run)
 
+    def stepping(optimizer, args, kwargs) -> None:
+        enter(OPTIMIZER)
+
     def stepped(optimizer, args, kwargs) -> None:
+        leave()
         if run.boundaries == 0 and run.enabled:
             modes.no_module_found()
+            forward.give_up()
             if run.profiler is not None:  # module spans need the model: known by now, if ever
                 run.profiler.model = modes.auto_compiled
+        forward.check()
         run.optimizer_stepped(optimizer)
 
+    optim.register_optimizer_step_pre_hook(stepping)
     optim.register_optimizer_step_post_hook(stepped)
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
@@ -144,7 +160,11 @@ def _install(cfg: dict) -> None:
         if not run.started:
             run.activity()
         run.backward_at = perf()  # a rank's own work ends here; DDP's all-reduce waits inside
-        out = original_backward(tensors, *args, **kwargs)
+        enter(BACKWARD)
+        try:
+            out = original_backward(tensors, *args, **kwargs)
+        finally:
+            leave()
         root = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if root is scaled[0]:
             root = scaled[1]
@@ -175,8 +195,12 @@ def _install(cfg: dict) -> None:
     original_next = dataloader._BaseDataLoaderIter.__next__
 
     def next_batch(self):
+        enter(DATA)
         t0 = perf()
-        batch = original_next(self)
+        try:
+            batch = original_next(self)
+        finally:
+            leave()
         run.batch(id(self._dataset), batch, perf() - t0)
         return batch
 

@@ -26,6 +26,7 @@ from tuimon.runner.crash import cuda_memory
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.phases import Timeline
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
@@ -68,6 +69,7 @@ class ScriptSteps:
         self.module = None  # the trained module, when compile_modes found it
         self.ring = StepRing(RING, pre=self.ident is not None)
         self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
+        self.timeline = Timeline()  # the step's parts, from the hooks (runner/phases.py)
         self._t0 = 0.0  # perf_counter() as the step began
         self.losses: LossReader | None = None
         self.clock = None
@@ -163,9 +165,13 @@ class ScriptSteps:
         self.started = True
         self.on_cuda = on_cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
         self.device = f"cuda:{torch.cuda.current_device()}" if on_cuda else "cpu"
-        self.clock = CudaClock(torch.cuda) if on_cuda else CpuClock()
+        ring = self.ring
+        self.clock = CudaClock(torch.cuda, ph_col=ring.ph, mask=ring.mask) if on_cuda else CpuClock()
         self.losses = LossReader(on_cuda, RING)
         self.guard = SyncGuard.from_env(torch.cuda if on_cuda else None)
+        if on_cuda:  # the hooks' marks become events on the step clock, read with the step
+            self.timeline.mark = self.clock.mark
+            self.timeline.guard = self.guard if self.guard.on else None
         if self.guard.on:
             self.emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={self.guard.level}: a "
                               "host-device sync in tuimon's hooks fails this run")
@@ -195,6 +201,7 @@ class ScriptSteps:
         self._began = time.monotonic()
         self.clock.start()
         self._t0 = time.perf_counter()
+        self.timeline.begin()
 
     def _rank_fields(self) -> dict:
         """A rank's run_started: who it is in the job, and the process group's backend."""
@@ -216,9 +223,13 @@ class ScriptSteps:
             self._start()
         guard = self.guard
         guard.ours()
-        self.clock.stop()
         i, ring = self.i, self.ring
         k = i & ring.mask
+        if self.on_cuda:
+            self.clock.stop(self.timeline.unseen())  # the clock splits it once it is done
+        else:
+            self.clock.stop()
+            ring.ph[k] = self.timeline.end()
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
         ring.n[k] = self.samples
@@ -264,6 +275,7 @@ class ScriptSteps:
             guard.theirs()
         self.clock.start()
         self._t0 = time.perf_counter()
+        self.timeline.begin()
 
     def _between(self, i: int) -> None:
         """At a boundary, outside every step: the end, control lines, turns, the profiler."""

@@ -1,0 +1,126 @@
+"""A script's forward, timed from the outside: the trained module's calls.
+
+The trained module is the one whose parameters hold all of the first optimizer's: a module the
+script (or tuimon's auto-compile) compiles, told by compile_modes.py, or else the first such
+module called once the optimizer exists (the model, its DDP wrapper: the outermost one is called
+first), found by a one-shot global forward pre-hook as compile_modes.py finds the module it
+compiles. Its calls are timed by a wrapper in the module's own ``_compiled_call_impl``
+slot, which ``Module.__call__`` calls instead of ``_call_impl`` when set (``Module.compile`` puts
+its compiled ``_call_impl`` there): the wrapper runs outside every compiled frame, so Dynamo
+never traces it (a forward hook on a module compiled in place would be traced, and break its
+graph). When the slot changes under it (the script's ``Module.compile`` after the first call),
+the next step boundary wraps what is there now; before the script's own ``torch.compile(model)``
+of the wrapped module the slot is given back, and the wrapper torch.compile returns is wrapped.
+Pickling and ``copy.deepcopy`` leave the slot out (torch's ``Module.__getstate__``), so a saved
+or copied model carries no wrapper.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tuimon.runner.phases import FORWARD, Timeline
+
+
+class ForwardTimer:
+    def __init__(self, timeline: Timeline, say) -> None:
+        self.timeline = timeline
+        self.say = say  # one line for the run's notes
+        self.module = None  # the trained module, once found
+        self._wrapper = None
+        self._inner = None  # what the wrapper calls: the slot's callable, or _call_impl
+        self._params: set[int] | None = None
+        self._candidates: list = []  # modules compiled before an optimizer existed
+        self._hook = None
+        self._gave_up = False
+
+    # ---- finding the trained module ---------------------------------------------------------
+    def optimizer_made(self, optimizer) -> None:
+        if self._params is not None:
+            return  # the first optimizer's parameters name the trained module
+        self._params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        if not self._params:
+            return
+        for module in reversed(self._candidates):  # the latest compile first
+            if self._holds(module):
+                self._adopt(module)
+                break
+        else:
+            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+        self._candidates.clear()
+
+    def candidate(self, module) -> None:
+        """compile_modes.py: ``module`` was compiled (in place, or torch.compile's wrapper; in
+        the eager variant handed back as it was): the module the script will call, if it holds
+        the optimizer's parameters. Known this way, no global hook is needed to find it (one
+        would fire, as a no-op, inside its compiled frames)."""
+        if self.module is not None or not isinstance(module, torch.nn.Module):
+            return
+        if self._params is None:
+            self._candidates.append(module)
+        elif self._holds(module):
+            self._adopt(module)
+
+    def _holds(self, module) -> bool:
+        return self._params <= {id(p) for p in module.parameters()}
+
+    def _first_call(self, module, args):
+        if torch.compiler.is_compiling() or self.module is not None:
+            return None  # traced inside a compiled frame: a no-op there, never a graph break
+        if self._holds(module):
+            self._adopt(module)
+        return None  # else a part of the model, or another model: wait for the trained one
+
+    def _adopt(self, module) -> None:
+        self._disarm()
+        self.module = module
+        self._wrap()
+
+    def _disarm(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    def give_up(self) -> None:
+        """The first step ended and no module was found: say so once, stop looking (a global
+        hook fires on every module call)."""
+        if self.module is not None or self._gave_up or self._params is None:
+            return
+        self._gave_up = True
+        self._disarm()
+        self.say("forward is not split out: no module called holds all the parameters the "
+                 "optimizer trains (its time counts as other)")
+
+    # ---- the wrapper ------------------------------------------------------------------------
+    def _wrap(self) -> None:
+        module = self.module
+        inner = module._compiled_call_impl or module._call_impl
+        timeline = self.timeline
+
+        def timed_call(*args, **kwargs):
+            timeline.enter(FORWARD)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                timeline.leave()
+
+        self._inner, self._wrapper = inner, timed_call
+        module._compiled_call_impl = timed_call
+
+    def check(self) -> None:
+        """At a step boundary: the slot still holds the wrapper (a compile in place replaced it:
+        wrap the compiled call)."""
+        module = self.module
+        if module is not None and module._compiled_call_impl is not self._wrapper:
+            self._wrap()
+
+    def release(self, model) -> None:
+        """The script is about to torch.compile ``model``: if it is the wrapped module, give its
+        slot back first (Dynamo would trace the wrapper); what torch.compile returns is the next
+        candidate."""
+        if model is None or model is not self.module:
+            return
+        if model._compiled_call_impl is self._wrapper:
+            inner = self._inner
+            model._compiled_call_impl = None if inner == model._call_impl else inner
+        self.module = self._wrapper = self._inner = None
