@@ -23,15 +23,18 @@ from tuimon.analysis.stats.change import Change, change_text
 from tuimon.analysis.stats.compare import speedup_text
 from tuimon.analysis.stats.live import group_figures, own_time_spread, recent_median
 from tuimon.analysis.stats.load import busy, load_text
+from tuimon.analysis.stats.phases import PARTS as STEP_PARTS
+from tuimon.analysis.stats.phases import SHORT as PART_SHORT
+from tuimon.analysis.stats.phases import step_split
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.stats.series import Column, StepSeries, axis_range, step_kind
 from tuimon.analysis.stats.stragglers import rank_names
 from tuimon.analysis.why import HIGH, INFO, MEDIUM, VariantWhy, diagnose
 
 __all__ = [
-    "HIGH", "INFO", "MEDIUM", "PHASES", "Change", "Collector", "Column", "Comparison", "RunStats", "Session",
-    "SessionSummary", "StepSeries", "VariantDiff", "VariantWhy", "axis_range", "busy", "change_text",
+    "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "STEP_PARTS", "Change", "Collector", "Column",
+    "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff", "VariantWhy", "axis_range", "busy", "change_text",
     "columns", "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
     "load_session", "load_text", "open_session", "own_time_spread", "rank_names", "recent_median",
-    "speedup_text", "step_kind", "summarize",
+    "speedup_text", "step_kind", "step_split", "summarize",
 ]

@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 
 from tuimon import events
-from tuimon.analysis import SessionSummary, columns, diagnose, load_session
+from tuimon.analysis import STEP_PARTS, SessionSummary, columns, diagnose, load_session, step_split
 from tuimon.report import why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
@@ -100,9 +100,11 @@ def to_json(meta: dict, summary: SessionSummary) -> str:
 
 
 # A torchrun job's steps are its ranks' (``rank``; ``pre_ms``: to their last backward());
-# single-process runs leave both empty.
+# single-process runs leave both empty. Then the step's split: a column a phase, in ms (empty:
+# not seen, or a step without a split; other: the rest of the step).
+PART_COLUMNS = [f"{name}_phase_ms" for name in STEP_PARTS]
 STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase",
-                "compile_ms", "rank", "pre_ms"]
+                "compile_ms", "rank", "pre_ms", *PART_COLUMNS]
 
 
 def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
@@ -117,6 +119,8 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
         if e["type"] != events.STEP:
             continue
         row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {})}
+        for name, ms in step_split(e).items():
+            row[f"{name}_phase_ms"] = None if ms is None else round(ms, 4)
         writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
     return buf.getvalue()
 

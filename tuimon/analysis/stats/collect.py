@@ -14,6 +14,7 @@ from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.load import busy_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan
+from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_stats
 from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
 from tuimon.analysis.stats.replicates import apply_noise, combine_replicates
@@ -164,7 +165,7 @@ class Collector:
             if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
                 self.jobs[run].lead(r)
             busy = busy_periods(samples, run) if self._session.quiet_only else None
-            step_stats(r, steps[run], *self._counts[run], busy=busy)
+            phase_stats(r, step_stats(r, steps[run], *self._counts[run], busy=busy))
             profile_stats(r, steps[run])
             if run in self.jobs:  # its ranks against each other, over its steady state
                 window = steady_window(steps[run])
@@ -176,14 +177,18 @@ class Collector:
         for r in runs.values():
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
         variants = combine_replicates(list(runs.values()))
+        for v in variants.values():
+            combine_phases(v, [runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         apply_noise(list(variants.values()), noise)
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
+            phase_compare(r, runs, noise)
         for v in variants.values():
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
             compare(v, variants, losses, noise, self._session.pin_malloc)
+            phase_compare(v, variants, noise)
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):

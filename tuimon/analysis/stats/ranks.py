@@ -184,6 +184,8 @@ class JobFold:
         compile_ms = max((x.get("compile_ms") or 0.0) for x in steps.values())
         if compile_ms:
             job["compile_ms"] = compile_ms
+        if s.get("ph") is not None:  # the slowest rank's split, as its time
+            job["ph"] = s["ph"]
         profiled = next((x["profiled"] for x in steps.values() if x.get("profiled")), None)
         if profiled:
             job["profiled"] = profiled

@@ -130,6 +130,11 @@ class RunStats:
     skew_pct: float | None = None  # slowest rank's median own time vs the median rank's, %
     stragglers: list[dict] = field(default_factory=list)  # {rank, slower_pct, slower_ms, since, steps}
     compile_divergence: list[str] = field(default_factory=list)
+    # Where a steady step goes (stats/phases.py): data, forward, backward, optimizer, other ->
+    # {median_ms, p10_ms, p90_ms, mean_ms, share (of the mean step), ci_lo, ci_hi; against its
+    # eager baseline: speedup, speedup_lo, speedup_hi}; the phases its steps could not see.
+    step_phases: dict[str, dict] = field(default_factory=dict)
+    phases_missing: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

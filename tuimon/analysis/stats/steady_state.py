@@ -20,12 +20,12 @@ def is_measured(step: dict) -> bool:
 
 
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,
-               busy: list[tuple[float, float]] | None = None) -> None:
+               busy: list[tuple[float, float]] | None = None) -> list[dict]:
     """``busy``: --quiet-only's periods of other processes' load; steps ending in them are kept
-    out of the steady state and counted in ``busy_dropped``."""
+    out of the steady state and counted in ``busy_dropped``. Returns the steady steps."""
     r.steps = total
     if not run_steps:
-        return
+        return []
     r.first_step_ms = run_steps[0]["ms"]
     if r.compiled and r.compile_s is None:
         total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
@@ -49,7 +49,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     r.measured = measured_total - cut
     r.warmup_steps = r.steps - r.measured
     if not steady:
-        return
+        return []
     r.steady_from = steady[0]["i"]
     in_order = [s["ms"] for s in steady]
     measured = sorted(in_order)
@@ -74,6 +74,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     if late:
         r.unreliable = (f"{len(late)} step(s) recompiled after warm-up (first at step {late[0]['i']}): "
                         "shapes or guards keep changing")
+    return steady
 
 
 def mser5(series: list[float]) -> int:

@@ -1,0 +1,145 @@
+"""Where a step goes: each phase of the steady steps (data, forward, backward, optimizer, and
+the rest, "other") — its median, p10–p90, mean and share of the step — and what a variant did
+to each phase against its eager baseline, with the same honest interval as the step's speedup
+(noise.py's ``ratio_interval``: the phase's own step noise and the spread between processes).
+
+A step event's ``ph`` holds the four phases in µs, None for a phase its run could not see
+(runner/phases.py); "other" is the step less the phases seen, so a phase not seen is inside it,
+never guessed. Shares are of the mean step (means add up: the phases' shares sum to 100 %);
+medians and their intervals are each phase's own.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from tuimon.analysis.stats.compare import same_round
+from tuimon.analysis.stats.intervals import Z95, lag1_autocorr, median_interval, percentile
+from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.rows import RunStats
+from tuimon.events import OTHER, STEP_PHASES
+
+PARTS = (*STEP_PHASES, OTHER)
+SHORT = {"data": "data", "forward": "fwd", "backward": "bwd", "optimizer": "opt", "other": "other"}
+MIN_STEPS = 3  # steady steps with a split a run needs for its phases
+# A phase this small a share of both steps (or under MIN_MS) gets no speedup: a ratio of two
+# specks is noise, whatever it reads.
+MIN_SHARE = 0.02
+MIN_MS = 0.005
+
+
+def phase_stats(r: RunStats, steady: list[dict]) -> None:
+    """``r.step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
+    and ``r.phases_missing`` from the run's steady steps (in step order)."""
+    split = [s for s in steady if s.get("ph")]
+    r.step_phases, r.phases_missing = {}, []
+    if len(split) < MIN_STEPS:
+        return
+    n = len(split)
+    series: dict[str, list[float]] = {p: [] for p in PARTS}
+    for k, name in enumerate(STEP_PHASES):
+        values = [s["ph"][k] for s in split]
+        if sum(v is None for v in values) * 2 > n:  # not seen in most steps: in other
+            r.phases_missing.append(name)
+    seen = [k for k, name in enumerate(STEP_PHASES) if name not in r.phases_missing]
+    for s in split:
+        ph, known = s["ph"], 0.0
+        for k in seen:
+            ms = (ph[k] or 0) / 1000.0
+            series[STEP_PHASES[k]].append(ms)
+            known += ms
+        series[OTHER].append(max(0.0, s["ms"] - known))
+    mean_step = statistics.fmean(s["ms"] for s in split)
+    for name in PARTS:
+        values = series[name]
+        if not values:
+            continue
+        ordered = sorted(values)
+        lo, hi = median_interval(ordered, lag1_autocorr(values))
+        mean = statistics.fmean(values)
+        r.step_phases[name] = {
+            "median_ms": statistics.median(ordered), "p10_ms": percentile(ordered, 0.10),
+            "p90_ms": percentile(ordered, 0.90), "mean_ms": mean,
+            "share": mean / mean_step if mean_step > 0 else None, "ci_lo": lo, "ci_hi": hi}
+
+
+def combine_phases(row: RunStats, group: list[RunStats]) -> None:
+    """A --repeats variant's phases from its processes': the median of their medians (p10, p90
+    alike), the mean of their means, and what the processes' own intervals allow for the
+    speedup's interval (``within_log_se``, as replicates.py for the step)."""
+    measured = [r for r in group if r.step_phases]
+    row.step_phases, row.phases_missing = {}, list(measured[0].phases_missing) if measured else []
+    if not measured:
+        return
+    for name in PARTS:
+        parts = [r.step_phases[name] for r in measured if name in r.step_phases]
+        if len(parts) < len(measured):
+            continue
+        out = {key: statistics.median(p[key] for p in parts) for key in ("median_ms", "p10_ms", "p90_ms")}
+        out["mean_ms"] = statistics.fmean(p["mean_ms"] for p in parts)
+        shares = [p["share"] for p in parts if p["share"] is not None]
+        out["share"] = statistics.fmean(shares) if shares else None
+        out["process_medians"] = [p["median_ms"] for p in parts]
+        ses = [_log_se(p) for p in parts]
+        out["within_log_se"] = None if None in ses else math.sqrt(sum(x * x for x in ses)) / len(ses)
+        row.step_phases[name] = out
+
+
+def _log_se(p: dict) -> float | None:
+    lo, hi = p.get("ci_lo"), p.get("ci_hi")
+    if not lo or not hi or lo <= 0:
+        return None
+    return (math.log(hi) - math.log(lo)) / (2 * Z95)
+
+
+def _proxy(r: RunStats, name: str) -> RunStats:
+    """The phase as a row of its own, for noise.py's interval machinery."""
+    p = r.step_phases[name]
+    proxy = RunStats(r.run, r.mode, r.precision, median_ms=p["median_ms"],
+                     median_ci_lo=p.get("ci_lo"), median_ci_hi=p.get("ci_hi"))
+    if r.processes:
+        proxy.processes = [{"median_ms": m} for m in p.get("process_medians") or []]
+        proxy.within_log_se = p.get("within_log_se")
+    return proxy
+
+
+def phase_speedup(base: RunStats, r: RunStats, name: str,
+                  noise: Noise) -> tuple[float, float | None, float | None] | None:
+    """``base``'s phase time over ``r``'s (above 1: ``r`` is faster there) and its 95 % interval
+    (None, None when it has none); None when the phase is too small in both to compare."""
+    a, b = base.step_phases.get(name), r.step_phases.get(name)
+    if not a or not b or a["median_ms"] < MIN_MS or b["median_ms"] < MIN_MS:
+        return None
+    if max(a.get("share") or 0.0, b.get("share") or 0.0) < MIN_SHARE:
+        return None
+    ratio = a["median_ms"] / b["median_ms"]
+    interval = ratio_interval(_proxy(base, name), _proxy(r, name), ratio, noise)
+    return (ratio, *(interval or (None, None)))
+
+
+def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> None:
+    """Each phase's speedup against the eager run ``compare`` takes as the baseline (same
+    precision, axis values and round), into ``r.step_phases[phase]``."""
+    if not r.step_phases or r.mode == "eager":
+        return
+    eager = [b for b in rows.values() if b.mode == "eager" and b.precision == r.precision
+             and b.axes == r.axes and b.median_ms]
+    base = same_round(eager, r)
+    if base is None or not base.step_phases:
+        return
+    for name, p in r.step_phases.items():
+        found = phase_speedup(base, r, name, noise)
+        if found is not None:
+            p["speedup"], p["speedup_lo"], p["speedup_hi"] = found
+
+
+def step_split(e: dict) -> dict[str, float | None]:
+    """One step event's phases in ms (other: the step less the phases seen; None: not seen),
+    or {} for a step without a split: steps.csv's columns."""
+    ph = e.get("ph")
+    if not ph:
+        return {}
+    out = {name: None if v is None else v / 1000.0 for name, v in zip(STEP_PHASES, ph, strict=False)}
+    out[OTHER] = max(0.0, e["ms"] - sum(v for v in out.values() if v is not None))
+    return out
