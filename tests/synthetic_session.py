@@ -12,6 +12,9 @@ import random
 from pathlib import Path
 
 T0 = 1_800_000_000.0
+# Shares of a step: data, forward, backward, optimizer (the rest is other).
+EAGER_SPLIT = (0.02, 0.44, 0.36, 0.14)
+COMPILED_SPLIT = (0.03, 0.33, 0.38, 0.21)
 
 
 def run_events(run: str, mode: str, steps: int, base_ms: float, rng: random.Random, *, t0: float,
@@ -31,6 +34,9 @@ def run_events(run: str, mode: str, steps: int, base_ms: float, rng: random.Rand
         step = {"type": "step", "t": 0.0, "run": run, "i": i, "ms": round(ms, 4), "data_ms": 0.01,
                 "n": 32, "loss": round(2.3 / (1 + i / 20) + 0.01 * rng.random(), 5),
                 "phase": "warmup" if i < 5 else "steady"}
+        # Where the step goes (issue 25): compile shrinks forward and backward, not the rest.
+        split = EAGER_SPLIT if mode == "eager" else COMPILED_SPLIT
+        step["ph"] = [round(share * ms * 1000) for share in split]
         if i == 0 and compile_ms:
             step["compile_ms"] = compile_ms
             step["ms"] = round(compile_ms + ms, 4)

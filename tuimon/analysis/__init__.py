@@ -33,8 +33,9 @@ from tuimon.analysis.why import HIGH, INFO, MEDIUM, VariantWhy, diagnose
 
 __all__ = [
     "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "STEP_PARTS", "Change", "Collector", "Column",
-    "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff", "VariantWhy", "axis_range", "busy", "change_text",
-    "columns", "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
-    "load_session", "load_text", "open_session", "own_time_spread", "rank_names", "recent_median",
-    "speedup_text", "step_kind", "step_split", "summarize",
+    "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
+    "VariantWhy", "axis_range", "busy", "change_text", "columns", "compare_sessions", "diagnose",
+    "group_figures", "guard", "is_measured", "label", "load_session", "load_text", "open_session",
+    "own_time_spread", "rank_names", "recent_median", "speedup_text", "step_kind", "step_split",
+    "summarize",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, speedup_text
 from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
+from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
 
 
@@ -255,6 +256,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:
         rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
+    at = rows.index(("compile / warm-up time", compile_text))
+    rows[at:at] = part_rows(summary)  # where the step goes, and what compile did to each part
     if any(r.faults_per_step is not None for r in runs):
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
     if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other

@@ -1,5 +1,6 @@
 """The strip under the panels: each run (with --repeats, each variant's processes combined)
-against its eager baseline, in one line each."""
+against its eager baseline, in one line each, and a line of what it did to each phase of the
+step ("by phase: fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×") once both runs split theirs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import SessionSummary, columns
 from tuimon.fmt import fmt_s
+from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
 from tuimon.ui.widgets.redraw import height, update
 
@@ -63,6 +65,9 @@ class ComparisonStrip(Static):
                 t.append(" · losses not comparable (first losses differ)", style="dim")
             elif r.max_loss_diff is not None:
                 t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
+            if by_part := speedups_text(r):  # what it did to each phase of the step
+                t.append("\n  by phase: ", style="dim")
+                t.append(by_part)
         if summary.busy:
             t.append(f"\n{summary.busy}", style="yellow")
         if gpu_note:

@@ -1,4 +1,5 @@
-"""The overlay view (key o): every run on one axis, a colour each, the legend naming them —
+"""The overlay view (key o): every run on one axis, a colour each, the legend naming them (and
+what a compiled run did to each phase of the step: "fwd 1.62× · bwd 1.21× · ...") —
 step time by step and by wall time (a compiled run's line starts late by its compile), loss by
 step, and a system box: CPU % of each run's process tree, and with GPUs their utilisation, VRAM
 and temperature."""
@@ -10,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 from textual.widgets import Static
 
+from tuimon.report.phase_text import speedups_text
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets import plots
 from tuimon.ui.widgets.chart import Chart
@@ -49,7 +51,11 @@ class OverlayView(Vertical):
         legend = Text()
         for live in runs:
             legend.append("━━ ", style=f"bold {plots.color(model, live.run)}")
-            legend.append(f"{live.label}   ")
+            legend.append(f"{live.label}")
+            stats = model.stats(live.run)
+            if stats is not None and (by_part := speedups_text(stats)):
+                legend.append(f" ({by_part})", style="dim")  # what compile did to each phase
+            legend.append("   ")
         legend.append("◆ compile  ▲ clipped", style="dim")
         update(self.query_one("#overlay-legend", Static), legend)
         gpu = any(r.history.probes["util"].count or r.history.probes["vram"].count for r in runs)

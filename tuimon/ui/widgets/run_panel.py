@@ -16,6 +16,7 @@ from tuimon.report.table import breakeven_text
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart import Chart
 from tuimon.ui.widgets.compile_bar import CompileBar
+from tuimon.ui.widgets.phase_bar import PhaseBar
 from tuimon.ui.widgets.plots import loss_plot, step_plot
 from tuimon.ui.widgets.rank_strip import RankStrip
 from tuimon.ui.widgets.redraw import update
@@ -36,6 +37,7 @@ class RunPanel(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="numbers")
+        yield PhaseBar()
         yield RankStrip()
         yield CompileBar(classes="compile-bar")
         yield Chart("step time", classes="steps")
@@ -86,6 +88,7 @@ class RunPanel(Vertical, can_focus=True):
         self.set_class(live.state == "failed", "failed")
         self.set_class(live.state in ("done", "stopped"), "ended")
         update(self.query_one(".numbers", Static), numbers(live, stats))
+        self.query_one(PhaseBar).show(stats)
         self.query_one(RankStrip).show(live, stats)
         compiling = live.state == "compiling"
         bar, steps = self.query_one(CompileBar), self.query_one(".steps", Chart)

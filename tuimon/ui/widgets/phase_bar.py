@@ -1,0 +1,56 @@
+"""A panel's phase bar: where its steady step goes, one line — a stacked bar of the phases'
+shares of the step (data, forward, backward, optimizer, other; a colour each) and their median
+times beside their names in the same colours ("data 0.02 fwd 2.3 bwd 3.4 opt 0.80 other 0.05
+ms", "fwd ?" for a phase its steps could not see). Live: it redraws with the summary (analysis/stats/
+phases.py computes it; report/phase_text.py words it). Hidden until the run has phases."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tuimon.analysis import RunStats
+from tuimon.report.phase_text import medians, shares
+from tuimon.ui.widgets.redraw import update
+
+COLORS = {"data": "yellow", "forward": "dodger_blue1", "backward": "medium_purple1",
+          "optimizer": "green3", "other": "grey50"}
+
+
+class PhaseBar(Static):
+    def __init__(self) -> None:
+        super().__init__(classes="phase-bar")
+        self.display = False
+
+    def show(self, stats: RunStats | None) -> None:
+        if stats is None or not stats.step_phases:
+            self.display = False
+            return
+        self.display = True
+        update(self, bar(stats, self.content_size.width or 36))
+
+
+def bar(r: RunStats, width: int) -> Text:
+    """'████████ data 0.01 fwd 0.23 bwd 0.19 opt 0.07 other 0.01 ms': the names in their
+    segments' colours (what does not fit the width is cut, other first)."""
+    cells = max(6, min(20, width // 6))
+    t = Text(no_wrap=True)
+    for name, n in _widths(shares(r), cells):
+        t.append("█" * n, style=COLORS[name])
+    for name, short, ms in medians(r):
+        t.append(f" {short}", style=f"bold {COLORS[name]}")
+        t.append(f" {ms}")
+    t.append(" ms", style="dim")
+    t.truncate(width, overflow="ellipsis")
+    return t
+
+
+def _widths(parts: list[tuple[str, float]], cells: int) -> list[tuple[str, int]]:
+    """Cells a phase, by share, summing to ``cells`` (largest remainders get the rest)."""
+    total = sum(share for _, share in parts) or 1.0
+    exact = [(name, share / total * cells) for name, share in parts]
+    out = [[name, int(x)] for name, x in exact]
+    left = cells - sum(n for _, n in out)
+    for k in sorted(range(len(exact)), key=lambda k: -(exact[k][1] - int(exact[k][1])))[:left]:
+        out[k][1] += 1
+    return [(name, n) for name, n in out]
