@@ -49,7 +49,7 @@ def rows(device: str = "cpu", mode: str = "default", **fields) -> tuple[RunStats
 
 
 def findings(summary: SessionSummary, rule: str | None = None):
-    (v,) = diagnose(summary)
+    (v,) = [v for v in diagnose(summary) if v.compiled]  # an eager row may have its own entry
     return [f for f in v.findings if rule is None or f.rule == rule]
 
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass, replace
 from tuimon import axes as axes_
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# A mode with this suffix compiles the optimizer's step too (runner/compile_optimizer.py):
+# "default+opt" races against "default" like any other variant; "eager+opt" compiles the
+# optimizer alone.
+OPT = "+opt"
 PRECISIONS = ("fp32", "amp")
 SCRIPT = "script"  # a script run's precision: whatever the script's own autocast makes it
 
@@ -62,6 +66,34 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
         if item not in allowed:
             raise ValueError(f"unknown {what} {item!r} (choose from {', '.join(allowed)})")
     return list(dict.fromkeys(items))  # drop repeats, keep order
+
+
+def model_mode(mode: str) -> str:
+    """The mode the model is compiled with ('default+opt' -> 'default')."""
+    return mode.removesuffix(OPT)
+
+
+def compiles_optimizer(mode: str) -> bool:
+    return mode.endswith(OPT)
+
+
+def parse_modes(text: str, compile_optimizer: bool = False) -> list[str]:
+    """--modes: MODES, each maybe with +opt; ``compile_optimizer`` (--compile-optimizer) adds the
+    +opt twin of every compiled mode given (of eager when none is), right after it."""
+    for item in (i.strip() for i in text.split(",")):
+        if item and model_mode(item) not in MODES:
+            raise ValueError(f"unknown mode {item!r} (choose from {', '.join(MODES)}; MODE{OPT} "
+                             "compiles the optimizer step too)")
+    modes = parse_list(text, MODES + tuple(m + OPT for m in MODES), "mode")
+    if compile_optimizer:
+        compiled = [m for m in modes if m != "eager" and not compiles_optimizer(m)] or ["eager"]
+        out = []
+        for m in modes:
+            out.append(m)
+            if m in compiled and m + OPT not in modes:
+                out.append(m + OPT)
+        modes = out
+    return modes
 
 
 def product(modes: list[str], precisions: list[str],

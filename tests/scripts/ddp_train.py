@@ -5,7 +5,8 @@
 init_process_group from torchrun's environment, a DistributedSampler so each rank trains on its
 own shard, DDP around the model, rank 0 alone logs and saves checkpoints, barrier at each
 epoch's end, destroy_process_group in ``finally``. The flags after ``--slow-rank`` are the
-test's levers (a rank whose data loading is slower; a rank that raises at a step)."""
+test's levers (a rank whose data loading is slower; a rank slower in forward; a rank that raises
+at a step)."""
 
 import argparse
 import os
@@ -33,6 +34,18 @@ class SlowDataset(Dataset):
         return self.inner[i]
 
 
+class Pause(nn.Module):
+    """A layer that takes its time and computes nothing: a rank slower in forward."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+
+    def forward(self, x):
+        time.sleep(self.seconds)
+        return x
+
+
 def make_data(n, dim=32, classes=10):
     g = torch.Generator().manual_seed(0)  # the same data on every rank; the sampler shards it
     x = torch.randn(n, dim, generator=g)
@@ -48,6 +61,9 @@ def main():
     parser.add_argument("--ckpt", default=None)
     parser.add_argument("--slow-rank", type=int, default=-1, help="this rank loads its data slower")
     parser.add_argument("--slow-ms", type=float, default=0.5, help="per sample, on the slow rank")
+    parser.add_argument("--slow-forward-rank", type=int, default=-1,
+                        help="this rank's forward is slower (a slower GPU, a heavier shard)")
+    parser.add_argument("--slow-forward-ms", type=float, default=5.0, help="per step, in forward")
     parser.add_argument("--raise-rank", type=int, default=-1, help="this rank raises at --raise-at")
     parser.add_argument("--raise-at", type=int, default=10)
     args = parser.parse_args()
@@ -66,7 +82,10 @@ def main():
     sampler = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=0)
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
 
-    model = DDP(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device),
+    layers = [nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)]
+    if rank == args.slow_forward_rank:
+        layers.insert(0, Pause(args.slow_forward_ms / 1000.0))  # no parameters: DDP sees the same
+    model = DDP(nn.Sequential(*layers).to(device),
                 device_ids=[local_rank] if device.type == "cuda" else None)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

@@ -34,7 +34,7 @@ from tuimon.cli.script import script_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
-from tuimon.variants import MODES, PRECISIONS, SCRIPT, parse_list, product
+from tuimon.variants import MODES, OPT, PRECISIONS, SCRIPT, parse_list, parse_modes, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
 MAX_PROCESSES = 64  # runs in one session (variants x repeats): all alive at once under interleave
@@ -58,7 +58,11 @@ def run_parser() -> Parser:
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo. "
                    "Your own script instead: tuimon run [options] -- python train.py ...")
     p.add_argument("--modes", default="eager,default",
-                   help=f"comma list of compile modes: {', '.join(MODES)} (default: eager,default)")
+                   help=f"comma list of compile modes: {', '.join(MODES)} (default: eager,default); "
+                   f"MODE{OPT} compiles the optimizer step too (default{OPT})")
+    p.add_argument("--compile-optimizer", action="store_true",
+                   help=f"race each compiled mode also with its optimizer step compiled (MODE{OPT}: "
+                   "torch.compile leaves optimizer.step() alone unless asked)")
     p.add_argument("--precision", default="fp32",
                    help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
                    "fp16+GradScaler on CUDA) (default: fp32)")
@@ -165,7 +169,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     ``prepare(args, variants, answer, recipe, script, cache)`` (tuimon sweep) returns the variants to
     run and the budget's deadline, having sized --duration and noted what it skipped."""
     try:
-        modes = parse_list(args.modes, MODES, "mode")
+        modes = parse_modes(args.modes, args.compile_optimizer)
         precisions = parse_list(args.precision, PRECISIONS, "precision")
         fixed, axes = parse_sets(args.set)
     except ValueError as exc:

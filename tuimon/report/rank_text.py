@@ -4,7 +4,7 @@ the statistics (analysis/stats/ranks.py); nothing is computed here but their wor
 
 from __future__ import annotations
 
-from tuimon.analysis import RunStats, own_time_spread, rank_names
+from tuimon.analysis import PART_SHORT, RunStats, own_time_spread, rank_names
 from tuimon.fmt import DASH, fmt_ms
 
 PER_RANK_CELL = 8  # up to this many ranks, the table names each one's median
@@ -58,6 +58,8 @@ def straggler_text(r: RunStats) -> str:
     text = (f"rank {s['rank']}: {s['slower_pct']:.0f} % slower than the others "
             f"(+{fmt_ms(s['slower_ms'])} a step, own time {fmt_ms(own.get(s['rank']))}) "
             f"since step {s['since']}")
+    if s.get("phase"):  # the phase it is slow in (backward less its all-reduce wait)
+        text += f", slow in {s['phase']} (+{fmt_ms(s['phase_ms'])} a step)"
     if len(r.stragglers) > 1:
         text += f"; also {rank_names([x['rank'] for x in r.stragglers[1:]])}"
     return text
@@ -100,7 +102,9 @@ def strip_text(r: RunStats) -> list[str]:
     if r.skew_pct is not None:
         parts.append(f"skew {r.skew_pct:.0f}%")
     if r.stragglers:
-        parts.append(f"straggler r{r.stragglers[0]['rank']}")
+        slow = r.stragglers[0]
+        parts.append(f"straggler r{slow['rank']}" + (f" in {PART_SHORT[slow['phase']]}"
+                                                     if slow.get("phase") else ""))
     if r.compile_divergence:
         parts.append("compiles diverge")
     return parts

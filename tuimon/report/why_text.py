@@ -8,7 +8,12 @@ from tuimon.analysis import HIGH, MEDIUM, VariantWhy
 SEVERITY = {HIGH: "high", MEDIUM: "medium"}
 
 
+HEADING = "## Why compile did not help, and what bounds each step"
+
+
 def headline(v: VariantWhy) -> str:
+    if not v.compiled:
+        return f"{v.label} (not compiled): what bounds its step"
     if v.speedup is None:
         return f"{v.label}: no speedup measured (no eager run of its precision finished steps)"
     verb = "compile helped" if v.helped else "compile did not help"
@@ -16,10 +21,10 @@ def headline(v: VariantWhy) -> str:
 
 
 def markdown(whys: list[VariantWhy]) -> list[str]:
-    """The 'Why compile did not help' section (empty without a compiled variant)."""
+    """The 'Why' section (empty without a variant to diagnose)."""
     if not whys:
         return []
-    out = ["## Why compile did not help", ""]
+    out = [HEADING, ""]
     for v in whys:
         out.append(f"### {headline(v)}")
         out.append("")
@@ -37,7 +42,7 @@ def markdown(whys: list[VariantWhy]) -> list[str]:
 
 
 def top_lines(whys: list[VariantWhy], n: int = 3) -> list[str]:
-    """For the terminal: each compiled variant's headline and its first findings' titles."""
+    """For the terminal: each variant's headline and its first findings' titles."""
     out = []
     for v in whys:
         out.append(f"why {headline(v)}:")

@@ -24,6 +24,7 @@ from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
+from tuimon.variants import compiles_optimizer, model_mode
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -147,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
 
             HintListener(emitter).install()
         profiler = make_profiler(torch, args, trainer, recipe.model, steps)
+        notes = variant_notes(model_mode(args.mode), device)
+        if compiles_optimizer(args.mode):
+            notes.append("the optimizer's step is compiled too (mode default)" if
+                         trainer.optimizer_compiled else "the optimizer's step is left eager: "
+                         f"{type(recipe.optimizer).__name__} defines its own step")
         emitter.emit_now(
             events.RUN_STARTED,
             pid=os.getpid(),
@@ -168,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             warmup=args.warmup,
             threads=torch.get_num_threads(),
             extra=dict(extra),
-            notes=variant_notes(args.mode, device),
+            notes=notes,
             **rank_fields,
         )
         stage = "step"
@@ -218,7 +224,7 @@ def make_profiler(torch, args: argparse.Namespace, trainer, model, steps: int | 
     except ValueError as exc:
         raise SetupError(f"--profile-window: {exc}") from None
     backward = {"off": False, "eager": True, "all": "all"}[args.profile_backward]
-    compiled = args.mode != "eager"
+    compiled = model_mode(args.mode) != "eager"  # the model (eager+opt compiles its optimizer only)
     hook_guards = compiled and backward == "all"
     if hook_guards:
         # Dynamo ignores module hooks added after compilation unless it guards on them; with the

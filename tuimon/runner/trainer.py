@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from tuimon.recipe import Recipe
+from tuimon.runner.compile_optimizer import compile_step
+from tuimon.variants import compiles_optimizer, model_mode
 
 
 @dataclass
@@ -45,8 +47,11 @@ class Trainer:
         self.dtype = amp_dtype(device) if settings.precision == "amp" else None
         use_scaler = self.dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        model = recipe.model
-        self.model = model if settings.mode == "eager" else torch.compile(model, mode=settings.mode)
+        model, mode = recipe.model, model_mode(settings.mode)
+        self.model = model if mode == "eager" else torch.compile(model, mode=mode)
+        # MODE+opt: the optimizer's step compiled too (a recipe's own optimizer; torch's kind)
+        self.optimizer_compiled = compiles_optimizer(settings.mode) and compile_step(
+            torch, recipe.optimizer)
         self.ranked = False  # a rank of a job (runner/distributed.py): steps say their pre_ms
         # Where each part of the last step ended (perf_counter(); ``step``): forward (a rank's
         # backward begins there: its pre_ms), backward, optimizer. ``mark`` takes them: the clock

@@ -93,7 +93,7 @@ class JobFold:
         self.killed: set[int] = set()
         self.pending: dict[int, dict[int, dict]] = {}
         self.next_i = 0  # the lowest step index not joined yet
-        self.series: dict[int, deque] = {}  # rank -> (i, ms, own, pre) of measured job steps
+        self.series: dict[int, deque] = {}  # rank -> (i, ms, own, pre, ph) of measured job steps
         self.counts: dict[int, int] = {}
         self.last_i: dict[int, int] = {}
         self.loss: dict[int, float] = {}
@@ -194,7 +194,7 @@ class JobFold:
         if is_measured(job):
             own = own_times(steps)
             for r, x in steps.items():
-                self.series[r].append((i, x["ms"], own[r], x.get("pre_ms")))
+                self.series[r].append((i, x["ms"], own[r], x.get("pre_ms"), x.get("ph")))
         return job
 
     # ---- the summary ---------------------------------------------------------------------------

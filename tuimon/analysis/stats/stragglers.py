@@ -20,7 +20,10 @@ over the stretch up to the end where its rolling median difference stays above `
 % (that stretch's first step is *since*; a rank slow from the start is slow since the steady
 state's first step), the median difference is at least that much and its 95 % interval (order
 statistics, widened for correlated neighbours) excludes zero. A rank that was slow and
-recovered is no straggler at the end.
+recovered is no straggler at the end. Its **slow phase** (with the ranks' step splits): the
+phase whose time exceeds the other ranks' most, backward taken less the rank's wait for the
+others (its all-reduce), so a rank slow in forward is named for forward, not the others for a
+long backward.
 On CUDA ``pre_ms`` is the host's time (the GPU runs behind it): a rank slowed on its GPU alone
 shows in its GPU figures more than here.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import statistics
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
+from tuimon.events import OTHER, STEP_PHASES
 
 STRAGGLER_PCT = 5.0  # slower than the others by less than this is noise, whatever the interval
 MIN_STEPS = 10  # steady steps a rank needs before it can be called a straggler
@@ -71,7 +75,8 @@ def skew_pct(own: dict[int, float]) -> float | None:
 
 def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
     """Ranks slower than the others beyond noise, slowest first: {rank, slower_pct, slower_ms,
-    since, steps}. ``series``: rank -> (i, ms, own, pre) over the steady state. "The others" at
+    since, steps, and when the steps carry a split, the phase it is slow in: phase, phase_ms}.
+    ``series``: rank -> (i, ms, own, pre[, ph]) over the steady state. "The others" at
     a step: the other rank of two; past two, the median of every rank there (one rank moves it
     by one order statistic at most, and it is computed once a step, not once a rank)."""
     if len(series) < 2:
@@ -108,8 +113,42 @@ def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
         pct = middle / typical * 100.0
         if lo > 0 and pct >= STRAGGLER_PCT:
             found.append({"rank": rank, "slower_pct": round(pct, 1), "slower_ms": round(middle, 3),
-                          "since": stretch[0][0], "steps": len(stretch)})
+                          "since": stretch[0][0], "steps": len(stretch),
+                          **slow_phase(series, rank, stretch[0][0])})
     return sorted(found, key=lambda s: -s["slower_pct"])
+
+
+def _parts(row: tuple) -> dict[str, float] | None:
+    """One rank's step split in ms, with its backward less its wait for slower ranks (DDP's
+    all-reduce waits inside backward: ``wait = ms - own``); None without a split."""
+    ph = row[4] if len(row) > 4 else None
+    if not ph or None in ph:
+        return None
+    parts = dict(zip(STEP_PHASES, (v / 1000.0 for v in ph), strict=True))
+    parts["backward"] = max(0.0, parts["backward"] - max(0.0, row[1] - row[2]))
+    parts[OTHER] = max(0.0, row[2] - sum(parts.values()))
+    return parts
+
+
+def slow_phase(series: dict[int, list[tuple]], rank: int, since: int) -> dict:
+    """The phase a straggler is slow in, from ``since`` on: the one whose time (backward less the
+    all-reduce wait) exceeds the other ranks' most, by the median over the steps
+    ({"phase", "phase_ms"}; {} when its steps have no split)."""
+    mine = {row[0]: p for row in series[rank] if row[0] >= since and (p := _parts(row))}
+    others: dict[int, list[dict]] = {}
+    for r, rows in series.items():
+        if r != rank:
+            for row in rows:
+                if row[0] in mine and (p := _parts(row)):
+                    others.setdefault(row[0], []).append(p)
+    steps = [i for i in mine if i in others]
+    if len(steps) < MIN_STEPS:
+        return {}
+    excess = {name: statistics.median(
+        mine[i][name] - statistics.median(p[name] for p in others[i]) for i in steps)
+        for name in (*STEP_PHASES, OTHER)}
+    name = max(excess, key=excess.get)
+    return {"phase": name, "phase_ms": round(excess[name], 3)} if excess[name] > 0 else {}
 
 
 def _since(diffs: list[tuple[int, float]], threshold: float) -> int:

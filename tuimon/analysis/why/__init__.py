@@ -1,11 +1,13 @@
-"""Why compile did not help: rules over what tuimon recorded, each finding with its evidence and
-what to try. A pure function of the session's summary (itself a function of its events), so
-summary.md, the headless output and the TUI's why pane (key w) show the same findings.
+"""Why compile did not help, and what bounds each variant's step: rules over what tuimon
+recorded, each finding with its evidence and what to try. A pure function of the session's
+summary (itself a function of its events), so summary.md, the headless output and the TUI's why
+pane (key w) show the same findings.
 
 One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs),
 ``recompiles`` (failed guards, the recompile limit), ``cudagraphs`` (skipped or re-recorded),
-``syncs`` (scalar reads and device syncs in the model), ``bound`` (input-bound, launch-bound, an
-eager optimizer), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
+``syncs`` (scalar reads and device syncs in the model; host work between the step's phases),
+``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
+eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
 ``payoff`` (compile that pays off after the run). ``finding`` holds what they share;
 ``report.why_text`` writes the findings for summary.md and the terminal.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from tuimon.analysis.stats import SessionSummary
 from tuimon.analysis.stats.compare import speedup_text
 from tuimon.analysis.stats.rows import columns
-from tuimon.analysis.why.bound import eager_optimizer, input_bound, launch_bound
+from tuimon.analysis.why.bound import input_bound, launch_bound, optimizer_bound, phase_split
 from tuimon.analysis.why.breaks import graph_breaks
 from tuimon.analysis.why.cudagraphs import cudagraphs
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy, context
@@ -25,28 +27,33 @@ from tuimon.analysis.why.payoff import payoff
 from tuimon.analysis.why.recompiles import recompiles
 from tuimon.analysis.why.syncs import host_syncs
 
-RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, eager_optimizer,
-         memory, payoff, op_diff)
+RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, optimizer_bound,
+         memory, payoff, op_diff, phase_split)
+# An eager variant: what bounds its step (compile's own rules have nothing to read there).
+EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split)
 
 __all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "VariantWhy", "diagnose"]
 
 
 def diagnose(summary: SessionSummary) -> list[VariantWhy]:
     """One entry per compiled variant (with --repeats, per combined variant): its speedup, and
-    its findings, the most severe and costly first."""
+    its findings, the most severe and costly first; and one per eager variant with a finding
+    (what bounds its step: data, optimizer, host, syncs, or compute)."""
     out = []
     for row in columns(summary):
-        if not row.compiled:
-            continue
         ctx = context(row, summary)
         findings = []
-        for rule in RULES:
+        for rule in RULES if row.compiled else EAGER_RULES:
             try:
                 findings += rule(ctx)
             except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
                 findings.append(Finding("internal", f"the {rule.__name__} rule failed: "
                                         f"{type(exc).__name__}: {exc}", [], [], INFO))
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
+        if not row.compiled:
+            if findings:
+                out.append(VariantWhy(row.run, row.label, None, False, findings, compiled=False))
+            continue
         helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
         speed = None
         if row.speedup is not None:

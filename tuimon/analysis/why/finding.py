@@ -1,6 +1,6 @@
 """What a rule of the diagnosis returns (a ``Finding``: what, its evidence, what to try) and what
-it reads (a ``Context``: one compiled variant, its eager baseline and their profiler captures,
-all from the session's summary)."""
+it reads (a ``Context``: one variant, for a compiled one its eager baseline, and their profiler
+captures, all from the session's summary)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ class Finding:
 
 @dataclass
 class Context:
-    row: RunStats  # a compiled variant (a combined row with --repeats)
-    baseline: RunStats | None  # its eager baseline, same precision
+    row: RunStats  # a variant (a combined row with --repeats)
+    baseline: RunStats | None  # a compiled variant's eager baseline, same precision (eager: None)
     capture: dict | None  # its last usable profiler capture
     base_capture: dict | None  # the baseline's
     summary: SessionSummary
@@ -52,6 +52,11 @@ class Context:
     def on_gpu(self) -> bool:
         return (self.row.device or "").startswith("cuda")
 
+    @property
+    def rows(self) -> list[RunStats]:
+        """The session's columns (with --repeats, its combined variants)."""
+        return columns(self.summary)
+
 
 @dataclass
 class VariantWhy:
@@ -60,9 +65,11 @@ class VariantWhy:
     speedup: str | None  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"; None: no baseline
     helped: bool  # faster than its baseline beyond noise
     findings: list[Finding] = field(default_factory=list)
+    compiled: bool = True  # False: an eager variant, diagnosed for what bounds its step
 
     def to_dict(self) -> dict:
-        return {"run": self.run, "label": self.label, "speedup": self.speedup, "helped": self.helped,
+        return {"run": self.run, "label": self.label, "compiled": self.compiled,
+                "speedup": self.speedup, "helped": self.helped,
                 "findings": [f.to_dict() for f in self.findings]}
 
 
@@ -85,7 +92,7 @@ def baseline_of(row: RunStats, summary: SessionSummary) -> RunStats | None:
 
 
 def context(row: RunStats, summary: SessionSummary) -> Context:
-    base = baseline_of(row, summary)
+    base = baseline_of(row, summary) if row.compiled else None  # eager: diagnosed on its own
     ctx = Context(row, base, capture_of(row, summary),
                   capture_of(base, summary) if base is not None else None, summary)
     for which, r, cap in (("row", row, ctx.capture), ("base", base, ctx.base_capture)):

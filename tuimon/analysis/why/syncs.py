@@ -1,13 +1,15 @@
 """Host syncs in the step: scalar reads (``.item()``) and device syncs the profiler's sync
 detector found in the model's forward and backward (runner/profiling/analysis.py), named by
-module where the eager capture had module spans."""
+module where the eager capture had module spans; and, from the step's phases, host work between
+them (much of the step in "other": scalar reads, logging between backward and the next forward)."""
 
 from __future__ import annotations
 
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
-from tuimon.fmt import short_name
+from tuimon.fmt import fmt_ms, short_name
 
 KINDS = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
+OTHER_SHARE = 0.2  # this much of a step outside its phases: host work between them
 
 
 def in_model(s: dict) -> bool:
@@ -26,14 +28,25 @@ def line(s: dict, who: str) -> str:
     return f"{s['op']} ×{s['count']:g}/step at {where}{context} ({KINDS.get(s['kind'], s['kind'])}; {who})"
 
 
+def between_phases(ctx: Context) -> tuple[float, float] | None:
+    """(share, mean ms) of the step outside data, forward, backward and optimizer ("other"),
+    when the run saw all four: host work between them (scalar reads, logging, zero_grad)."""
+    r = ctx.row
+    other = r.step_phases.get("other")
+    if not other or r.phases_missing or other.get("share") is None:
+        return None
+    return other["share"], other["mean_ms"]
+
+
 def host_syncs(ctx: Context) -> list[Finding]:
     found = []
     base = ctx.baseline.label if ctx.baseline else ""
     for cap, who in ((ctx.base_capture, base), (ctx.capture, ctx.row.label)):
         if cap:
             found += [(s, f"{who}'s {span(cap)}") for s in cap.get("syncs") or [] if in_model(s)]
+    between = between_phases(ctx)
     if not found:
-        return []
+        return _between(ctx, between)
     first = found[0][0]
     named = next((s for s, _ in found if s.get("module")), first)
     mine = [s for s in (ctx.capture or {}).get("syncs") or [] if in_model(s)]
@@ -47,6 +60,9 @@ def host_syncs(ctx: Context) -> list[Finding]:
     if not ctx.on_gpu:
         evidence.append("on this CPU run a scalar read costs little; on a GPU each one makes the host "
                         "wait for the device, and the next kernels wait for the host")
+    if between is not None and between[0] >= OTHER_SHARE / 2:
+        evidence.append(f"{between[0]:.0%} of {ctx.row.label}'s step falls between its phases (other: "
+                        f"{fmt_ms(between[1])}), where a scalar read makes the host wait")
     breaks = [b for b in ctx.row.graph_breaks if any(w in b["reason"].lower() for w in ("item", "scalar"))]
     if breaks:
         evidence.append(f"under torch.compile it also breaks the graph: {breaks[0]['where']}")
@@ -60,3 +76,22 @@ def host_syncs(ctx: Context) -> list[Finding]:
     severity = HIGH if ctx.on_gpu and device else MEDIUM if in_step else INFO
     cost = (sum(s.get("ms") or 0.0 for s in mine) or None) if ctx.row_timed else None
     return [Finding("syncs", title, evidence, advice, severity, cost)]
+
+
+def _between(ctx: Context, between: tuple[float, float] | None) -> list[Finding]:
+    """No sync in a capture, but much of the step outside its phases: host work between them."""
+    if between is None or between[0] < OTHER_SHARE:
+        return []
+    frac, ms = between
+    evidence = [f"{ctx.row.label}: {fmt_ms(ms)} a step ({frac:.0%}) outside data, forward, backward "
+                "and optimizer (other)"]
+    if ctx.on_gpu:
+        evidence.append("on the GPU's timeline: time the device waited for the host between two "
+                        "phases, as after a scalar read (.item(), a tensor printed or compared)")
+    advice = ["look for per-step host work between backward and the next forward: .item() or "
+              "float(loss) every step, logging, metrics on the host, a checkpoint",
+              "keep values on the device and read them every N steps"]
+    if ctx.on_gpu:
+        advice.append("torch.cuda.set_sync_debug_mode('warn') names every line that syncs")
+    return [Finding("syncs", f"host work between phases: {frac:.0%} of the step is outside them",
+                    evidence, advice, MEDIUM if ctx.on_gpu else INFO, ms)]

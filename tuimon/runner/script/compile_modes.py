@@ -6,20 +6,25 @@ never compiles still gets its compiled variants: once an optimizer exists, the f
 called whose parameters include all the optimizer's is compiled in place
 (``Module.compile(mode=...)``) at that first call, so its first forward runs eager and the
 next one compiles (step 1 holds the compile). The module is found by a one-shot global forward
-pre-hook, removed once found, so no hook is ever traced by Dynamo.
+pre-hook, removed once found, so no hook is ever traced by Dynamo. A ``MODE+opt`` variant also
+compiles every optimizer's step as the optimizer is made (runner/compile_optimizer.py).
 """
 
 from __future__ import annotations
 
 import torch
 
+from tuimon.runner.compile_optimizer import compile_step
+from tuimon.variants import compiles_optimizer, model_mode
+
 INDUCTOR = "inductor"
 
 
 class CompileModes:
     def __init__(self, mode: str, auto: bool, say) -> None:
-        self.mode = mode
-        self.auto = auto and mode != "eager"
+        self.mode = model_mode(mode)  # the model's ('default+opt' -> 'default')
+        self.auto = auto and self.mode != "eager"
+        self.compile_optimizer = compiles_optimizer(mode)  # MODE+opt: every optimizer's step too
         self.say = say  # one line for the run's notes
         self.script_compiles = 0
         self.auto_compiled = None  # the module compiled by tuimon, if any
@@ -99,6 +104,12 @@ class CompileModes:
 
     # ---- compiling a script that never does ---------------------------------------------------
     def optimizer_made(self, optimizer) -> None:
+        if self.compile_optimizer:
+            name = type(optimizer).__name__
+            if compile_step(torch, optimizer, self._orig_compile):  # not the script's call
+                self.say(f"tuimon compiles the optimizer's step too ({name}, mode default)")
+            else:
+                self.say(f"the optimizer's step is left eager: {name} defines its own step")
         if not self.auto or self.script_compiles or self._optimizer_params is not None:
             return
         self._optimizer_params = {id(p) for group in optimizer.param_groups for p in group["params"]}

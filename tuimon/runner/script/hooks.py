@@ -266,7 +266,7 @@ def _profiler(cfg: dict, run):
 
     wait, warmup, active = parse_window(cfg.get("profile_window") or "1,2,3")
     backward = {"off": False, "eager": True, "all": "all"}[cfg.get("profile_backward") or "off"]
-    compiled = cfg["mode"] != "eager"
+    compiled = cfg["mode"].removesuffix("+opt") != "eager"  # the model's mode (variants.OPT)
     if compiled and backward:
         backward = False  # module hooks on a compiled module would recompile it mid-run
     device_type = "cuda" if run.device.startswith("cuda") else "cpu"

@@ -1,6 +1,7 @@
-"""The why pane (key w): why compile did not help the focused variant (or, on an eager panel,
-every compiled one): the findings of ``session.why`` with their evidence and what to try. The
-findings are the summary's, the same as summary.md's "Why" section; this module only draws."""
+"""The why pane (key w): why compile did not help the focused variant, or what bounds an eager
+one's step (on a panel without findings, every variant's): the findings of ``session.why`` with
+their evidence and what to try. The findings are the summary's, the same as summary.md's "Why"
+section; this module only draws."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
 
 def render(live: RunLive | None, whys: list[VariantWhy]):
     if not whys:
-        return Text("why: no compiled variant in this session (n adds one)", style="dim")
-    # The focused variant first; on an eager panel, every compiled one in order.
+        return Text("why: nothing to say yet (no finding for an eager run; n adds a compiled one)",
+                    style="dim")
+    # The focused variant first; on a panel without a finding, every variant in order.
     focused = [v for v in whys if live is not None and v.run == live.run]
     parts: list = []
     for v in focused or whys:
@@ -44,5 +46,5 @@ def render(live: RunLive | None, whys: list[VariantWhy]):
             parts += [Padding.indent(Text(f"try: {line}", style="green"), 4) for line in f.advice]
     if focused and len(whys) > 1:
         others = ", ".join(v.label for v in whys if v.run != live.run)
-        parts.append(Text(f"other compiled variants ({others}): focus their panel", style="dim"))
+        parts.append(Text(f"other variants ({others}): focus their panel", style="dim"))
     return Group(*parts)
