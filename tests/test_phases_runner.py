@@ -16,6 +16,7 @@ import torch
 from conftest import SCRIPTS
 from test_end_to_end import runs_of
 from test_profiling import ListEmitter
+from test_profiling import one_thread as one_thread  # noqa: PLC0414 - a fixture, used by name
 from test_units import FakeCuda, FakeEvent
 
 from tuimon import events
@@ -365,3 +366,20 @@ def test_parts_a_script_does_not_show_are_none_and_said(tuimon):
     steady = _steady(kinds)
     assert steady and all(s["ph"][0] is None and s["ph"][1] is None and s["ph"][3] is None
                           and s["ph"][2] > 0 for s in steady)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_captured_steps_phases_sit_beside_the_captures_own_split():
+    """The steps a profiler capture records carry their phases too (marked as every step is),
+    and they agree with the capture's labels of the same steps (bench/phase_agreement.py)."""
+    from test_profiling import TINY, build, of, train
+
+    evs, _ = train(build(TINY, batch_size=32), 60, at=20, window=(1, 1, 8))
+    (done,) = of(evs, events.PROFILE, state="done")
+    steps = [s for s in of(evs, events.STEP) if s.get("profiled") and s["i"] in
+             range(done["active_steps"][0], done["active_steps"][-1] + 1)]
+    assert len(steps) == 8 and all(None not in s["ph"] for s in steps)
+    for k, part in enumerate(("forward", "backward", "optimizer")):
+        mine = statistics.fmean(s["ph"][k + 1] for s in steps) / 1000
+        theirs = done["split"][f"{part}_ms"]
+        assert mine == pytest.approx(theirs, rel=0.35), (part, mine, theirs)

@@ -198,13 +198,18 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 t_data = perf()
                 with capture.label("data"):
                     batch = move(next_batch())
-                data_ms = (perf() - t_data) * 1000.0
+                t_moved = perf()
+                data_ms = (t_moved - t_data) * 1000.0
+                if cuda_mark is not None:
+                    cuda_mark()
                 loss = trainer.profiled_step(batch, capture)
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
-                if ph_col is not None:
-                    ph_col[i & mask] = None  # the profiler's labels and hooks are in its parts
+                if ph_col is not None:  # the profiler's cost is in these parts: kept apart
+                    m_f = tr.m_f
+                    ph_col[i & mask] = ((data_ms, (m_f - t_moved) * 1000.0, (tr.m_b - m_f) * 1000.0,
+                                         (tr.m_o - tr.m_b) * 1000.0) if m_f >= t_moved else None)
                 if pre_col is not None:
                     pre_col[i & mask] = None
             ended = wall()

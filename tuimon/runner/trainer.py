@@ -134,13 +134,19 @@ class Trainer:
         return self._labelled_step(batch, capture)
 
     def _labelled_step(self, batch, capture):
+        # Marked as ``step`` is, so a captured step's phases can be set beside the capture's
+        # own split of the same steps (bench/phase_agreement.py).
+        mark = self.mark
         with capture.label("forward"):
             loss = self.forward(batch)
+        self.m_f = mark()
         with capture.label("backward"):
             self.backward(loss)
             capture.end_backward()
+        self.m_b = mark()
         with capture.label("optimizer"):
             self.optimize()
+        self.m_o = mark()
         return loss.detach()
 
 
