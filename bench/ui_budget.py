@@ -6,7 +6,8 @@ that another process writes, typed at through a real terminal. Run by hand:
 
 1. a writer process (this file, ``writer``) creates a session directory, serves its control
    socket as a daemon does (control/channel.py) and appends to events.jsonl what 4 runners at
-   ``--rate`` steps/s would (a batch every 0.25 s each, as runner flushes; the compiled runs
+   ``--rate`` steps/s would (a batch every 0.25 s each, as runner flushes, each step with its
+   phases, so the panels' phase bars are drawn; the compiled runs
    first compile for 3 s with live compile phases; probe samples every 0.5 s, with synthetic
    GPUs under --gpu);
 2. the UI process (this file, ``ui``) opens the session as ``tuimon attach`` does (RemoteSource,
@@ -107,7 +108,9 @@ def writer(path: Path, rate: float, runs: int, seconds: float, gpu: bool) -> Non
                 ms = base * (1 + 0.05 * rng.random()) * (6 if rng.random() < 0.002 else 1)
                 e = {"type": "step", "t": now - (n - k) * 0.001, "run": name, "i": i,
                      "ms": round(ms, 4), "data_ms": 0.01, "n": 32, "loss": 2.0 / (1 + i * 1e-3),
-                     "phase": "warmup" if i < 50 else "steady"}
+                     "phase": "warmup" if i < 50 else "steady",
+                     # the step's phases, as runners send them: the panels' phase bars are on
+                     "ph": [10, round(ms * 400), round(ms * 350), round(ms * 200)]}
                 if i == 0 and not name.startswith("eager"):
                     e["compile_ms"] = 3000.0
                     e["ms"] = 3001.0

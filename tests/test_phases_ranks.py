@@ -18,10 +18,12 @@ from tuimon.report.rank_text import straggler_text, strip_text
 PY = sys.executable
 
 
-def split_job(slow_rank: int, slow_in: str, slow_ms: float = 4.0, steps: int = 120, seed: int = 0):
+def split_job(slow_rank: int, slow_in: str, slow_ms: float = 4.0, steps: int = 120, seed: int = 0,
+              rank0_other: float = 0.0):
     """Two DDP-like ranks: data 1, forward 3, backward 4, optimizer 1, other 0.2 ms, plus
     ``slow_ms`` in ``slow_in`` on ``slow_rank``. Every rank's all-reduce (in backward) waits for
-    the last one to get there, so the fast rank's backward holds the wait."""
+    the last one to get there, so the fast rank's backward holds the wait. ``rank0_other``: rank
+    0's extra work after the step's parts (logging), which makes its step a hair longer."""
     rng = random.Random(seed)
     run = "eager-script"
     out = [events.make(events.RUN_QUEUED, run, mode="eager", precision="script")]
@@ -40,7 +42,7 @@ def split_job(slow_rank: int, slow_in: str, slow_ms: float = 4.0, steps: int = 1
         for r, p in parts.items():
             p["backward"] += max(pre.values()) - pre[r]  # waits in the all-reduce
         for r, p in parts.items():
-            ms = sum(p.values()) + 0.2
+            ms = sum(p.values()) + 0.2 + (rank0_other if r == 0 else 0.0)
             out.append(events.make(events.STEP, run, i=i, t=1000.0 + i * 0.02, ms=round(ms, 4),
                                    data_ms=p["data"], n=32, loss=1.0, rank=r, pre_ms=round(pre[r], 4),
                                    phase="warmup" if i == 0 else "steady",
@@ -77,3 +79,13 @@ def test_a_real_ddp_job_with_one_rank_slow_in_forward_names_forward(tuimon):
     assert slow["phase_ms"] > 5.0  # 8 ms of sleep a step, less what the clocks and load blur
     md = (session / "summary.md").read_text()
     assert "slow in forward (+" in md
+
+
+def test_the_jobs_split_is_the_rank_the_others_waited_for():
+    """Every rank's step ends together: the job's phases come from the last rank to reach
+    backward (here rank 1, slow in data), not from whichever rank's time is a hair longer (rank
+    0's: it logs)."""
+    (row,) = summarize(split_job(1, "data", slow_ms=6.0, rank0_other=0.3)).runs
+    data = row.step_phases["data"]["median_ms"]
+    assert data == pytest.approx(7.0, rel=0.05)  # rank 1's 1 + 6 ms, at every step
+    assert row.step_phases["backward"]["median_ms"] == pytest.approx(4.0, rel=0.05)  # no wait

@@ -184,8 +184,13 @@ class JobFold:
         compile_ms = max((x.get("compile_ms") or 0.0) for x in steps.values())
         if compile_ms:
             job["compile_ms"] = compile_ms
-        if s.get("ph") is not None:  # the slowest rank's split, as its time
-            job["ph"] = s["ph"]
+        # The job's split: the rank the others waited for (the last to reach backward(); its
+        # backward holds no wait), else the slowest; under DDP every rank's step ends together,
+        # so the slowest by time is any of them.
+        pres = {r: x["pre_ms"] for r, x in steps.items() if x.get("pre_ms") is not None}
+        critical = steps[max(pres, key=pres.get)] if pres else s
+        if critical.get("ph") is not None:
+            job["ph"] = critical["ph"]
         profiled = next((x["profiled"] for x in steps.values() if x.get("profiled")), None)
         if profiled:
             job["profiled"] = profiled
