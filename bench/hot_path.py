@@ -7,12 +7,14 @@ preallocated loss tensor, its backward and optimizer do nothing; the step still 
 part ends, for the step's phases), set up as ``python -m tuimon.runner`` sets it up: events
 written to /dev/null by the runner's Emitter, a control pipe polled at every step boundary (its
 write end held open, nothing sent), an idle profiler, a compile watch. A bare loop calls the
-same no-op step. Blocks of steps alternate; the difference per step is what tuimon costs around
-a step: the clocks, the batch hand-over, the phases' marks, the loss capture, the bookkeeping,
-the control poll, the flush checks, and the building and encoding of the step events (paid at
-each flush, counted here per step).
+same no-op step (and detaches the loss, as the trainer's step does). Blocks of steps alternate;
+the difference per step is what tuimon costs around a step: the clocks, the batch hand-over,
+the phases' marks, the loss capture, the bookkeeping, the control poll, the flush checks, and
+the building and encoding of the step events (paid at each flush, counted here per step).
 
-Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--profile`` runs
+Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--phases``: the
+step's phases alone, the loop splitting each step against the same loop with a step that marks
+nothing (it then splits none and sends no ``ph``), interleaved in one process. ``--profile`` runs
 one block under cProfile and prints where the time goes instead. ``--device cuda``: the batch and
 the loss live on the GPU, so the loop's CUDA path runs (timing events recorded each step and read
 lazily, the loss copied asynchronously into the pinned ring); the no-op step launches nothing.
@@ -54,6 +56,12 @@ def no_op_step(batch):
     return LOSS
 
 
+def bare_step(batch):
+    """The bare loop's step: what Trainer.step does around its parts that is not tuimon's (it
+    hands back the loss detached)."""
+    return no_op_step(batch).detach()
+
+
 def trainer(r: Recipe, steps: int) -> loop.Trainer:
     """The runner's step (``Trainer.step``: its parts, each end marked for the step's phases)
     with parts that do nothing: the recipe's work is nothing, what is left is tuimon's."""
@@ -64,15 +72,19 @@ def trainer(r: Recipe, steps: int) -> loop.Trainer:
     return t
 
 
-def instrumented(r: Recipe, steps: int, sink: int) -> float:
-    """Seconds for ``steps`` steps of the runner's loop, set up as the runner sets it up."""
+def instrumented(r: Recipe, steps: int, sink: int, phases: bool = True) -> float:
+    """Seconds for ``steps`` steps of the runner's loop, set up as the runner sets it up;
+    ``phases`` False: the step marks nothing (the bare loop's step), so the loop splits none."""
     read_fd, write_fd = os.pipe()
     try:
         control = Control(read_fd)
         profiler = Profiler(device_type=DEVICE.split(":")[0], model=r.model, compiled=False, run="bench")
-        t = time.perf_counter()
-        loop.run(trainer(r, steps), Emitter(sink, "bench"), CompileWatch(), control, profiler)
-        return time.perf_counter() - t
+        t = trainer(r, steps)
+        if not phases:
+            t.step = bare_step
+        start = time.perf_counter()
+        loop.run(t, Emitter(sink, "bench"), CompileWatch(), control, profiler)
+        return time.perf_counter() - start
     finally:
         os.close(write_fd)
         os.close(read_fd)
@@ -82,17 +94,20 @@ def bare(r: Recipe, steps: int) -> float:
     t = time.perf_counter()
     batch = r.batches[0]
     for _ in range(steps):
-        no_op_step(batch)
+        bare_step(batch)
     return time.perf_counter() - t
 
 
-def measure(steps: int, rounds: int) -> list[float]:
+def measure(steps: int, rounds: int, phases_only: bool = False) -> list[float]:
+    """(instrumented - bare) per step, µs; ``phases_only``: (the loop splitting each step - the
+    same loop with a step that marks nothing), the phases' own cost."""
     r = recipe()
     out = []
     with open(os.devnull, "wb") as sink:
         instrumented(r, 1000, sink.fileno())  # warm up imports and caches
+        instrumented(r, 1000, sink.fileno(), phases=False)
         for _ in range(rounds):
-            b = bare(r, steps)
+            b = instrumented(r, steps, sink.fileno(), phases=False) if phases_only else bare(r, steps)
             i = instrumented(r, steps, sink.fileno())
             out.append((i - b) / steps * 1e6)
     return out
@@ -118,6 +133,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--device", default="cpu")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--phases", action="store_true",
+                   help="the step's phases alone: the loop with a step that marks its parts against "
+                   "the same loop with one that marks nothing")
     a = p.parse_args()
     torch.set_num_threads(1)
     global DEVICE, LOSS
@@ -125,12 +143,14 @@ def main() -> None:
     if a.profile:
         profile(a.steps)
         return
-    us = measure(a.steps, a.rounds)
+    us = measure(a.steps, a.rounds, a.phases)
     import tuimon
 
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"tuimon {Path(tuimon.__file__).parent.parent}, torch {torch.__version__}, "
-          f"{os.cpu_count()} cores, device {DEVICE}")
-    print(f"tuimon's own work: median {statistics.median(us):.2f} µs/step (min {min(us):.2f}, "
+          f"{os.cpu_count()} cores, device {DEVICE}, load {load}")
+    what = "the step's phases" if a.phases else "tuimon's own work"
+    print(f"{what}: median {statistics.median(us):.2f} µs/step (min {min(us):.2f}, "
           f"max {max(us):.2f}) over {a.rounds} interleaved blocks of {a.steps} no-op steps")
 
 

@@ -27,22 +27,24 @@ class Timeline:
     """The parts of the step under way, from a script's hooks. ``mark``: the CUDA clock's
     ``mark`` on a GPU (set when the run starts), None on the CPU."""
 
-    __slots__ = ("acc", "cur", "t", "stack", "mark", "seen", "all_seen", "guard")
+    __slots__ = ("acc", "cur", "t", "stack", "mark", "seen", "all_seen", "guard", "perf")
 
     def __init__(self) -> None:
+        self.perf = time.perf_counter  # the clock, as it is when the run starts (a test's fake)
         self.acc = [0.0] * (OTHER + 1)  # seconds in each part so far this step (CPU)
         self.cur = OTHER  # the part open now
-        self.t = time.perf_counter()  # when the stretch under way began (CPU)
+        self.t = self.perf()  # when the stretch under way began (CPU)
         self.stack: list[int] = []  # the parts the open one is nested in
         self.mark = None
         self.seen = [False] * OTHER  # parts this run has seen at all
         self.all_seen = False
         self.guard = None  # a SyncGuard on CUDA: event records count as tuimon's work
 
+    # Two hooks a part, a few a step: kept to a clock read and a few slot loads each (CPU).
     def enter(self, part: int) -> None:
         cur = self.cur
         if self.mark is None:
-            now = time.perf_counter()
+            now = self.perf()
             self.acc[cur] += now - self.t
             self.t = now
         else:
@@ -53,12 +55,13 @@ class Timeline:
 
     def leave(self) -> None:
         if self.mark is None:
-            now = time.perf_counter()
+            now = self.perf()
             self.acc[self.cur] += now - self.t
             self.t = now
         else:
             self._mark(self.cur)
-        self.cur = self.stack.pop() if self.stack else OTHER
+        stack = self.stack
+        self.cur = stack.pop() if stack else OTHER
 
     def _mark(self, part: int) -> None:
         guard = self.guard
@@ -71,7 +74,7 @@ class Timeline:
 
     def end(self) -> tuple:
         """The step ends now (CPU): its parts in ms, None for a part this run never saw."""
-        now = time.perf_counter()
+        now = self.perf()
         acc = self.acc
         acc[self.cur] += now - self.t
         if self.all_seen:
@@ -96,4 +99,4 @@ class Timeline:
         if self.stack:
             self.stack.clear()
         self.cur = OTHER
-        self.t = time.perf_counter()
+        self.t = self.perf()

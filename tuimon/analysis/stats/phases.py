@@ -23,6 +23,7 @@ from tuimon.events import OTHER, STEP_PHASES
 PARTS = (*STEP_PHASES, OTHER)
 SHORT = {"data": "data", "forward": "fwd", "backward": "bwd", "optimizer": "opt", "other": "other"}
 MIN_STEPS = 3  # steady steps with a split a run needs for its phases
+RHO_STEPS = 1000  # a phase's lag-1 autocorrelation: from its latest steps this many
 # A phase this small a share of both steps (or under MIN_MS) gets no speedup: a ratio of two
 # specks is noise, whatever it reads.
 MIN_SHARE = 0.02
@@ -31,37 +32,38 @@ MIN_MS = 0.005
 
 def phase_stats(r: RunStats, steady: list[dict]) -> None:
     """``r.step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
-    and ``r.phases_missing`` from the run's steady steps (in step order)."""
+    and ``r.phases_missing`` from the run's steady steps (in step order). Figures are computed
+    in µs (the events' unit) and scaled once: a live view recomputes them every second or so."""
     split = [s for s in steady if s.get("ph")]
     r.step_phases, r.phases_missing = {}, []
     if len(split) < MIN_STEPS:
         return
     n = len(split)
-    series: dict[str, list[float]] = {p: [] for p in PARTS}
-    for k, name in enumerate(STEP_PHASES):
-        values = [s["ph"][k] for s in split]
-        if sum(v is None for v in values) * 2 > n:  # not seen in most steps: in other
+    columns = list(zip(*(s["ph"] for s in split), strict=False))  # a column a phase, µs
+    series: dict[str, list] = {}
+    for name, col in zip(STEP_PHASES, columns, strict=False):
+        if col.count(None) * 2 > n:  # not seen in most steps: in other
             r.phases_missing.append(name)
-    seen = [k for k, name in enumerate(STEP_PHASES) if name not in r.phases_missing]
-    for s in split:
-        ph, known = s["ph"], 0.0
-        for k in seen:
-            ms = (ph[k] or 0) / 1000.0
-            series[STEP_PHASES[k]].append(ms)
-            known += ms
-        series[OTHER].append(max(0.0, s["ms"] - known))
-    mean_step = statistics.fmean(s["ms"] for s in split)
-    for name in PARTS:
-        values = series[name]
-        if not values:
-            continue
+        else:
+            series[name] = [v or 0 for v in col] if None in col else list(col)
+    seen = list(series.values())
+    step_us = [s["ms"] * 1000.0 for s in split]
+    if len(seen) == len(STEP_PHASES):  # the usual case, without a sum() a step
+        series[OTHER] = [max(0.0, t - a - b - c - d) for t, a, b, c, d in zip(step_us, *seen, strict=True)]
+    else:
+        series[OTHER] = [max(0.0, t - sum(parts)) for t, *parts in zip(step_us, *seen, strict=True)]
+    mean_step = math.fsum(step_us) / n
+    for name, values in ((p, series[p]) for p in PARTS if p in series):
         ordered = sorted(values)
-        lo, hi = median_interval(ordered, lag1_autocorr(values))
-        mean = statistics.fmean(values)
+        # The neighbours' correlation from the latest steps (enough to widen the interval).
+        lo, hi = median_interval(ordered, lag1_autocorr(values[-RHO_STEPS:]))
+        mean = math.fsum(values) / n
+        middle = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
         r.step_phases[name] = {
-            "median_ms": statistics.median(ordered), "p10_ms": percentile(ordered, 0.10),
-            "p90_ms": percentile(ordered, 0.90), "mean_ms": mean,
-            "share": mean / mean_step if mean_step > 0 else None, "ci_lo": lo, "ci_hi": hi}
+            "median_ms": middle / 1000.0, "p10_ms": percentile(ordered, 0.10) / 1000.0,
+            "p90_ms": percentile(ordered, 0.90) / 1000.0, "mean_ms": mean / 1000.0,
+            "share": mean / mean_step if mean_step > 0 else None, "ci_lo": lo / 1000.0,
+            "ci_hi": hi / 1000.0}
 
 
 def combine_phases(row: RunStats, group: list[RunStats]) -> None:

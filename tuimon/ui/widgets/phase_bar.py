@@ -21,13 +21,18 @@ class PhaseBar(Static):
     def __init__(self) -> None:
         super().__init__(classes="phase-bar")
         self.display = False
+        self._drawn: tuple = (None, 0)  # (the stats, the width) it was drawn from
 
     def show(self, stats: RunStats | None) -> None:
         if stats is None or not stats.step_phases:
             self.display = False
             return
         self.display = True
-        update(self, bar(stats, self.content_size.width or 36))
+        width = self.content_size.width or 36
+        if self._drawn[0] is stats and self._drawn[1] == width:
+            return  # the same summary's row (it changes a few times a second at most)
+        self._drawn = (stats, width)
+        update(self, bar(stats, width))
 
 
 def bar(r: RunStats, width: int) -> Text:
