@@ -32,12 +32,32 @@ COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, 
 GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
 RECOMPILE = "recompile"  # compile_id, reasons: [str]
 CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind skipped | rerecorded, text
+# One cache lookup torch reported while compiling (warm start, docs/compile.md#warm-start):
+#   compile_id, cache: fx | aot, state: hit | miss | bypass, key, reason (a bypass's), saved_s (a
+#   hit's compile time saved), parts {component: hash} of the key (the graph, each input's dtype
+#   and shape as "brief", torch version, system, ...; inductor_config[...] entries once a process
+#   and whenever they change: config_parts), briefs {component: short value}
+CACHE_LOOKUP = "cache_lookup"
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
 RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart);
-#   replicate, repeats: with --repeats, which round of how many
+#   replicate, repeats: with --repeats, which round of how many; a compiled run's start: cold (a
+#   fresh, empty cache) | warm (seeded from compile artifacts: seed, its run or session) |
+#   persistent (--cache-dir / --warm-cache: the user's own cache, cold or warm as torch says)
 RUN_EXITED = "run_exited"  # returncode, seconds
+# A compiled run's compile artifacts (control/warm.py, runner/warm_start.py), by the supervisor or
+# the runner: action seeded (its fresh cache filled from: seed {run | session, path}, kind dir |
+#   bundle, bytes, files, seconds) | loaded (the bundle read into torch: bytes, entries, seconds) |
+#   saved (the runner's bundle: bytes, entries; or text when torch has none) | kept (its cache
+#   directory kept in the session: dir_bytes, files, bundle_bytes) | unusable (text: one line; the
+#   run compiles cold)
+ARTIFACTS = "artifacts"
+# --cache-from SESSION: what the runs start from, recorded once at the session's start: session
+#   (its name), path, meta {torch, triton, python, platform, host, cpus, recipe, recipe_sha, set,
+#   ...}, runs {run: {mode, precision, axes, device_name, params, batch_size, image_size, extra,
+#   lookups: [cache_lookup fields]}}
+CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
 # A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with

@@ -31,6 +31,8 @@ from tuimon.cli.args import (
 )
 from tuimon.cli.jobs import check_jobs
 from tuimon.cli.script import script_settings
+from tuimon.cli.warm import add_flags as add_warm_flags
+from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
@@ -125,6 +127,7 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
+    add_warm_flags(p)
     p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
                    help="warn when a started run sends no step for this long, compiling, paused "
                    "or waiting for its turn aside (default: 600)")
@@ -196,6 +199,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
+    warm = warm_settings(args, cache_dir)
 
     from rich.console import Console
 
@@ -206,7 +210,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     from tuimon.sessiondir.store import SessionStore, StoreError, StoreWriteError
 
     variants = product(modes, precisions, axes)
-    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
+    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance,
+              "start": args.start}
     answer = {key: value for key, value in answer.items() if value}
     deadline = None
     if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
@@ -225,6 +230,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
     if script is not None:
         meta["command"] = script["command"]
+    here_facts(meta, recipe, warm)  # the recipe's hash; beside --cache-from's facts
     try:
         store.write_meta(meta)
     except OSError as exc:  # a disk full already: nothing is launched
@@ -237,7 +243,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
                 env=dict(PIN_MALLOC) if args.pin_malloc else {},
                 repeats=args.repeats, script=script, nproc=args.nproc, answer=answer,
-                deadline_s=deadline)
+                deadline_s=deadline, warm=warm)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.cli.detached import run_detached
@@ -373,7 +379,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
                                                   "interval", "horizon", "loss_tolerance",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
-                                                  "profile_backward", "no_auto_capture")},
+                                                  "profile_backward", "no_auto_capture",
+                                                  "warm", "cold", "cache_from", "warm_from", "start")},
         "cache": cache_text(cache_dir),
         "host": socket.gethostname(),
         "platform": platform.platform(),

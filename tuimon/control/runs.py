@@ -55,6 +55,11 @@ class Plan:
     answer: dict = field(default_factory=dict)
     deadline_s: float | None = None  # tuimon sweep --budget: every run is stopped this long after the start
     env: dict = field(default_factory=dict)  # set in every run's environment (--pin-malloc)
+    # Warm start (control/warm.py): policy rounds (rounds 2..K start warm from round 1's compile
+    # artifacts) or cold (--cold); extra: --warm's extra warm process when a variant runs in one;
+    # from: dir | bundle (what a warm start is seeded from); source: --cache-from's cache_source
+    # event fields (control/cache_source.py), None without it.
+    warm: dict = field(default_factory=dict)
 
 
 @dataclass

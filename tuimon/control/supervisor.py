@@ -34,12 +34,10 @@ most once a second, and recreating a session directory deleted under the session
 from __future__ import annotations
 
 import queue
-import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from tuimon import events, failures
 from tuimon.control.child import Child, log_tail
@@ -60,6 +58,7 @@ from tuimon.control.runs import (
 from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import next_turn, startable
 from tuimon.control.stopping import TICK, Stopping
+from tuimon.control.warm import warm_starts
 from tuimon.sessiondir.store import SessionStore, StoreWriteError
 from tuimon.variants import Variant
 
@@ -103,7 +102,12 @@ class Supervisor(Commands, Stopping, JobRuns):
         # Round-major: with --repeats every variant runs once per round, so the rounds' processes
         # meet the same machine state and the combined interval sees process-to-process spread.
         rounds = range(1, plan.repeats + 1) if plan.repeats > 1 else [None]
+        if plan.warm.get("extra") and plan.repeats == 1:  # --warm: a second, warm process each
+            rounds = [1]
         self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
+        if rounds == [1]:
+            self._initial += [(self._allocate(v), v, 2) for v in plan.variants if v.compiled]
+        self._warm = warm_starts(store.path, plan)  # what each compiled run starts from (warm.py)
         self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
             (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._stepping,
             ranks=self.rank_pids) if plan.interval else None
@@ -120,6 +124,8 @@ class Supervisor(Commands, Stopping, JobRuns):
                                   turn_steps=plan.turn_steps, turn_s=plan.turn_s,
                                   interval=plan.interval, repeats=plan.repeats,
                                   quiet_only=plan.quiet_only, pin_malloc=bool(plan.env), **plan.answer)])
+        if plan.warm.get("source"):  # --cache-from: what the runs start from, and what it was
+            self._record([events.make(events.CACHE_SOURCE, **plan.warm["source"])])
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -182,9 +188,11 @@ class Supervisor(Commands, Stopping, JobRuns):
                       "turns": (self.plan.turn_steps or 0) if interleave else 0,
                       "turn_s": self.plan.turn_s if interleave else 0.0}
         trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
-        spawn = {"recipe": self.plan.recipe, "cache": self.plan.cache_dir or self._fresh_cache(r.id),
-                 "log_path": self.store.log_path(r.id), "deliver": self._deliver, "torch_trace": trace,
-                 "env_extra": self.plan.env}
+        cache, env, said = self._warm.prepare(r.id, r.variant)  # seeded from artifacts when warm
+        if said:
+            self._record(said)
+        spawn = {"recipe": self.plan.recipe, "cache": cache, "log_path": self.store.log_path(r.id),
+                 "deliver": self._deliver, "torch_trace": trace, "env_extra": {**self.plan.env, **env}}
         if self._is_job():
             r.child = self._spawn_job(r, threads, runner_args, script, **spawn)
         else:
@@ -297,10 +305,9 @@ class Supervisor(Commands, Stopping, JobRuns):
     def _reap(self, run: str) -> None:
         r = self._live.pop(run)
         rc = r.child.reap()
-        if self.plan.cache_dir is None:  # a cold-compile cache is of no use afterwards
-            shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
         seconds = round(time.monotonic() - r.child.started, 3)
-        batch = []
+        kept = self._warm.finish(run, r.steps_seen)  # a variant's first run keeps its cache
+        batch = [kept] if kept else []
         if isinstance(r.child, JobChild):
             batch = self._job_end(r, rc) if not r.ended else []
         elif r.script_end is not None and rc == 0:  # it ended by itself, and well
@@ -357,7 +364,9 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._queue.insert(0 if first else len(self._queue), run)
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
-            fields.update(replicate=replicate, repeats=self.plan.repeats)
+            fields.update(replicate=replicate, repeats=self.plan.repeats if self.plan.repeats > 1
+                          else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
+        fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
     def _state(self, run: str) -> str | None:
         with self._lock:
@@ -366,9 +375,6 @@ class Supervisor(Commands, Stopping, JobRuns):
     def _set_state(self, run: str, state: str) -> None:
         with self._lock:
             self._states[run] = state
-
-    def _fresh_cache(self, run: str) -> Path:
-        return self.store.path / "inductor-cache" / run
 
     def _record(self, batch: list[dict]) -> None:
         try:

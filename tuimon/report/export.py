@@ -23,6 +23,7 @@ from tuimon.report.table import (
     profile_note,
     table,
 )
+from tuimon.report.warm_text import start_line, warm_notes
 from tuimon.sessiondir import store
 
 
@@ -39,7 +40,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
                 f"started {meta.get('started', '?')}",
                 f"- device: {device_line(summary)}",
-                f"- Inductor cache: {meta.get('cache', '?')}"]
+                f"- Inductor cache: {meta.get('cache', '?')}{start_line(summary)}"]
         if summary.pin_malloc is not None:
             out.append("- allocator: " + ("glibc malloc's thresholds pinned alike in every run "
                                           "(--no-pin-malloc: as your process would have them)"
@@ -53,6 +54,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     notes = [f"- {n}" for n in answer_notes(summary)]
     notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
+    notes += [f"- {n}" if not n.startswith("  ") else n for n in warm_notes(summary)]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, speedup_text
 from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
 from tuimon.report.rank_text import RANK_ROWS
+from tuimon.report.warm_text import artifacts_text, has_starts, per_start
+from tuimon.report.warm_text import cache_text as caches_text
 
 
 def status_text(r: RunStats) -> str:
@@ -207,13 +209,8 @@ def top_break_text(r: RunStats) -> str:
 
 
 def cache_text(r: RunStats) -> str:
-    if not r.compiled or not (r.fx_cache_hits or r.fx_cache_misses):
-        return DASH
-    if r.fx_cache_hits and not r.fx_cache_misses:
-        return f"warm: {r.fx_cache_hits} FX-graph cache hits"
-    if r.fx_cache_misses and not r.fx_cache_hits:
-        return f"cold: {r.fx_cache_misses} FX-graph cache misses"
-    return f"mixed: {r.fx_cache_hits} hits, {r.fx_cache_misses} misses"
+    """Its caches' hits of lookups, per start (report/warm_text.py)."""
+    return per_start(caches_text)(r)
 
 
 def _or_na(value, fmt) -> str:
@@ -240,17 +237,20 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
         ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
         ("speedup vs eager", speedup_text),
-        ("compile / warm-up time", compile_text),
-        ("compile pays off after", breakeven_text),
-        ("compile time by phase", phases_text),
+        ("compile / warm-up time", per_start(compile_text)),
+        ("compile pays off after", per_start(breakeven_text)),
+        ("compile time by phase", per_start(phases_text)),
         ("graphs / breaks / recompiles", graphs_text),
         ("top graph break", top_break_text),
         ("Inductor cache", cache_text),
+        ("compile artifacts", artifacts_text),
         ("peak memory", peak_memory_text),
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
         ("other processes while it stepped", other_load_text),
     ]
+    if not has_starts(summary):  # eager only, or a session recorded before tuimon kept them
+        rows.remove(("compile artifacts", artifacts_text))
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:

@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         control = Control(None, sock=sock)
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
+    warm = None
     try:
         import torch
 
@@ -105,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             rank_fields = {**ident, "backend": distributed.init(torch, device)}
         if args.threads:
             torch.set_num_threads(args.threads)
+        if args.mode != "eager":  # compile artifacts: loaded before the first compile (warm start)
+            from tuimon.runner.warm_start import WarmStart
+
+            warm = WarmStart(emitter)
+            warm.load(torch)
         module = contract.load_module(args.recipe)
         sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
         extra = contract.Extra(kv.split("=", 1) for kv in args.set)
@@ -174,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)
+        if warm is not None:
+            warm.save(torch)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,
@@ -190,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
         if isinstance(exc, KeyboardInterrupt):
+            if warm is not None and stage == "step":  # what it compiled before the stop
+                warm.save(sys.modules["torch"])
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
         memory = cuda_memory(exc)

@@ -16,6 +16,7 @@ import re
 import time
 
 from tuimon import events
+from tuimon.runner.cache_trace import CacheTrace
 
 # Chromium event names -> the phase a user should see. Nested spans: the innermost known wins.
 PHASES = {
@@ -48,6 +49,8 @@ class TraceListener(logging.Handler):
         self._compile_id: str | None = None
         self.graph_breaks = 0
         self.recompiles = 0
+        self._kernels = 0  # C++ / Triton kernel compiles (compile_file spans) since the last compile
+        self.caches = CacheTrace(emitter)  # cache lookups, for the reasons of a miss
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
@@ -73,6 +76,8 @@ class TraceListener(logging.Handler):
                 self._graph_break(payload, compile_id)
             elif name == "recompile_reasons":
                 self._recompile(payload, compile_id)
+            elif "_cache_" in (name or ""):
+                self.caches.lookup(name, payload, compile_id)
 
     def _chromium(self, ev: dict | None, compile_id: str | None) -> None:
         if not isinstance(ev, dict) or ev.get("name") not in PHASES:
@@ -83,6 +88,8 @@ class TraceListener(logging.Handler):
             self._compile_id = compile_id
         if ev.get("ph") == "B":
             self._stack.append(phase)
+            if ev["name"] == "compile_file":  # a kernel the cache did not hold, compiled now
+                self._kernels += 1
         elif ev.get("ph") == "E" and phase in self._stack:
             del self._stack[len(self._stack) - 1 - self._stack[::-1].index(phase)]
         shown = self._stack[-1] if self._stack else None
@@ -110,6 +117,11 @@ class TraceListener(logging.Handler):
                   "inductor": max(0.0, inductor - codegen), "codegen": codegen}
         hits = (m.get("inductor_fx_local_cache_hit_count") or 0)
         misses = (m.get("inductor_fx_local_cache_miss_count") or 0)
+        kernels, self._kernels = self._kernels, 0
+        remote = {key: m[key] for key in ("inductor_fx_remote_cache_hit_count",
+                                           "inductor_fx_remote_cache_miss_count",
+                                           "aotautograd_remote_cache_hit_count",
+                                           "aotautograd_remote_cache_miss_count") if m.get(key)}
         where = None
         if m.get("co_filename"):
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
@@ -123,6 +135,8 @@ class TraceListener(logging.Handler):
             aot_cache_hits=m.get("aotautograd_local_cache_hit_count") or 0,
             aot_cache_misses=m.get("aotautograd_local_cache_miss_count") or 0,
             cache="warm" if hits and not misses else ("cold" if misses else "none"),
+            kernels=kernels, kernel_s=round(s("triton_compile_time_us"), 4),
+            remote={k.replace("_count", "").replace("inductor_", ""): v for k, v in remote.items()} or None,
             failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
 
     def _graph_break(self, payload: str, compile_id: str | None) -> None:

@@ -20,6 +20,7 @@ from tuimon.analysis.stats.replicates import apply_noise, combine_replicates
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
 from tuimon.analysis.stats.verdict import decide
+from tuimon.analysis.stats.warm import WARM_EVENTS, WarmTrack, fold
 from tuimon.axes import order_from
 from tuimon.failures import OOM_CUDA, OOM_HOST
 
@@ -60,6 +61,7 @@ class Collector:
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
         self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
+        self.warm = WarmTrack()  # cache lookups and facts, for the reasons of a miss (stats/warm.py)
 
     def extend(self, evs) -> None:
         for e in evs:
@@ -79,6 +81,8 @@ class Collector:
                 self.jobs[e["run"]].hold(e["first"], e["last"])
             return None  # what the user asked; the runs' own events say what it changed
         run = e.get("run")
+        if e["type"] in WARM_EVENTS:
+            self.warm.add(e)
         if run is None:
             _apply_session(self._session, e)
             if e["type"] == events.SESSION_ENDED:  # ranks that never said goodbye: join what is
@@ -156,6 +160,8 @@ class Collector:
                              recompile_reasons=list(r.recompile_reasons),
                              compile_failures=[dict(f) for f in r.compile_failures],
                              cudagraphs=[dict(c) for c in r.cudagraphs],
+                             cache={k: dict(v) if isinstance(v, dict) else v for k, v in r.cache.items()},
+                             artifacts=dict(r.artifacts), artifact_notes=list(r.artifact_notes),
                              profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
@@ -172,6 +178,7 @@ class Collector:
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
             r.faults_per_step = self._faults[run].per_step()
             r.loss_nonfinite = self._loss[run].nonfinite
+        self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
@@ -249,7 +256,10 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
         summary.sweep = bool(e.get("sweep"))
         summary.budget = e.get("budget")
         summary.skipped = list(e.get("skipped") or [])
+        summary.start = e.get("start")
         summary.started_t = e.get("t")
+    elif e["type"] == events.CACHE_SOURCE:
+        summary.cache_source = e.get("session")
     elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
         summary.wall_s = round(e["t"] - summary.started_t, 3)
     elif e["type"] == events.PROBE_INFO:
@@ -315,6 +325,8 @@ def _apply(r: RunStats, e: dict) -> None:
                 r.recompile_reasons.append(reason)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
         r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
+    if kind in WARM_EVENTS:
+        fold(r, e)
 
 
 def _apply_compile(r: RunStats, e: dict) -> None:

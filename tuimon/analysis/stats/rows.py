@@ -116,6 +116,21 @@ class RunStats:
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
     compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    # Warm start (stats/warm.py, docs/compile.md#warm-start). A compiled run's start: cold (a
+    # fresh, empty cache) | warm (seeded only from compile artifacts: ``seed``, a run or session)
+    # | persistent (--cache-dir); a combined row has none, its ``starts`` split its processes.
+    start: str | None = None
+    seed: str | None = None
+    # {fx: {hit, miss, bypass}, aot: {...}, kernels: C++ / Triton kernels compiled, kernel_s}
+    cache: dict = field(default_factory=dict)
+    # Its compile artifacts: kept (dir_bytes, files, bundle_bytes, path), seeded (kind, bytes,
+    # files, seconds, seed), loaded (the bundle: bytes, entries, seconds); notes: one line each
+    artifacts: dict = field(default_factory=dict)
+    artifact_notes: list[str] = field(default_factory=list)
+    # start -> {processes, compile_s, overhead_s, first_step_ms, phases, cache, breakeven_steps,
+    # breakeven_s, breakeven_never}: cold and warm side by side (a run: its own start alone)
+    starts: dict[str, dict] = field(default_factory=dict)
+    miss_reasons: list[str] = field(default_factory=list)  # why a warm start missed, one a line
     cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
     # Profiler captures (``profile`` events, done or failed), in order; each gains
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
@@ -169,6 +184,8 @@ class SessionSummary:
     sweep: bool = False  # a `tuimon sweep` session
     skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here
     budget: dict | None = None  # a sweep's --budget and how it was shared (cli/budget.py)
+    start: str | None = None  # --start: the compile start the verdict weighs over the horizon
+    cache_source: str | None = None  # --cache-from: the session the compiled runs started from
     wall_s: float | None = None  # from session_started to session_ended
     started_t: float | None = None  # session_started's time
     verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
@@ -183,7 +200,8 @@ class SessionSummary:
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",
-                                                 "skipped", "budget", "wall_s", "plan")}}
+                                                 "skipped", "budget", "wall_s", "plan", "start",
+                                                 "cache_source")}}
 
 
 def mean_of(values: list) -> float | None:

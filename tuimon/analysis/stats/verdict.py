@@ -16,7 +16,11 @@ What is weighed against what (docs/measuring.md#the-verdict):
 - "faster" means beyond noise: the lower end of the 95 % interval of its ratio to the
   reference above 1. Without a horizon the fastest such variant per step wins (the long run);
   with one (``{"steps": N}`` reference steps, or ``{"seconds": S}``: a training run that takes
-  S with the reference today) the least total time over it, warm-up and compile included.
+  S with the reference today) the least total time over it, warm-up and compile included: the
+  compile of the start the user will have (``start``, --start: cold by default, or warm from a
+  carried cache, when the session measured one);
+- a compile's break-even is said for each start the session measured ("pays off after 6.0 min
+  cold, 40.0 s warm").
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
 from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
+from tuimon.analysis.stats.warm import overhead
 from tuimon.axes import baseline
 from tuimon.variants import SCRIPT
 
@@ -46,6 +51,8 @@ class Verdict:
     speedup_hi: float | None = None
     per_sample: bool = False
     breakeven_s: float | None = None  # the winner's wall time at which its compile has paid off
+    breakeven_warm_s: float | None = None  # ... with a warm start, when the session measured one
+    start: str | None = None  # the start weighed over the horizon (--start), when not cold
     saving: float | None = None  # the share of time it saves in the long run (1 - 1/speedup)
     horizon: dict | None = None
     horizon_steps: float | None = None  # the horizon in reference steps
@@ -194,6 +201,7 @@ def decide(summary: SessionSummary) -> Verdict:
             qualified.remove(r)
             out.disqualified.append({"label": r.label, "run": r.run,
                                      "reason": "its samples per step are unknown (steps differ)"})
+    out.start = summary.start if summary.start != "cold" else None
     _weigh(out, ref, qualified, summary.noise or ASSUMED, summary.pin_malloc)
     if out.pending:
         out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
@@ -205,13 +213,16 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     def cost(r: RunStats) -> float:  # ms per step, or per sample
         return r.median_ms / samples_per_step(r) if out.per_sample else r.median_ms
 
+    def up_front(r: RunStats) -> float:  # its warm-up and compile under the start weighed
+        return overhead(r, out.start) or 0.0
+
     unit = " per sample" if out.per_sample else ""
     found = {}
     for r in qualified:
         ratio = cost(ref) / cost(r)
         lo, hi = ratio_interval(ref, r, ratio, noise) or (None, None)
         found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
-                        "faster": lo is not None and lo > 1.0, "overhead_s": r.overhead_s,
+                        "faster": lo is not None and lo > 1.0, "overhead_s": up_front(r),
                         "total_s": None}
     out.candidates = list(found.values())
     faster = [r for r in qualified if found[r.run]["faster"]]
@@ -223,7 +234,7 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
         out.horizon_steps = units
         if out.per_sample:
             units *= samples_per_step(ref)
-        total = {r.run: (r.overhead_s or 0.0) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
+        total = {r.run: up_front(r) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
         for c in out.candidates:
             c["total_s"] = total[c["run"]]
     if out.reasons:  # the candidates' figures stay in the verdict, for other readers; no winner
@@ -244,15 +255,16 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     if horizon:
         winner = min([ref, *faster], key=lambda r: total[r.run])
     if winner is ref:  # the horizon is too short for any compile to pay off
-        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
-        out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: no compile pays off that soon — "
+        n, t, _ = pays_off(cost(ref), up_front(ref), cost(best), up_front(best))
+        out.line = (f"Verdict: stay eager for {horizon_text(horizon)}{_started(out)}: no compile pays "
+                    "off that soon — "
                     f"{best.label} is {_ratio(found[best.run], ref, unit)} but pays off only after "
                     f"{fmt_span(t)}; over {horizon_text(horizon)} it would take "
                     f"{fmt_span(total[best.run])} instead of {fmt_span(total[ref.run])}.")
         return
     c = found[winner.run]
     if horizon:  # its saving over the horizon must hold at the slow end of its interval too
-        slow = (winner.overhead_s or 0.0) + units * cost(ref) / c["lo"] / 1000.0
+        slow = up_front(winner) + units * cost(ref) / c["lo"] / 1000.0
         if slow >= total[ref.run]:
             gain = total[ref.run] - total[winner.run]
             out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: {winner.label} would save "
@@ -267,6 +279,12 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     n, out.breakeven_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), winner.overhead_s)
     pay = ("no compile to pay off" if not winner.compiled else "compile pays off at once" if n == 0
            else f"compile pays off after {fmt_span(out.breakeven_s)}")
+    warm = winner.starts.get("warm") if "cold" in winner.starts else None
+    if warm and warm.get("overhead_s") is not None:  # both starts measured: both said
+        m, out.breakeven_warm_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), warm["overhead_s"])
+        pay = ("compile pays off at once, cold or warm" if n == 0 else
+               f"compile pays off after {fmt_span(out.breakeven_s)} cold, "
+               + ("at once warm" if m == 0 else f"{fmt_span(out.breakeven_warm_s)} warm"))
     if not horizon:
         later = "from the start it saves" if n == 0 else "a longer training run saves up to"
         out.line = (f"Verdict: use {winner.label} — {_ratio(c, ref, unit)}, {pay}; "
@@ -274,14 +292,18 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
         return
     out.horizon_saving_s = total[ref.run] - total[winner.run]
     out.horizon_saving = out.horizon_saving_s / total[ref.run] if total[ref.run] else None
-    out.line = (f"Verdict: use {winner.label} for {horizon_text(horizon)} of training — "
+    out.line = (f"Verdict: use {winner.label} for {horizon_text(horizon)} of training{_started(out)} — "
                 f"{fmt_span(total[winner.run])} instead of {fmt_span(total[ref.run])} with "
                 f"{ref.label}, compile included: {fmt_span(out.horizon_saving_s)} "
                 f"({pct(out.horizon_saving)}) less; {_ratio(c, ref, unit)}, {pay}.")
     if best is not winner:
-        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
+        n, t, _ = pays_off(cost(ref), up_front(ref), cost(best), up_front(best))
         out.line = (out.line[:-1] + f"; {best.label} is faster per step "
                     f"({found[best.run]['speedup']:.2f}×) but pays off only after {fmt_span(t)}.")
+
+
+def _started(out: Verdict) -> str:
+    return f", starting {out.start}" if out.start else ""
 
 
 def _ratio(c: dict, ref: RunStats, unit: str) -> str:

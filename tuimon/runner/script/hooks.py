@@ -94,6 +94,12 @@ def _install(cfg: dict) -> None:
     _seed(cfg.get("seed"), torch)
     modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
     modes.install()
+    warm = None
+    if cfg["mode"] != "eager":  # compile artifacts: loaded before the script's first compile
+        from tuimon.runner.warm_start import WarmStart
+
+        warm = WarmStart(emitter)
+        warm.load(torch)
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 
@@ -193,6 +199,9 @@ def _install(cfg: dict) -> None:
 
     # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers).
     atexit.register(run.finished)
+    if warm is not None:  # registered after: runs before run.finished (atexit is last in, first out)
+        pid = os.getpid()
+        atexit.register(lambda: os.getpid() == pid and not run.failed and warm.save(torch))
     original_hook = sys.excepthook
     script = cfg.get("script")
 
