@@ -90,9 +90,11 @@ def key_reasons(lookups: list[dict], source: list[dict]) -> list[str]:
         a, b = s.get("parts") or {}, x.get("parts") or {}
         if not a or not b:
             continue  # AOTAutograd reports no parts: the FX lookup names the difference
-        differ = [p for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p) and p not in SAME]
+        # Parts on one side only come with another torch (its own config entries): its version
+        # says that; the parts both keys have and hash apart name the difference.
+        differ = [p for p in sorted(set(a) & set(b)) if a[p] != b[p] and p not in SAME]
         inputs = [p for p in differ if p.startswith("example_inputs")]
-        if inputs:
+        if inputs and not any(x.startswith("input shapes") for x in out):  # the first graph's say
             p = inputs[0]
             more = (f" (and {len(inputs) - 1} more input{'s' if len(inputs) > 2 else ''})"
                     if len(inputs) > 1 else "")
@@ -108,11 +110,15 @@ def key_reasons(lookups: list[dict], source: list[dict]) -> list[str]:
             else:
                 out.append(f"{p} differs" + _briefs(p, s, x))
         c1, c2 = there_configs.get(s.get("config")), here_configs.get(x.get("config"))
-        if s.get("config") != x.get("config") and c1 and c2:
-            names = [k for k in sorted(set(c1) | set(c2)) if c1.get(k) != c2.get(k)]
+        if s.get("config") != x.get("config") and c1 and c2 and names_differ(c1, c2):
+            names = [k for k in sorted(set(c1) & set(c2)) if c1[k] != c2[k]]
             shown = ", ".join(names[:4]) + (f" (and {len(names) - 4} more)" if len(names) > 4 else "")
             out.append(f"Inductor config differs: {shown} (a compile mode's options, or the code's own)")
     return out
+
+
+def names_differ(c1: dict, c2: dict) -> bool:
+    return any(c1[k] != c2[k] for k in set(c1) & set(c2))
 
 
 def _briefs(part: str, s: dict, x: dict) -> str:
@@ -121,9 +127,10 @@ def _briefs(part: str, s: dict, x: dict) -> str:
 
 
 def kernel_reasons(seeded: dict, cache: dict, device: str | None) -> list[str]:
-    """Kernels compiled again in a warm start (the bundle on a CPU carries no compiled C++)."""
+    """Kernels compiled again in a warm start whose graphs hit (a graph that missed compiles its
+    kernels anyway): the bundle on a CPU carries no compiled C++."""
     n = cache.get("kernels") or 0
-    if not n:
+    if not n or (cache.get("fx") or {}).get("miss"):
         return []
     spent = f" ({fmt_s(cache['kernel_s'])})" if cache.get("kernel_s") else ""
     what = "C++" if not (device or "").startswith("cuda") else "Triton"
