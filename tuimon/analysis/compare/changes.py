@@ -81,11 +81,11 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
 
     def each(s: Session, r: RunStats, attr: str, start: str | None = None) -> list[float]:
         """Its processes' figures; with ``start``, of the processes that started so only (a
-        compile figure: cold with cold, warm with warm; a run recorded before warm starts was
-        cold)."""
+        compile figure: warm with warm, the others with the others: cold, from the user's
+        --cache-dir, or recorded before warm starts)."""
         runs = {p["run"] for p in r.processes} if r.processes else {r.run}
         return [getattr(x, attr) for x in s.summary.runs if x.run in runs
-                and (start is None or (x.start or "cold") == start)]
+                and (start is None or (x.start == "warm") == (start == "warm"))]
 
     def spread(attr: str, start: str | None = None):
         return lambda b, r, s: spread_change(each(sessions[0], b, attr, start), each(s, r, attr, start))
