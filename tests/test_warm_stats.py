@@ -45,7 +45,8 @@ def rounds(mode: str, ms: float, cold_s: float, warm_s: float, k: int = 3) -> li
         process = run_events(f"{mode}-fp32-{n}", mode, "fp32", steps(ms * (1 + 0.01 * n), 10 * n + len(mode)),
                              first_ms=first, losses=LOSS, replicate=n)
         if mode != "eager":
-            process[0].update(start="cold" if n == 1 else "warm", **({"seed": f"{mode}-fp32-1"} if n > 1 else {}))
+            seed = {"seed": f"{mode}-fp32-1"} if n > 1 else {}
+            process[0].update(start="cold" if n == 1 else "warm", **seed)
         evs += process
     return evs
 
@@ -75,7 +76,8 @@ def test_cold_and_warm_compiles_are_kept_apart_in_a_variants_row():
     assert row.breakeven_steps == cold["breakeven_steps"]
     header, rows = table(s)
     cells = {r[0]: r[header.index("default/fp32")] for r in rows}
-    assert cells["compile / warm-up time"].startswith("cold: ") and " · warm: " in cells["compile / warm-up time"]
+    both = cells["compile / warm-up time"]
+    assert both.startswith("cold: ") and " · warm: " in both
     assert cells["compile pays off after"].startswith("cold: ")
 
 
@@ -157,8 +159,9 @@ def test_a_miss_is_explained_by_the_key_parts_and_the_facts_that_differ():
     (none,) = miss_reasons([lookup(compile_id="1/0")], [lookup(state="hit")], {}, {}, None, None, {}, {})
     assert "no such lookup in the source" in none
     # The bundle on a CPU: graphs hit, kernels compiled again.
+    cache = {"fx": {"hit": 1}, "kernels": 8, "kernel_s": 9.0}
     (kernels,) = miss_reasons([lookup(state="hit")], [lookup(state="hit")], {"device": "cpu"}, {},
-                              None, None, {"kind": "bundle"}, {"fx": {"hit": 1}, "kernels": 8, "kernel_s": 9.0})
+                              None, None, {"kind": "bundle"}, cache)
     assert kernels.startswith("8 C++ kernel compiles again (9.0 s): torch's bundle holds the graphs")
 
 
