@@ -15,7 +15,7 @@ from rich.text import Text
 
 from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
-from tuimon.fmt import fmt_ms, fmt_s
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
 from tuimon.report import why_text
 from tuimon.report.table import answer_notes, table, top_ops_text
 from tuimon.variants import Variant
@@ -138,6 +138,20 @@ class HeadlessView:
             self._say(f"GPU metrics not reported by this device: {', '.join(e['unsupported'])}",
                       style="dim")
 
+    def _artifacts(self, label: str, e: dict) -> None:
+        """A warm start's seed, a cold run's kept artifacts, or why there are none (one line)."""
+        action = e.get("action")
+        if action == "seeded":
+            self._say(f"{label}: starts warm from {e.get('seed_run') or e.get('seed')}'s compile artifacts "
+                      f"({'its cache directory' if e.get('kind') == 'dir' else 'the bundle'}, "
+                      f"{fmt_bytes(e.get('bytes'))})", style="dim")
+        elif action == "kept":
+            bundle = f", bundle {fmt_bytes(e['bundle_bytes'])}" if e.get("bundle_bytes") else ""
+            self._say(f"{label}: keeps its compile artifacts (cache {fmt_bytes(e.get('dir_bytes'))}"
+                      f"{bundle})", style="dim")
+        if e.get("text"):
+            self._say(f"{label}: {e['text']}", style="yellow")
+
     def _milestone(self, run: str, e: dict) -> None:
         task = self._tasks[run]
         label = self.labels[run]
@@ -185,6 +199,8 @@ class HeadlessView:
             what = f"{e['frame']}()" if e.get("frame") else "backward"
             self._say(f"{label}: compiled {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
                       f"{part} ({e.get('cache')} cache)", style="dim")
+        elif kind == events.ARTIFACTS:
+            self._artifacts(label, e)
         elif kind == events.GRAPH_BREAK:
             where = f"{e.get('file')}:{e.get('line')}"
             if where not in self._breaks.setdefault(run, set()):

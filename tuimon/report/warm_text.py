@@ -30,7 +30,10 @@ def per_start(fn):
     named when it is not the usual cold one."""
     def text(r: RunStats) -> str:
         if len(r.starts) > 1:
-            return " · ".join(f"{start}: {fn(as_start(r, start))}" for start in r.starts)
+            texts = {start: fn(as_start(r, start)) for start in r.starts}
+            if all(t in (DASH, "") for t in texts.values()):
+                return DASH
+            return " · ".join(f"{start}: {t or DASH}" for start, t in texts.items())
         out = fn(r)
         start = _first(r) or r.start
         return f"{out} ({start})" if start in ("warm", "persistent") and out != DASH else out

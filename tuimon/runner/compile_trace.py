@@ -135,7 +135,9 @@ class TraceListener(logging.Handler):
             aot_cache_hits=m.get("aotautograd_local_cache_hit_count") or 0,
             aot_cache_misses=m.get("aotautograd_local_cache_miss_count") or 0,
             cache="warm" if hits and not misses else ("cold" if misses else "none"),
-            kernels=kernels, kernel_s=round(s("triton_compile_time_us"), 4),
+            # Kernel compiles are known where torch times them (2.9 on; 2.4 says nothing of them).
+            kernels=kernels if "triton_compile_time_us" in m else None,
+            kernel_s=round(s("triton_compile_time_us"), 4) if "triton_compile_time_us" in m else None,
             remote={k.replace("_count", "").replace("inductor_", ""): v for k, v in remote.items()} or None,
             failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
 

@@ -53,8 +53,9 @@ def fold(r: RunStats, e: dict) -> None:
         if e.get("reason"):
             r.cache["bypass_reason"] = e["reason"]
     elif kind == events.COMPILE:
-        r.cache["kernels"] = r.cache.get("kernels", 0) + (e.get("kernels") or 0)
-        r.cache["kernel_s"] = round(r.cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0), 4)
+        if e.get("kernels") is not None:  # torch 2.4 does not say
+            r.cache["kernels"] = r.cache.get("kernels", 0) + e["kernels"]
+            r.cache["kernel_s"] = round(r.cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0), 4)
         # The metrics' counts too: torch 2.4 reports no lookups (``counts`` prefers lookups).
         for cache, hits, misses in (("fx", "fx_cache_hits", "fx_cache_misses"),
                                     ("aot", "aot_cache_hits", "aot_cache_misses")):
@@ -127,7 +128,8 @@ def _figures(runs: list[RunStats]) -> dict:
         for which in CACHES:
             for state, n in counts(r.cache, which).items():
                 cache.setdefault(which, {})[state] = cache.get(which, {}).get(state, 0) + n
-        cache["kernels"] = cache.get("kernels", 0) + r.cache.get("kernels", 0)
+        if "kernels" in r.cache:
+            cache["kernels"] = cache.get("kernels", 0) + r.cache["kernels"]
     kernel_s = [r.cache["kernel_s"] for r in runs if r.cache.get("kernel_s")]
     if kernel_s:
         cache["kernel_s"] = statistics.median(kernel_s)
