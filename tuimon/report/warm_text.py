@@ -26,8 +26,8 @@ def _first(r: RunStats) -> str | None:
 
 
 def per_start(fn):
-    """A row's text per start: "cold: X · warm: Y" when a variant ran both; one start alone is
-    named when it is not the usual cold one."""
+    """A row's text per start: "cold: X · warm: Y" when a variant ran both; a warm start alone
+    is named (a --cache-dir's persistent cache is said in the summary's header)."""
     def text(r: RunStats) -> str:
         if len(r.starts) > 1:
             texts = {start: fn(as_start(r, start)) for start in r.starts}
@@ -36,7 +36,7 @@ def per_start(fn):
             return " · ".join(f"{start}: {t or DASH}" for start, t in texts.items())
         out = fn(r)
         start = _first(r) or r.start
-        return f"{out} ({start})" if start in ("warm", "persistent") and out != DASH else out
+        return f"{out} (warm)" if start == "warm" and out != DASH else out
     return text
 
 
