@@ -274,3 +274,22 @@ def test_doctor_says_where_the_caches_are_and_whether_a_remote_one_is_on(tmp_pat
     assert rows["remote caches"].startswith("on: FX graph (TORCHINDUCTOR_REDIS_HOST=r)")
     assert rows["warm start"].startswith("torch 2.4.0 has no torch.compiler.save_cache_artifacts")
     assert dict(doctor_caches.cache_rows({}))["compile caches"].startswith("n/a")
+
+
+def test_the_compile_pane_shows_the_start_and_the_variants_cold_and_warm():
+    from rich.console import Console
+
+    from tuimon.ui.model import RunLive
+    from tuimon.ui.widgets.compile_pane import render, variant_of
+
+    s = summarize(warm_session())
+    warm = next(r for r in s.runs if r.run == "default-fp32-2")
+    row = variant_of(s.variants, "default-fp32-2")
+    live = RunLive("default-fp32-2", "default", "fp32")
+    live.compiles.append({"compile_id": "0/0", "forward": True, "frame": "forward", "seconds": 4.0,
+                          "phases": {"aot": 3.0}, "cache": "warm"})
+    console = Console(width=160, record=True)
+    console.print(render(live, warm, row))
+    text = console.export_text()
+    assert "start: warm from default-fp32-1's artifacts" in text
+    assert "default/fp32, 3 processes: compile cold: 40.0 s · warm: 4.0 s; pays off after cold: " in text
