@@ -94,7 +94,10 @@ def warm_notes(summary: SessionSummary) -> list[str]:
         for note in r.artifact_notes:
             out.append(f"{r.label}: {note}")
         if r.miss_reasons:
-            out.append(f"{r.label}: the warm start missed ({cache_text(_warm(r))}):")
+            warm = _warm(r)
+            what = "missed" if any(cache_counts(warm.cache, c).get("miss") for c in ("fx", "aot")) \
+                else "compiled again"
+            out.append(f"{r.label}: the warm start {what} ({cache_text(warm)}):")
             out += [f"  - {reason}" for reason in r.miss_reasons]
     return out
 

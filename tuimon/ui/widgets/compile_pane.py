@@ -52,7 +52,7 @@ def starts(r: RunStats | None, variant: RunStats | None) -> list[Text]:
                         f"pays off after {pays}"))
     reasons = (variant.miss_reasons if variant is not None else []) or r.miss_reasons
     if reasons:
-        out.append(Text("why the warm start missed:", style="bold"))
+        out.append(Text("why the warm start was not all warm:", style="bold"))
         out += [Text(f"  {x}") for x in reasons]
     out += [Text(f"note: {x}", style="dim") for x in r.artifact_notes]
     return out
