@@ -293,3 +293,16 @@ def test_the_compile_pane_shows_the_start_and_the_variants_cold_and_warm():
     text = console.export_text()
     assert "start: warm from default-fp32-1's artifacts" in text
     assert "default/fp32, 3 processes: compile cold: 40.0 s · warm: 4.0 s; pays off after cold: " in text
+
+
+def test_warm_adds_a_warm_round_of_the_compiled_variants_when_a_variant_runs_in_one_process():
+    from tuimon.control.runs import Plan
+    from tuimon.control.warm import initial_rounds
+
+    eager, default = Variant("eager", "fp32"), Variant("default", "fp32")
+    plan = Plan(Path("r.py"), [eager, default], warm={"extra": True})
+    assert initial_rounds(plan) == [(eager, 1), (default, 1), (default, 2)]
+    plan.warm = {}
+    assert initial_rounds(plan) == [(eager, None), (default, None)]
+    plan.repeats = 2
+    assert initial_rounds(plan) == [(eager, 1), (default, 1), (eager, 2), (default, 2)]

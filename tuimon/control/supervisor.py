@@ -58,7 +58,7 @@ from tuimon.control.runs import (
 from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import next_turn, startable
 from tuimon.control.stopping import TICK, Stopping
-from tuimon.control.warm import warm_starts
+from tuimon.control.warm import initial_rounds, warm_starts
 from tuimon.sessiondir.store import SessionStore, StoreWriteError
 from tuimon.variants import Variant
 
@@ -101,12 +101,7 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._rank_hub, self._jobs_tick = None, None  # torchrun jobs' rank socket (jobs.py)
         # Round-major: with --repeats every variant runs once per round, so the rounds' processes
         # meet the same machine state and the combined interval sees process-to-process spread.
-        rounds = range(1, plan.repeats + 1) if plan.repeats > 1 else [None]
-        if plan.warm.get("extra") and plan.repeats == 1:  # --warm: a second, warm process each
-            rounds = [1]
-        self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
-        if rounds == [1]:
-            self._initial += [(self._allocate(v), v, 2) for v in plan.variants if v.compiled]
+        self._initial = [(self._allocate(v), v, k) for v, k in initial_rounds(plan)]
         self._warm = warm_starts(store.path, plan)  # what each compiled run starts from (warm.py)
         self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
             (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._stepping,

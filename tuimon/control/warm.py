@@ -209,3 +209,13 @@ def warm_starts(session: Path, plan) -> WarmStarts:
                                                info.get("axes") or {}), run)
     return WarmStarts(session, policy=warm.get("policy", "rounds"), warm_from=warm.get("from", "dir"),
                       persistent=plan.cache_dir, source=source)
+
+
+def initial_rounds(plan) -> list[tuple[Variant, int | None]]:
+    """(variant, round) of a plan's runs, round-major (None: one process a variant); --warm with
+    one process a variant adds a second round of its compiled variants alone, warm."""
+    if plan.repeats > 1:
+        return [(v, k) for k in range(1, plan.repeats + 1) for v in plan.variants]
+    if not (plan.warm or {}).get("extra"):
+        return [(v, None) for v in plan.variants]
+    return [(v, 1) for v in plan.variants] + [(v, 2) for v in plan.variants if v.compiled]
