@@ -142,6 +142,12 @@ def extras(c: Ctx) -> list[Step]:
         c.session("cudagraphs", str(r / "recipes/tiny_mlp.py"), "--modes",
                   "eager,default,reduce-overhead", "--steps", "3000", "--duration", "60",
                   timeout_s=240, what="CUDA graphs seen: reduce-overhead on a launch-bound model"),
+        Step("screenshots", [c.py, str(r / "screenshots/make_screenshots.py"), "--only", "gpu",
+                             "--device", "cuda", "--recipe", str(r / "recipes/swin_t.py"), "--dest",
+                             str(shots), "--sessions", str(c.sessions("screenshots")), "--max-wait",
+                             "200"], 300,
+             "GPU screenshots for README: the panels with GPU rows, the overlay with GPU util",
+             collect="screens", artifact=shots, min_s=120),
         c.session("cudagraph-skip", str(r / "bench/gpu/recipes/cudagraph_skip.py"), "--modes",
                   "reduce-overhead", "--steps", "200", timeout_s=180,
                   what="a skipped-CUDA-graphs reason read (a forward that mutates its input)"),
@@ -149,12 +155,6 @@ def extras(c: Ctx) -> list[Step]:
                   "--precision", "fp32,amp", "--steps", "300", "--warmup", "20", timeout_s=240,
                   env={"TUIMON_SYNC_DEBUG": "error"},
                   what="zero added syncs on another recipe, fp32 and amp (TUIMON_SYNC_DEBUG=error)"),
-        Step("screenshots", [c.py, str(r / "screenshots/make_screenshots.py"), "--only", "gpu",
-                             "--device", "cuda", "--recipe", str(r / "recipes/swin_t.py"), "--dest",
-                             str(shots), "--sessions", str(c.sessions("screenshots")), "--max-wait",
-                             "200"], 300,
-             "GPU screenshots for README: the panels with GPU rows, the overlay with GPU util",
-             collect="screens", artifact=shots, min_s=120),
     ]
 
 
@@ -208,9 +208,9 @@ def suite(c: Ctx) -> list[Step]:
 # name -> (steps, what, expected seconds on an H100: estimates until a run replaces them)
 STAGES = {
     "check": (check, "set-up, doctor, the CUDA tests, NVML, overhead, an OOM (2 GPUs: nccl)", 360),
-    "amp": (lambda c: table(c, "amp", 200, (170, 210, 240), True),
+    "amp": (lambda c: table(c, "amp", 200, (200, 240, 280), True),
             "the seed's table in amp: swin_t, swin_b, convnext_l × eager / default", 420),
-    "fp32": (lambda c: table(c, "fp32", 120, (180, 220, 260), False),
+    "fp32": (lambda c: table(c, "fp32", 120, (200, 240, 280), False),
              "the seed's table in fp32: swin_t, swin_b, convnext_l × eager / default", 480),
     "modes": (modes, "reduce-overhead and max-autotune (amp) for the three models", 570),
     "modes-fp32": (lambda c: modes(c, "fp32"), "reduce-overhead and max-autotune in fp32", 570),
