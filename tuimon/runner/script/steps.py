@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import time
 
 import torch
@@ -30,6 +29,7 @@ from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
@@ -173,8 +173,8 @@ class ScriptSteps:
         self.emitter.emit_now(
             events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],
             amp_dtype=None, grad_scaler=None, device=self.device,
-            device_name=device_name(torch, self.device), torch=torch.__version__,
-            python=platform.python_version(), recipe=cfg.get("name") or "script",
+            device_name=device_name(torch, self.device), **versions(torch),
+            recipe=cfg.get("name") or "script",
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
