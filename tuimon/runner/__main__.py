@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)
+        if text := watch.nothing_compiled(args.mode):
+            emitter.emit_now(events.WARNING, text=text)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,

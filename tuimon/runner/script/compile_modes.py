@@ -107,6 +107,10 @@ class CompileModes:
                  "which ran eager (--no-auto-compile turns this off)")
         return None
 
+    def asked(self) -> bool:
+        """Did this variant ask torch to compile anything (the script, or tuimon for it)?"""
+        return self.mode != "eager" and (self.script_compiles > 0 or self.auto_compiled is not None)
+
     def _remove_hook(self) -> None:
         if self._hook is not None:
             self._hook.remove()

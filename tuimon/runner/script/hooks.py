@@ -98,6 +98,7 @@ def _install(cfg: dict) -> None:
     _seed(cfg.get("seed"), torch)
     modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
     modes.install()
+    run.compile_asked = modes.asked
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 

@@ -48,6 +48,7 @@ class ScriptSteps:
         self.trace = None  # a TraceListener on compiled variants (graph breaks, recompiles)
         self.profiler = None  # made when training starts (make_profiler: the device is known)
         self.make_profiler = None
+        self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
         self.steps = cfg.get("steps") or float("inf")
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
@@ -330,6 +331,9 @@ class ScriptSteps:
         self.enabled = False
         if self.failed:
             return
+        if self.compile_asked is not None and self.compile_asked() and (
+                text := self.watch.nothing_compiled(self.cfg["mode"])):
+            self.emitter.emit_now(events.WARNING, text=text)
         self.emitter.emit_now(
             events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
             seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
