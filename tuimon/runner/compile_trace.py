@@ -39,6 +39,13 @@ LOCATION = re.compile(r"Graph break in user code at (.+?):(\d+)")
 # metrics (inductor_fx_local_cache_*_count); torch 2.9 and older count them only here.
 CACHE_ARTIFACT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss)$")
 TRACE_LOGGER = "torch.__trace"
+# torch 2.4's compile metrics: the same nested spans in seconds, under older names (AOTAutograd
+# with Inductor is the backend's compile).
+LEGACY_TIMES = {"duration_us": "entire_frame_compile_time_s",
+                "dynamo_cumulative_compile_time_us": "entire_frame_compile_time_s",
+                "aot_autograd_cumulative_compile_time_us": "backend_compile_time_s",
+                "inductor_cumulative_compile_time_us": "inductor_compile_time_s",
+                "inductor_code_gen_cumulative_compile_time_us": "code_gen_time_s"}
 
 
 class TraceListener(logging.Handler):
@@ -53,6 +60,7 @@ class TraceListener(logging.Handler):
         self.graph_breaks = 0
         self.recompiles = 0
         self._cache: dict[str, int] = {}  # cache artifacts since the last compile's metrics
+        self._legacy_said = False
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
@@ -106,8 +114,18 @@ class TraceListener(logging.Handler):
 
     def _metrics(self, m: dict, forward: bool) -> None:
         def s(key: str) -> float:
+            if key not in m and key in LEGACY_TIMES:  # torch 2.4: the same spans, in seconds
+                return m.get(LEGACY_TIMES[key]) or 0.0
             return (m.get(key) or 0) / 1e6
 
+        if "duration_us" not in m and not self._legacy_said:
+            self._legacy_said = True
+            import torch
+
+            self.emitter.emit_now(events.WARNING, note=True, text=(
+                f"torch {torch.__version__} logs less of its compiles than tuimon reads: no live "
+                "phases, backward compiles, graph-break reasons or cache hits in this run "
+                "(newer torch releases do)"))
         total, dynamo, aot = s("duration_us"), s("dynamo_cumulative_compile_time_us"), s(
             "aot_autograd_cumulative_compile_time_us")
         inductor, codegen = s("inductor_cumulative_compile_time_us"), s(
