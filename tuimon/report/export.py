@@ -36,7 +36,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 else f"- recipe: `{meta.get('recipe', '?')}`")
         out += [what,
                 f"- command: `{' '.join(meta.get('argv', []))}`",
-                f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
+                f"- host: {meta.get('host', '?')}, {runtime_line(meta, summary)}, "
                 f"started {meta.get('started', '?')}",
                 f"- device: {device_line(summary)}",
                 f"- Inductor cache: {meta.get('cache', '?')}"]
@@ -87,6 +87,25 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     if why := why_text.markdown(diagnose(summary)):
         out += ["", *why]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def runtime_line(meta: dict, summary: SessionSummary) -> str:
+    """The torch, Python and CUDA build the runs used, read in their own interpreters (a
+    script's python may not be tuimon's); tuimon's own torch where no run said, or where it
+    differs."""
+    used: dict[str, list[str]] = {}
+    for r in summary.runs:
+        if r.torch:
+            text = f"torch {r.torch} (Python {r.python or '?'}, CUDA {r.cuda or 'none: a CPU build'})"
+            used.setdefault(text, []).append(r.run)
+    if not used:
+        return f"torch {meta.get('torch', '?')}"
+    out = "; ".join(text if len(used) == 1 else f"{text} in {', '.join(runs)}"
+                    for text, runs in used.items())
+    ours = meta.get("torch")
+    if ours and any(r.torch.split("+")[0] != ours.split("+")[0] for r in summary.runs if r.torch):
+        out += f"; tuimon itself: torch {ours}"
+    return out
 
 
 def device_line(summary: SessionSummary) -> str:

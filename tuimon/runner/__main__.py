@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import os
-import platform
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
+from tuimon.runner.torch_env import absolute, absolute_paths, versions
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -71,7 +71,9 @@ def tail(text: str, lines: int = 12) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    absolute_paths()  # the Inductor cache and the trace directory, before torch reads them
     args = parse_args(argv)
+    args.profile_dir = absolute(args.profile_dir)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
     job = from_env()  # (channel, identity) for a rank of a job, else None
@@ -156,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             grad_scaler=trainer.scaler is not None,
             device=device,
             device_name=device_name(torch, device),
-            torch=torch.__version__,
-            python=platform.python_version(),
+            **versions(torch),
             recipe=recipe.name or os.path.basename(args.recipe),
             params=loop.param_count(recipe.model),
             batch_size=cfg.batch_size,
@@ -174,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)
+        if text := watch.nothing_compiled(args.mode):
+            emitter.emit_now(events.WARNING, text=text)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,

@@ -34,7 +34,18 @@ PHASES = {
     "entire_backward_compile": "backward",
 }
 LOCATION = re.compile(r"Graph break in user code at (.+?):(\d+)")
+# Artifacts torch logs as each graph is looked up in the FX-graph and AOTAutograd caches
+# (fx_graph_cache_hit, aotautograd_cache_miss, ...). torch 2.10+ also counts them in the compile's
+# metrics (inductor_fx_local_cache_*_count); torch 2.9 and older count them only here.
+CACHE_ARTIFACT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss)$")
 TRACE_LOGGER = "torch.__trace"
+# torch 2.4's compile metrics: the same nested spans in seconds, under older names (AOTAutograd
+# with Inductor is the backend's compile).
+LEGACY_TIMES = {"duration_us": "entire_frame_compile_time_s",
+                "dynamo_cumulative_compile_time_us": "entire_frame_compile_time_s",
+                "aot_autograd_cumulative_compile_time_us": "backend_compile_time_s",
+                "inductor_cumulative_compile_time_us": "inductor_compile_time_s",
+                "inductor_code_gen_cumulative_compile_time_us": "code_gen_time_s"}
 
 
 class TraceListener(logging.Handler):
@@ -48,6 +59,8 @@ class TraceListener(logging.Handler):
         self._compile_id: str | None = None
         self.graph_breaks = 0
         self.recompiles = 0
+        self._cache: dict[str, int] = {}  # cache artifacts since the last compile's metrics
+        self._legacy_said = False
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
@@ -69,7 +82,10 @@ class TraceListener(logging.Handler):
         elif "artifact" in md:
             name = md["artifact"].get("name")
             payload = getattr(record, "payload", None) or ""
-            if name == "dynamo_graph_break_reason":
+            if cache := CACHE_ARTIFACT.match(name or ""):
+                key = f"{'fx' if cache.group(1) == 'fx_graph' else 'aot'}_cache_{cache.group(2)}"
+                self._cache[key] = self._cache.get(key, 0) + 1
+            elif name == "dynamo_graph_break_reason":
                 self._graph_break(payload, compile_id)
             elif name == "recompile_reasons":
                 self._recompile(payload, compile_id)
@@ -98,8 +114,18 @@ class TraceListener(logging.Handler):
 
     def _metrics(self, m: dict, forward: bool) -> None:
         def s(key: str) -> float:
+            if key not in m and key in LEGACY_TIMES:  # torch 2.4: the same spans, in seconds
+                return m.get(LEGACY_TIMES[key]) or 0.0
             return (m.get(key) or 0) / 1e6
 
+        if "duration_us" not in m and not self._legacy_said:
+            self._legacy_said = True
+            import torch
+
+            self.emitter.emit_now(events.WARNING, note=True, text=(
+                f"torch {torch.__version__} logs less of its compiles than tuimon reads: no live "
+                "phases, backward compiles, graph-break reasons or cache hits in this run "
+                "(newer torch releases do)"))
         total, dynamo, aot = s("duration_us"), s("dynamo_cumulative_compile_time_us"), s(
             "aot_autograd_cumulative_compile_time_us")
         inductor, codegen = s("inductor_cumulative_compile_time_us"), s(
@@ -108,8 +134,16 @@ class TraceListener(logging.Handler):
         phases = {"dynamo": max(0.0, dynamo - aot) if dynamo else 0.0,
                   "aot": max(0.0, aot - inductor) if aot else 0.0,
                   "inductor": max(0.0, inductor - codegen), "codegen": codegen}
-        hits = (m.get("inductor_fx_local_cache_hit_count") or 0)
-        misses = (m.get("inductor_fx_local_cache_miss_count") or 0)
+        # The cache lookups of this compile: its metrics' counts, else (torch 2.9 and older) the
+        # artifacts logged since the previous compile's metrics (compiles do not overlap).
+        seen, self._cache = self._cache, {}
+
+        def count(field: str, key: str) -> int:
+            value = m.get(field)
+            return (value if value is not None else seen.get(key)) or 0
+
+        hits = count("inductor_fx_local_cache_hit_count", "fx_cache_hit")
+        misses = count("inductor_fx_local_cache_miss_count", "fx_cache_miss")
         where = None
         if m.get("co_filename"):
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
@@ -120,8 +154,8 @@ class TraceListener(logging.Handler):
             graph_ops=m.get("graph_op_count"), guards=m.get("guard_count"),
             graph_breaks=m.get("num_graph_breaks"), recompile_reason=m.get("recompile_reason"),
             fx_cache_hits=hits, fx_cache_misses=misses,
-            aot_cache_hits=m.get("aotautograd_local_cache_hit_count") or 0,
-            aot_cache_misses=m.get("aotautograd_local_cache_miss_count") or 0,
+            aot_cache_hits=count("aotautograd_local_cache_hit_count", "aot_cache_hit"),
+            aot_cache_misses=count("aotautograd_local_cache_miss_count", "aot_cache_miss"),
             cache="warm" if hits and not misses else ("cold" if misses else "none"),
             failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
 

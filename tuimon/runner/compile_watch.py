@@ -17,6 +17,7 @@ class CompileWatch:
         self._since = 0.0
         self._in_step_s = 0.0
         self.on_start = None  # optional callable(compile_id: str, backward: bool): say it at once
+        self.installed = False
 
     def install(self) -> bool:
         try:
@@ -25,7 +26,18 @@ class CompileWatch:
             return False
         callback_handler.register_start_callback(self._start)
         callback_handler.register_end_callback(self._end)
+        self.installed = True
         return True
+
+    def nothing_compiled(self, mode: str) -> str | None:
+        """The warning for a compiled variant in which Dynamo has compiled nothing: it runs as
+        eager, and a comparison with eager compares eager with eager."""
+        if mode == "eager" or self.count or not self.installed:
+            return None
+        import torch
+
+        return (f"nothing was compiled: this {mode} variant ran eager (torch {torch.__version__}; "
+                "Dynamo skipped every frame it was given, or no torch.compile ran)")
 
     def _start(self, args=None) -> None:
         if self.active == 0:

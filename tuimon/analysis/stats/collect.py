@@ -267,7 +267,8 @@ def _apply(r: RunStats, e: dict) -> None:
         r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
     elif kind == events.RUN_STARTED:
         r.status = "running"
-        for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
+        for key in ("mode", "precision", "device", "device_name", "params", "batch_size", "torch",
+                    "python", "cuda"):
             if e.get(key) is not None:
                 setattr(r, key, e[key])
         r.warmup_auto = str(e.get("warmup", "auto")) == "auto"

@@ -26,6 +26,9 @@ class RunStats:
     processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
     device: str | None = None
     device_name: str | None = None
+    torch: str | None = None  # the run's own torch, Python and CUDA build (run_started)
+    python: str | None = None
+    cuda: str | None = None
     params: int | None = None
     batch_size: int | None = None
     notes: list[str] = field(default_factory=list)

@@ -4,12 +4,14 @@ The script's own ``torch.compile`` / ``Module.compile`` calls get the variant's 
 compile disabled, which torch itself does by handing the model back unchanged). A script that
 never compiles still gets its compiled variants: once an optimizer exists, the first module
 called whose parameters include all the optimizer's is compiled in place
-(``Module.compile(mode=...)``) at that first call, so its first forward runs eager and the
-next one compiles (step 1 holds the compile). The module is found by a one-shot global forward
-pre-hook, removed once found, so no hook is ever traced by Dynamo.
+(as ``Module.compile(mode=...)`` does) at that first call, so its first forward runs eager and
+the next one compiles (step 1 holds the compile). The module is found by a one-shot global
+forward pre-hook, removed once found, so no hook is ever traced by Dynamo.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -70,8 +72,6 @@ class CompileModes:
         return self._orig_compile(model, **out) if model is not None else self._orig_compile(**out)
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
-        if module is self.auto_compiled and getattr(self, "_auto_running", False):
-            return self._orig_module_compile(module, *args, **kwargs)
         self._undo_auto(module)
         out = self._kwargs(kwargs, "Module.compile")
         if out is None:
@@ -100,16 +100,16 @@ class CompileModes:
         if not self._optimizer_params <= own:
             return None  # a part of the model, or another model: wait for the trained one
         self._remove_hook()
-        self._auto_running = True
-        try:
-            module.compile(mode=self.mode)
-        finally:
-            self._auto_running = False
+        module._compiled_call_impl = self._orig_compile(_compilable_call(module), mode=self.mode)
         self.auto_compiled = module
         self.say(f"the script never calls torch.compile: tuimon compiled {type(module).__name__} "
                  f"(the module the optimizer trains) with mode={self.mode!r} at its first call, "
                  "which ran eager (--no-auto-compile turns this off)")
         return None
+
+    def asked(self) -> bool:
+        """Did this variant ask torch to compile anything (the script, or tuimon for it)?"""
+        return self.mode != "eager" and (self.script_compiles > 0 or self.auto_compiled is not None)
 
     def _remove_hook(self) -> None:
         if self._hook is not None:
@@ -124,3 +124,23 @@ class CompileModes:
         self.say("nothing auto-compiled: no module called holds all the parameters the optimizer "
                  "trains (call torch.compile in the script)")
         return True
+
+
+def _compilable_call(module):
+    """What ``Module.compile()`` hands ``torch.compile``, as torch 2.10 and later choose it: the
+    module's ``_call_impl``, wrapped in a frame of our own when its ``forward`` is torch's
+    (``nn.Sequential`` and the other built-ins). Dynamo never starts tracing in a frame of
+    torch's own files, only inlines them from one it traced: torch 2.9 and older compiled the bare
+    ``_call_impl`` and then skipped every frame of such a module, so nothing compiled at all."""
+    call = module._call_impl
+    forward = getattr(type(module).forward, "__code__", None)
+    if forward is None or not forward.co_filename.startswith(TORCH_DIR):
+        return call  # its forward is the user's: Dynamo picks up that frame
+
+    def compiled_call(*args, **kwargs):
+        return call(*args, **kwargs)
+
+    return compiled_call
+
+
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep

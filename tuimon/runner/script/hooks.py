@@ -24,7 +24,11 @@ NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
 
 
 def start(config: str) -> None:
+    from tuimon.runner.torch_env import absolute, absolute_paths
+
+    absolute_paths()  # before the script can change directory, and before torch reads them
     cfg = json.loads(config)
+    cfg["profile_dir"] = absolute(cfg.get("profile_dir"))
     if cfg.get("launcher") == "torchrun" and cfg.get("role") is None:
         _agent(cfg)  # torchrun's own process: its workers are the ranks
         return
@@ -94,6 +98,7 @@ def _install(cfg: dict) -> None:
     _seed(cfg.get("seed"), torch)
     modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
     modes.install()
+    run.compile_asked = modes.asked
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import time
 
 import torch
@@ -30,6 +29,7 @@ from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
@@ -48,6 +48,7 @@ class ScriptSteps:
         self.trace = None  # a TraceListener on compiled variants (graph breaks, recompiles)
         self.profiler = None  # made when training starts (make_profiler: the device is known)
         self.make_profiler = None
+        self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
         self.steps = cfg.get("steps") or float("inf")
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
@@ -173,8 +174,8 @@ class ScriptSteps:
         self.emitter.emit_now(
             events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],
             amp_dtype=None, grad_scaler=None, device=self.device,
-            device_name=device_name(torch, self.device), torch=torch.__version__,
-            python=platform.python_version(), recipe=cfg.get("name") or "script",
+            device_name=device_name(torch, self.device), **versions(torch),
+            recipe=cfg.get("name") or "script",
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
@@ -330,6 +331,9 @@ class ScriptSteps:
         self.enabled = False
         if self.failed:
             return
+        if self.compile_asked is not None and self.compile_asked() and (
+                text := self.watch.nothing_compiled(self.cfg["mode"])):
+            self.emitter.emit_now(events.WARNING, text=text)
         self.emitter.emit_now(
             events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
             seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
