@@ -215,3 +215,28 @@ def test_torch_2_4_compile_metrics_are_read_and_what_they_lack_is_said():
     compile_ = [e for e in spy.events if e["type"] == "compile"][0]
     assert compile_["seconds"] == 10.0
     assert compile_["phases"] == {"dynamo": 1.0, "aot": 2.0, "inductor": 2.0, "codegen": 5.0}
+
+
+def test_an_older_torch_is_refused_in_one_line_and_a_newer_one_noted(tmp_path):
+    from types import SimpleNamespace
+
+    from tuimon.runner.torch_env import TorchTooOld, check_version
+
+    with pytest.raises(TorchTooOld, match=r"^tuimon needs torch 2\.4 or newer; .* has torch 2\.2\.1\+cpu"):
+        check_version(SimpleNamespace(__version__="2.2.1+cpu"))
+    assert check_version(SimpleNamespace(__version__="2.4.0")) is None
+    assert check_version(SimpleNamespace(__version__="2.14.1+cu130")) is None
+    assert "newer than tuimon was tested with (2.4 to 2.14)" in check_version(
+        SimpleNamespace(__version__="2.16.0.dev20270101"))
+    # A script whose interpreter has an older torch: one line and exit code 2, no traceback.
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '2.1.0'\n")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nprint('trained')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}"}
+    proc = subprocess.run([sys.executable, "-m", "tuimon", "run", "--headless", "--out", str(tmp_path / "s"),
+                           "--", sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "tuimon needs torch 2.4 or newer" in proc.stderr and "Traceback" not in proc.stderr

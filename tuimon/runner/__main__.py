@@ -23,7 +23,7 @@ from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
-from tuimon.runner.torch_env import absolute, absolute_paths, versions
+from tuimon.runner.torch_env import TorchTooOld, absolute, absolute_paths, check_version, versions
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     stage = "build"
     try:
         import torch
+
+        try:
+            newer = check_version(torch)
+        except TorchTooOld as exc:
+            raise SetupError(str(exc)) from None
+        if newer:
+            emitter.emit(events.WARNING, text=newer, note=True)
 
         from tuimon import recipe as contract
         from tuimon.runner import loop

@@ -12,6 +12,17 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+import sys
+
+# The torch releases tuimon is tested with (make compat: docs/development.md, bench/RESULTS.md):
+# older ones are refused in one line, newer ones run with a note.
+OLDEST, NEWEST = (2, 4), (2, 14)
+
+
+class TorchTooOld(Exception):
+    """The run's interpreter has a torch older than ``OLDEST``: one line, no traceback."""
+
 
 # Paths torch (or Triton) reads from the environment, which the supervisor sets on each run.
 PATH_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_TRACE")
@@ -33,3 +44,21 @@ def versions(torch) -> dict:
     ``run_started`` records, since the supervisor's environment may hold another torch."""
     return {"torch": torch.__version__, "python": platform.python_version(),
             "cuda": torch.version.cuda}
+
+
+def _release(version: str) -> tuple[int, int]:
+    major, minor = (re.findall(r"\d+", version) + ["0", "0"])[:2]
+    return int(major), int(minor)
+
+
+def check_version(torch) -> str | None:
+    """Raise TorchTooOld below ``OLDEST``; past ``NEWEST``, the note to say (else None)."""
+    found = _release(torch.__version__)
+    if found < OLDEST:
+        raise TorchTooOld(f"tuimon needs torch {OLDEST[0]}.{OLDEST[1]} or newer; {sys.executable} has "
+                          f"torch {torch.__version__} (pip install -U torch, or run the script with "
+                          "another Python)")
+    if found > NEWEST:
+        return (f"torch {torch.__version__} is newer than tuimon was tested with ({OLDEST[0]}.{OLDEST[1]} "
+                f"to {NEWEST[0]}.{NEWEST[1]}): compile events torch renamed may be missing")
+    return None

@@ -42,14 +42,16 @@ def start(config: str) -> None:
         _install(cfg)
     except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
         from tuimon import events
+        from tuimon.runner.torch_env import TorchTooOld
 
+        said = (str(exc) if isinstance(exc, TorchTooOld)
+                else f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}")
         line = events.encode(events.make(
-            events.FAILED, cfg.get("run"), stage="build", error="HookError",
-            message=f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}",
+            events.FAILED, cfg.get("run"), stage="build", error="HookError", message=said,
             traceback=traceback.format_exc()[-4000:]))
         if cfg.get("event_fd") is not None:
             os.write(cfg["event_fd"], line.encode())
-        print(f"tuimon: could not hook this script: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"tuimon: {said}", file=sys.stderr)
         os._exit(2)
 
 
@@ -67,6 +69,10 @@ def _agent(cfg: dict) -> None:
 
 def _install(cfg: dict) -> None:
     import torch
+
+    from tuimon.runner.torch_env import check_version
+
+    newer = check_version(torch)  # TorchTooOld: one line (start), before anything is hooked
     import torch.optim.optimizer as optim
     import torch.utils.data.dataloader as dataloader
 
@@ -95,6 +101,8 @@ def _install(cfg: dict) -> None:
     watch.install()
     run = ScriptSteps(cfg, emitter, control, watch)
     emitter.emit_now(events.PHASE, phase="building")
+    if newer:
+        emitter.emit(events.WARNING, text=newer, note=True)
     _seed(cfg.get("seed"), torch)
     modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
     modes.install()
