@@ -233,7 +233,16 @@ def test_lightning_trainer_fit(tuimon):
         assert all(s["loss"] is not None for s in kinds["step"])
         assert kinds["step"][32].get("gap")  # the validation loop after 32 training batches
     # Lightning calls the LightningModule itself: that is the module tuimon compiles.
-    assert any("tuimon compiled Classifier" in t for t in notes_of(runs["default-script"]))
+    compiled = runs["default-script"]
+    assert any("tuimon compiled Classifier" in t for t in notes_of(compiled))
+    # The sanity check (a validation pass before the first step, in step 0: a gap) compiled
+    # first; training's compile of the same forward is torch's recompile, not training's.
+    assert compiled["step"][0].get("gap") and compiled["step"][0].get("compile_ms")
+    assert [c for c in compiled["compile"] if c.get("validation")]
+    assert all(e.get("validation") or e.get("after_validation") for e in compiled["recompile"])
+    row = next(r for r in json.loads((session / "summary.json").read_text())["runs"]
+               if r["run"] == "default-script")
+    assert row["recompiles"] == 0 and row["val_compiles"] >= 1 and "grad_mode" in row["val_words"]
 
 
 class ScriptLive(Live):

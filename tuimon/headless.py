@@ -17,8 +17,10 @@ from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
 from tuimon.fmt import fmt_ms, fmt_s
 from tuimon.report import why_text
-from tuimon.report.table import answer_notes, table, top_ops_text
+from tuimon.report.table import answer_notes, table, top_ops_text, validation_notes
 from tuimon.variants import Variant
+
+VALIDATION = " in a validation pass (kept apart from training's)"
 
 
 class HeadlessView:
@@ -184,15 +186,19 @@ class HeadlessView:
             part = f", mostly {main} {fmt_s(p[main])}" if main else ""
             what = f"{e['frame']}()" if e.get("frame") else "backward"
             self._say(f"{label}: compiled {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
-                      f"{part} ({e.get('cache')} cache)", style="dim")
+                      f"{part} ({e.get('cache')} cache){VALIDATION if e.get('validation') else ''}",
+                      style="dim")
         elif kind == events.GRAPH_BREAK:
             where = f"{e.get('file')}:{e.get('line')}"
             if where not in self._breaks.setdefault(run, set()):
                 self._breaks[run].add(where)
                 self._say(f"{label}: graph break at {where}: {e.get('reason')}", style="yellow")
         elif kind == events.RECOMPILE:
-            self._say(f"{label}: recompile {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}",
-                      style="yellow")
+            whose = (VALIDATION if e.get("validation") else
+                     " (training's first compile, after a validation pass's)" if e.get("after_validation")
+                     else "")
+            self._say(f"{label}: recompile {e.get('compile_id')}{whose}: "
+                      f"{'; '.join(e.get('reasons') or [])}", style="dim" if whose else "yellow")
         elif kind == events.PROFILE:
             self._profile(run, label, e)
         elif kind == events.FAILED:
@@ -237,7 +243,7 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
-    for note in answer_notes(summary):
+    for note in answer_notes(summary) + validation_notes(summary):
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     for r in columns(summary):
         for note in r.notes:

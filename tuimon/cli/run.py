@@ -147,6 +147,9 @@ def run_parser() -> Parser:
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")
+    p.add_argument("--compile-module", metavar="NAME",
+                   help="script runs: compile the first module called whose class is NAME "
+                   "(e.g. RNNModel), instead of the module the optimizer trains")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -174,6 +177,9 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     share_processes(args, command)
     script = None
+    if command is None and args.compile_module is not None:
+        raise UsageError("--compile-module is a script option: a recipe's compiled variants "
+                         "compile the model its build() returns")
     if command is not None:
         if args.recipe is not None:
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")

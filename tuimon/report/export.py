@@ -22,6 +22,7 @@ from tuimon.report.table import (
     failure_notes,
     profile_note,
     table,
+    validation_notes,
 )
 from tuimon.sessiondir import store
 
@@ -51,7 +52,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {n}" for n in answer_notes(summary)]
+    notes = [f"- {n}" for n in answer_notes(summary) + validation_notes(summary)]
     notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:

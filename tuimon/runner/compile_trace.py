@@ -5,6 +5,12 @@ chromium B/E events (which phase is running), per-compile metrics (phase times, 
 counts, cache hits), and artifacts for graph breaks and recompile reasons. It turns them into
 tuimon events. Torch only builds these records while it compiles, so steady-state steps pay
 nothing; what listening adds to a compile is measured in bench/compile_listen_cost.py.
+
+In a script's run, ``validation`` (set by runner/script/) says whether a compile belongs to a
+validation pass: its events then say ``validation: true``. A training compile of a frame that
+only a validation pass had compiled before (Lightning's sanity check runs before the first
+step) is torch's recompile but training's first compile: its recompile event says
+``after_validation: true``.
 """
 
 from __future__ import annotations
@@ -58,9 +64,20 @@ class TraceListener(logging.Handler):
         self._said_t = 0.0
         self._compile_id: str | None = None
         self.graph_breaks = 0
-        self.recompiles = 0
+        self.recompiles = 0  # training's (a validation pass's are counted apart)
         self._cache: dict[str, int] = {}  # cache artifacts since the last compile's metrics
         self._legacy_said = False
+        self.val_recompiles = 0
+        self.validation = None  # optional callable(compile_id) -> bool: a validation pass's
+        # Frames (a compile id's first part) compiled by training, by a validation pass.
+        self._trained: set[str] = set()
+        self._validated: set[str] = set()
+
+    def _validation(self, compile_id: str | None) -> dict:
+        """``{"validation": True}`` for a validation pass's compile, else nothing."""
+        if self.validation is not None and self.validation(compile_id):
+            return {"validation": True}
+        return {}
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
@@ -110,7 +127,8 @@ class TraceListener(logging.Handler):
                 now - self._said_t >= 0.25 or self._said is None or said[1] != self._said[1]):
             self._said, self._said_t = said, now
             self.emitter.emit_now(events.COMPILE_PHASE, phase=shown, compile_id=self._compile_id,
-                                  backward="backward" in self._stack)
+                                  backward="backward" in self._stack,
+                                  **self._validation(self._compile_id))
 
     def _metrics(self, m: dict, forward: bool) -> None:
         def s(key: str) -> float:
@@ -145,10 +163,14 @@ class TraceListener(logging.Handler):
         hits = count("inductor_fx_local_cache_hit_count", "fx_cache_hit")
         misses = count("inductor_fx_local_cache_miss_count", "fx_cache_miss")
         where = None
+        compile_id = m.get("compile_id")
+        validation = self._validation(compile_id)
+        if forward and compile_id:
+            (self._validated if validation else self._trained).add(str(compile_id).split("/")[0])
         if m.get("co_filename"):
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
         self.emitter.emit_now(
-            events.COMPILE, compile_id=m.get("compile_id"), forward=forward,
+            events.COMPILE, compile_id=compile_id, forward=forward,
             frame=m.get("co_name"), where=where, seconds=round(total, 4),
             phases={k: round(v, 4) for k, v in phases.items()},
             graph_ops=m.get("graph_op_count"), guards=m.get("guard_count"),
@@ -157,7 +179,7 @@ class TraceListener(logging.Handler):
             aot_cache_hits=count("aotautograd_local_cache_hit_count", "aot_cache_hit"),
             aot_cache_misses=count("aotautograd_local_cache_miss_count", "aot_cache_miss"),
             cache="warm" if hits and not misses else ("cold" if misses else "none"),
-            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
+            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"), **validation)
 
     def _graph_break(self, payload: str, compile_id: str | None) -> None:
         self.graph_breaks += 1
@@ -172,15 +194,22 @@ class TraceListener(logging.Handler):
         self.emitter.emit_now(events.GRAPH_BREAK, compile_id=compile_id,
                               file=loc.group(1) if loc else None,
                               line=int(loc.group(2)) if loc else None,
-                              reason=reason[:300], detail="\n".join(lines[:12])[:1500])
+                              reason=reason[:300], detail="\n".join(lines[:12])[:1500],
+                              **self._validation(compile_id))
 
     def _recompile(self, payload: str, compile_id: str | None) -> None:
         reasons = _json(payload)
         if not isinstance(reasons, list):
             reasons = [str(payload)]
-        self.recompiles += 1
+        fields = self._validation(compile_id)
+        if fields:
+            self.val_recompiles += 1
+        elif compile_id and compile_id.split("/")[0] in self._validated - self._trained:
+            fields = {"after_validation": True}  # the guards that failed were validation's
+        else:
+            self.recompiles += 1
         self.emitter.emit_now(events.RECOMPILE, compile_id=compile_id,
-                              reasons=[str(r)[:300] for r in reasons][:5])
+                              reasons=[str(r)[:300] for r in reasons][:5], **fields)
 
 
 def _compile_id(md: dict) -> str | None:

@@ -11,6 +11,7 @@ from tuimon import events
 from tuimon.analysis.stats.agreement import loss_gap
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
+from tuimon.analysis.stats.compiles import combine_compiles, compile_story
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.load import busy_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan
@@ -154,6 +155,7 @@ class Collector:
                              graph_breaks=sorted((dict(b) for b in r.graph_breaks),
                                                  key=lambda b: -b["count"]),
                              recompile_reasons=list(r.recompile_reasons),
+                             val_reasons=list(r.val_reasons),
                              compile_failures=[dict(f) for f in r.compile_failures],
                              cudagraphs=[dict(c) for c in r.cudagraphs],
                              profiles=[dict(p) for p in r.profiles])
@@ -172,6 +174,7 @@ class Collector:
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
             r.faults_per_step = self._faults[run].per_step()
             r.loss_nonfinite = self._loss[run].nonfinite
+            compile_story(r)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
@@ -180,6 +183,8 @@ class Collector:
         apply_noise(list(variants.values()), noise)
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
+        for v in variants.values():
+            combine_compiles(v, [runs[p["run"]] for p in v.processes if p["run"] in runs])
         for v in variants.values():
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
@@ -283,6 +288,9 @@ def _apply(r: RunStats, e: dict) -> None:
         r.compiles = e.get("compiles", r.compiles)
         if e.get("compile_s") is not None and r.compiled:
             r.compile_s = e["compile_s"]
+        r.val_compiles = e.get("val_compiles", r.val_compiles)  # training's apart (script runs)
+        if e.get("val_compile_s"):
+            r.val_compile_s = e["val_compile_s"]
     elif kind == events.FAILED:
         r.status = "failed"
         r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
@@ -296,8 +304,12 @@ def _apply(r: RunStats, e: dict) -> None:
         r.turns += 1
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+        if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
+            r.uncompiled = str(e["uncompiled"])
     elif kind == events.COMPILE:
         _apply_compile(r, e)
+    elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
+        _apply_validation(r, e)
     elif kind == events.GRAPH_BREAK:
         where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
         known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
@@ -309,6 +321,10 @@ def _apply(r: RunStats, e: dict) -> None:
             known["count"] += 1
     elif kind == events.CUDAGRAPHS:
         _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
+    elif kind == events.RECOMPILE and e.get("after_validation"):
+        # Training's first compile of code only a validation pass had compiled (a sanity check
+        # before the first step): torch's recompile, not training's; its guards say validation's.
+        _add_reasons(r.val_reasons, e)
     elif kind == events.RECOMPILE:
         r.recompiles += 1
         for reason in e.get("reasons") or []:
@@ -318,7 +334,29 @@ def _apply(r: RunStats, e: dict) -> None:
         r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
 
 
+def _apply_validation(r: RunStats, e: dict) -> None:
+    """A validation pass's compile, recompile or graph break: apart from training's."""
+    if e["type"] == events.COMPILE:
+        r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+        r.val_compile_s = round((r.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
+        reason = e.get("fail_reason") or ""
+        if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
+            r.val_limit = True
+    elif e["type"] == events.RECOMPILE:
+        r.val_recompiles += 1
+        _add_reasons(r.val_reasons, e)
+
+
+def _add_reasons(found: list[str], e: dict) -> None:
+    for reason in e.get("reasons") or []:
+        if reason not in found and len(found) < 20:
+            found.append(reason)
+
+
 def _apply_compile(r: RunStats, e: dict) -> None:
+    if e.get("validation"):
+        _apply_validation(r, e)
+        return
     forward = e.get("forward", True)
     if forward:
         r.graphs_fwd += 1

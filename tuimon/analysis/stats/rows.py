@@ -119,6 +119,16 @@ class RunStats:
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
     compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    # A script's validation passes (eval mode and no grad, or another loader; runner/script/
+    # validation.py): their compiles, never counted, timed or ranked as training's (stats/compiles.py).
+    val_compiles: int = 0
+    val_compile_s: float | None = None
+    val_recompiles: int = 0
+    val_reasons: list[str] = field(default_factory=list)  # the guards that failed, torch's words
+    val_words: list[str] = field(default_factory=list)  # ... in a few words: grad_mode, batch 8
+    val_limit: bool = False  # a validation pass hit the recompile limit (it runs eager from then)
+    uncompiled: str | None = None  # the runner's word: why this compiled variant compiles nothing
+    nothing_compiled: str | None = None  # a compiled variant that compiled nothing: why
     cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
     # Profiler captures (``profile`` events, done or failed), in order; each gains
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).

@@ -67,7 +67,11 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     kept_apart = [s["ms"] for s in run_steps if not is_measured(s) and not s.get("gap")
                   and (s.get("compile_ms") or not s.get("profiled"))]
     kept_apart += [s["ms"] for s in candidates[:cut]]
-    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
+    # A gap in warm-up (a validation pass before the first step: Lightning's sanity check) is
+    # not training's time, but training's compile in it is (a validation pass's is not in it).
+    gap_compile_ms = sum(s.get("compile_ms", 0.0) for s in run_steps
+                         if s.get("gap") and s["i"] < r.steady_from)
+    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms + gap_compile_ms) / 1000.0)
     # A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time cost
     # of that pass, not training steps whose shapes or guards keep changing.
     late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from and not s.get("gap")]

@@ -9,6 +9,8 @@ What is weighed against what (docs/measuring.md#the-verdict):
 - a variant is a candidate when it ran to a steady state, its losses agree with its loss
   reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
   loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
+  a compiled variant that compiled nothing (stats/compiles.py) is no candidate either: it is
+  named so, and when no candidate is left the verdict says "nothing was compiled";
 - when a candidate or the reference is unreliable (it recompiled in steady state, other
   processes' load or its page faults differed from its baseline's or the reference's) or the
   machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
@@ -180,6 +182,9 @@ def decide(summary: SessionSummary) -> Verdict:
             continue
         if (why := _disqualify(r, ref, summary.loss_tolerance)) is not None:
             out.disqualified.append({"label": r.label, "run": r.run, "reason": why})
+        elif r.nothing_compiled:  # its speed is eager's: no answer to "should I compile"
+            out.disqualified.append({"label": r.label, "run": r.run, "uncompiled": r.nothing_compiled,
+                                     "reason": f"nothing was compiled — {r.nothing_compiled}"})
         elif not r.median_ms:
             if r.status in ("queued", "running"):
                 out.pending.append(r.label)
@@ -187,6 +192,13 @@ def decide(summary: SessionSummary) -> Verdict:
                 out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
         else:
             qualified.append(r)
+    uncompiled = [d for d in out.disqualified if d.get("uncompiled")]
+    if uncompiled and not qualified and not out.pending:
+        out.kind = "none"
+        names = ", ".join(d["label"] for d in uncompiled)
+        out.line = (f"Verdict: no answer: nothing was compiled in {names} — "
+                    f"{uncompiled[0]['uncompiled'].rstrip('.')}.")
+        return out
     out.reasons = reliability(summary, [ref, *qualified], ref)
     out.per_sample = per_sample([ref, *qualified])
     if out.per_sample:  # rows that do not say their samples cannot be weighed per sample

@@ -104,13 +104,16 @@ def _install(cfg: dict) -> None:
     if newer:
         emitter.emit(events.WARNING, text=newer, note=True)
     _seed(cfg.get("seed"), torch)
-    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
+    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note,
+                         cfg.get("compile_module"))
     modes.install()
     run.compile_asked = modes.asked
+    watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 
         run.trace = TraceListener(emitter)
+        run.trace.validation = run.validating.compile
         run.trace.install()
         from tuimon.runner.torch_hints import HintListener
 
@@ -138,11 +141,14 @@ def _install(cfg: dict) -> None:
 
     run.make_profiler = lambda: _profiler(cfg, run)
 
+    def first_step() -> None:
+        modes.first_step(run.optimizers)  # a compiled variant that compiles nothing says why
+        if run.profiler is not None:  # module spans need the model: known by now, if ever
+            run.profiler.model = modes.auto_compiled
+
+    run.first_step = first_step
+
     def stepped(optimizer, args, kwargs) -> None:
-        if run.boundaries == 0 and run.enabled:
-            modes.no_module_found()
-            if run.profiler is not None:  # module spans need the model: known by now, if ever
-                run.profiler.model = modes.auto_compiled
         run.optimizer_stepped(optimizer)
 
     optim.register_optimizer_step_post_hook(stepped)
@@ -200,6 +206,8 @@ def _install(cfg: dict) -> None:
     def train(self, mode: bool = True):
         if not mode:
             run.eval_mode()
+        else:
+            run.validating.training()
         return original_train(self, mode)
 
     torch.nn.Module.train = train

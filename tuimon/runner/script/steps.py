@@ -1,7 +1,8 @@
 """A script's steps, found from the outside: a step ends when the lead optimizer (the first one
 stepped) has stepped, and the next one starts there. What happened in between (batches taken,
 their wait and size, the last backward's loss, a validation pass, a compile) becomes that
-step's event, through the same ring and emitter as a recipe's steps (runner/steps.py).
+step's event, through the same ring and emitter as a recipe's steps (runner/steps.py). A
+validation pass's compiles are counted and timed apart (runner/script/validation.py).
 
 At a boundary, outside the step's time, the control lines are read (pause / resume / stop /
 profile, at most every POLL_S), the interleaved schedule's turn is waited for, and ``--steps``
@@ -25,6 +26,7 @@ from tuimon.runner.crash import cuda_memory
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.script.validation import Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
@@ -82,6 +84,8 @@ class ScriptSteps:
         self.loss = None
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
+        self.validating = Validating()  # whose a compile is: training's or a validation pass's
+        self.first_step = None  # called as the first step ends (runner/script/hooks.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
         self._phase = "building"
@@ -105,17 +109,23 @@ class ScriptSteps:
         self.last_data = data_key
         if self.train_data is not None and data_key != self.train_data:
             self.gap = True  # another loader's batches (validation) inside this step
+            self.validating.other_loader()
             return
+        if self.train_data is not None:
+            self.validating.training()
         self.samples += _samples(batch)
 
     def eval_mode(self) -> None:
         """``Module.train(False)`` between two steps: a validation pass, not training."""
-        if self.started and self.enabled:
-            self.gap = True
+        if self.enabled:
+            self.validating.eval_mode()
+            if self.started:
+                self.gap = True
 
     def backward(self, root) -> None:
         if not self.enabled:
             return
+        self.validating.training()
         if not self.started:
             self._start()
         self.backwards += 1
@@ -153,11 +163,12 @@ class ScriptSteps:
                       "still ends at scaler.step()")
             self.optimizer_stepped(optimizer)
 
-    def note(self, text: str) -> None:
-        """Said once per text, as a run warning flagged as a note."""
+    def note(self, text: str, **fields) -> None:
+        """Said once per text, as a run warning flagged as a note (``uncompiled``: why a
+        compiled variant compiles nothing, runner/script/compile_modes.py)."""
         if text not in self._notes_said:
             self._notes_said.add(text)
-            self.emitter.emit(events.WARNING, text=text, note=True)
+            self.emitter.emit(events.WARNING, text=text, note=True, **fields)
 
     # ---- the run's start and the boundaries -------------------------------------------------
     def _start(self) -> None:
@@ -184,6 +195,7 @@ class ScriptSteps:
             self.profiler = self.make_profiler()
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
+        self.gap = self.validating.since is not None  # a pass before training: Lightning's sanity check
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
             self._booted = None  # waiting is not "no optimizer step" (hooks' _no_step_watch)
             try:
@@ -218,6 +230,9 @@ class ScriptSteps:
         guard = self.guard
         guard.ours()
         self.clock.stop()
+        if self.boundaries == 0 and self.first_step is not None:
+            self.first_step()
+        self.validating.training()
         i, ring = self.i, self.ring
         k = i & ring.mask
         ring.t[k] = time.time()
@@ -229,14 +244,15 @@ class ScriptSteps:
                            else None)
         if self.train_data is None:
             self.train_data = self.last_data
-        compile_ms = 0.0
+        compile_ms = val_ms = 0.0
         if self.watch.count != self._compiles:
             self._compiles = self.watch.count
-            compile_ms = self.watch.take_step_compile_ms()
+            compile_ms = self.watch.take_step_compile_ms()  # training's: a validation pass's apart
+            val_ms = self.watch.take_step_val_ms()
         profiled = result = None
         if self.profiler is not None and self.profiler.capture is not None:
             profiled, result = self.profiler.after_step(i, self.watch.count)
-        if compile_ms:
+        if compile_ms or val_ms:
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
@@ -337,9 +353,11 @@ class ScriptSteps:
         self.emitter.emit_now(
             events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
             seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
-            compiles=self.watch.count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
+            compiles=self.watch.train_count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
             recompiles=self.trace.recompiles if self.trace else 0,
-            compile_s=round(self.watch.total_s, 3),
+            compile_s=round(self.watch.train_s, 3), val_compiles=self.watch.val_count,
+            val_compile_s=round(self.watch.val_s, 3),
+            val_recompiles=self.trace.val_recompiles if self.trace else 0,
             profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
 
     def crashed(self, exc: BaseException, tb_text: str, where: str | None) -> None:
