@@ -29,12 +29,12 @@ def steps(ms: float, seed: int, spread: float = 0.04, n: int = STEPS) -> list[fl
 
 
 def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, spread=0.04,
-            **kw):
+            n_steps=STEPS, **kw):
     """A run of ``ms`` per steady step whose first step also compiled for ``compile_s``."""
     run = f"{mode}-{precision}" + "".join(f"-{k}_{v}" for k, v in (axes or {}).items())
     first = ms + compile_s * 1000 if compile_s else None
-    evs = run_events(run, mode, precision, steps(ms, seed, spread), first_ms=first, losses=losses, n=n,
-                     **kw)
+    evs = run_events(run, mode, precision, steps(ms, seed, spread, n_steps), first_ms=first,
+                     losses=losses, n=n, **kw)
     if axes:
         evs[0]["axes"] = dict(axes)
     return evs
@@ -95,6 +95,27 @@ def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
             for r in summary.runs]
     v = decide(replace(summary, runs=runs))
     assert v.kind == "unreliable" and v.reasons == [f"default/amp: {runs[3].unreliable}"]
+
+
+def test_too_few_steady_steps_name_no_winner():
+    """6 against 8 steady steps once said "use default, pays off after 41 min": no winner from
+    so few; a candidate short of them beside others that have enough is set aside."""
+    evs = session(variant("eager", "fp32", 10.0, seed=1, n_steps=9),
+                  variant("default", "fp32", 7.0, seed=2, compile_s=5, n_steps=11))
+    summary = summarize(evs)
+    assert sorted(r.measured for r in summary.runs) == [6, 8]
+    v = summary.verdict
+    assert v.kind == "none" and v.winner is None
+    assert v.line == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
+                      "20 each are needed): run longer (--steps or --duration)")
+    running = decide(replace(summary, runs=[replace(r, status="running") for r in summary.runs]))
+    assert running.kind == "pending" and running.line.startswith("Verdict: waiting for more steady steps")
+    # The reference and one candidate have enough: the short one is set aside, the other weighed.
+    v = summarize(session(variant("eager", "fp32", 10.0, seed=1), variant("default", "fp32", 8.0, seed=2),
+                          variant("eager", "amp", 5.0, seed=3, n_steps=11))).verdict
+    assert v.kind == "use" and v.winner == "default/fp32"
+    assert v.disqualified == [{"label": "eager/amp", "run": "eager-amp", "reason": "only 8 steady "
+                               "steps (20 are needed to weigh it): run longer"}]
 
 
 def test_a_horizon_flips_the_winner():
