@@ -169,6 +169,34 @@ def test_a_script_without_an_optimizer_says_so(tuimon):
                "optimizer.step()" in w["text"] for w in kinds["warning"])
 
 
+def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
+    """The no-step line watches the clock from the start; a compile under way (a script that
+    compiles its optimizer step, a big model's first forward) is not "no optimizer step"."""
+    from tuimon.runner.compile_watch import CompileWatch
+    from tuimon.runner.control import Control
+    from tuimon.runner.emitter import Emitter
+    from tuimon.runner.script.steps import ScriptSteps
+
+    watch = CompileWatch()
+    run = ScriptSteps({"mode": "default", "precision": "script"}, Emitter(None, "r"), Control(None), watch)
+    run._booted -= 5.0  # started 5 s ago
+    watch._start()
+    assert run.no_step_yet(2.0) is None  # compiling for 5 s: not known yet
+    watch._since -= 4.0
+    watch._end()  # a 4 s compile: 1 s without a step
+    assert run.no_step_yet(2.0) is None
+    run._booted -= 2.0
+    assert run.no_step_yet(2.0) is True  # 3 s past the compile
+
+
+def test_a_prefetcher_counts_the_batches_each_step_trained_on(tuimon):
+    """A prefetcher fetches each step's batch in the step before: counted as fetched, an epoch's
+    first step held two batches and its last none. 100 samples in batches of 16: six of 16 and
+    one of 4 an epoch. Two sanity validation batches first (Lightning's way) are not samples."""
+    _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--sanity-batches", "2")
+    assert [s["n"] for s in kinds["step"]] == ([16] * 6 + [4]) * 2 + [16] * 2
+
+
 def test_an_optimizer_that_is_not_torch_optim_is_timed_by_backward(tuimon):
     _, kinds = eager_run(tuimon, 25, "custom_optimizer.py")
     assert len(kinds["step"]) == 25
@@ -232,6 +260,9 @@ def test_lightning_trainer_fit(tuimon):
         assert len(kinds["step"]) == 40 and kinds["finished"][0]["reason"] == "steps"
         assert all(s["loss"] is not None for s in kinds["step"])
         assert kinds["step"][32].get("gap")  # the validation loop after 32 training batches
+        # Lightning's sanity check (2 validation batches of 128) before step 0, and its fetcher
+        # a batch ahead: each step trained on one batch of 32.
+        assert {s["n"] for s in kinds["step"]} == {32}
     # Lightning calls the LightningModule itself: that is the module tuimon compiles.
     assert any("tuimon compiled Classifier" in t for t in notes_of(runs["default-script"]))
 

@@ -268,7 +268,8 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count,
+    nor a compile (a first optimizer.step() that compiles is still a step to come)."""
     time.sleep(seconds)
     while (said := run.no_step_yet(seconds)) is None:
         time.sleep(1.0)

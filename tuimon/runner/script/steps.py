@@ -16,6 +16,7 @@ import contextlib
 import os
 import platform
 import time
+from collections import deque
 
 import torch
 
@@ -33,6 +34,7 @@ from tuimon.runner.timing import CpuClock, CudaClock
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
+AHEAD = 16  # batches fetched and not yet trained on that are kept (a prefetcher's queue)
 
 
 class StopScript(KeyboardInterrupt):
@@ -81,12 +83,18 @@ class ScriptSteps:
         self.loss = None
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
+        # Batches fetched and not trained on yet, (dataset id, samples): each backward() takes
+        # the oldest of the loader it last fetched from. A prefetcher (a wrapper that fetches
+        # the next batch ahead, Lightning's and accelerate's fetchers) takes a step's batch in
+        # the step before: counted as fetched, an epoch's first step held two and its last none.
+        self.fetched: deque[tuple[int, int]] = deque(maxlen=AHEAD)
         self._notes_said: set[str] = set()
         self._compiles = 0
         self._phase = "building"
         self._poll_at = 0.0
         self._began = time.monotonic()  # reset when training starts: --duration counts from there
         self._booted = time.monotonic()
+        self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
         self._accum_said = False
 
     # ---- what the hooks tell ----------------------------------------------------------------
@@ -105,7 +113,18 @@ class ScriptSteps:
         if self.train_data is not None and data_key != self.train_data:
             self.gap = True  # another loader's batches (validation) inside this step
             return
-        self.samples += _samples(batch)
+        self.fetched.append((data_key, _samples(batch)))
+
+    def _trained_on(self) -> None:
+        """A backward(): the oldest batch fetched from the loader last fetched from is the one
+        trained on (older ones of other loaders, e.g. Lightning's sanity validation before the
+        training loader is known, are dropped: not trained on)."""
+        fetched = self.fetched
+        while fetched:
+            key, n = fetched.popleft()
+            if key == self.last_data:
+                self.samples += n
+                return
 
     def eval_mode(self) -> None:
         """``Module.train(False)`` between two steps: a validation pass, not training."""
@@ -118,6 +137,8 @@ class ScriptSteps:
         if not self.started:
             self._start()
         self.backwards += 1
+        if self.fetched:
+            self._trained_on()
         if isinstance(root, torch.Tensor) and root.numel() == 1:
             self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
@@ -188,7 +209,7 @@ class ScriptSteps:
             try:
                 self._obey("pause", turn=True)
             finally:
-                self._booted = time.monotonic()
+                self._booted, self._compiled_at_boot = time.monotonic(), self.watch.total_s
             self.turns.begin(0)
             if self.profiler is not None:
                 self.profiler.turn_began()
@@ -221,6 +242,9 @@ class ScriptSteps:
         k = i & ring.mask
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
+        if not self.backwards and self.fetched:  # no backward() seen: what it fetched
+            self.samples = sum(n for _, n in self.fetched)
+            self.fetched.clear()
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
         if ring.pre is not None:
@@ -354,11 +378,15 @@ class ScriptSteps:
             traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
 
     def no_step_yet(self, seconds: float) -> bool | None:
-        """True: no step ``seconds`` after start (or after its first turn came); None: not yet
-        known (waiting for its first turn, or not that long)."""
+        """True: no step ``seconds`` after start (or after its first turn came), compiles left
+        out; None: not yet known (waiting for its first turn, compiling, or not that long). A
+        first ``optimizer.step()`` still compiling is no missing step."""
         if not self.enabled or self.boundaries:
             return False
-        if self._booted is None or time.monotonic() - self._booted < seconds:
+        if self._booted is None or self.watch.active:
+            return None
+        compiling = self.watch.total_s - self._compiled_at_boot
+        if time.monotonic() - self._booted - compiling < seconds:
             return None
         return True
 
