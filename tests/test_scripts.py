@@ -18,6 +18,7 @@ from test_end_to_end import runs_of
 
 from tuimon import events
 from tuimon.cli.script import check_command
+from tuimon.control.child import log_tail
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import SCRIPT, Variant
@@ -54,6 +55,8 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
     for run, kinds in runs.items():
         assert len(kinds["run_started"]) == 1  # the DataLoader workers said nothing
         assert kinds["run_started"][0]["precision"] == "script"
+        # Taking turns: the script's own timers see the waits inside optimizer.step().
+        assert any("pauses the script inside optimizer.step()" in n for n in kinds["run_started"][0]["notes"])
         steps = kinds["step"]
         assert [s["i"] for s in steps] == list(range(130))
         assert kinds["finished"][0]["reason"] == "steps"
@@ -156,6 +159,22 @@ def test_a_crashing_script_is_contained_with_its_line(tuimon):
     assert "failed: ValueError: bad batch" in (session / "summary.md").read_text()
 
 
+def test_an_error_in_colour_is_read_as_its_text(tuimon, tmp_path):
+    """An exception message or a log line with terminal escapes ("\\x1b[1m...\\x1b[0m"): its
+    text, in the event, the summary and the console."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--", PY, script("crash.py"),
+                           "--color")
+    failed = runs_of(session)[1]["eager-script"]["failed"][0]
+    assert failed["message"] == "bad batch at epoch 0 step 7"
+    assert failed["what"] == "ValueError: bad batch at epoch 0 step 7"
+    assert "\x1b" not in failed["traceback"]
+    assert "\x1b" not in (session / "summary.md").read_text() and "[1m" not in proc.stdout
+    assert "FAILED (step at crash.py:9): ValueError: bad batch at epoch 0 step 7" in proc.stdout
+    log = tmp_path / "coloured.log"  # a script that logs its error in colour and exits 1
+    log.write_text("epoch 0\n\x1b[31mERROR\x1b[0m: \x1b[1mno such file: data.csv\x1b[0m\n")
+    assert log_tail(log).splitlines()[-1] == "ERROR: no such file: data.csv"
+
+
 def test_a_script_without_an_optimizer_says_so(tuimon):
     proc, session = tuimon("run", "--headless", "--modes", "eager", "--", PY,
                            script("no_optimizer.py"), "--seconds", "4",
@@ -195,6 +214,7 @@ def test_a_prefetcher_counts_the_batches_each_step_trained_on(tuimon):
     one of 4 an epoch. Two sanity validation batches first (Lightning's way) are not samples."""
     _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--sanity-batches", "2")
     assert [s["n"] for s in kinds["step"]] == ([16] * 6 + [4]) * 2 + [16] * 2
+    assert kinds["run_started"][0]["notes"] == []  # one run: no turns to wait for
 
 
 def test_an_optimizer_that_is_not_torch_optim_is_timed_by_backward(tuimon):

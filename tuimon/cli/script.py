@@ -144,3 +144,16 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
         settings["no_step_s"] = float(os.environ[NO_STEP_S])
     return settings
+
+
+# Said in each run's run_started when a script's variants take turns (the interleaved schedule).
+TURN_NOTE = ("taking turns, tuimon pauses the script inside optimizer.step() while the other "
+             "variants step (and, for its first turn, where it first fetches a batch): timers of "
+             "its own (time a batch, data time, epoch time) include those waits; tuimon's step "
+             "times leave them out")
+
+
+def turn_notes(settings: dict, schedule: str, runs: int) -> None:
+    """The note a script's own timers need when its variants take turns (``runs``: processes)."""
+    if schedule == "interleave" and runs > 1:
+        settings["notes"] = [*settings.get("notes", []), TURN_NOTE]

@@ -372,10 +372,11 @@ class ScriptSteps:
             self.flush_measured()
         self.enabled, self.failed = False, True
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         self.emitter.emit_now(
             events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
+            message=text.splitlines()[0][:500] if text else "", traceback=failures.plain(tb_text),
+            where=where, **failures.of_exception(exc, memory), **memory)
 
     def no_step_yet(self, seconds: float) -> bool | None:
         """True: no step ``seconds`` after start (or after its first turn came), compiles left
