@@ -211,9 +211,13 @@ def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
 def test_a_prefetcher_counts_the_batches_each_step_trained_on(tuimon):
     """A prefetcher fetches each step's batch in the step before: counted as fetched, an epoch's
     first step held two batches and its last none. 100 samples in batches of 16: six of 16 and
-    one of 4 an epoch. Two sanity validation batches first (Lightning's way) are not samples."""
+    one of 4 an epoch. Two sanity validation batches first (Lightning's way) are not samples,
+    nor are those of a validation pass over the training data after each epoch."""
     _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--sanity-batches", "2")
     assert [s["n"] for s in kinds["step"]] == ([16] * 6 + [4]) * 2 + [16] * 2
+    _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--val-batch-size", "50")
+    assert [s["i"] for s in kinds["step"] if s.get("gap")] == [7, 14]  # each epoch's first
+    assert [s["n"] for s in kinds["step"] if not s.get("gap")] == [16] * 6 + [4] + [16] * 5 + [4] + [16]
     assert kinds["run_started"][0]["notes"] == []  # one run: no turns to wait for
 
 

@@ -5,7 +5,9 @@ stream, when there is one) while the model trains on the current one. So each st
 step of an epoch fetches nothing.
 
 ``--sanity-batches N`` runs N validation batches before training, as Lightning's sanity check
-does (model.eval(), no_grad, another DataLoader); they are not training samples."""
+does (model.eval(), no_grad, another DataLoader); they are not training samples.
+``--val-batch-size B`` validates after each epoch in batches of B from the training data itself
+(another DataLoader over the same dataset)."""
 
 import argparse
 
@@ -46,6 +48,7 @@ def main():
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sanity-batches", type=int, default=0)
+    parser.add_argument("--val-batch-size", type=int, default=0)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     g = torch.Generator().manual_seed(0)
@@ -77,6 +80,12 @@ def main():
                 xb, yb = prefetcher.next()
                 step += 1
             print(f"epoch {epoch}: {step} steps, loss {loss.item():.4f}", flush=True)
+            if args.val_batch_size:
+                model.eval()
+                with torch.no_grad():
+                    for xb, yb in DataLoader(train.dataset, batch_size=args.val_batch_size):
+                        criterion(model(xb.to(device)), yb.to(device))
+                model.train()
     except KeyboardInterrupt:
         print("interrupted", flush=True)
 

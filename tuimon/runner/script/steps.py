@@ -245,6 +245,8 @@ class ScriptSteps:
         if not self.backwards and self.fetched:  # no backward() seen: what it fetched
             self.samples = sum(n for _, n in self.fetched)
             self.fetched.clear()
+        elif self.gap and len(self.fetched) > 1:  # a validation pass over the training data
+            self.fetched = deque([self.fetched[-1]], maxlen=AHEAD)  # left none ahead but one
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
         if ring.pre is not None:
