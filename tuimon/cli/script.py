@@ -147,10 +147,9 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
 
 
 # Said in each run's run_started when a script's variants take turns (the interleaved schedule).
-TURN_NOTE = ("taking turns, tuimon pauses the script inside optimizer.step() while the other "
-             "variants step (and, for its first turn, where it first fetches a batch): timers of "
-             "its own (time a batch, data time, epoch time) include those waits; tuimon's step "
-             "times leave them out")
+TURN_NOTE = ("taking turns, the script waits inside optimizer.step() (for its first turn: at its "
+             "first batch) while other variants step: its own timers count those waits, tuimon's "
+             "step times do not")
 
 
 def turn_notes(settings: dict, schedule: str, runs: int) -> None:
