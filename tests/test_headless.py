@@ -51,3 +51,11 @@ def test_the_automatic_capture_fails_quietly():
     assert lines({**failed, "source": "control"}) == [
         "default/script: profile 1 failed: the window ended before any active step was recorded "
         "(1 of 3 window steps ran)"]
+    # In summary.md's notes it is a note, in other words than a failure.
+    from tuimon.analysis import RunStats
+    from tuimon.report.table import profile_note
+
+    r = RunStats(run="r", mode="default", precision="script")
+    assert profile_note(r, {**failed, "quiet": True}) == (
+        "default/script: the automatic capture 1 recorded nothing: the window ended before any "
+        "active step was recorded (1 of 3 window steps ran)")
