@@ -208,6 +208,19 @@ def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
     assert run.no_step_yet(2.0) is True  # 3 s past the compile
 
 
+def test_a_compiled_optimizer_step_does_not_trace_tuimons_hook(tuimon):
+    """torch.compile over opt.step() traces the step's post hooks: tuimon's boundary was
+    compiled in pieces (graph breaks in tuimon/runner/, a recompile as its counters moved)."""
+    proc, session = tuimon("run", "--headless", "--modes", "default", "--steps", "30", "--", PY,
+                           script("compiled_opt_step.py"), "--backend", "eager")
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["default-script"]
+    assert len(kinds["step"]) == 30
+    assert not [b for b in kinds.get("graph_break", []) if "/tuimon/" in (b.get("file") or "")]
+    assert "recompile" not in kinds
+    assert not any(s.get("compile_ms") for s in kinds["step"][2:])
+
+
 def test_a_prefetcher_counts_the_batches_each_step_trained_on(tuimon):
     """A prefetcher fetches each step's batch in the step before: counted as fetched, an epoch's
     first step held two batches and its last none. 100 samples in batches of 16: six of 16 and

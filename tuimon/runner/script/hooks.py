@@ -132,7 +132,10 @@ def _install(cfg: dict) -> None:
                 run.profiler.model = modes.auto_compiled
         run.optimizer_stepped(optimizer)
 
-    optim.register_optimizer_step_post_hook(stepped)
+    # A script that compiles its optimizer step (torch.compile over opt.step()) has Dynamo trace
+    # the step's hooks too: tuimon's boundary would be compiled in pieces (its own graph breaks,
+    # a recompile each step as its counters change). Dynamo runs it as it is instead.
+    optim.register_optimizer_step_post_hook(torch.compiler.disable(stepped))
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
     original_backward = torch.autograd.backward
