@@ -59,3 +59,7 @@ def test_the_automatic_capture_fails_quietly():
     assert profile_note(r, {**failed, "quiet": True}) == (
         "default/script: the automatic capture 1 recorded nothing: the window ended before any "
         "active step was recorded (1 of 3 window steps ran)")
+    from tuimon.report.table import profiles_text
+
+    r.profiles = [{**failed, "quiet": True}]
+    assert profiles_text(r) == "0 captures"

@@ -286,8 +286,9 @@ def profiles_text(r: RunStats) -> str:
         return DASH
     done = _done(r)
     text = f"{len(done)} capture{'s' if len(done) != 1 else ''}"
-    if len(r.profiles) > len(done):
-        text += f" ({len(r.profiles) - len(done)} failed)"
+    failed = [p for p in r.profiles if p not in done and not p.get("quiet")]  # quiet: the notes say
+    if failed:
+        text += f" ({len(failed)} failed)"
     if done:
         last = done[-1]
         top = (last.get("top_ops") or [{}])[0]
