@@ -16,7 +16,6 @@ import contextlib
 import os
 import platform
 import time
-from collections import deque
 
 import torch
 
@@ -27,6 +26,7 @@ from tuimon.runner.crash import cuda_memory
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.script.batches import Fetched
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
@@ -34,7 +34,6 @@ from tuimon.runner.timing import CpuClock, CudaClock
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
-AHEAD = 16  # batches fetched and not yet trained on that are kept (a prefetcher's queue)
 
 
 class StopScript(KeyboardInterrupt):
@@ -83,11 +82,7 @@ class ScriptSteps:
         self.loss = None
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
-        # Batches fetched and not trained on yet, (dataset id, samples): each backward() takes
-        # the oldest of the loader it last fetched from. A prefetcher (a wrapper that fetches
-        # the next batch ahead, Lightning's and accelerate's fetchers) takes a step's batch in
-        # the step before: counted as fetched, an epoch's first step held two and its last none.
-        self.fetched: deque[tuple[int, int]] = deque(maxlen=AHEAD)
+        self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
         self._phase = "building"
@@ -113,18 +108,7 @@ class ScriptSteps:
         if self.train_data is not None and data_key != self.train_data:
             self.gap = True  # another loader's batches (validation) inside this step
             return
-        self.fetched.append((data_key, _samples(batch)))
-
-    def _trained_on(self) -> None:
-        """A backward(): the oldest batch fetched from the loader last fetched from is the one
-        trained on (older ones of other loaders, e.g. Lightning's sanity validation before the
-        training loader is known, are dropped: not trained on)."""
-        fetched = self.fetched
-        while fetched:
-            key, n = fetched.popleft()
-            if key == self.last_data:
-                self.samples += n
-                return
+        self.fetched.add(data_key, batch)
 
     def eval_mode(self) -> None:
         """``Module.train(False)`` between two steps: a validation pass, not training."""
@@ -138,7 +122,7 @@ class ScriptSteps:
             self._start()
         self.backwards += 1
         if self.fetched:
-            self._trained_on()
+            self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
             self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
@@ -243,10 +227,9 @@ class ScriptSteps:
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
         if not self.backwards and self.fetched:  # no backward() seen: what it fetched
-            self.samples = sum(n for _, n in self.fetched)
-            self.fetched.clear()
-        elif self.gap and len(self.fetched) > 1:  # a validation pass over the training data
-            self.fetched = deque([self.fetched[-1]], maxlen=AHEAD)  # left none ahead but one
+            self.samples = self.fetched.take_all()
+        elif self.gap:
+            self.fetched.after_gap()
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
         if ring.pre is not None:
@@ -392,18 +375,4 @@ class ScriptSteps:
         if time.monotonic() - self._booted - compiling < seconds:
             return None
         return True
-
-
-def _samples(batch) -> int:
-    """The first dimension of a batch's first tensor (a tensor, a tuple/list, or a dict)."""
-    if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.dim() else 1
-    if isinstance(batch, (list, tuple)) and batch:
-        return _samples(batch[0])
-    if isinstance(batch, dict):
-        for value in batch.values():
-            if isinstance(value, torch.Tensor):
-                return _samples(value)
-    return 0
-
 
