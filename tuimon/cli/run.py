@@ -30,7 +30,7 @@ from tuimon.cli.args import (
     window_arg,
 )
 from tuimon.cli.jobs import check_jobs
-from tuimon.cli.script import script_settings
+from tuimon.cli.script import script_settings, turn_notes
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
@@ -238,6 +238,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
 
     interval = None if args.no_probes else args.interval
+    if script is not None:
+        turn_notes(script, args.schedule, len(variants) * args.repeats)
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,

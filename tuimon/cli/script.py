@@ -154,3 +154,15 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
         settings["no_step_s"] = float(os.environ[NO_STEP_S])
     return settings
+
+
+# Said in each run's run_started when a script's variants take turns (the interleaved schedule).
+TURN_NOTE = ("taking turns, the script waits inside optimizer.step() (for its first turn: at its "
+             "first batch) while other variants step: its own timers count those waits, tuimon's "
+             "step times do not")
+
+
+def turn_notes(settings: dict, schedule: str, runs: int) -> None:
+    """The note a script's own timers need when its variants take turns (``runs``: processes)."""
+    if schedule == "interleave" and runs > 1:
+        settings["notes"] = [*settings.get("notes", []), TURN_NOTE]

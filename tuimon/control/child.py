@@ -22,7 +22,7 @@ from pathlib import Path
 from tuimon import axes, events
 from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
-from tuimon.failures import FAULTHANDLER
+from tuimon.failures import FAULTHANDLER, plain
 from tuimon.torchrun import recipe_command
 from tuimon.variants import Variant
 
@@ -146,13 +146,15 @@ def read_events(run: str, fd: int, deliver: Deliver) -> None:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
+    """The end of a run's log, as a failure's clue: its last lines, without terminal escapes
+    (a script's coloured log lines)."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - 16384))
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    text = text.rstrip()
+    text = plain(text).rstrip()
     fatal = text.rfind(FAULTHANDLER)
     if fatal < 0:
         return "\n".join(text.splitlines()[-lines:])

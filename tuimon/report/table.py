@@ -245,6 +245,14 @@ def cache_text(r: RunStats) -> str:
     return f"mixed: {r.fx_cache_hits} hits, {r.fx_cache_misses} misses"
 
 
+def compile_cache(e: dict) -> str:
+    """One ``compile`` event's cache in a word: warm, cold, "no graph" for a frame Dynamo traced
+    without a graph (nothing reached Inductor, so there was no cache to look in), else ""."""
+    if e.get("forward", True) and e.get("graph_ops") == 0:
+        return "no graph"
+    return e["cache"] if e.get("cache") in ("warm", "cold") else ""
+
+
 def _or_na(value, fmt) -> str:
     return "n/a" if value is None else fmt(value)
 
@@ -328,8 +336,9 @@ def profiles_text(r: RunStats) -> str:
         return DASH
     done = _done(r)
     text = f"{len(done)} capture{'s' if len(done) != 1 else ''}"
-    if len(r.profiles) > len(done):
-        text += f" ({len(r.profiles) - len(done)} failed)"
+    failed = [p for p in r.profiles if p not in done and not p.get("quiet")]  # quiet: the notes say
+    if failed:
+        text += f" ({len(failed)} failed)"
     if done:
         last = done[-1]
         top = (last.get("top_ops") or [{}])[0]
@@ -342,6 +351,8 @@ def profiles_text(r: RunStats) -> str:
 
 
 def profile_note(r: RunStats, p: dict) -> str:
+    if p.get("state") != "done" and p.get("quiet"):
+        return f"{r.label}: the automatic capture {p.get('capture')} recorded nothing: {p.get('error')}"
     if p.get("state") != "done":
         return f"{r.label}: profile {p.get('capture')} failed: {p.get('error')}"
     steps = p.get("active_steps") or []

@@ -203,12 +203,13 @@ def main(argv: list[str] | None = None) -> int:
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         emitter.emit_now(
             events.FAILED,
             stage=stage,
             error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tail(traceback.format_exc(), 20),
+            message=text.splitlines()[0][:500] if text else "",
+            traceback=tail(failures.plain(traceback.format_exc()), 20),
             where=recipe_frame(exc, args.recipe),
             **failures.of_exception(exc, memory),
             **memory,

@@ -151,7 +151,10 @@ def _install(cfg: dict) -> None:
     def stepped(optimizer, args, kwargs) -> None:
         run.optimizer_stepped(optimizer)
 
-    optim.register_optimizer_step_post_hook(stepped)
+    # A script that compiles its optimizer step (torch.compile over opt.step()) has Dynamo trace
+    # the step's hooks too: tuimon's boundary would be compiled in pieces (its own graph breaks,
+    # a recompile each step as its counters change). Dynamo runs it as it is instead.
+    optim.register_optimizer_step_post_hook(torch.compiler.disable(stepped))
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
     original_backward = torch.autograd.backward
@@ -289,7 +292,8 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count,
+    nor a compile (a first optimizer.step() that compiles is still a step to come)."""
     time.sleep(seconds)
     while (said := run.no_step_yet(seconds)) is None:
         time.sleep(1.0)

@@ -26,6 +26,7 @@ from tuimon.runner.crash import cuda_memory
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.validation import Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
@@ -86,12 +87,14 @@ class ScriptSteps:
         self.last_data = None
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
+        self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
         self._phase = "building"
         self._poll_at = 0.0
         self._began = time.monotonic()  # reset when training starts: --duration counts from there
         self._booted = time.monotonic()
+        self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
         self._accum_said = False
 
     # ---- what the hooks tell ----------------------------------------------------------------
@@ -113,7 +116,7 @@ class ScriptSteps:
             return
         if self.train_data is not None:
             self.validating.training()
-        self.samples += _samples(batch)
+        self.fetched.add(data_key, batch)
 
     def eval_mode(self) -> None:
         """``Module.train(False)`` between two steps: a validation pass, not training."""
@@ -129,6 +132,8 @@ class ScriptSteps:
         if not self.started:
             self._start()
         self.backwards += 1
+        if self.fetched:
+            self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
             self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
@@ -201,7 +206,7 @@ class ScriptSteps:
             try:
                 self._obey("pause", turn=True)
             finally:
-                self._booted = time.monotonic()
+                self._booted, self._compiled_at_boot = time.monotonic(), self.watch.total_s
             self.turns.begin(0)
             if self.profiler is not None:
                 self.profiler.turn_began()
@@ -237,6 +242,10 @@ class ScriptSteps:
         k = i & ring.mask
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
+        if not self.backwards and self.fetched:  # no backward() seen: what it fetched
+            self.samples = self.fetched.take_all()
+        elif self.gap:
+            self.fetched.after_gap()
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
         if ring.pre is not None:
@@ -370,31 +379,22 @@ class ScriptSteps:
             self.flush_measured()
         self.enabled, self.failed = False, True
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         self.emitter.emit_now(
             events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
+            message=text.splitlines()[0][:500] if text else "", traceback=failures.plain(tb_text),
+            where=where, **failures.of_exception(exc, memory), **memory)
 
     def no_step_yet(self, seconds: float) -> bool | None:
-        """True: no step ``seconds`` after start (or after its first turn came); None: not yet
-        known (waiting for its first turn, or not that long)."""
+        """True: no step ``seconds`` after start (or after its first turn came), compiles left
+        out; None: not yet known (waiting for its first turn, compiling, or not that long). A
+        first ``optimizer.step()`` still compiling is no missing step."""
         if not self.enabled or self.boundaries:
             return False
-        if self._booted is None or time.monotonic() - self._booted < seconds:
+        if self._booted is None or self.watch.active:
+            return None
+        compiling = self.watch.total_s - self._compiled_at_boot
+        if time.monotonic() - self._booted - compiling < seconds:
             return None
         return True
-
-
-def _samples(batch) -> int:
-    """The first dimension of a batch's first tensor (a tensor, a tuple/list, or a dict)."""
-    if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.dim() else 1
-    if isinstance(batch, (list, tuple)) and batch:
-        return _samples(batch[0])
-    if isinstance(batch, dict):
-        for value in batch.values():
-            if isinstance(value, torch.Tensor):
-                return _samples(value)
-    return 0
-
 

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import RunStats
 from tuimon.fmt import fmt_s
-from tuimon.report.table import cache_text
+from tuimon.report.table import cache_text, compile_cache
 from tuimon.ui.model import RunLive
 
 PHASE_STYLE = {"dynamo": "cyan", "aot": "magenta", "inductor": "yellow", "codegen": "green",
@@ -76,7 +76,7 @@ def render(live: RunLive | None, r: RunStats | None):
             graph = f"val: {graph}"
         table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
-                      str(c.get("guards") or "–"), c.get("cache") or "")
+                      str(c.get("guards") or "–"), compile_cache(c))
     parts = [title, head, legend(), table]
     if r is not None and r.graph_breaks:
         parts.append(Text(f"graph breaks ({len(r.graph_breaks)}):", style="bold"))
