@@ -33,7 +33,7 @@ def test_no_step_is_measured_while_another_variant_ends(tuimon, tmp_path):
     done = tmp_path / "done"
     done.mkdir()
     proc, session = tuimon("run", "--headless", "--modes", "eager", "--set", "how=join,linger",
-                           "--steps", "24", "--turn", "0.3", "--interval", "0.25", "--",
+                           "--repeats", "1", "--steps", "24", "--turn", "0.3", "--interval", "0.25", "--",
                            sys.executable, str(SCRIPTS / "slow_exit.py"), "--how", "{how}",
                            "--exit-s", "1.5", "--done-dir", str(done))
     assert proc.returncode == 0, proc.stderr
@@ -143,7 +143,7 @@ def test_interleave_gives_no_turn_while_a_variant_still_builds(tuimon):
     """One variant builds for 2 s (its import, its model, its data): the other takes its first
     turn once both are ready."""
     proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--headless", "--modes", "eager",
-                           "--set", "build_s=0,2", "--set", "sleep_ms=5", "--steps", "20",
+                           "--set", "build_s=0,2", "--set", "sleep_ms=5", "--steps", "20", "--repeats", "1",
                            "--no-probes")
     assert proc.returncode == 0, proc.stderr
     evs, by_run = runs_of(session)
