@@ -45,6 +45,7 @@ RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it t
 RUN_EXITED = "run_exited"  # returncode, seconds
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
+#   and stepping: the runs that stepped through the whole period (the supervisor's samples)
 # A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with
 # nothing to do, the *_setting ones are clocks someone chose on purpose.
 BENIGN_THROTTLE = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from tuimon import axes, events
 from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
@@ -130,6 +132,34 @@ class Child:
         with contextlib.suppress(OSError):
             os.close(self.control_fd)
         return rc
+
+    def groups(self) -> list[int]:
+        """The process groups its processes live in: its own (DataLoader workers, Inductor's
+        compile workers and a script's subprocesses inherit it)."""
+        return [self.proc.pid]
+
+    def lingering(self) -> bool:
+        """After the reap: does a process of its groups still run (a worker that outlives the
+        runner, a subprocess still ending)? Zombies do not count: where nothing reaps orphans
+        (a container's init) they would linger for ever, doing nothing."""
+        groups = set()
+        for pgid in self.groups():
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                continue
+            except PermissionError:  # not ours any more: a stranger reuses the number
+                continue
+            groups.add(pgid)
+        if not groups:
+            return False
+        for pid in psutil.pids():
+            try:
+                if os.getpgid(pid) in groups and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except (OSError, psutil.Error):
+                continue
+        return False
 
 
 def read_events(run: str, fd: int, deliver: Deliver) -> None:

@@ -13,7 +13,7 @@ from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.compiles import combine_compiles, compile_story
 from tuimon.analysis.stats.faults import FaultTrack
-from tuimon.analysis.stats.load import busy_periods, session_busy
+from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan
 from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
@@ -162,11 +162,14 @@ class Collector:
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
+        quiet_only = self._session.quiet_only
+        own = self._session.schedule != "parallel"  # runs side by side, as the user asked
         for run, r in runs.items():
             if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
                 self.jobs[run].lead(r)
-            busy = busy_periods(samples, run) if self._session.quiet_only else None
-            step_stats(r, steps[run], *self._counts[run], busy=busy)
+            busy = busy_periods(samples, run) if quiet_only else None
+            step_stats(r, steps[run], *self._counts[run], busy=busy,
+                       own=own_periods(samples, run) if own else None, quiet_only=quiet_only)
             profile_stats(r, steps[run])
             if run in self.jobs:  # its ranks against each other, over its steady state
                 window = steady_window(steps[run])
@@ -177,7 +180,7 @@ class Collector:
             compile_story(r)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
+            probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
         variants = combine_replicates(list(runs.values()))
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         apply_noise(list(variants.values()), noise)
@@ -247,6 +250,7 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
     if e["type"] == events.SESSION_STARTED:
         summary.quiet_only = bool(e.get("quiet_only"))
         summary.pin_malloc = e.get("pin_malloc")
+        summary.schedule = e.get("schedule")
         summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
         summary.horizon = e.get("horizon")
         if e.get("loss_tolerance") is not None:

@@ -63,6 +63,8 @@ class RunStats:
     foreign_gpu_pids: list[int] = field(default_factory=list)
     load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
     busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
+    own_cores: float | None = None  # the session's other runs' CPU while it stepped (mean, cores)
+    own_dropped: int = 0  # steady steps kept out for the session's other runs' load (stats/load.py)
     faults_per_step: float | None = None  # minor page faults a steady step (stats/faults.py)
     faults_differ: bool = False  # its fault rate differed from its baseline's (unreliable says how)
     unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
@@ -174,6 +176,7 @@ class SessionSummary:
     variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
     pin_malloc: bool | None = None  # every run had the same glibc thresholds (None: not said)
+    schedule: str | None = None  # interleave, sequential or parallel (None: not recorded)
     busy: str | None = None  # every run stepped beside other processes' load: says how much
     # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
     axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
