@@ -161,7 +161,7 @@ def test_parallel_schedule_splits_the_cores(tuimon):
 def test_ctrl_c_stops_children_and_keeps_the_measurements(tmp_path, inductor_cache):
     out = tmp_path / "sessions"
     cmd = [sys.executable, "-m", "tuimon", str(TEST_RECIPES / "slow_steps.py"), "--modes",
-           "eager", "--steps", "100000", "--set", "sleep_ms=20", "--out", str(out)]
+           "eager", "--steps", "100000", "--set", "sleep_ms=20", "--repeats", "1", "--out", str(out)]
     # A shell's background job inherits SIGINT ignored, and Python then installs no Ctrl-C handler:
     # give the CLI the terminal's default, whatever started this test.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

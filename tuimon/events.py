@@ -20,7 +20,9 @@ STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile r
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
 #   minflt: the process's minor page faults so far (sent after the steps flushed with it)
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
-#   profile_s (time spent starting and finishing profiler captures, outside every step), ...
+#   profile_s (time spent starting and finishing profiler captures, outside every step), ...;
+#   a script's: compiles, compile_s, recompiles are training's, val_compiles, val_compile_s,
+#   val_recompiles its validation passes' (runner/script/validation.py)
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 SCRIPT_ENDED = "script ended"  # a script run's finished reason: the script ended by itself, exit 0
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
@@ -30,7 +32,10 @@ COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, 
 #   inductor,codegen} (each alone, s), graph_ops, guards, graph_breaks, recompile_reason,
 #   fx/aot cache hits & misses, cache: cold | warm | none, failed, fail_reason
 GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
-RECOMPILE = "recompile"  # compile_id, reasons: [str]
+RECOMPILE = "recompile"  # compile_id, reasons: [str]; after_validation: training's first compile of
+#   code only a validation pass had compiled (not a recompile of training's)
+# A script's validation pass's compile_phase, compile, graph_break and recompile say validation: true.
+# A script's warning note may say uncompiled: why its compiled variant compiles nothing.
 CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind skipped | rerecorded, text
 # One cache lookup torch reported while compiling (warm start, docs/compile.md#warm-start):
 #   compile_id, cache: fx | aot, state: hit | miss | bypass, key, reason (a bypass's), saved_s (a
@@ -60,6 +65,7 @@ ARTIFACTS = "artifacts"
 CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
+#   and stepping: the runs that stepped through the whole period (the supervisor's samples)
 # A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with
 # nothing to do, the *_setting ones are clocks someone chose on purpose.
 BENIGN_THROTTLE = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})

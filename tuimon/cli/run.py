@@ -30,7 +30,7 @@ from tuimon.cli.args import (
     window_arg,
 )
 from tuimon.cli.jobs import check_jobs
-from tuimon.cli.script import script_settings
+from tuimon.cli.script import script_settings, turn_notes
 from tuimon.cli.warm import add_flags as add_warm_flags
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
@@ -150,6 +150,9 @@ def run_parser() -> Parser:
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")
+    p.add_argument("--compile-module", metavar="NAME",
+                   help="script runs: compile the first module called whose class is NAME "
+                   "(e.g. RNNModel), instead of the module the optimizer trains")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -177,6 +180,9 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     share_processes(args, command)
     script = None
+    if command is None and args.compile_module is not None:
+        raise UsageError("--compile-module is a script option: a recipe's compiled variants "
+                         "compile the model its build() returns")
     if command is not None:
         if args.recipe is not None:
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
@@ -238,6 +244,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
 
     interval = None if args.no_probes else args.interval
+    if script is not None:
+        turn_notes(script, args.schedule, len(variants) * args.repeats)
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,

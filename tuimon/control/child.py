@@ -19,10 +19,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from tuimon import axes, events
 from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
-from tuimon.failures import FAULTHANDLER
+from tuimon.failures import FAULTHANDLER, plain
 from tuimon.torchrun import recipe_command
 from tuimon.variants import Variant
 
@@ -131,6 +133,34 @@ class Child:
             os.close(self.control_fd)
         return rc
 
+    def groups(self) -> list[int]:
+        """The process groups its processes live in: its own (DataLoader workers, Inductor's
+        compile workers and a script's subprocesses inherit it)."""
+        return [self.proc.pid]
+
+    def lingering(self) -> bool:
+        """After the reap: does a process of its groups still run (a worker that outlives the
+        runner, a subprocess still ending)? Zombies do not count: where nothing reaps orphans
+        (a container's init) they would linger for ever, doing nothing."""
+        groups = set()
+        for pgid in self.groups():
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                continue
+            except PermissionError:  # not ours any more: a stranger reuses the number
+                continue
+            groups.add(pgid)
+        if not groups:
+            return False
+        for pid in psutil.pids():
+            try:
+                if os.getpgid(pid) in groups and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except (OSError, psutil.Error):
+                continue
+        return False
+
 
 def read_events(run: str, fd: int, deliver: Deliver) -> None:
     """Reader thread: whole lines from the child's pipe, one batch per read; None at EOF."""
@@ -146,13 +176,15 @@ def read_events(run: str, fd: int, deliver: Deliver) -> None:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
+    """The end of a run's log, as a failure's clue: its last lines, without terminal escapes
+    (a script's coloured log lines)."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - 16384))
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    text = text.rstrip()
+    text = plain(text).rstrip()
     fatal = text.rfind(FAULTHANDLER)
     if fatal < 0:
         return "\n".join(text.splitlines()[-lines:])

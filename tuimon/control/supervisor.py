@@ -2,8 +2,9 @@
 commands, writes the store and hands every event to a sink.
 
 One job a module: ``runs`` (the plan, run records, states), ``schedule`` (who starts and who
-steps next), ``commands`` (the control methods and how the loop applies them), ``stopping``
-(stop lines, signals, the hang watch) and this one (the loop: children, events, the store).
+steps next), ``handover`` (when: no turn or start beside another run's build, end or exit),
+``commands`` (the control methods and how the loop applies them), ``stopping`` (stop lines,
+signals, the hang watch) and this one (the loop: children, events, the store).
 
 Threads. ``run()`` is the loop thread: the only one that writes the store, calls the sink,
 or starts, signals and reaps children. Each child's reader thread (control/child.py) and the
@@ -42,6 +43,7 @@ from collections.abc import Callable
 from tuimon import events, failures
 from tuimon.control.child import Child, log_tail
 from tuimon.control.commands import EOF, EVENTS, Commands
+from tuimon.control.handover import Handover
 from tuimon.control.job_child import JobChild
 from tuimon.control.job_runs import RANK, JobRuns
 from tuimon.control.runs import (
@@ -56,7 +58,7 @@ from tuimon.control.runs import (
     check_profile_options,
 )
 from tuimon.control.sampler import Sampler
-from tuimon.control.schedule import next_turn, startable
+from tuimon.control.schedule import startable
 from tuimon.control.stopping import TICK, Stopping
 from tuimon.control.warm import initial_rounds, warm_starts
 from tuimon.sessiondir.store import SessionStore, StoreWriteError
@@ -74,7 +76,7 @@ def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-class Supervisor(Commands, Stopping, JobRuns):
+class Supervisor(Commands, Stopping, JobRuns, Handover):
     def __init__(self, store: SessionStore, plan: Plan, sink: Sink | None = None,
                  gpu_probe=None) -> None:
         self.store = store
@@ -96,6 +98,7 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._live: dict[str, Run] = {}  # runs with a process (read by the sampler: live_pids)
         self._turn: str | None = None  # interleaved schedule: the run stepping now
         self._last_turn: str | None = None
+        self._exiting: dict[str, float] = {}  # reaped runs whose group still runs: since (handover)
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
         self._rank_hub, self._jobs_tick = None, None  # torchrun jobs' rank socket (jobs.py)
@@ -167,6 +170,8 @@ class Supervisor(Commands, Stopping, JobRuns):
                 self._stop_run(self._runs[run])
             return
         ready, threads = startable(self.plan.schedule, self._queue, self._live, self._runs)
+        if ready and not self._may_start():  # not beside a run's steps or its end (handover.py)
+            return
         for run in ready:
             self._queue.remove(run)
             self._start(self._runs[run], threads)
@@ -195,17 +200,6 @@ class Supervisor(Commands, Stopping, JobRuns):
                                   threads=threads, **spawn)
         self._live[r.id] = r
         self._set_state(r.id, RUNNING)
-
-    def _stepping(self) -> set[str]:
-        """The runs that stepped through the whole last sampling period, for the sampler's
-        thread (a snapshot): a period that held a compile, a turn wait or a pause says nothing
-        of a run's share of the cores (a compile's workers are no overuse). Under interleave
-        only the run holding the turn steps."""
-        now, period = time.monotonic(), self.plan.interval or 1.0
-        runs = {run for run, r in list(self._live.items()) if r.stepping and not r.compiling
-                and not r.waiting_turn and self._state(run) != PAUSED
-                and now - (r.stepping_since or now) >= period}
-        return runs & {self._turn} if self.plan.schedule == "interleave" else runs
 
     def _deliver(self, run: str, batch: list[dict] | None) -> None:
         """Called by a child's reader thread."""
@@ -278,28 +272,10 @@ class Supervisor(Commands, Stopping, JobRuns):
             if e.get("stage") == "build" and self.build_failure is None:
                 self.build_failure = e
                 self._stop_everything()  # same recipe, same fault: stop the others
-    def _pass_turn(self) -> None:
-        """Interleaved schedule: when no run holds the turn, give it to the next waiting one."""
-        if self.plan.schedule != "interleave":
-            return
-        if self._turn is not None and (self._turn not in self._live or self._runs[self._turn].ended):
-            self._turn = None
-        if self._turn is not None:
-            return
-        waiting = [run for run in self._live if self._runs[run].waiting_turn
-                   and not self._runs[run].ended and self._state(run) != PAUSED]
-        if not waiting:
-            return
-        nxt = next_turn(list(self._live), waiting, self._last_turn)
-        r = self._runs[nxt]
-        if r.child.send("resume"):
-            r.waiting_turn, r.last_step = False, time.monotonic()
-            r.stepping_since = r.last_step
-            self._turn = self._last_turn = nxt
-
     def _reap(self, run: str) -> None:
         r = self._live.pop(run)
         rc = r.child.reap()
+        self._exited(r)
         seconds = round(time.monotonic() - r.child.started, 3)
         kept = self._warm.finish(run, r.steps_seen)  # a variant's first run keeps its cache
         batch = [kept] if kept else []

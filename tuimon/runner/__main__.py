@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import os
-import platform
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
+from tuimon.runner.torch_env import TorchTooOld, absolute, absolute_paths, check_version, versions
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -71,7 +71,9 @@ def tail(text: str, lines: int = 12) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    absolute_paths()  # the Inductor cache and the trace directory, before torch reads them
     args = parse_args(argv)
+    args.profile_dir = absolute(args.profile_dir)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
     job = from_env()  # (channel, identity) for a rank of a job, else None
@@ -90,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     warm = None
     try:
         import torch
+
+        try:
+            newer = check_version(torch)
+        except TorchTooOld as exc:
+            raise SetupError(str(exc)) from None
+        if newer:
+            emitter.emit(events.WARNING, text=newer, note=True)
 
         from tuimon import recipe as contract
         from tuimon.runner import loop
@@ -162,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             grad_scaler=trainer.scaler is not None,
             device=device,
             device_name=device_name(torch, device),
-            torch=torch.__version__,
-            python=platform.python_version(),
+            **versions(torch),
             recipe=recipe.name or os.path.basename(args.recipe),
             params=loop.param_count(recipe.model),
             batch_size=cfg.batch_size,
@@ -182,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         reason = loop.run(trainer, emitter, watch, control, profiler)
         if warm is not None:
             warm.save(torch)
+        if text := watch.nothing_compiled(args.mode):
+            emitter.emit_now(events.WARNING, text=text)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,
@@ -203,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         emitter.emit_now(
             events.FAILED,
             stage=stage,
             error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tail(traceback.format_exc(), 20),
+            message=text.splitlines()[0][:500] if text else "",
+            traceback=tail(failures.plain(traceback.format_exc()), 20),
             where=recipe_frame(exc, args.recipe),
             **failures.of_exception(exc, memory),
             **memory,

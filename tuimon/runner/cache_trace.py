@@ -47,7 +47,8 @@ class CacheTrace:
         self.emitter = emitter
         self._configs: set[str] = set()
 
-    def lookup(self, name: str, payload, compile_id: str | None) -> None:
+    def lookup(self, name: str, payload, compile_id: str | None, more: dict | None = None) -> None:
+        """``more``: fields to add (``validation: True`` for a validation pass's compile)."""
         cache, _, state = name.rpartition("_cache_")
         cache = {"fx_graph": "fx", "aotautograd": "aot"}.get(cache)
         if cache is None:
@@ -79,4 +80,4 @@ class CacheTrace:
             if digest not in self._configs:  # once a process, and whenever it changes
                 self._configs.add(digest)
                 fields["config_parts"] = config
-        self.emitter.emit_now(events.CACHE_LOOKUP, **fields)
+        self.emitter.emit_now(events.CACHE_LOOKUP, **fields, **(more or {}))

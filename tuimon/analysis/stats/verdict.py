@@ -6,9 +6,12 @@ What is weighed against what (docs/measuring.md#the-verdict):
 - the *reference* is what the user runs today: eager, fp32 (a script: its own precision), at
   every axis's baseline (first) value; every other variant is compared with it, per step, or per
   sample when the variants' steps hold different numbers of samples (a batch-size axis);
-- a variant is a candidate when it ran to a steady state, its losses agree with its loss
+- a variant is a candidate when it ran to a steady state of MIN_STEADY steps or more (fewer:
+  "not enough steady steps", no winner named), its losses agree with its loss
   reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
   loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
+  a compiled variant that compiled nothing (stats/compiles.py) is no candidate either: it is
+  named so, and when no candidate is left the verdict says "nothing was compiled";
 - when a candidate or the reference is unreliable (it recompiled in steady state, other
   processes' load or its page faults differed from its baseline's or the reference's) or the
   machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
@@ -37,6 +40,10 @@ from tuimon.axes import baseline
 from tuimon.variants import SCRIPT
 
 REFERENCE_PRECISIONS = ("fp32", "script")
+# Steady steps a variant needs before it is weighed: below four batches of five, MSER-5 cannot
+# tell warm-up from steady state (steady_state.mser5 looks for none), and the median's interval
+# is little more than the range of the few steps there are (all from a turn or two).
+MIN_STEADY = 20
 
 
 @dataclass
@@ -187,6 +194,9 @@ def decide(summary: SessionSummary) -> Verdict:
             continue
         if (why := _disqualify(r, ref, summary.loss_tolerance)) is not None:
             out.disqualified.append({"label": r.label, "run": r.run, "reason": why})
+        elif r.nothing_compiled:  # its speed is eager's: no answer to "should I compile"
+            out.disqualified.append({"label": r.label, "run": r.run, "uncompiled": r.nothing_compiled,
+                                     "reason": f"nothing was compiled — {r.nothing_compiled}"})
         elif not r.median_ms:
             if r.status in ("queued", "running"):
                 out.pending.append(r.label)
@@ -194,6 +204,15 @@ def decide(summary: SessionSummary) -> Verdict:
                 out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
         else:
             qualified.append(r)
+    uncompiled = [d for d in out.disqualified if d.get("uncompiled")]
+    if uncompiled and not qualified and not out.pending:
+        out.kind = "none"
+        names = ", ".join(d["label"] for d in uncompiled)
+        out.line = (f"Verdict: no answer: nothing was compiled in {names} — "
+                    f"{uncompiled[0]['uncompiled'].rstrip('.')}.")
+        return out
+    if _too_few(out, ref, qualified):
+        return out
     out.reasons = reliability(summary, [ref, *qualified], ref)
     out.per_sample = per_sample([ref, *qualified])
     if out.per_sample:  # rows that do not say their samples cannot be weighed per sample
@@ -206,6 +225,33 @@ def decide(summary: SessionSummary) -> Verdict:
     if out.pending:
         out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
     return out
+
+
+def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> bool:
+    """Rows with fewer than MIN_STEADY steady steps are not weighed: still running, they are
+    pending; ended, set aside with the reason. True (the line said) when that leaves nothing
+    to weigh: the reference, or every candidate, has too few."""
+    few = [r for r in qualified if r.measured < MIN_STEADY]
+    if ref.measured < MIN_STEADY or (few and len(few) == len(qualified)):
+        rows = [r for r in (ref, *few) if r.measured < MIN_STEADY]
+        counts = " and ".join(f"{r.label} {r.measured}" for r in rows)
+        need = f"{MIN_STEADY} each are needed" if len(rows) > 1 else f"{MIN_STEADY} are needed"
+        if any(r.status in ("queued", "running") for r in rows):
+            out.kind = "pending"
+            out.line = f"Verdict: waiting for more steady steps ({counts}; {need})"
+        else:
+            out.kind = "none"
+            out.line = (f"Verdict: no answer: not enough steady steps ({counts}; {need}): run "
+                        "longer (--steps or --duration)")
+        return True
+    for r in few:
+        qualified.remove(r)
+        if r.status in ("queued", "running"):
+            out.pending.append(r.label)
+        else:
+            out.disqualified.append({"label": r.label, "run": r.run, "reason": (
+                f"only {r.measured} steady steps ({MIN_STEADY} are needed to weigh it): run longer")})
+    return False
 
 
 def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,

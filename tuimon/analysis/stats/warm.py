@@ -24,6 +24,8 @@ CACHES = ("fx", "aot")
 def fold(r: RunStats, e: dict) -> None:
     """One event's share of a run's warm-start facts (collect.py calls it for WARM_EVENTS)."""
     kind = e["type"]
+    if e.get("validation") and kind in (events.COMPILE, events.CACHE_LOOKUP):
+        return  # a script's validation pass: its compiles are apart from training's (compiles.py)
     if kind == events.RUN_QUEUED:
         r.start, r.seed = e.get("start"), e.get("seed")
     elif kind == events.ARTIFACTS:

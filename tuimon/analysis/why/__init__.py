@@ -7,7 +7,9 @@ One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs
 ``syncs`` (scalar reads and device syncs in the model), ``bound`` (input-bound, launch-bound, an
 eager optimizer), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
 ``payoff`` (compile that pays off after the run). ``finding`` holds what they share;
-``report.why_text`` writes the findings for summary.md and the terminal.
+``report.why_text`` writes the findings for summary.md and the terminal. A variant that
+compiled nothing (stats/compiles.py) gets that one finding: no rule reads compiled graphs
+that never were.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy,
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
 from tuimon.analysis.why.payoff import payoff
-from tuimon.analysis.why.recompiles import recompiles
+from tuimon.analysis.why.recompiles import recompiles, uncompiled
 from tuimon.analysis.why.syncs import host_syncs
 
 RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, eager_optimizer,
@@ -40,7 +42,7 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
             continue
         ctx = context(row, summary)
         findings = []
-        for rule in RULES:
+        for rule in (RULES if not row.nothing_compiled else (uncompiled,)):
             try:
                 findings += rule(ctx)
             except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
@@ -49,7 +51,9 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
         helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
         speed = None
-        if row.speedup is not None:
+        if row.nothing_compiled:  # no speedup to weigh: two eager runs
+            speed = "nothing was compiled: it ran eager"
+        elif row.speedup is not None:
             speed = speedup_text(row).replace("×", f"× {row.baseline}", 1)
         out.append(VariantWhy(row.run, row.label, speed, helped, findings))
     return out

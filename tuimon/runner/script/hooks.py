@@ -24,7 +24,11 @@ NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
 
 
 def start(config: str) -> None:
+    from tuimon.runner.torch_env import absolute, absolute_paths
+
+    absolute_paths()  # before the script can change directory, and before torch reads them
     cfg = json.loads(config)
+    cfg["profile_dir"] = absolute(cfg.get("profile_dir"))
     if cfg.get("launcher") == "torchrun" and cfg.get("role") is None:
         _agent(cfg)  # torchrun's own process: its workers are the ranks
         return
@@ -38,14 +42,16 @@ def start(config: str) -> None:
         _install(cfg)
     except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
         from tuimon import events
+        from tuimon.runner.torch_env import TorchTooOld
 
+        said = (str(exc) if isinstance(exc, TorchTooOld)
+                else f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}")
         line = events.encode(events.make(
-            events.FAILED, cfg.get("run"), stage="build", error="HookError",
-            message=f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}",
+            events.FAILED, cfg.get("run"), stage="build", error="HookError", message=said,
             traceback=traceback.format_exc()[-4000:]))
         if cfg.get("event_fd") is not None:
             os.write(cfg["event_fd"], line.encode())
-        print(f"tuimon: could not hook this script: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"tuimon: {said}", file=sys.stderr)
         os._exit(2)
 
 
@@ -63,6 +69,10 @@ def _agent(cfg: dict) -> None:
 
 def _install(cfg: dict) -> None:
     import torch
+
+    from tuimon.runner.torch_env import check_version
+
+    newer = check_version(torch)  # TorchTooOld: one line (start), before anything is hooked
     import torch.optim.optimizer as optim
     import torch.utils.data.dataloader as dataloader
 
@@ -91,9 +101,14 @@ def _install(cfg: dict) -> None:
     watch.install()
     run = ScriptSteps(cfg, emitter, control, watch)
     emitter.emit_now(events.PHASE, phase="building")
+    if newer:
+        emitter.emit(events.WARNING, text=newer, note=True)
     _seed(cfg.get("seed"), torch)
-    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
+    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note,
+                         cfg.get("compile_module"))
     modes.install()
+    run.compile_asked = modes.asked
+    watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
     warm = None
     if cfg["mode"] != "eager":  # compile artifacts: loaded before the script's first compile
         from tuimon.runner.warm_start import WarmStart
@@ -104,6 +119,7 @@ def _install(cfg: dict) -> None:
         from tuimon.runner.compile_trace import TraceListener
 
         run.trace = TraceListener(emitter)
+        run.trace.validation = run.validating.compile
         run.trace.install()
         from tuimon.runner.torch_hints import HintListener
 
@@ -131,14 +147,20 @@ def _install(cfg: dict) -> None:
 
     run.make_profiler = lambda: _profiler(cfg, run)
 
+    def first_step() -> None:
+        modes.first_step(run.optimizers)  # a compiled variant that compiles nothing says why
+        if run.profiler is not None:  # module spans need the model: known by now, if ever
+            run.profiler.model = modes.auto_compiled
+
+    run.first_step = first_step
+
     def stepped(optimizer, args, kwargs) -> None:
-        if run.boundaries == 0 and run.enabled:
-            modes.no_module_found()
-            if run.profiler is not None:  # module spans need the model: known by now, if ever
-                run.profiler.model = modes.auto_compiled
         run.optimizer_stepped(optimizer)
 
-    optim.register_optimizer_step_post_hook(stepped)
+    # A script that compiles its optimizer step (torch.compile over opt.step()) has Dynamo trace
+    # the step's hooks too: tuimon's boundary would be compiled in pieces (its own graph breaks,
+    # a recompile each step as its counters change). Dynamo runs it as it is instead.
+    optim.register_optimizer_step_post_hook(torch.compiler.disable(stepped))
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
     original_backward = torch.autograd.backward
@@ -193,6 +215,8 @@ def _install(cfg: dict) -> None:
     def train(self, mode: bool = True):
         if not mode:
             run.eval_mode()
+        else:
+            run.validating.training()
         return original_train(self, mode)
 
     torch.nn.Module.train = train
@@ -277,7 +301,8 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count,
+    nor a compile (a first optimizer.step() that compiles is still a step to come)."""
     time.sleep(seconds)
     while (said := run.no_step_yet(seconds)) is None:
         time.sleep(1.0)

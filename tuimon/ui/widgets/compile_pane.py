@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import RunStats
 from tuimon.fmt import fmt_s
-from tuimon.report.table import cache_text
+from tuimon.report.table import cache_text, compile_cache
 from tuimon.report.warm_text import artifacts_text, per_start
 from tuimon.ui.model import RunLive
 
@@ -103,9 +103,11 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
         graph = f"{frame}()" if forward else "backward"
         if c.get("where"):
             graph += f" {c['where'].rsplit('/', 1)[-1]}"
+        if c.get("validation"):  # a script's validation pass: not training's (stats/compiles.py)
+            graph = f"val: {graph}"
         table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
-                      str(c.get("guards") or "–"), c.get("cache") or "")
+                      str(c.get("guards") or "–"), compile_cache(c))
     parts = [title, head, *starts(r, variant), legend(), table]
     if r is not None and r.graph_breaks:
         parts.append(Text(f"graph breaks ({len(r.graph_breaks)}):", style="bold"))
@@ -113,6 +115,6 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
     recompiles = list(live.recompiles)
     if recompiles:
         parts.append(Text(f"recompiles ({len(recompiles)}):", style="bold"))
-        parts += [Text(f"  {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}")
-                  for e in recompiles[-10:]]
+        parts += [Text(f"  {e.get('compile_id')}{' (validation)' if e.get('validation') else ''}: "
+                       f"{'; '.join(e.get('reasons') or [])}") for e in recompiles[-10:]]
     return Group(*parts)
