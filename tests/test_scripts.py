@@ -69,7 +69,11 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
         log = (session / "logs" / f"{run}.log").read_text()
         # Ended at a step boundary the way Ctrl-C would: the script's own handlers ran.
         assert "interrupted: saving checkpoint" in log and "cleanup done" in log
-    assert ckpt.is_file()
+    # Its checkpoint, named by an absolute path in the working directory: each run's own.
+    assert not ckpt.exists()
+    outputs = json.loads((session / "summary.json").read_text())["files"]["outputs"]
+    assert [[f["path"] for f in o["files"]] for o in outputs] == [["model.pt"], ["model.pt"]]
+    assert all((Path(o["dir"]) / "model.pt").is_file() for o in outputs)
     # The script never compiles: tuimon compiled the module the optimizer trains.
     compiled = runs["default-script"]
     assert any("tuimon compiled Sequential" in t for t in notes_of(compiled))

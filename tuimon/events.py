@@ -98,6 +98,16 @@ CONTROL = "control"
 # out of the steady state, like warm-up. The request itself is a control event, action profile
 # (run-tagged; options when given).
 PROFILE = "profile"
+# A script run's files, kept apart per variant (runner/script/files.py, control/files.py):
+#   file_written (runner, run-tagged): path (absolute), existed -- a write the run could not keep
+#     in its own directory (outside the working directory), said once per path;
+#   files (supervisor, run-tagged, at the run's exit): dir (the run's working directory in the
+#     session), files [{path, bytes}] (the largest first, at most 100), count, bytes, partial;
+#   files_changed (supervisor, session-wide, at the session's end): dirs (the user's directories
+#     watched), changes [{path, change: added | changed | removed}] (at most 100), count.
+FILE_WRITTEN = "file_written"
+FILES = "files"
+FILES_CHANGED = "files_changed"
 
 PHASES = ("building", "compiling", "warmup", "steady", "paused")
 

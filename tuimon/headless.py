@@ -16,7 +16,7 @@ from rich.text import Text
 from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import why_text
+from tuimon.report import files_text, why_text
 from tuimon.report.table import answer_notes, compile_cache, table, top_ops_text, validation_notes
 from tuimon.variants import Variant
 
@@ -277,3 +277,6 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
         console.print(f"note: {summary.busy}", style="bold yellow", highlight=False)
     for line in why_text.top_lines(diagnose(summary)):
         console.print(line, style="bold" if line.startswith("why ") else None, highlight=False, markup=False)
+    for line, warns in files_text.lines(summary.files):
+        console.print(line, style="bold yellow" if warns else None, highlight=False, markup=False,
+                      soft_wrap=True)

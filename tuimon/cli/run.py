@@ -153,6 +153,11 @@ def run_parser() -> Parser:
     p.add_argument("--compile-module", metavar="NAME",
                    help="script runs: compile the first module called whose class is NAME "
                    "(e.g. RNNModel), instead of the module the optimizer trains")
+    p.add_argument("--in-place", action="store_true",
+                   help="script runs: run every variant in your working directory itself, as "
+                   "before tuimon kept their files apart (variants then overwrite each other's "
+                   "checkpoints and your own); by default each works in its own copy-on-write view "
+                   "of it under the session directory")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")

@@ -150,6 +150,9 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
         "profile_window": args.profile_window,
         "profile_backward": args.profile_backward or "off",
         "auto_profile": not args.no_auto_capture,
+        # Each run's files kept apart in a mirror of this directory (control/files.py).
+        "cwd": os.getcwd(),
+        "in_place": bool(getattr(args, "in_place", False)),
     }
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
         settings["no_step_s"] = float(os.environ[NO_STEP_S])

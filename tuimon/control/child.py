@@ -47,17 +47,21 @@ class Child:
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
               threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
               torch_trace: Path | None = None, script: dict | None = None,
-              job: dict | None = None, env_extra: dict | None = None, **child) -> Child:
+              job: dict | None = None, env_extra: dict | None = None, cwd: str | None = None,
+              **child) -> Child:
         """``script``: the user's own command and its settings (a script run); else the recipe
         runner, ``python -m tuimon.runner``. ``job``: a torchrun job ({"path", "token" of the
         session's rank socket; "command": the script's command, its port moved; "nproc": a
         recipe's ranks}): the process spawned is torchrun, and its workers are the ranks (they
-        connect to the rank socket). ``child``: the keywords of ``cls``."""
+        connect to the rank socket). ``cwd``: where it starts (a script run's own directory,
+        control/files.py), else here; every path handed to it is absolute, so it means the same
+        there. ``child``: the keywords of ``cls``."""
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        cache = os.path.abspath(cache)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": cache,
                SUPERVISOR_PID: str(os.getpid()),
-               "TRITON_CACHE_DIR": str(Path(cache) / "triton"), **(env_extra or {})}
+               "TRITON_CACHE_DIR": os.path.join(cache, "triton"), **(env_extra or {})}
         if script is None:
             args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
                     "--precision", variant.precision, *runner_args]
@@ -76,6 +80,10 @@ class Child:
             cmd, knobs = axes.for_script(script["command"] if job is None else job["command"],
                                          {**script.get("set", {}), **variant.axis_values})
             env.update(knobs)
+            if cwd is not None and os.sep in cmd[0] and not os.path.isabs(cmd[0]):
+                # ./train.py, venv/bin/python: the program the user named, from their directory
+                cmd = [os.path.normpath(os.path.join(script.get("cwd") or os.getcwd(), cmd[0])),
+                       *cmd[1:]]
             settings = {**script, "command": cmd, "run": run, "mode": variant.mode,
                         "precision": variant.precision, "event_fd": event_w, "control_fd": control_r}
             if job is not None:  # torchrun's agent hands these on to its workers (runner/script)
@@ -88,12 +96,12 @@ class Child:
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
-            env["TORCH_TRACE"] = str(torch_trace)
+            env["TORCH_TRACE"] = os.path.abspath(torch_trace)
         try:
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, pass_fds=(event_w, control_r),
-                                        env=env, start_new_session=True)
+                                        env=env, start_new_session=True, cwd=cwd)
         except BaseException:
             for fd in (event_r, control_w):
                 os.close(fd)

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from tuimon import events, failures
 from tuimon.control.child import Child, log_tail
 from tuimon.control.commands import EOF, EVENTS, Commands
+from tuimon.control.files import Apart
 from tuimon.control.handover import Handover
 from tuimon.control.job_child import JobChild
 from tuimon.control.job_runs import RANK, JobRuns
@@ -102,6 +103,7 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
         self._rank_hub, self._jobs_tick = None, None  # torchrun jobs' rank socket (jobs.py)
+        self._files = Apart(store.path, plan.script, self._record)  # a script run's files: its own
         # Round-major: with --repeats every variant runs once per round, so the rounds' processes
         # meet the same machine state and the combined interval sees process-to-process spread.
         self._initial = [(self._allocate(v), v, k) for v, k in initial_rounds(plan)]
@@ -124,6 +126,7 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
                                   quiet_only=plan.quiet_only, pin_malloc=bool(plan.env), **plan.answer)])
         if plan.warm.get("source"):  # --cache-from: what the runs start from, and what it was
             self._record([events.make(events.CACHE_SOURCE, **plan.warm["source"])])
+        self._files.start()
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -144,6 +147,7 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
             if self._rank_hub is not None:
                 self._rank_hub.close()
         self._pump(0)  # the last samples
+        self._record(self._files.end())
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure or self.store_error else "done")
         self._record([events.make(events.SESSION_ENDED, status=status)])
@@ -182,17 +186,19 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
         if interleave:
             runner_args += (["--turns", str(self.plan.turn_steps)] if self.plan.turn_steps
                             else ["--turn-seconds", str(self.plan.turn_s)])
-        script = None
+        script, cwd = None, None  # cwd: a script run's own directory (control/files.py)
         if self.plan.script is not None:
-            script = {**self.plan.script, "profile_dir": str(self.store.path / PROFILES),
+            script = {**self.plan.script, "profile_dir": str((self.store.path / PROFILES).absolute()),
                       "turns": (self.plan.turn_steps or 0) if interleave else 0,
                       "turn_s": self.plan.turn_s if interleave else 0.0}
+            script, cwd = self._files.spawn(r.id, script)
         trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
         cache, env, said = self._warm.prepare(r.id, r.variant)  # seeded from artifacts when warm
         if said:
             self._record(said)
         spawn = {"recipe": self.plan.recipe, "cache": cache, "log_path": self.store.log_path(r.id),
-                 "deliver": self._deliver, "torch_trace": trace, "env_extra": {**self.plan.env, **env}}
+                 "deliver": self._deliver, "torch_trace": trace, "env_extra": {**self.plan.env, **env},
+                 "cwd": cwd}
         if self._is_job():
             r.child = self._spawn_job(r, threads, runner_args, script, **spawn)
         else:
@@ -300,7 +306,7 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
                 self.failed_runs.append(run)
                 self._set_state(run, FAILED)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
-        self._record(batch)
+        self._record(batch + self._files.exited(run))
     def _hold_script_end(self, r: Run, batch: list[dict]) -> list[dict]:
         """A script's hooks say it ended by itself at its exit; whether it ended well, only its
         exit code says: their ``finished`` waits for the reap (``_reap``)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.analysis import SessionSummary, columns, diagnose, load_session
-from tuimon.report import why_text
+from tuimon.report import files_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
@@ -89,6 +89,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
     if why := why_text.markdown(diagnose(summary)):
         out += ["", *why]
+    if files := files_text.markdown(summary.files):
+        out += ["", *files]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -5,7 +5,8 @@ the environment, relative to its own working directory when ``--out`` is relativ
 runs its C++ compiler with the cache's path as it finds it, from another directory, and fails
 (``cc1plus: fatal error: sess/.../main.cpp: No such file``); a script that changes directory
 would lose them on any torch. The runner makes them absolute first thing, while it still runs
-in the supervisor's directory and before torch reads them.
+in the supervisor's directory and before torch reads them (a script run starts in its own
+directory, control/files.py: the supervisor hands it absolute paths already).
 """
 
 from __future__ import annotations

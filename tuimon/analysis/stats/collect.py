@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
+from tuimon.analysis.files import TYPES as FILE_EVENTS
+from tuimon.analysis.files import FilesFold
 from tuimon.analysis.stats.agreement import loss_gap
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
@@ -63,6 +65,7 @@ class Collector:
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
         self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
         self.warm = WarmTrack()  # cache lookups and facts, for the reasons of a miss (stats/warm.py)
+        self._files = FilesFold()  # a script session's files (analysis/files.py)
 
     def extend(self, evs) -> None:
         for e in evs:
@@ -81,6 +84,9 @@ class Collector:
             if e.get("action") == "catch_up" and e.get("run") in self.jobs:
                 self.jobs[e["run"]].hold(e["first"], e["last"])
             return None  # what the user asked; the runs' own events say what it changed
+        if e["type"] in FILE_EVENTS:
+            self._files.add(e)
+            return None
         run = e.get("run")
         if e["type"] in WARM_EVENTS:
             self.warm.add(e)
@@ -212,6 +218,8 @@ class Collector:
                           skipped=list(self._session.skipped) + skipped_at_build(session, runs))
         session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
+        session.files = self._files.report({r.run: r.label + (f" #{r.replicate}" if r.replicate else "")
+                                            for r in runs.values()})
         return session
 
 

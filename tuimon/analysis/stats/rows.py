@@ -207,6 +207,7 @@ class SessionSummary:
     verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
     noise: Any = None  # stats/noise.py's Noise: the spread between processes, measured or assumed
     plan: dict | None = None  # noise.session_plan: the least speedup it tells, processes for 10 %
+    files: dict | None = None  # a script session's files kept apart (analysis/files.py)
 
     def to_dict(self) -> dict:
         return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
@@ -217,7 +218,7 @@ class SessionSummary:
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",
                                                  "skipped", "budget", "wall_s", "plan", "start",
-                                                 "cache_source")}}
+                                                 "cache_source", "files")}}
 
 
 def mean_of(values: list) -> float | None:

@@ -94,6 +94,11 @@ def _install(cfg: dict) -> None:
     else:
         watch_parent()
     emitter = Emitter(cfg["event_fd"], cfg["run"])
+    if cfg.get("files"):  # the run's own directory: its writes kept apart (files.py)
+        from tuimon.runner.script.files import FilesApart
+
+        FilesApart(cfg["files"], lambda path, existed: emitter.emit(
+            events.FILE_WRITTEN, path=path, existed=existed)).install(torch)
     control = Control(cfg.get("control_fd"), sock=sock)
     if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
         faulthandler.register(signal.SIGUSR1, all_threads=True)
