@@ -19,7 +19,7 @@ to use:
 Wrapped: ``open`` (``io.open``, so ``pathlib`` too), ``os.open``, ``mkdir``, ``makedirs``,
 ``rename``, ``replace``, ``remove``, ``unlink``, ``rmdir``, ``truncate``, ``utime``, ``chmod``,
 ``symlink``, ``link``, ``shutil.rmtree`` and, where torch's C++ writer opens the file itself,
-``torch.save`` and ``torch.jit.save`` (``torch.load`` is routed as a read). A call given a
+``torch.save`` and ``torch.jit.save`` (``torch.load`` opens its file with ``open``). A call given a
 file descriptor or a ``dir_fd`` is left alone. A thread-local flag lets tuimon's own work on
 the mirror through unwrapped.
 """
@@ -224,10 +224,9 @@ class FilesApart:
             return path
 
         self._set(tempfile, "mkdtemp", made_temp)
-        if torch is not None:
+        if torch is not None:  # (torch.load opens its path with open(): routed as a read)
             for module in (torch, torch.serialization):
                 self._wrap_arg(module, "save", 1, TRUNC)
-                self._wrap_arg(module, "load", 0, READ)
             self._wrap_arg(torch.jit, "save", 1, TRUNC)
 
     def _inside(self) -> bool:
@@ -263,7 +262,7 @@ class FilesApart:
         self._set(owner, name, call)
 
     def _wrap_arg(self, owner, name: str, index: int, kind: str) -> None:
-        """torch.save(obj, f) / torch.load(f): ``f`` is a path, or a file object left alone."""
+        """torch.save(obj, f): ``f`` is a path, or a file object left alone."""
         original = getattr(owner, name)
 
         def call(*args, **kwargs):
