@@ -126,6 +126,8 @@ os.write(fd, b"n")
 os.close(fd)
 with tempfile.TemporaryDirectory() as d:
     open(os.path.join(d, "scratch"), "w").write("x")
+with tempfile.TemporaryFile() as f:  # O_TMPFILE on Linux: a file without a name
+    f.write(b"x")
 open(sys.argv[2], "w").write("outside")
 print(json.dumps(said))
 """

@@ -55,12 +55,15 @@ def open_kind(mode: str) -> str:
     return READ
 
 
+TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux: a file with no name, in the directory given
+
+
 def flags_kind(flags: int) -> str:
     writes = flags & os.O_ACCMODE != os.O_RDONLY or flags & (os.O_CREAT | os.O_TRUNC | os.O_APPEND)
     if not writes:
         return READ
-    if flags & os.O_CREAT and flags & os.O_EXCL:
-        return MAKE
+    if flags & os.O_CREAT and flags & os.O_EXCL or TMPFILE and flags & TMPFILE == TMPFILE:
+        return MAKE  # a new name, or none (tempfile.TemporaryFile): the variant's own
     return TRUNC if flags & os.O_TRUNC else KEEP
 
 
@@ -184,14 +187,17 @@ class FilesApart:
 
     # ---- the wrappers ---------------------------------------------------------------------------
     def install(self, torch=None) -> None:
-        opener = builtins.open
+        builtin_open = builtins.open
         route = self.route
 
         def open_(file, mode="r", *args, **kwargs):
-            if isinstance(file, int) or self._inside():
-                return opener(file, mode, *args, **kwargs)
+            # An opener of the caller's own opens the file itself (through os.open, routed
+            # there): tempfile.TemporaryFile's opens its directory with O_TMPFILE.
+            own_opener = kwargs.get("opener") is not None or len(args) > 5 and args[5] is not None
+            if isinstance(file, int) or own_opener or self._inside():
+                return builtin_open(file, mode, *args, **kwargs)
             kind = open_kind(mode)
-            f = opener(route(file, kind), mode, *args, **kwargs)
+            f = builtin_open(route(file, kind), mode, *args, **kwargs)
             if kind == MAKE:
                 self.made(file)
             return f
@@ -204,8 +210,8 @@ class FilesApart:
                 return self.originals[os, "open"](path, flags, mode, dir_fd=dir_fd)
             kind = flags_kind(flags)
             fd = self.originals[os, "open"](route(path, kind), flags, mode)
-            if kind == MAKE:  # created exclusively (tempfile's files): the variant's own
-                self.made(path)
+            if kind == MAKE and not (TMPFILE and flags & TMPFILE == TMPFILE):
+                self.made(path)  # created exclusively (tempfile's files): the variant's own
             return fd
 
         self._set(os, "open", os_open)
