@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # here); override with e.g. `make TORCH="torch torchvision"` elsewhere.
 TORCH ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: venv demo test lint bench snapshots screenshots clean
+.PHONY: venv demo test lint bench snapshots screenshots clean compat
 
 venv: $(VENV)/.installed
 
@@ -20,6 +20,21 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest -q
+
+# The torch version matrix (issue 24): one interpreter per version under .venv-torch/ (that torch,
+# from the registry: a CUDA build is ~3-7 GB), then tests/test_torch_compat.py with tuimon's own
+# .venv running scripts and the recipe runner in each: make compat TORCH_VERSIONS="2.9.1 2.4.0"
+TORCH_VERSIONS ?= 2.9.1
+COMPAT_PY := $(foreach v,$(TORCH_VERSIONS),$(CURDIR)/.venv-torch/$(v)/bin/python)
+empty :=
+space := $(empty) $(empty)
+
+compat: venv $(COMPAT_PY)
+	TUIMON_COMPAT_PYTHON="$(subst $(space),:,$(COMPAT_PY))" $(PY) -m pytest -q -rA tests/test_torch_compat.py
+
+$(CURDIR)/.venv-torch/%/bin/python:
+	python3 -m venv .venv-torch/$*
+	.venv-torch/$*/bin/python -m pip install -q --disable-pip-version-check torch==$* numpy
 
 lint: venv
 	$(VENV)/bin/ruff check tuimon tests recipes bench screenshots
@@ -37,4 +52,4 @@ bench: venv
 	bash bench/sessions.sh
 
 clean:
-	rm -rf $(VENV) tuimon-sessions .pytest_cache
+	rm -rf $(VENV) .venv-torch tuimon-sessions .pytest_cache

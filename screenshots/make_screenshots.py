@@ -16,20 +16,27 @@
   eager vs default: the panels' rank strips, then the rank view (key k) at 80x24;
 - ranks-8-120x32 / rank-view-8-80x24: `tuimon recipes/tiny_mlp.py --nproc 8` (8 ranks of a tiny
   model under DDP on this 2-core machine), its panel and its rank view at 80x24.
+- gpu-main-160x45 / gpu-live-120x32 / gpu-overlay-120x32 (`--only gpu`, on a GPU: the GPU
+  programme's stage extras, bench/gpu/): a real session of `--recipe` (swin_t), eager vs default
+  in `--precision` (amp), interleaved, on `--device` (cuda): the panels with their GPU rows, then
+  the overlay (key o) with GPU util; `--sessions DIR` keeps the session, `--max-wait` bounds the
+  wait for both runs to be steady.
 `--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats, script,
-ranks2, ranks8).
+ranks2, ranks8, gpu); `--dest DIR` writes them elsewhere than screenshots/.
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -245,22 +252,75 @@ async def job_shots(supervisor, world: int, steps: int) -> None:
         app.source.close()
 
 
+async def gpu(tmp: Path) -> None:
+    """A real GPU session: the panels with their GPU rows (160x45, 120x32), the overlay (o)."""
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
+    from tuimon.variants import product
+
+    out = Path(OPTS.sessions) if OPTS.sessions else tmp
+    out.mkdir(parents=True, exist_ok=True)
+    recipe = Path(OPTS.recipe).resolve()
+    store = SessionStore.create(out, recipe.stem)
+    plan = Plan(recipe, product(["eager", "default"], [OPTS.precision]), "interleave",
+                ["--steps", "1000000", "--device", OPTS.device], cache_dir=tmp / "cache", interval=0.5)
+    app = TuimonApp(LiveSource(Supervisor(store, plan)))
+    deadline = time.monotonic() + OPTS.max_wait
+    async with app.run_test(size=(160, 45)) as pilot:
+        runs = app.model.runs
+        while time.monotonic() < deadline and not (
+                len(runs) == 2 and all(r.state == "steady" and r.steps > 200 for r in runs.values())):
+            await settle(app, pilot, 0.5)
+        await settle(app, pilot, 3)
+        shoot(app, "gpu-main-160x45")
+        await pilot.resize_terminal(120, 32)
+        await settle(app, pilot, 1)
+        shoot(app, "gpu-live-120x32")
+        await pilot.press("o")  # every run on one chart, GPU util below
+        await settle(app, pilot, 1.5)
+        shoot(app, "gpu-overlay-120x32")
+        app.source.close()
+
+
 def shoot(app, name: str) -> None:
-    out = HERE / f"{name}.svg"
-    app.save_screenshot(out.name, str(HERE))
-    to_png(out)
+    dest = Path(OPTS.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    app.save_screenshot(f"{name}.svg", str(dest))
+    to_png(dest / f"{name}.svg")
+
+
+MAKERS = ("replay", "compile_pane", "live", "profiler_pane", "repeats", "script", "ranks2", "ranks8",
+          "gpu")
+
+
+def options(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Screenshots for README, made from the real app")
+    p.add_argument("--only", choices=MAKERS, help="make this one only")
+    p.add_argument("--replay-only", action="store_true", help="the replays only (no live session)")
+    p.add_argument("--dest", default=str(HERE), help="where the SVGs (and PNGs) go")
+    p.add_argument("--device", default="cuda", help="gpu: the device of its runs")
+    p.add_argument("--recipe", default=str(ROOT / "recipes/swin_t.py"), help="gpu: the recipe")
+    p.add_argument("--precision", default="amp", help="gpu: the precision of both variants")
+    p.add_argument("--sessions", help="gpu: keep its session directory here")
+    p.add_argument("--max-wait", type=float, default=240.0,
+                   help="gpu: seconds to wait for both runs to be steady before shooting")
+    return p.parse_args(argv)
+
+
+OPTS = options([])
 
 
 async def main() -> None:
     makers = [replay, compile_pane]
-    if "--replay-only" not in sys.argv:
+    if not OPTS.replay_only:
         makers += [live, profiler_pane, repeats, script, ranks2, ranks8]
-    if "--only" in sys.argv:
-        makers = [globals()[sys.argv[sys.argv.index("--only") + 1]]]
+    if OPTS.only:
+        makers = [globals()[OPTS.only]]
     with tempfile.TemporaryDirectory() as tmp:
         for make in makers:
             await make(Path(tmp))
 
 
 if __name__ == "__main__":
+    OPTS = options()
     asyncio.run(main())

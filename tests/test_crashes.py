@@ -115,7 +115,9 @@ def interrupt_when(tmp_path, args: list[str], ready, timeout: float = 60, sig=si
     descendants)``, then Ctrl-C it (SIGINT, or ``sig``). Returns (exit code, stdout, session,
     descendants seen)."""
     out = tmp_path / "sessions"
-    cmd = [sys.executable, "-m", "tuimon", *args, "--headless", "--out", str(out)]
+    ours = list(args[:args.index("--")]) if "--" in args else list(args)
+    theirs = list(args[len(ours):])
+    cmd = [sys.executable, "-m", "tuimon", *ours, "--repeats", "1", "--headless", "--out", str(out), *theirs]
     # SIGINT as a terminal gives it (a background shell job would hand it down ignored).
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -136,7 +136,8 @@ def runner_pids(session: Path) -> list[int]:
 
 
 def slow_args(out: Path, cache: Path, steps_: int, sleep_ms: int) -> list[str]:
-    return [SLOW, "--modes", "eager", "--steps", str(steps_), "--set", f"sleep_ms={sleep_ms}",
+    return [SLOW, "--modes", "eager", "--steps", str(steps_), "--repeats", "1",
+            "--set", f"sleep_ms={sleep_ms}",
             "--warmup", "0", "--interval", "0.5", "--out", str(out), "--cache-dir", str(cache)]
 
 

@@ -161,7 +161,7 @@ def test_parallel_schedule_splits_the_cores(tuimon):
 def test_ctrl_c_stops_children_and_keeps_the_measurements(tmp_path, inductor_cache):
     out = tmp_path / "sessions"
     cmd = [sys.executable, "-m", "tuimon", str(TEST_RECIPES / "slow_steps.py"), "--modes",
-           "eager", "--steps", "100000", "--set", "sleep_ms=20", "--out", str(out)]
+           "eager", "--steps", "100000", "--set", "sleep_ms=20", "--repeats", "1", "--out", str(out)]
     # A shell's background job inherits SIGINT ignored, and Python then installs no Ctrl-C handler:
     # give the CLI the terminal's default, whatever started this test.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -241,8 +241,8 @@ def test_interleaved_schedule_really_alternates(tuimon):
 def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
     proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
                            "--precision", "fp32,amp", "--schedule", "interleave", "--repeats", "3",
-                           "--turn-steps", "5", "--steps", "10", "--set", "sleep_ms=2")
-    assert proc.returncode == 0, proc.stderr
+                           "--turn-steps", "5", "--steps", "30", "--set", "sleep_ms=2")
+    assert proc.returncode == 0, proc.stderr  # --steps 30 a variant: 10 a process
     evs, runs = runs_of(session)
     rounds = {e["run"]: e["replicate"] for e in evs if e["type"] == "run_queued"}
     assert sorted(rounds.values()) == [1, 1, 2, 2, 3, 3]

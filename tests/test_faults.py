@@ -55,7 +55,7 @@ def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
     """9 200 faults a step against 2 300 on ~200 ms steps (the timm resnet18 processes of
     bench/RESULTS.md): at 2 µs a fault that is ≥ 14 ms a step, over 5 % of it."""
     evs = with_faults(run_events("e", "eager", "fp32", [200.0] * 60), 9200)
-    evs += with_faults(run_events("d", "default", "fp32", [190.0] * 60), 2300)
+    evs += with_faults(run_events("d", "default", "fp32", [190.0] * 60, first_ms=5000.0), 2300)
     summary = summarize(evs)
     d = by_label(summary)["default/fp32"]
     assert d.faults_differ

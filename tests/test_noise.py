@@ -174,3 +174,13 @@ def test_processes_a_variant_follow_who_sets_the_runs_length():
     assert resolved(["--steps", "50"], ["python", "train.py"]) == (3, 17, None)
     assert resolved(["--repeats", "1", "--steps", "50"], ["python", "train.py"]) == (1, 50, None)
     assert resolved(["--repeats", "5", "--duration", "50"]) == (5, None, 10.0)
+
+
+def test_a_session_with_no_process_measured_yet_plans_without_dividing_by_zero():
+    from tuimon.analysis.stats.noise import session_plan
+    from tuimon.analysis.stats.rows import RunStats
+
+    waiting = RunStats("eager-fp32×3", "eager", "fp32",
+                       processes=[{"run": f"eager-fp32-{k}", "median_ms": None} for k in (1, 2, 3)])
+    plan = session_plan([waiting], ASSUMED)
+    assert plan["processes"] == 1 and plan["detectable_pct"] > 0

@@ -37,6 +37,7 @@ from tuimon.runner.profiling import (
     parse_command,
     parse_window,
 )
+from tuimon.runner.profiling.kineto_log import KinetoLog
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import Variant
@@ -227,6 +228,33 @@ def test_requests_queue_and_a_window_cut_short_still_reports():
     assert second["first_step"] == 2 and second["active_steps"] == [5, 6] and second["partial"]
     assert any("cut short" in n for n in second["notes"])
     assert first["trace"] is None  # no --profile-dir: no trace
+
+
+def test_the_profilers_own_lines_stay_out_of_the_runs_log(capfd):
+    """Kineto writes "USDT:... profiler_start" (and, without a GPU, "gpuGetDeviceCount failed
+    with code 35") on fd 2, the script's log; the script's own stderr lines stay there."""
+    import sys
+
+    class Loud(ListEmitter):  # a script that writes to stderr at each step
+        def emit_step(self, *args, **kw):
+            print("the script's own line", file=sys.stderr)
+            super().emit_step(*args, **kw)
+
+    recipe = build(ITEM)
+    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", 6, None, 0))
+    profiler = Profiler(device_type="cpu", model=recipe.model, compiled=False, defaults=Options(0, 1, 2))
+    profiler.request({})
+    loop.run(trainer, Loud(), CompileWatch(), None, profiler)
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "USDT" not in err and "gpuGetDeviceCount" not in err, err
+    assert err.count("the script's own line") == 6
+    notes = []  # kineto's warnings and errors become the capture's notes; no GPU is no news
+    log = KinetoLog(notes)
+    assert log.keep(b"USDT:2026-11-24 10:49:33 13114:13114 SyncActivityProfilerHandler.cpp:39] "
+                    b"profiler_start\nERROR:2026-11-24 10:49:33 1:1 DeviceProperties.cpp:56] "
+                    b"gpuGetDeviceCount failed with code 35\nmine\nWARNING:2026-11-24 10:49:33 "
+                    b"1:1 CuptiActivityApi.cpp:9] CUPTI busy\n") == b"mine\n"
+    assert notes == ["torch.profiler: CUPTI busy"]
 
 
 def test_a_pause_inside_a_window_ends_the_capture_with_what_it_recorded():

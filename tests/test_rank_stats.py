@@ -29,9 +29,10 @@ from tuimon.torchrun import TorchrunError, is_torchrun, parse
 # ---- synthetic jobs ------------------------------------------------------------------------
 def job_events(run="eager-script", mode="eager", world=2, steps=120, slow_rank=None, slow_ms=4.0,
                slow_from=0, pre=2.0, rest=8.0, ranks=None, job_id="job-1", t0=1000.0, seed=0,
-               node=0, compile_at=None):
+               node=0, compile_at=None, tail=0.0):
     """A DDP-like job: every rank's step ends together (the all-reduce waits for the last rank
-    to reach backward), so only pre_ms tells the ranks apart. ``compile_at``: {rank: [steps]}."""
+    to reach backward), so only pre_ms tells the ranks apart. ``compile_at``: {rank: [steps]};
+    ``tail``: the mean of an exponential delay added to every rank's pre_ms (a busy machine)."""
     rng = random.Random(seed)
     ranks = list(range(world)) if ranks is None else ranks
     out = [events.make(events.RUN_QUEUED, run, mode=mode, precision="script")]
@@ -41,8 +42,8 @@ def job_events(run="eager-script", mode="eager", world=2, steps=120, slow_rank=N
                                node_rank=node, host=f"node{node}", backend="gloo", job_id=job_id,
                                pid=100 + r))
     for i in range(steps):
-        pres = {r: pre + rng.uniform(0, 0.2) + (slow_ms if r == slow_rank and i >= slow_from else 0)
-                for r in ranks}
+        pres = {r: pre + rng.uniform(0, 0.2) + (rng.expovariate(1 / tail) if tail else 0.0)
+                + (slow_ms if r == slow_rank and i >= slow_from else 0) for r in ranks}
         ms = max(pres.values()) + rest
         for r in ranks:
             step = {"i": i, "t": t0 + i * 0.02, "ms": round(ms + rng.uniform(0, 0.1), 4),
@@ -162,6 +163,23 @@ def test_a_job_step_is_its_slowest_ranks_and_every_rank_has_a_row():
     md = export.to_markdown({}, summarize(job_events(world=4, slow_rank=2, slow_from=60, seed=1)))
     assert "| straggler | rank 2: " in md and "since step" in md
     assert "| ranks (world size) | 4 ranks · gloo · 1 host |" in md
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_rank_slow_from_the_start_is_slow_since_the_first_steady_step(seed):
+    """A busy machine's noise dips the slow rank's lead below the threshold now and then: that
+    must not date it "since step 1747" (or hide it)."""
+    row = job_row(job_events(steps=800, slow_rank=1, slow_ms=1.5, tail=3.0, seed=seed))
+    (s,) = row.stragglers
+    assert s["rank"] == 1 and s["since"] == row.steady_from and s["steps"] == 800 - row.steady_from, s
+    late = job_row(job_events(steps=800, slow_rank=1, slow_ms=3.0, slow_from=300, tail=3.0, seed=seed))
+    (s,) = late.stragglers
+    assert 260 <= s["since"] <= 340, s  # a noisy change is dated within a few dozen steps
+    recovered = job_events(steps=800, slow_rank=1, slow_ms=3.0, tail=3.0, seed=seed)
+    for e in recovered:  # slow over the first half only
+        if e["type"] == events.STEP and e["i"] >= 400:
+            e["pre_ms"] = round(e["pre_ms"] - (3.0 if e["rank"] == 1 else 0.0), 4)
+    assert job_row(recovered).stragglers == []
 
 
 def test_noise_alone_names_no_straggler():

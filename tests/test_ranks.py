@@ -128,7 +128,8 @@ def test_a_rank_that_raises_fails_the_job_with_its_cause(tuimon):
 
 def test_ctrl_c_stops_every_rank_at_the_same_step_and_leaves_no_process(tmp_path):
     out = tmp_path / "sessions"
-    cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--out", str(out), "--",
+    cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--repeats", "1",
+           "--out", str(out), "--",
            *TORCHRUN, "--standalone", "--nproc-per-node", "2", DDP, "--epochs", "1000"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -173,7 +174,7 @@ def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache)
     port = str(free_port())
     procs = []
     for node in (0, 1):
-        cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--steps", "20",
+        cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--steps", "20", "--repeats", "1",
                "--out", str(tmp_path / f"node{node}"), "--", *TORCHRUN, "--nnodes", "2",
                "--node-rank", str(node), "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
                "--master-port", port, DDP, "--slow-rank", "1", "--slow-ms", "0.6"]

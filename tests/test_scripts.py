@@ -18,6 +18,7 @@ from test_end_to_end import runs_of
 
 from tuimon import events
 from tuimon.cli.script import check_command
+from tuimon.control.child import log_tail
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir.store import SessionStore
 from tuimon.variants import SCRIPT, Variant
@@ -54,6 +55,8 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
     for run, kinds in runs.items():
         assert len(kinds["run_started"]) == 1  # the DataLoader workers said nothing
         assert kinds["run_started"][0]["precision"] == "script"
+        # Taking turns: the script's own timers see the waits inside optimizer.step().
+        assert any("the script waits inside optimizer.step()" in n for n in kinds["run_started"][0]["notes"])
         steps = kinds["step"]
         assert [s["i"] for s in steps] == list(range(130))
         assert kinds["finished"][0]["reason"] == "steps"
@@ -66,7 +69,11 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
         log = (session / "logs" / f"{run}.log").read_text()
         # Ended at a step boundary the way Ctrl-C would: the script's own handlers ran.
         assert "interrupted: saving checkpoint" in log and "cleanup done" in log
-    assert ckpt.is_file()
+    # Its checkpoint, named by an absolute path in the working directory: each run's own.
+    assert not ckpt.exists()
+    outputs = json.loads((session / "summary.json").read_text())["files"]["outputs"]
+    assert [[f["path"] for f in o["files"]] for o in outputs] == [["model.pt"], ["model.pt"]]
+    assert all((Path(o["dir"]) / "model.pt").is_file() for o in outputs)
     # The script never compiles: tuimon compiled the module the optimizer trains.
     compiled = runs["default-script"]
     assert any("tuimon compiled Sequential" in t for t in notes_of(compiled))
@@ -156,6 +163,22 @@ def test_a_crashing_script_is_contained_with_its_line(tuimon):
     assert "failed: ValueError: bad batch" in (session / "summary.md").read_text()
 
 
+def test_an_error_in_colour_is_read_as_its_text(tuimon, tmp_path):
+    """An exception message or a log line with terminal escapes ("\\x1b[1m...\\x1b[0m"): its
+    text, in the event, the summary and the console."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--", PY, script("crash.py"),
+                           "--color")
+    failed = runs_of(session)[1]["eager-script"]["failed"][0]
+    assert failed["message"] == "bad batch at epoch 0 step 7"
+    assert failed["what"] == "ValueError: bad batch at epoch 0 step 7"
+    assert "\x1b" not in failed["traceback"]
+    assert "\x1b" not in (session / "summary.md").read_text() and "[1m" not in proc.stdout
+    assert "FAILED (step at crash.py:9): ValueError: bad batch at epoch 0 step 7" in proc.stdout
+    log = tmp_path / "coloured.log"  # a script that logs its error in colour and exits 1
+    log.write_text("epoch 0\n\x1b[31mERROR\x1b[0m: \x1b[1mno such file: data.csv\x1b[0m\n")
+    assert log_tail(log).splitlines()[-1] == "ERROR: no such file: data.csv"
+
+
 def test_a_script_without_an_optimizer_says_so(tuimon):
     proc, session = tuimon("run", "--headless", "--modes", "eager", "--", PY,
                            script("no_optimizer.py"), "--seconds", "4",
@@ -167,6 +190,52 @@ def test_a_script_without_an_optimizer_says_so(tuimon):
     assert "step" not in kinds
     assert any("no optimizer step in 1.5 s: tuimon times training loops that call "
                "optimizer.step()" in w["text"] for w in kinds["warning"])
+
+
+def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
+    """The no-step line watches the clock from the start; a compile under way (a script that
+    compiles its optimizer step, a big model's first forward) is not "no optimizer step"."""
+    from tuimon.runner.compile_watch import CompileWatch
+    from tuimon.runner.control import Control
+    from tuimon.runner.emitter import Emitter
+    from tuimon.runner.script.steps import ScriptSteps
+
+    watch = CompileWatch()
+    run = ScriptSteps({"mode": "default", "precision": "script"}, Emitter(None, "r"), Control(None), watch)
+    run._booted -= 5.0  # started 5 s ago
+    watch._start()
+    assert run.no_step_yet(2.0) is None  # compiling for 5 s: not known yet
+    watch._since -= 4.0
+    watch._end()  # a 4 s compile: 1 s without a step
+    assert run.no_step_yet(2.0) is None
+    run._booted -= 2.0
+    assert run.no_step_yet(2.0) is True  # 3 s past the compile
+
+
+def test_a_compiled_optimizer_step_does_not_trace_tuimons_hook(tuimon):
+    """torch.compile over opt.step() traces the step's post hooks: tuimon's boundary was
+    compiled in pieces (graph breaks in tuimon/runner/, a recompile as its counters moved)."""
+    proc, session = tuimon("run", "--headless", "--modes", "default", "--steps", "30", "--", PY,
+                           script("compiled_opt_step.py"), "--backend", "eager")
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["default-script"]
+    assert len(kinds["step"]) == 30
+    assert not [b for b in kinds.get("graph_break", []) if "/tuimon/" in (b.get("file") or "")]
+    assert "recompile" not in kinds
+    assert not any(s.get("compile_ms") for s in kinds["step"][2:])
+
+
+def test_a_prefetcher_counts_the_batches_each_step_trained_on(tuimon):
+    """A prefetcher fetches each step's batch in the step before: counted as fetched, an epoch's
+    first step held two batches and its last none. 100 samples in batches of 16: six of 16 and
+    one of 4 an epoch. Two sanity validation batches first (Lightning's way) are not samples,
+    nor are those of a validation pass over the training data after each epoch."""
+    _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--sanity-batches", "2")
+    assert [s["n"] for s in kinds["step"]] == ([16] * 6 + [4]) * 2 + [16] * 2
+    _, kinds = eager_run(tuimon, 16, "prefetch_loop.py", "--val-batch-size", "50")
+    assert [s["i"] for s in kinds["step"] if s.get("gap")] == [7, 14]  # each epoch's first
+    assert [s["n"] for s in kinds["step"] if not s.get("gap")] == [16] * 6 + [4] + [16] * 5 + [4] + [16]
+    assert kinds["run_started"][0]["notes"] == []  # one run: no turns to wait for
 
 
 def test_an_optimizer_that_is_not_torch_optim_is_timed_by_backward(tuimon):
@@ -232,8 +301,20 @@ def test_lightning_trainer_fit(tuimon):
         assert len(kinds["step"]) == 40 and kinds["finished"][0]["reason"] == "steps"
         assert all(s["loss"] is not None for s in kinds["step"])
         assert kinds["step"][32].get("gap")  # the validation loop after 32 training batches
+        # Lightning's sanity check (2 validation batches of 128) before step 0, and its fetcher
+        # a batch ahead: each step trained on one batch of 32.
+        assert {s["n"] for s in kinds["step"]} == {32}
     # Lightning calls the LightningModule itself: that is the module tuimon compiles.
-    assert any("tuimon compiled Classifier" in t for t in notes_of(runs["default-script"]))
+    compiled = runs["default-script"]
+    assert any("tuimon compiled Classifier" in t for t in notes_of(compiled))
+    # The sanity check (a validation pass before the first step, in step 0: a gap) compiled
+    # first; training's compile of the same forward is torch's recompile, not training's.
+    assert compiled["step"][0].get("gap") and compiled["step"][0].get("compile_ms")
+    assert [c for c in compiled["compile"] if c.get("validation")]
+    assert all(e.get("validation") or e.get("after_validation") for e in compiled["recompile"])
+    row = next(r for r in json.loads((session / "summary.json").read_text())["runs"]
+               if r["run"] == "default-script")
+    assert row["recompiles"] == 0 and row["val_compiles"] >= 1 and "grad_mode" in row["val_words"]
 
 
 class ScriptLive(Live):

@@ -197,7 +197,8 @@ async def test_the_daemon_stops_on_a_full_store_and_the_tui_says_why(tuimon, tmp
 # ---- the session directory deleted mid-session -----------------------------------------------
 def test_a_deleted_session_directory_is_recreated_with_everything(tmp_path, inductor_cache):
     out = tmp_path / "sessions"
-    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "80", "--set",
+    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "80", "--repeats", "1",
+           "--set",
            "sleep_ms=40", "--warmup", "0", "--interval", "0.5", "--out", str(out),
            "--cache-dir", str(inductor_cache)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
@@ -222,7 +223,8 @@ def test_a_deleted_session_directory_is_recreated_with_everything(tmp_path, indu
 # ---- reading what a killed supervisor or a torn write left --------------------------------------
 def test_summary_of_a_session_whose_supervisor_was_killed(tuimon, tmp_path, inductor_cache):
     out = tmp_path / "sessions"
-    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "100000", "--set",
+    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "100000", "--repeats", "1",
+           "--set",
            "sleep_ms=20", "--warmup", "0", "--interval", "0.5", "--out", str(out),
            "--cache-dir", str(inductor_cache)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
@@ -301,7 +303,8 @@ def test_a_deleted_directory_that_cannot_be_recreated_still_gives_back_every_eve
 
 def test_a_summary_that_cannot_be_written_is_one_line_and_exit_3(tmp_path):
     out = tmp_path / "sessions"
-    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "60", "--set",
+    cmd = [sys.executable, "-m", "tuimon", SLOW, "--modes", "eager", "--steps", "60", "--repeats", "1",
+           "--set",
            "sleep_ms=30", "--warmup", "0", "--no-probes", "--out", str(out), "--headless"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     session = wait_for(lambda: next(iter(out.glob("*")), None) if out.exists() else None, 20, "the session")

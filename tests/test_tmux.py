@@ -44,7 +44,7 @@ def test_tui_in_tmux_runs_two_panels_and_m_makes_a_new_variant(tmp_path, inducto
     name = f"tuimon-test-{tmp_path.name}"
     out = tmp_path / "sessions"
     cmd = (f"{sys.executable} -m tuimon {RECIPES / 'tiny_mlp.py'} --modes eager,default "
-           f"--schedule parallel --steps 200000 --interval 0.5 --out {out} "
+           f"--schedule parallel --steps 200000 --repeats 1 --interval 0.5 --out {out} "
            f"--cache-dir {inductor_cache}; echo EXITED $?; sleep 30")
     tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "32", cmd)
     try:
@@ -88,7 +88,7 @@ def test_ssh_drop_kill_the_tmux_session_then_attach_from_a_new_one(tmp_path, ind
     first, second = f"tuimon-drop-{tmp_path.name}", f"tuimon-attach-{tmp_path.name}"
     out = tmp_path / "sessions"
     cmd = (f"{sys.executable} -m tuimon {TEST_RECIPES / 'slow_steps.py'} --modes eager "
-           f"--steps 100000 --set sleep_ms=20 --warmup 0 --interval 0.5 --out {out} "
+           f"--steps 100000 --repeats 1 --set sleep_ms=20 --warmup 0 --interval 0.5 --out {out} "
            f"--cache-dir {inductor_cache}")
     tmux("new-session", "-d", "-s", first, "-x", "100", "-y", "30", cmd)
     try:

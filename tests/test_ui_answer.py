@@ -48,8 +48,8 @@ async def settle(app, pilot, ticks=3):
 
 
 async def test_the_strip_leads_with_the_verdict_and_n_offers_the_axis_values(tmp_path):
-    evs = session(variant("eager", "fp32", 10.0, seed=1, axes={"w": "32"}),
-                  variant("default", "fp32", 7.0, seed=2, compile_s=2, axes={"w": "32"}), axes=W)
+    evs = session(variant("eager", "fp32", 10.0, seed=1, axes={"w": "32"}, processes=1),
+                  variant("default", "fp32", 7.0, seed=2, compile_s=2, axes={"w": "32"}, processes=1), axes=W)
     source = Recorder(tmp_path, evs)
     app = TuimonApp(source)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -44,3 +44,15 @@ async def test_p_captures_and_the_pane_shows_top_ops_and_a_comparison(tmp_path, 
         await pilot.pause()
         assert not app.query_one(ProfilerPane).has_class("visible")
         app.source.close()
+
+
+def test_the_pane_says_the_automatic_capture_recorded_nothing_without_calling_it_a_failure():
+    from tuimon.ui.model import RunLive
+
+    live = RunLive("r", "eager", "fp32")
+    error = "the window ended before any active step was recorded (1 of 3 window steps ran)"
+    live.profiles = [{"state": "failed", "capture": 1, "source": "auto", "quiet": True, "error": error}]
+    console = Console(width=200, file=io.StringIO(), record=True)
+    console.print(render(live, None, False))
+    text = console.export_text()
+    assert f"the automatic capture recorded nothing: {error}" in text and "failed" not in text

@@ -32,7 +32,7 @@ PROCESSES = 3  # as tuimon runs a variant by default (--repeats 3)
 
 
 def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None, n=32, spread=0.04,
-            processes=PROCESSES, **kw):
+            processes=PROCESSES, n_steps=STEPS, **kw):
     """A variant of ``ms`` per steady step whose first step also compiled for ``compile_s``, run
     in ``processes`` processes (rounds 1..K) that land 1 % apart, as on a quiet machine."""
     run = f"{mode}-{precision}" + "".join(f"-{k}_{v}" for k, v in (axes or {}).items())
@@ -41,8 +41,8 @@ def variant(mode, precision, ms, *, seed, compile_s=0.0, losses=LOSS, axes=None,
     for k in range(1, processes + 1):
         level = ms * (1 + 0.01 * (k - (processes + 1) / 2))
         process = run_events(f"{run}-{k}" if processes > 1 else run, mode, precision,
-                             steps(level, seed + 100 * k, spread), first_ms=first, losses=losses, n=n,
-                             replicate=k if processes > 1 else None, **kw)
+                             steps(level, seed + 100 * k, spread, n_steps), first_ms=first, losses=losses,
+                             n=n, replicate=k if processes > 1 else None, **kw)
         if axes:
             process[0]["axes"] = dict(axes)
         evs += process
@@ -104,6 +104,29 @@ def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
             for r in summary.variants]
     v = decide(replace(summary, variants=rows))
     assert v.kind == "unreliable" and v.reasons == [f"default/amp: {rows[3].unreliable}"]
+
+
+def test_too_few_steady_steps_name_no_winner():
+    """6 against 8 steady steps once said "use default, pays off after 41 min": no winner from
+    so few; a candidate short of them beside others that have enough is set aside."""
+    evs = session(variant("eager", "fp32", 10.0, seed=1, n_steps=9, processes=1),
+                  variant("default", "fp32", 7.0, seed=2, compile_s=5, n_steps=11, processes=1))
+    summary = summarize(evs)
+    assert sorted(r.measured for r in summary.runs) == [6, 8]
+    v = summary.verdict
+    assert v.kind == "none" and v.winner is None
+    assert v.line == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
+                      "20 each are needed): run longer (--steps or --duration)")
+    running = decide(replace(summary, runs=[replace(r, status="running") for r in summary.runs]))
+    assert running.kind == "pending" and running.line.startswith("Verdict: waiting for more steady steps")
+    # The reference and one candidate have enough: the short one is set aside, the other weighed.
+    # (Three processes of 8 steady steps each are 24: the count is the variant's, over its processes.)
+    v = summarize(session(variant("eager", "fp32", 10.0, seed=1),
+                          variant("default", "fp32", 8.0, seed=2, compile_s=5),
+                          variant("eager", "amp", 5.0, seed=3, n_steps=11, processes=1))).verdict
+    assert v.kind == "use" and v.winner == "default/fp32"
+    assert v.disqualified == [{"label": "eager/amp", "run": "eager-amp", "reason": "only 8 steady "
+                               "steps (20 are needed to weigh it): run longer"}]
 
 
 def test_a_horizon_flips_the_winner():

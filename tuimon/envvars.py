@@ -22,3 +22,7 @@ RANKS = "TUIMON_RANKS"
 # up to 1 GiB freed at its top stays with the process, so a step reuses its buffers rather than
 # faulting them in again (analysis/stats/faults.py).
 PIN_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**30)}
+# A compiled run's compile artifacts (warm start), as JSON: {"dir": its artifacts directory in the
+# session, "save": keep torch's mega-cache bundle there, "load": a bundle to load before the first
+# compile} (runner/warm_start.py; control/warm.py sets it). Ranks of a job inherit it; rank 0 saves.
+ARTIFACTS = "TUIMON_ARTIFACTS"

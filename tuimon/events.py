@@ -23,7 +23,9 @@ STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile r
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
 #   minflt: the process's minor page faults so far (sent after the steps flushed with it)
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
-#   profile_s (time spent starting and finishing profiler captures, outside every step), ...
+#   profile_s (time spent starting and finishing profiler captures, outside every step), ...;
+#   a script's: compiles, compile_s, recompiles are training's, val_compiles, val_compile_s,
+#   val_recompiles its validation passes' (runner/script/validation.py)
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 SCRIPT_ENDED = "script ended"  # a script run's finished reason: the script ended by itself, exit 0
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
@@ -33,16 +35,40 @@ COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, 
 #   inductor,codegen} (each alone, s), graph_ops, guards, graph_breaks, recompile_reason,
 #   fx/aot cache hits & misses, cache: cold | warm | none, failed, fail_reason
 GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
-RECOMPILE = "recompile"  # compile_id, reasons: [str]
+RECOMPILE = "recompile"  # compile_id, reasons: [str]; after_validation: training's first compile of
+#   code only a validation pass had compiled (not a recompile of training's)
+# A script's validation pass's compile_phase, compile, graph_break and recompile say validation: true.
+# A script's warning note may say uncompiled: why its compiled variant compiles nothing.
 CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind skipped | rerecorded, text
+# One cache lookup torch reported while compiling (warm start, docs/compile.md#warm-start):
+#   compile_id, cache: fx | aot, state: hit | miss | bypass, key, reason (a bypass's), saved_s (a
+#   hit's compile time saved), parts {component: hash} of the key (the graph, each input's dtype
+#   and shape as "brief", torch version, system, ...; inductor_config[...] entries once a process
+#   and whenever they change: config_parts), briefs {component: short value}
+CACHE_LOOKUP = "cache_lookup"
 
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
 RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart);
-#   replicate, repeats: with --repeats, which round of how many
+#   replicate, repeats: with --repeats, which round of how many; a compiled run's start: cold (a
+#   fresh, empty cache) | warm (seeded from compile artifacts: seed, its run or session) |
+#   persistent (--cache-dir / --warm-cache: the user's own cache, cold or warm as torch says)
 RUN_EXITED = "run_exited"  # returncode, seconds
+# A compiled run's compile artifacts (control/warm.py, runner/warm_start.py), by the supervisor or
+# the runner: action seeded (its fresh cache filled from: seed {run | session, path}, kind dir |
+#   bundle, bytes, files, seconds) | loaded (the bundle read into torch: bytes, entries, seconds) |
+#   saved (the runner's bundle: bytes, entries; or text when torch has none) | kept (its cache
+#   directory kept in the session: dir_bytes, files, bundle_bytes) | unusable (text: one line; the
+#   run compiles cold)
+ARTIFACTS = "artifacts"
+# --cache-from SESSION: what the runs start from, recorded once at the session's start: session
+#   (its name), path, meta {torch, triton, python, platform, host, cpus, recipe, recipe_sha, set,
+#   ...}, runs {run: {mode, precision, axes, device_name, params, batch_size, image_size, extra,
+#   lookups: [cache_lookup fields]}}
+CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
+#   and stepping: the runs that stepped through the whole period (the supervisor's samples)
 # A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with
 # nothing to do, the *_setting ones are clocks someone chose on purpose.
 BENIGN_THROTTLE = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})
@@ -75,6 +101,16 @@ CONTROL = "control"
 # out of the steady state, like warm-up. The request itself is a control event, action profile
 # (run-tagged; options when given).
 PROFILE = "profile"
+# A script run's files, kept apart per variant (runner/script/files.py, control/files.py):
+#   file_written (runner, run-tagged): path (absolute), existed -- a write the run could not keep
+#     in its own directory (outside the working directory), said once per path;
+#   files (supervisor, run-tagged, at the run's exit): dir (the run's working directory in the
+#     session), files [{path, bytes}] (the largest first, at most 100), count, bytes, partial;
+#   files_changed (supervisor, session-wide, at the session's end): dirs (the user's directories
+#     watched), changes [{path, change: added | changed | removed}] (at most 100), count.
+FILE_WRITTEN = "file_written"
+FILES = "files"
+FILES_CHANGED = "files_changed"
 
 PHASES = ("building", "compiling", "warmup", "steady", "paused")
 # The parts of a step (a step event's ``ph``), and the name of the rest.

@@ -25,6 +25,14 @@ SIGNALS = {
 }
 # faulthandler writes this (and the Python stacks) to the log on SIGSEGV, SIGABRT, SIGBUS, ...
 FAULTHANDLER = "Fatal Python error"
+# Terminal escapes in an error's text (a coloured log line or exception message: "\x1b[1m...");
+# CSI sequences and OSC ones (a hyperlink), ended by BEL or ST.
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal escapes: what a failure's message or log tail is read as."""
+    return ANSI.sub("", text) if "\x1b" in text else text
 
 
 def build_oom(e: dict) -> bool:
@@ -38,7 +46,7 @@ def of_exception(exc: BaseException, cuda_memory: dict | None = None) -> dict:
     ``cuda_memory``: the allocator's peaks (read by the runner, which has torch), said with a
     CUDA OOM."""
     name = type(exc).__name__
-    text = str(exc).strip()
+    text = plain(str(exc)).strip()
     first = text.splitlines()[0][:500] if text else ""
     if "CUDA out of memory" in text or "CUDA error: out of memory" in text or (
             name == "OutOfMemoryError" and "MPS" not in text):
@@ -83,7 +91,7 @@ def clue(tail: str, frames: int = 3) -> list[str]:
     """The few lines of a crashed runner's log tail worth printing: faulthandler's first line and
     the innermost frames of the crashing thread (it lists the most recent call first), else the
     last lines."""
-    lines = tail.splitlines()
+    lines = plain(tail).splitlines()
     if not any(x.startswith(FAULTHANDLER) for x in lines):
         return lines[-5:]
     fatal = next(i for i, x in enumerate(lines) if x.startswith(FAULTHANDLER))

@@ -15,10 +15,12 @@ from rich.text import Text
 
 from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
-from tuimon.fmt import fmt_ms, fmt_s
-from tuimon.report import why_text
-from tuimon.report.table import answer_notes, table, top_ops_text
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
+from tuimon.report import files_text, why_text
+from tuimon.report.table import answer_notes, compile_cache, table, top_ops_text, validation_notes
 from tuimon.variants import Variant
+
+VALIDATION = " in a validation pass (kept apart from training's)"
 
 
 class HeadlessView:
@@ -138,6 +140,20 @@ class HeadlessView:
             self._say(f"GPU metrics not reported by this device: {', '.join(e['unsupported'])}",
                       style="dim")
 
+    def _artifacts(self, label: str, e: dict) -> None:
+        """A warm start's seed, a cold run's kept artifacts, or why there are none (one line)."""
+        action = e.get("action")
+        if action == "seeded":
+            self._say(f"{label}: starts warm from {e.get('seed_run') or e.get('seed')}'s compile artifacts "
+                      f"({'its cache directory' if e.get('kind') == 'dir' else 'the bundle'}, "
+                      f"{fmt_bytes(e.get('bytes'))})", style="dim")
+        elif action == "kept":
+            bundle = f", bundle {fmt_bytes(e['bundle_bytes'])}" if e.get("bundle_bytes") else ""
+            self._say(f"{label}: keeps its compile artifacts (cache {fmt_bytes(e.get('dir_bytes'))}"
+                      f"{bundle})", style="dim")
+        if e.get("text"):
+            self._say(f"{label}: {e['text']}", style="yellow")
+
     def _milestone(self, run: str, e: dict) -> None:
         task = self._tasks[run]
         label = self.labels[run]
@@ -151,13 +167,16 @@ class HeadlessView:
                 self._said_compiling.add(run)  # said again on resuming a turn: once is enough
                 self._say(f"{label}: compiling (the first step includes torch.compile)")
         elif kind == events.RUN_STARTED:
-            params = e.get("params") or 0
             if e.get("steps"):
                 self._progress.update(task, total=e["steps"])
-            ranks = (f", rank {e['rank']} of {e['world_size']} ({e.get('backend') or 'no process group'})"
-                     if e.get("world_size") else "")
-            self._say(f"{label}: started on {e.get('device')} ({e.get('device_name')}), "
-                      f"{params / 1e6:.1f}M params, batch {e.get('batch_size')}{ranks}")
+            # A script's model and batch are not known up front: said when known, else nothing.
+            known = ([f"{e['params'] / 1e6:.1f}M params"] if e.get("params") else []) + (
+                [f"batch {e['batch_size']}"] if e.get("batch_size") else [])
+            if e.get("world_size"):
+                known.append(f"rank {e['rank']} of {e['world_size']} "
+                             f"({e.get('backend') or 'no process group'})")
+            self._say(f"{label}: started on {e.get('device')} ({e.get('device_name')})"
+                      + "".join(f", {x}" for x in known))
             for note in e.get("notes") or []:
                 self._say(f"{label}: note: {note}", style="yellow")
         elif kind == events.FINISHED:
@@ -183,23 +202,31 @@ class HeadlessView:
             main = max(p, key=p.get) if any(p.values()) else None
             part = f", mostly {main} {fmt_s(p[main])}" if main else ""
             what = f"{e['frame']}()" if e.get("frame") else "backward"
+            cache = compile_cache(e)
+            cache = f" ({cache} cache)" if cache in ("warm", "cold") else f" ({cache})" if cache else ""
             self._say(f"{label}: compiled {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
-                      f"{part} ({e.get('cache')} cache)", style="dim")
+                      f"{part}{cache}{VALIDATION if e.get('validation') else ''}",
+                      style="dim")
+        elif kind == events.ARTIFACTS:
+            self._artifacts(label, e)
         elif kind == events.GRAPH_BREAK:
             where = f"{e.get('file')}:{e.get('line')}"
             if where not in self._breaks.setdefault(run, set()):
                 self._breaks[run].add(where)
                 self._say(f"{label}: graph break at {where}: {e.get('reason')}", style="yellow")
         elif kind == events.RECOMPILE:
-            self._say(f"{label}: recompile {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}",
-                      style="yellow")
+            whose = (VALIDATION if e.get("validation") else
+                     " (training's first compile, after a validation pass's)" if e.get("after_validation")
+                     else "")
+            self._say(f"{label}: recompile {e.get('compile_id')}{whose}: "
+                      f"{'; '.join(e.get('reasons') or [])}", style="dim" if whose else "yellow")
         elif kind == events.PROFILE:
             self._profile(run, label, e)
         elif kind == events.FAILED:
             self._progress.update(task, phase="failed")
             if e.get("stage") == "build":
                 return  # the command ends with one line about it
-            what = e.get("what") or f"{e.get('error')}: {e.get('message')}"
+            what = failures.plain(e.get("what") or f"{e.get('error')}: {e.get('message')}")
             where = f" at {e['where']}" if e.get("where") else ""
             self._say(f"{label}: FAILED ({e.get('stage')}{where}): {what}", style="red")
             if e.get("stage") == "crash":  # no traceback: the end of its output is the clue
@@ -213,6 +240,8 @@ class HeadlessView:
             return
         self._progress.update(self._tasks[run], phase=self._phase.get(run, ""))
         if state == "failed":
+            if e.get("quiet"):  # the automatic capture nobody asked for: the summary's notes say it
+                return
             which = f" {e['capture']}" if e.get("capture") else ""
             self._say(f"{label}: profile{which} failed: {e.get('error')}", style="yellow")
             return
@@ -237,7 +266,7 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
-    for note in answer_notes(summary):
+    for note in answer_notes(summary) + validation_notes(summary):
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     for r in columns(summary):
         for note in r.notes:
@@ -248,3 +277,6 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
         console.print(f"note: {summary.busy}", style="bold yellow", highlight=False)
     for line in why_text.top_lines(diagnose(summary)):
         console.print(line, style="bold" if line.startswith("why ") else None, highlight=False, markup=False)
+    for line, warns in files_text.lines(summary.files):
+        console.print(line, style="bold yellow" if warns else None, highlight=False, markup=False,
+                      soft_wrap=True)

@@ -1,4 +1,4 @@
-"""A script that trains, then dies on a corrupt record: a data check helper raises a ValueError."""
+"""A script that trains, then dies on a corrupt record: a check raises a ValueError (--color: red)."""
 import argparse
 
 import torch
@@ -6,8 +6,11 @@ import torch
 
 def check_batch(x, epoch, step):
     if not torch.isfinite(x).all():
-        raise ValueError(f"bad batch at epoch {epoch} step {step}")
+        raise ValueError(PAINT.format(f"bad batch at epoch {epoch} step {step}"))
     return x
+
+
+PAINT = "{}"  # --color: bold red, as a coloured logger or a rich traceback writes an error
 
 
 def train_epoch(model, optimizer, x, y, epoch, batch_size):
@@ -25,7 +28,11 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--color", action="store_true")
     args = parser.parse_args()
+    if args.color:
+        global PAINT
+        PAINT = "\x1b[1m\x1b[31m{}\x1b[0m"
 
     x = torch.randn(1024, 32)
     y = torch.randint(0, 10, (1024,))

@@ -29,13 +29,14 @@ from tuimon.analysis.stats.phases import step_split
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.stats.series import Column, StepSeries, axis_range, step_kind
 from tuimon.analysis.stats.stragglers import rank_names
+from tuimon.analysis.stats.warm import counts as cache_counts
 from tuimon.analysis.why import HIGH, INFO, MEDIUM, VariantWhy, diagnose
 
 __all__ = [
     "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "STEP_PARTS", "Change", "Collector", "Column",
     "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
-    "VariantWhy", "axis_range", "busy", "change_text", "columns", "compare_sessions", "diagnose",
-    "group_figures", "guard", "is_measured", "label", "load_session", "load_text", "open_session",
-    "own_time_spread", "rank_names", "recent_median", "speedup_text", "step_kind", "step_split",
-    "summarize",
+    "VariantWhy", "axis_range", "busy", "cache_counts", "change_text", "columns",
+    "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
+    "load_session", "load_text", "open_session", "own_time_spread", "rank_names", "recent_median",
+    "speedup_text", "step_kind", "step_split", "summarize",
 ]

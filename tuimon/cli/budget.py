@@ -6,7 +6,9 @@ The budget pays for three things, in this order under the interleaved schedule:
 - compiling: compiles take turns like steps do, so they add up; each compiled run's compile is
   estimated from this recipe's (or command's) earlier sessions under --out with the same
   Inductor cache (cold, unless --warm-cache / --cache-dir), the median per mode and precision,
-  else ``GUESS_S`` × the mode's factor;
+  else ``GUESS_S`` × the mode's factor; rounds 2..K start warm from round 1's compile artifacts
+  (control/warm.py) and cost their warm compiles' median in those sessions, else ``WARM_SHARE``
+  of the cold estimate;
 - stepping: what is left, less ``MARGIN`` for turn hand-overs, shared equally; each run gets it
   as ``--duration`` counted without its compiles (the runner's ``--steady-duration``), so a
   compile longer than estimated cannot eat another run's steps.
@@ -31,12 +33,17 @@ FACTOR = {"max-autotune": 3.0, "max-autotune-no-cudagraphs": 2.0, "reduce-overhe
 MARGIN = 0.1  # of the stepping time, for turn hand-overs and the last turn's overshoot
 MIN_STEP_S = 10.0  # stepping per run below which no steady state is worth reporting
 HISTORY = 40  # earlier sessions looked at, newest first
+# A warm compile (from the kept cache directory) as a share of a cold one with no history: tiny_mlp
+# and the autoencoder on this project's 2-core VM took a tenth to a fifth (bench/RESULTS.md).
+WARM_SHARE = 0.25
+WARM = "warm"  # history's key for warm starts: (mode, precision, WARM)
 
 
 def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
-    """(mode, precision) -> compile seconds of earlier runs under ``out`` whose meta.json
+    """(mode, precision) -> cold compile seconds of earlier runs under ``out`` whose meta.json
     matches ``key``: the same recipe ({"recipe": path}) or command ({"command": [...]}) with the
-    same Inductor cache ({"cache": ...}), newest first."""
+    same Inductor cache ({"cache": ...}), newest first; (mode, precision, WARM) -> their warm
+    starts' (runs seeded from compile artifacts)."""
     found: dict[tuple[str, str], list[float]] = {}
     try:
         sessions = sorted((p for p in Path(out).iterdir() if p.is_dir()), reverse=True)[:HISTORY]
@@ -52,30 +59,45 @@ def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
             continue
         for r in runs:
             if r.get("mode") != "eager" and r.get("compile_s") and r.get("median_ms"):
-                found.setdefault((r["mode"], r["precision"]), []).append(float(r["compile_s"]))
+                key_ = (r["mode"], r["precision"]) + ((WARM,) if r.get("start") == WARM else ())
+                found.setdefault(key_, []).append(float(r["compile_s"]))
     return found
 
 
-def compile_estimate(v: Variant, seen: dict[tuple[str, str], list[float]]) -> tuple[float, bool]:
-    """(seconds, from history) for one compiled run."""
-    if seen.get((v.mode, v.precision)):
-        return statistics.median(seen[(v.mode, v.precision)]), True
-    same_mode = [s for (mode, _), values in seen.items() if mode == v.mode for s in values]
+def compile_estimate(v: Variant, seen: dict[tuple, list[float]]) -> tuple[float, bool]:
+    """(seconds, from history) for one compiled run's cold compile."""
+    cold = {k: values for k, values in seen.items() if len(k) == 2}
+    if cold.get((v.mode, v.precision)):
+        return statistics.median(cold[(v.mode, v.precision)]), True
+    same_mode = [s for (mode, _), values in cold.items() if mode == v.mode for s in values]
     if same_mode:
         return statistics.median(same_mode), True
-    default = [s for (mode, _), values in seen.items() if mode == "default" for s in values]
+    default = [s for (mode, _), values in cold.items() if mode == "default" for s in values]
     base = statistics.median(default) if default else GUESS_S
     return base * FACTOR.get(v.mode, 1.0), bool(default)
 
 
+def warm_estimate(v: Variant, seen: dict[tuple, list[float]], cold_s: float) -> float:
+    """Seconds of one warm start's compile (rounds 2..K): measured before, else a share of cold."""
+    if seen.get((v.mode, v.precision, WARM)):
+        return statistics.median(seen[(v.mode, v.precision, WARM)])
+    return cold_s * WARM_SHARE
+
+
 def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
-          seen: dict[tuple[str, str], list[float]]) -> dict:
+          seen: dict[tuple, list[float]], warm_rounds: bool = False) -> dict:
     """{seconds, step_s, start_s, compile_s, from_history, text}; ValueError (one line) when the
     budget leaves less than MIN_STEP_S of stepping per run."""
     runs = len(variants) * repeats
     start_s = repeats * (START_S + START_PER_RUN_S * len(variants) / max(1, cores))
-    estimates = [compile_estimate(v, seen) for v in variants if v.compiled]
-    compile_s = repeats * sum(s for s, _ in estimates)
+    compiled = [v for v in variants if v.compiled]
+    estimates = [compile_estimate(v, seen) for v in compiled]
+    compile_s = sum(s for s, _ in estimates)  # round 1: cold
+    if warm_rounds:  # rounds 2..K start warm from round 1's artifacts (control/warm.py)
+        compile_s += (repeats - 1) * sum(warm_estimate(v, seen, s) for v, (s, _) in zip(compiled, estimates,
+                                                                                         strict=True))
+    else:
+        compile_s *= repeats
     step_s = (budget_s - start_s - compile_s) * (1 - MARGIN) / max(1, runs)
     known = sum(1 for _, h in estimates if h)
     source = ("no compile" if not estimates else

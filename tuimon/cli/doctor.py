@@ -26,6 +26,7 @@ from typing import Any
 
 from tuimon import __version__
 from tuimon.cli.args import DEFAULT_CACHE, DEFAULT_OUT, Parser
+from tuimon.cli.doctor_caches import cache_rows, caches_report
 from tuimon.exit_codes import EXIT_OK
 from tuimon.failures import fmt_bytes
 
@@ -63,16 +64,18 @@ def doctor_command(args: argparse.Namespace) -> int:
 def collect(*, out: str, cache: Path, nvml: Any = None, torch: dict | None = None) -> dict:
     """Everything doctor reports, JSON-serialisable. `nvml` (a pynvml module) and `torch` (the
     child's answer) can be injected for tests."""
+    torch = torch if torch is not None else torch_report()
     return {
         "tuimon": {"version": __version__, "path": str(Path(__file__).resolve().parent)},
         "python": {"version": platform.python_version(), "executable": sys.executable,
                    "platform": platform.platform()},
         "packages": {name: _version(name) for name in PACKAGES},
-        "torch": torch if torch is not None else torch_report(),
+        "torch": torch,
         "nvml": nvml_report(nvml),
         "cpu": cpu_report(),
         "sessions": sessions_report(out),
         "cache": cache_report(cache),
+        "caches": caches_report(torch),  # torch.compile's own caches (doctor_caches.py)
     }
 
 
@@ -253,7 +256,7 @@ def rows(r: dict) -> list[tuple[str, str]]:
         cache = (f"{c['path']}: {c['state']} ({c['fx_graphs']} FX graphs, {c['files']} files, "
                  f"{_size(c['size'])})")
     out.append(("Inductor cache", cache))
-    return out
+    return out + cache_rows(r.get("caches") or {})
 
 
 def show(report: dict) -> None:

@@ -30,7 +30,9 @@ from tuimon.cli.args import (
     window_arg,
 )
 from tuimon.cli.jobs import check_jobs
-from tuimon.cli.script import script_settings
+from tuimon.cli.script import script_settings, turn_notes
+from tuimon.cli.warm import add_flags as add_warm_flags
+from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
@@ -129,6 +131,7 @@ def run_parser() -> Parser:
     cache.add_argument("--cache-dir", metavar="DIR",
                        help="reuse this Inductor cache directory (default: a fresh one per run, "
                        "so compile times are cold)")
+    add_warm_flags(p)
     p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
                    help="warn when a started run sends no step for this long, compiling, paused "
                    "or waiting for its turn aside (default: 600)")
@@ -151,6 +154,14 @@ def run_parser() -> Parser:
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")
+    p.add_argument("--compile-module", metavar="NAME",
+                   help="script runs: compile the first module called whose class is NAME "
+                   "(e.g. RNNModel), instead of the module the optimizer trains")
+    p.add_argument("--in-place", action="store_true",
+                   help="script runs: run every variant in your working directory itself, as "
+                   "before tuimon kept their files apart (variants then overwrite each other's "
+                   "checkpoints and your own); by default each works in its own copy-on-write view "
+                   "of it under the session directory")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")
@@ -178,6 +189,9 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     share_processes(args, command)
     script = None
+    if command is None and args.compile_module is not None:
+        raise UsageError("--compile-module is a script option: a recipe's compiled variants "
+                         "compile the model its build() returns")
     if command is not None:
         if args.recipe is not None:
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
@@ -200,6 +214,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
+    warm = warm_settings(args, cache_dir)
 
     from rich.console import Console
 
@@ -210,7 +225,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     from tuimon.sessiondir.store import SessionStore, StoreError, StoreWriteError
 
     variants = product(modes, precisions, axes)
-    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
+    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance,
+              "start": args.start}
     answer = {key: value for key, value in answer.items() if value}
     deadline = None
     if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
@@ -229,6 +245,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
     if script is not None:
         meta["command"] = script["command"]
+    here_facts(meta, recipe, warm)  # the recipe's hash; beside --cache-from's facts
     try:
         store.write_meta(meta)
     except OSError as exc:  # a disk full already: nothing is launched
@@ -236,12 +253,14 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
 
     interval = None if args.no_probes else args.interval
+    if script is not None:
+        turn_notes(script, args.schedule, len(variants) * args.repeats)
     plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
                 env=dict(PIN_MALLOC) if args.pin_malloc else {},
                 repeats=args.repeats, script=script, nproc=args.nproc, answer=answer,
-                deadline_s=deadline)
+                deadline_s=deadline, warm=warm)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
         from tuimon.cli.detached import run_detached
@@ -377,7 +396,8 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
                                                   "interval", "horizon", "loss_tolerance",
                                                   "no_probes", "fps",
                                                   "torch_trace", "profile_at", "profile_window",
-                                                  "profile_backward", "no_auto_capture")},
+                                                  "profile_backward", "no_auto_capture",
+                                                  "warm", "cold", "cache_from", "warm_from", "start")},
         "cache": cache_text(cache_dir),
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -21,6 +21,8 @@ from tuimon.envvars import NO_STEP_S
 from tuimon.torchrun import TorchrunError, is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
+CLASS_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")  # --compile-module: a class, dotted or not
+
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
 VALUE_OPTIONS = ("-W", "-X", "-Q")  # interpreter options that take the next word as value
 EXAMPLE = "e.g. tuimon run -- python train.py --epochs 3"
@@ -125,6 +127,13 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
     if [p.strip() for p in args.precision.split(",") if p.strip()] != ["fp32"]:
         raise UsageError("--precision: a script owns its autocast, tuimon does not toggle it "
                          "(leave --precision out; the variants differ in compile mode)")
+    module = args.compile_module
+    if module is not None and not CLASS_NAME.fullmatch(module):
+        raise UsageError(f"--compile-module {module!r}: a module's class name (RNNModel, or "
+                         "mypkg.models.RNNModel)")
+    if module is not None and args.no_auto_compile:
+        raise UsageError("--compile-module and --no-auto-compile do not go together (one says "
+                         "what to compile, the other to compile nothing)")
     knobs = {**(fixed or {}), **baseline(axes or {})}
     found = {**check_command(for_script(command, knobs)[0]), "command": command}
     settings = {
@@ -136,11 +145,27 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
         "warmup_text": str(args.warmup),
         "seed": args.seed,
         "auto_compile": not args.no_auto_compile,
+        "compile_module": module,
         "profile_at": args.profile_at,
         "profile_window": args.profile_window,
         "profile_backward": args.profile_backward or "off",
         "auto_profile": not args.no_auto_capture,
+        # Each run's files kept apart in a mirror of this directory (control/files.py).
+        "cwd": os.getcwd(),
+        "in_place": bool(getattr(args, "in_place", False)),
     }
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
         settings["no_step_s"] = float(os.environ[NO_STEP_S])
     return settings
+
+
+# Said in each run's run_started when a script's variants take turns (the interleaved schedule).
+TURN_NOTE = ("taking turns, the script waits inside optimizer.step() (for its first turn: at its "
+             "first batch) while other variants step: its own timers count those waits, tuimon's "
+             "step times do not")
+
+
+def turn_notes(settings: dict, schedule: str, runs: int) -> None:
+    """The note a script's own timers need when its variants take turns (``runs``: processes)."""
+    if schedule == "interleave" and runs > 1:
+        settings["notes"] = [*settings.get("notes", []), TURN_NOTE]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tuimon.cli.args import Parser, UsageError, horizon_arg, limited
+from tuimon.cli.warm import add_start_flag
 from tuimon.exit_codes import EXIT_OK
 
 
@@ -26,6 +27,7 @@ def summary_parser() -> Parser:
     p.add_argument("--horizon", type=horizon_arg, metavar="STEPS|TIME",
                    help="weigh the verdict over this training run (50000 steps, or 2h with "
                    "eager/fp32) instead of the session's own --horizon")
+    add_start_flag(p)
     p.add_argument("--loss-tolerance", type=limited("loss-tolerance"), metavar="SHARE",
                    help="the verdict's loss tolerance instead of the session's own")
     return p
@@ -43,7 +45,7 @@ def summary_command(args: argparse.Namespace) -> int:
     first = args.session[0]
     formats = export.JOB_FORMATS if len(args.session) > 1 else export.FORMATS
     try:
-        answer = {"horizon": args.horizon, "loss_tolerance": args.loss_tolerance}
+        answer = {"horizon": args.horizon, "loss_tolerance": args.loss_tolerance, "start": args.start}
         meta, evs, summary = load_session(args.session, answer=answer)
         written = export.write(Path(first), meta, evs, summary, formats=formats)
     except MergeError as exc:

@@ -86,8 +86,9 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
         key = {"command": script["command"]} if script is not None else {"recipe": str(recipe)}
         key["cache"] = cache  # a warm cache's compiles say nothing of a cold one's
         try:
+            warm_rounds = not args.cold and cache.startswith("fresh")  # rounds 2..K start warm
             plan = budget.share(args.budget, kept, args.repeats, os.cpu_count() or 1,
-                                budget.history(Path(args.out), key))
+                                budget.history(Path(args.out), key), warm_rounds)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         answer["budget"] = plan

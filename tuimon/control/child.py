@@ -19,10 +19,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from tuimon import axes, events
 from tuimon.envvars import RANKS as RANKS_ENV
 from tuimon.envvars import SCRIPT, SUPERVISOR_PID
-from tuimon.failures import FAULTHANDLER
+from tuimon.failures import FAULTHANDLER, plain
 from tuimon.torchrun import recipe_command
 from tuimon.variants import Variant
 
@@ -45,17 +47,21 @@ class Child:
     def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
               threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
               torch_trace: Path | None = None, script: dict | None = None,
-              job: dict | None = None, env_extra: dict | None = None, **child) -> Child:
+              job: dict | None = None, env_extra: dict | None = None, cwd: str | None = None,
+              **child) -> Child:
         """``script``: the user's own command and its settings (a script run); else the recipe
         runner, ``python -m tuimon.runner``. ``job``: a torchrun job ({"path", "token" of the
         session's rank socket; "command": the script's command, its port moved; "nproc": a
         recipe's ranks}): the process spawned is torchrun, and its workers are the ranks (they
-        connect to the rank socket). ``child``: the keywords of ``cls``."""
+        connect to the rank socket). ``cwd``: where it starts (a script run's own directory,
+        control/files.py), else here; every path handed to it is absolute, so it means the same
+        there. ``child``: the keywords of ``cls``."""
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        cache = os.path.abspath(cache)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": cache,
                SUPERVISOR_PID: str(os.getpid()),
-               "TRITON_CACHE_DIR": str(Path(cache) / "triton"), **(env_extra or {})}
+               "TRITON_CACHE_DIR": os.path.join(cache, "triton"), **(env_extra or {})}
         if script is None:
             args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
                     "--precision", variant.precision, *runner_args]
@@ -74,6 +80,10 @@ class Child:
             cmd, knobs = axes.for_script(script["command"] if job is None else job["command"],
                                          {**script.get("set", {}), **variant.axis_values})
             env.update(knobs)
+            if cwd is not None and os.sep in cmd[0] and not os.path.isabs(cmd[0]):
+                # ./train.py, venv/bin/python: the program the user named, from their directory
+                cmd = [os.path.normpath(os.path.join(script.get("cwd") or os.getcwd(), cmd[0])),
+                       *cmd[1:]]
             settings = {**script, "command": cmd, "run": run, "mode": variant.mode,
                         "precision": variant.precision, "event_fd": event_w, "control_fd": control_r}
             if job is not None:  # torchrun's agent hands these on to its workers (runner/script)
@@ -86,12 +96,12 @@ class Child:
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
-            env["TORCH_TRACE"] = str(torch_trace)
+            env["TORCH_TRACE"] = os.path.abspath(torch_trace)
         try:
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, pass_fds=(event_w, control_r),
-                                        env=env, start_new_session=True)
+                                        env=env, start_new_session=True, cwd=cwd)
         except BaseException:
             for fd in (event_r, control_w):
                 os.close(fd)
@@ -131,6 +141,34 @@ class Child:
             os.close(self.control_fd)
         return rc
 
+    def groups(self) -> list[int]:
+        """The process groups its processes live in: its own (DataLoader workers, Inductor's
+        compile workers and a script's subprocesses inherit it)."""
+        return [self.proc.pid]
+
+    def lingering(self) -> bool:
+        """After the reap: does a process of its groups still run (a worker that outlives the
+        runner, a subprocess still ending)? Zombies do not count: where nothing reaps orphans
+        (a container's init) they would linger for ever, doing nothing."""
+        groups = set()
+        for pgid in self.groups():
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                continue
+            except PermissionError:  # not ours any more: a stranger reuses the number
+                continue
+            groups.add(pgid)
+        if not groups:
+            return False
+        for pid in psutil.pids():
+            try:
+                if os.getpgid(pid) in groups and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except (OSError, psutil.Error):
+                continue
+        return False
+
 
 def read_events(run: str, fd: int, deliver: Deliver) -> None:
     """Reader thread: whole lines from the child's pipe, one batch per read; None at EOF."""
@@ -146,13 +184,15 @@ def read_events(run: str, fd: int, deliver: Deliver) -> None:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
+    """The end of a run's log, as a failure's clue: its last lines, without terminal escapes
+    (a script's coloured log lines)."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.path.getsize(path) - 16384))
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    text = text.rstrip()
+    text = plain(text).rstrip()
     fatal = text.rfind(FAULTHANDLER)
     if fatal < 0:
         return "\n".join(text.splitlines()[-lines:])

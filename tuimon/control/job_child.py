@@ -115,6 +115,11 @@ class JobChild(Child):
         """The pids of the ranks still connected (one that said it ended may still be exiting)."""
         return {r: rs.pid for r, rs in sorted(list(self.ranks.items())) if not rs.gone and rs.pid}
 
+    def groups(self) -> list[int]:
+        """torchrun's process group and each rank's own (torchrun starts every worker in its own
+        session): a job has exited once none of them holds a process."""
+        return [self.proc.pid, *sorted({rs.pid for rs in self.ranks.values() if rs.pid})]
+
     # ---- what the ranks say ----------------------------------------------------------------------
     def event(self, rank: int, e: dict) -> None:
         rs, kind = self.rank(rank), e["type"]

@@ -55,6 +55,13 @@ class Plan:
     answer: dict = field(default_factory=dict)
     deadline_s: float | None = None  # tuimon sweep --budget: every run is stopped this long after the start
     env: dict = field(default_factory=dict)  # set in every run's environment (--pin-malloc)
+    # The longest the schedule waits for a run's start or end before others step (handover.py).
+    settle_s: float = 60.0
+    # Warm start (control/warm.py): policy rounds (rounds 2..K start warm from round 1's compile
+    # artifacts) or cold (--cold); extra: --warm's extra warm process when a variant runs in one;
+    # from: dir | bundle (what a warm start is seeded from); source: --cache-from's cache_source
+    # event fields (control/cache_source.py), None without it.
+    warm: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -84,3 +91,8 @@ class Run:
     script_end: dict | None = None  # a script's finished event, held until its exit code is known
     port_offset: int | None = None  # a torchrun job: its rendezvous port's offset (torchrun.py)
     active_s: float = 0.0  # a torchrun job: seconds it stepped (its --duration, control/job_runs.py)
+    # The handover (control/handover.py): it was ready for its turns (no longer starting); when
+    # its end was seen; the wait past Plan.settle_s said.
+    turned: bool = False
+    ended_at: float | None = None
+    settle_said: str | None = None

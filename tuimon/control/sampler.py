@@ -2,10 +2,12 @@
 
 Each tick becomes one ``sample`` event (system, per-run host and GPU values, devices; for a
 torchrun job also each rank's, under the run's ``ranks``: its own process tree, and the GPUs
-NVML sees its pid on). What
-cannot be measured is said once in a ``probe_info`` event; a new alert for a run becomes one
-``warning`` event (said again only after it cleared). Ticks are scheduled from the previous
-deadline, so the period does not drift with the time a sample takes.
+NVML sees its pid on), and ``stepping``: the runs that stepped through the whole period (the
+supervisor says which), so analysis can tell what the session's other runs loaded beside their
+steps. What cannot be measured is said once in a ``probe_info`` event; a new alert for a run
+becomes one ``warning`` event (said again only after it cleared). Ticks are scheduled from the
+previous deadline, so the period does not drift with the time a sample takes; ``poke()`` (a
+turn changed hands) takes a sample at once, so a turn's periods start with it.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ class Sampler:
     def __init__(self, interval: float, pids: Callable[[], dict[str, int]],
                  deliver: Callable[[list[dict]], None], gpu: GpuProbe | None = None,
                  host: HostProbe | None = None,
-                 stepping: Callable[[], set[str]] | None = None,
+                 stepping: Callable[[float | None], set[str]] | None = None,
                  ranks: Callable[[], dict[str, dict[int, int]]] | None = None) -> None:
-        """``stepping``: the runs stepping now (not building, compiling, paused or waiting for
-        their turn); only they can overuse their share of the cores (None: every run)."""
+        """``stepping(since)``: the runs stepping without a break since that time.monotonic()
+        (not building, compiling, paused or waiting for their turn); only they can overuse their
+        share of the cores (None: every run, and the samples say no ``stepping``)."""
         self._stepping = stepping
         self._ranks = ranks  # run -> {rank: pid} of the torchrun jobs' ranks
         self.interval = max(MIN_INTERVAL, interval)
@@ -40,6 +43,8 @@ class Sampler:
         self._host = host or HostProbe()
         self._active: set[tuple[str | None, str]] = set()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._last: float | None = None  # time.monotonic() of the last tick
         self._thread = threading.Thread(target=self._loop, name="tuimon-sampler", daemon=True)
         self._said_gpu = False
         self._own = psutil.Process()
@@ -50,6 +55,7 @@ class Sampler:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
 
@@ -61,12 +67,20 @@ class Sampler:
             now = time.monotonic()
             if deadline < now:  # a slow sample: skip the missed ticks rather than burst
                 deadline = now + self.interval
-            self._stop.wait(deadline - now)
+            if self._wake.wait(deadline - now):  # poked: the next period starts now
+                self._wake.clear()
+                deadline = time.monotonic()
+
+    def poke(self) -> None:
+        """A turn changed hands: sample now (from any thread), so a period starts with it."""
+        self._wake.set()
 
     def tick(self) -> list[dict]:
         if self._gpu is None:
             self._gpu = GpuProbe()  # NVML init on the sampling thread, off the caller's
+        since, self._last = self._last, time.monotonic()
         pids = self._pids()
+        stepping = self._stepping(since) & set(pids) if self._stepping else None
         jobs = self._ranks() if self._ranks else {}
         ranks = {f"{run}#{rank}": (run, rank, pid) for run, rp in jobs.items() if run in pids
                  for rank, pid in rp.items()}
@@ -81,8 +95,11 @@ class Sampler:
             runs[run].setdefault("ranks", {})[str(rank)] = _values(of_ranks[key],
                                                                     gpu["runs"].get(key, {}))
         system = {**host["system"], "foreign_cores": self._foreign_cores(host)}
-        batch.append(events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"]))
-        batch += self._warnings(host, gpu, runs)
+        sample = events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"])
+        if stepping is not None:
+            sample["stepping"] = sorted(stepping)
+        batch.append(sample)
+        batch += self._warnings(host, gpu, runs, stepping)
         return batch
 
     def _foreign_cores(self, host: dict) -> float | None:
@@ -111,13 +128,13 @@ class Sampler:
             out.append(events.make(events.PROBE_INFO, unsupported=gpu["unsupported_new"]))
         return out
 
-    def _warnings(self, host: dict, gpu: dict, runs: dict) -> list[dict]:
+    def _warnings(self, host: dict, gpu: dict, runs: dict, stepping: set[str] | None) -> list[dict]:
         now: set[tuple[str | None, str]] = {(None, text) for text in system_alerts(host["system"])}
         devices = {d["index"]: d for d in gpu["devices"]}
         cpus = host["system"].get("cpu_count") or 1
         # Only the runs stepping now share the cores: under interleave that is the one holding
         # the turn, with the machine to itself; a compile's worker processes are no overuse.
-        stepping = set(runs) if self._stepping is None else self._stepping() & set(runs)
+        stepping = set(runs) if stepping is None else stepping & set(runs)
         for run, values in runs.items():
             tree = host["runs"][run] if run in stepping else None
             for device in [devices.get(i) for i in values["gpus"]] or [None]:

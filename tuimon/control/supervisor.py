@@ -2,8 +2,9 @@
 commands, writes the store and hands every event to a sink.
 
 One job a module: ``runs`` (the plan, run records, states), ``schedule`` (who starts and who
-steps next), ``commands`` (the control methods and how the loop applies them), ``stopping``
-(stop lines, signals, the hang watch) and this one (the loop: children, events, the store).
+steps next), ``handover`` (when: no turn or start beside another run's build, end or exit),
+``commands`` (the control methods and how the loop applies them), ``stopping`` (stop lines,
+signals, the hang watch) and this one (the loop: children, events, the store).
 
 Threads. ``run()`` is the loop thread: the only one that writes the store, calls the sink,
 or starts, signals and reaps children. Each child's reader thread (control/child.py) and the
@@ -34,16 +35,16 @@ most once a second, and recreating a session directory deleted under the session
 from __future__ import annotations
 
 import queue
-import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from tuimon import events, failures
 from tuimon.control.child import Child, log_tail
 from tuimon.control.commands import EOF, EVENTS, Commands
+from tuimon.control.files import Apart
+from tuimon.control.handover import Handover
 from tuimon.control.job_child import JobChild
 from tuimon.control.job_runs import RANK, JobRuns
 from tuimon.control.runs import (
@@ -58,8 +59,9 @@ from tuimon.control.runs import (
     check_profile_options,
 )
 from tuimon.control.sampler import Sampler
-from tuimon.control.schedule import next_turn, startable
+from tuimon.control.schedule import startable
 from tuimon.control.stopping import TICK, Stopping
+from tuimon.control.warm import initial_rounds, warm_starts
 from tuimon.sessiondir.store import SessionStore, StoreWriteError
 from tuimon.variants import Variant
 
@@ -75,7 +77,7 @@ def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-class Supervisor(Commands, Stopping, JobRuns):
+class Supervisor(Commands, Stopping, JobRuns, Handover):
     def __init__(self, store: SessionStore, plan: Plan, sink: Sink | None = None,
                  gpu_probe=None) -> None:
         self.store = store
@@ -97,13 +99,15 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._live: dict[str, Run] = {}  # runs with a process (read by the sampler: live_pids)
         self._turn: str | None = None  # interleaved schedule: the run stepping now
         self._last_turn: str | None = None
+        self._exiting: dict[str, float] = {}  # reaped runs whose group still runs: since (handover)
         self._closing = False
         self._accepting = False  # commands are applied only while the loop runs
         self._rank_hub, self._jobs_tick = None, None  # torchrun jobs' rank socket (jobs.py)
+        self._files = Apart(store.path, plan.script, self._record)  # a script run's files: its own
         # Round-major: with --repeats every variant runs once per round, so the rounds' processes
         # meet the same machine state and the combined interval sees process-to-process spread.
-        rounds = range(1, plan.repeats + 1) if plan.repeats > 1 else [None]
-        self._initial = [(self._allocate(v), v, k) for k in rounds for v in plan.variants]
+        self._initial = [(self._allocate(v), v, k) for v, k in initial_rounds(plan)]
+        self._warm = warm_starts(store.path, plan)  # what each compiled run starts from (warm.py)
         self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
             (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._stepping,
             ranks=self.rank_pids) if plan.interval else None
@@ -120,6 +124,9 @@ class Supervisor(Commands, Stopping, JobRuns):
                                   turn_steps=plan.turn_steps, turn_s=plan.turn_s,
                                   interval=plan.interval, repeats=plan.repeats,
                                   quiet_only=plan.quiet_only, pin_malloc=bool(plan.env), **plan.answer)])
+        if plan.warm.get("source"):  # --cache-from: what the runs start from, and what it was
+            self._record([events.make(events.CACHE_SOURCE, **plan.warm["source"])])
+        self._files.start()
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -140,6 +147,7 @@ class Supervisor(Commands, Stopping, JobRuns):
             if self._rank_hub is not None:
                 self._rank_hub.close()
         self._pump(0)  # the last samples
+        self._record(self._files.end())
         status = "interrupted" if self.interrupted else (
             "failed" if self.failed_runs or self.build_failure or self.store_error else "done")
         self._record([events.make(events.SESSION_ENDED, status=status)])
@@ -166,6 +174,8 @@ class Supervisor(Commands, Stopping, JobRuns):
                 self._stop_run(self._runs[run])
             return
         ready, threads = startable(self.plan.schedule, self._queue, self._live, self._runs)
+        if ready and not self._may_start():  # not beside a run's steps or its end (handover.py)
+            return
         for run in ready:
             self._queue.remove(run)
             self._start(self._runs[run], threads)
@@ -176,15 +186,19 @@ class Supervisor(Commands, Stopping, JobRuns):
         if interleave:
             runner_args += (["--turns", str(self.plan.turn_steps)] if self.plan.turn_steps
                             else ["--turn-seconds", str(self.plan.turn_s)])
-        script = None
+        script, cwd = None, None  # cwd: a script run's own directory (control/files.py)
         if self.plan.script is not None:
-            script = {**self.plan.script, "profile_dir": str(self.store.path / PROFILES),
+            script = {**self.plan.script, "profile_dir": str((self.store.path / PROFILES).absolute()),
                       "turns": (self.plan.turn_steps or 0) if interleave else 0,
                       "turn_s": self.plan.turn_s if interleave else 0.0}
+            script, cwd = self._files.spawn(r.id, script)
         trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
-        spawn = {"recipe": self.plan.recipe, "cache": self.plan.cache_dir or self._fresh_cache(r.id),
-                 "log_path": self.store.log_path(r.id), "deliver": self._deliver, "torch_trace": trace,
-                 "env_extra": self.plan.env}
+        cache, env, said = self._warm.prepare(r.id, r.variant)  # seeded from artifacts when warm
+        if said:
+            self._record(said)
+        spawn = {"recipe": self.plan.recipe, "cache": cache, "log_path": self.store.log_path(r.id),
+                 "deliver": self._deliver, "torch_trace": trace, "env_extra": {**self.plan.env, **env},
+                 "cwd": cwd}
         if self._is_job():
             r.child = self._spawn_job(r, threads, runner_args, script, **spawn)
         else:
@@ -192,17 +206,6 @@ class Supervisor(Commands, Stopping, JobRuns):
                                   threads=threads, **spawn)
         self._live[r.id] = r
         self._set_state(r.id, RUNNING)
-
-    def _stepping(self) -> set[str]:
-        """The runs that stepped through the whole last sampling period, for the sampler's
-        thread (a snapshot): a period that held a compile, a turn wait or a pause says nothing
-        of a run's share of the cores (a compile's workers are no overuse). Under interleave
-        only the run holding the turn steps."""
-        now, period = time.monotonic(), self.plan.interval or 1.0
-        runs = {run for run, r in list(self._live.items()) if r.stepping and not r.compiling
-                and not r.waiting_turn and self._state(run) != PAUSED
-                and now - (r.stepping_since or now) >= period}
-        return runs & {self._turn} if self.plan.schedule == "interleave" else runs
 
     def _deliver(self, run: str, batch: list[dict] | None) -> None:
         """Called by a child's reader thread."""
@@ -275,32 +278,13 @@ class Supervisor(Commands, Stopping, JobRuns):
             if e.get("stage") == "build" and self.build_failure is None:
                 self.build_failure = e
                 self._stop_everything()  # same recipe, same fault: stop the others
-    def _pass_turn(self) -> None:
-        """Interleaved schedule: when no run holds the turn, give it to the next waiting one."""
-        if self.plan.schedule != "interleave":
-            return
-        if self._turn is not None and (self._turn not in self._live or self._runs[self._turn].ended):
-            self._turn = None
-        if self._turn is not None:
-            return
-        waiting = [run for run in self._live if self._runs[run].waiting_turn
-                   and not self._runs[run].ended and self._state(run) != PAUSED]
-        if not waiting:
-            return
-        nxt = next_turn(list(self._live), waiting, self._last_turn)
-        r = self._runs[nxt]
-        if r.child.send("resume"):
-            r.waiting_turn, r.last_step = False, time.monotonic()
-            r.stepping_since = r.last_step
-            self._turn = self._last_turn = nxt
-
     def _reap(self, run: str) -> None:
         r = self._live.pop(run)
         rc = r.child.reap()
-        if self.plan.cache_dir is None:  # a cold-compile cache is of no use afterwards
-            shutil.rmtree(self._fresh_cache(run), ignore_errors=True)
+        self._exited(r)
         seconds = round(time.monotonic() - r.child.started, 3)
-        batch = []
+        kept = self._warm.finish(run, r.steps_seen)  # a variant's first run keeps its cache
+        batch = [kept] if kept else []
         if isinstance(r.child, JobChild):
             batch = self._job_end(r, rc) if not r.ended else []
         elif r.script_end is not None and rc == 0:  # it ended by itself, and well
@@ -322,7 +306,7 @@ class Supervisor(Commands, Stopping, JobRuns):
                 self.failed_runs.append(run)
                 self._set_state(run, FAILED)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
-        self._record(batch)
+        self._record(batch + self._files.exited(run))
     def _hold_script_end(self, r: Run, batch: list[dict]) -> list[dict]:
         """A script's hooks say it ended by itself at its exit; whether it ended well, only its
         exit code says: their ``finished`` waits for the reap (``_reap``)."""
@@ -357,7 +341,9 @@ class Supervisor(Commands, Stopping, JobRuns):
         self._queue.insert(0 if first else len(self._queue), run)
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
-            fields.update(replicate=replicate, repeats=self.plan.repeats)
+            fields.update(replicate=replicate, repeats=self.plan.repeats if self.plan.repeats > 1
+                          else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
+        fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
     def _state(self, run: str) -> str | None:
         with self._lock:
@@ -366,9 +352,6 @@ class Supervisor(Commands, Stopping, JobRuns):
     def _set_state(self, run: str, state: str) -> None:
         with self._lock:
             self._states[run] = state
-
-    def _fresh_cache(self, run: str) -> Path:
-        return self.store.path / "inductor-cache" / run
 
     def _record(self, batch: list[dict]) -> None:
         try:

@@ -42,7 +42,11 @@ def figures(v: VariantDiff) -> list[Metric]:
     metric("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit))
     metric("speedup vs eager (in its session)", speedup_text)
     if any(r is not None and r.compiled for r in rows):
-        metric("compile time", lambda r: fmt_s(r.compile_s), v.compile)
+        metric("compile time", lambda r: fmt_s(cold_compile(r)), v.compile)
+        if any(c is not None for c in v.warm_compile) or any(r is not None and "warm" in r.starts
+                                                             for r in rows):
+            metric("compile time, warm start", lambda r: fmt_s((r.starts.get("warm") or {}).get("compile_s")),
+                   v.warm_compile)
         for phase in PHASES:
             if any(r is not None and r.compile_phases.get(phase) for r in rows):
                 metric(f"compile: {phase}", lambda r, p=phase: fmt_s(r.compile_phases.get(p)),
@@ -64,3 +68,8 @@ def figures(v: VariantDiff) -> list[Metric]:
     if any(r is not None and r.gpu_util_mean is not None for r in rows):
         metric("GPU util (mean)", lambda r: DASH if r.gpu_util_mean is None else f"{r.gpu_util_mean:.0f} %")
     return out
+
+
+def cold_compile(r) -> float | None:
+    """A row's cold compile: its cold start's figure, or its own (recorded before warm starts)."""
+    return (r.starts.get("cold") or {}).get("compile_s", r.compile_s) if r.starts else r.compile_s

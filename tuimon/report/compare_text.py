@@ -78,6 +78,9 @@ def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
             "median_change": [m.to_dict() if m else None for m in v.median],
             "compile_s": [r.compile_s if r is not None else None for r in v.rows],
             "compile_change": [m.to_dict() if m else None for m in v.compile],
+            "warm_compile_s": [(r.starts.get("warm") or {}).get("compile_s") if r is not None else None
+                               for r in v.rows],
+            "warm_compile_change": [m.to_dict() if m else None for m in v.warm_compile],
             "unreliable": v.unreliable,
             "detectable_pct": [None if x is None else round(x, 2) for x in v.detectable],
             "metrics": [{"name": m.name, "values": m.values,
@@ -146,6 +149,9 @@ def headline(c: Comparison) -> list[str]:
                 parts[0] += f" (tells ±{least:.0f} % or more)"
             if comp is not None:
                 parts.append(f"compile time {change_text(comp)}")
+            hot = v.warm_compile[c.sessions.index(s)] if v.warm_compile else None
+            if hot is not None:
+                parts.append(f"warm compile time {change_text(hot)}")
             if shaky:
                 parts.append(f"unreliable: {shaky}")
             out.append(f"{v.label}, {s.letter} vs A: " + "; ".join(parts))

@@ -15,14 +15,16 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.analysis import STEP_PARTS, SessionSummary, columns, diagnose, load_session, step_split
-from tuimon.report import why_text
+from tuimon.report import files_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
     failure_notes,
     profile_note,
     table,
+    validation_notes,
 )
+from tuimon.report.warm_text import start_line, warm_notes
 from tuimon.sessiondir import store
 
 
@@ -36,10 +38,10 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 else f"- recipe: `{meta.get('recipe', '?')}`")
         out += [what,
                 f"- command: `{' '.join(meta.get('argv', []))}`",
-                f"- host: {meta.get('host', '?')}, torch {meta.get('torch', '?')}, "
+                f"- host: {meta.get('host', '?')}, {runtime_line(meta, summary)}, "
                 f"started {meta.get('started', '?')}",
                 f"- device: {device_line(summary)}",
-                f"- Inductor cache: {meta.get('cache', '?')}"]
+                f"- Inductor cache: {meta.get('cache', '?')}{start_line(summary)}"]
         if summary.pin_malloc is not None:
             out.append("- allocator: " + ("glibc malloc's thresholds pinned alike in every run "
                                           "(--no-pin-malloc: as your process would have them)"
@@ -51,8 +53,9 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {n}" for n in answer_notes(summary)]
+    notes = [f"- {n}" for n in answer_notes(summary) + validation_notes(summary)]
     notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
+    notes += [f"- {n}" if not n.startswith("  ") else n for n in warm_notes(summary)]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
         notes.append(f"- GPU metrics: n/a ({summary.gpu_reason})")
@@ -86,7 +89,28 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
     if why := why_text.markdown(diagnose(summary)):
         out += ["", *why]
+    if files := files_text.markdown(summary.files):
+        out += ["", *files]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def runtime_line(meta: dict, summary: SessionSummary) -> str:
+    """The torch, Python and CUDA build the runs used, read in their own interpreters (a
+    script's python may not be tuimon's); tuimon's own torch where no run said, or where it
+    differs."""
+    used: dict[str, list[str]] = {}
+    for r in summary.runs:
+        if r.torch:
+            text = f"torch {r.torch} (Python {r.python or '?'}, CUDA {r.cuda or 'none: a CPU build'})"
+            used.setdefault(text, []).append(r.run)
+    if not used:
+        return f"torch {meta.get('torch', '?')}"
+    out = "; ".join(text if len(used) == 1 else f"{text} in {', '.join(runs)}"
+                    for text, runs in used.items())
+    ours = meta.get("torch")
+    if ours and any(r.torch.split("+")[0] != ours.split("+")[0] for r in summary.runs if r.torch):
+        out += f"; tuimon itself: torch {ours}"
+    return out
 
 
 def device_line(summary: SessionSummary) -> str:

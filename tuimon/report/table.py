@@ -8,6 +8,8 @@ from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, 
 from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
+from tuimon.report.warm_text import artifacts_text, has_starts, per_start
+from tuimon.report.warm_text import cache_text as caches_text
 
 
 def status_text(r: RunStats) -> str:
@@ -40,6 +42,8 @@ def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
 def breakeven_text(r: RunStats) -> str:
     if not r.compiled:
         return DASH
+    if r.nothing_compiled:
+        return "– (nothing compiled)"
     if r.breakeven_never:
         return "never (not faster per step)"
     if r.breakeven_steps is None:
@@ -63,6 +67,8 @@ def compile_text(r: RunStats) -> str:
     if r.overhead_s is None and r.compile_s is None:
         return DASH
     warm = fmt_s(r.overhead_s)
+    if r.nothing_compiled:
+        return f"{warm} (nothing compiled)"
     if r.compiled and r.compile_s is not None:
         return f"{warm} (compile {fmt_s(r.compile_s)})"
     return warm
@@ -98,7 +104,8 @@ def answer_notes(summary: SessionSummary) -> list[str]:
     v = summary.verdict
     out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
     if v is not None:
-        out += [f"{d['label']}: not a candidate: {d['reason']}" for d in v.disqualified]
+        out += [f"{d['label']}: {'' if d.get('uncompiled') else 'not a candidate: '}{d['reason']}"
+                for d in v.disqualified]
         # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
         said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
         out += [f"unreliable: {x}" for x in v.reasons if x not in said]
@@ -192,11 +199,35 @@ def phases_text(r: RunStats) -> str:
 
 
 def graphs_text(r: RunStats) -> str:
+    if r.nothing_compiled:
+        return "nothing compiled"
     if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
         return DASH
     breaks = sum(1 for _ in r.graph_breaks)
     return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
             f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}")
+
+
+def validation_text(r: RunStats) -> str:
+    """A script's validation passes' compiles (stats/compiles.py): '2 compiles, grad_mode; batch
+    8 (3.1 s)'; never training's recompiles, compile time or graphs."""
+    if not (r.val_compiles or r.val_words):
+        return DASH
+    n = r.val_compiles
+    text = f"{n} compile{'' if n == 1 else 's'}" if n else "no compile"
+    if r.val_words:
+        text += f", {'; '.join(r.val_words[:4])}"
+    if r.val_compile_s:
+        text += f" ({fmt_s(r.val_compile_s)})"
+    if r.val_limit:
+        text += "; the recompile limit was hit: validation runs eager from then on"
+    return text
+
+
+def validation_notes(summary: SessionSummary) -> list[str]:
+    """One line a variant whose validation passes compiled: kept apart from training's."""
+    return [f"{r.label}: validation: {validation_text(r)}, kept apart: not training's compiles, "
+            "recompiles or compile time" for r in columns(summary) if validation_text(r) != DASH]
 
 
 def top_break_text(r: RunStats) -> str:
@@ -208,13 +239,16 @@ def top_break_text(r: RunStats) -> str:
 
 
 def cache_text(r: RunStats) -> str:
-    if not r.compiled or not (r.fx_cache_hits or r.fx_cache_misses):
-        return DASH
-    if r.fx_cache_hits and not r.fx_cache_misses:
-        return f"warm: {r.fx_cache_hits} FX-graph cache hits"
-    if r.fx_cache_misses and not r.fx_cache_hits:
-        return f"cold: {r.fx_cache_misses} FX-graph cache misses"
-    return f"mixed: {r.fx_cache_hits} hits, {r.fx_cache_misses} misses"
+    """Its caches' hits of lookups, per start (report/warm_text.py)."""
+    return per_start(caches_text)(r)
+
+
+def compile_cache(e: dict) -> str:
+    """One ``compile`` event's cache in a word: warm, cold, "no graph" for a frame Dynamo traced
+    without a graph (nothing reached Inductor, so there was no cache to look in), else ""."""
+    if e.get("forward", True) and e.get("graph_ops") == 0:
+        return "no graph"
+    return e["cache"] if e.get("cache") in ("warm", "cold") else ""
 
 
 def _or_na(value, fmt) -> str:
@@ -241,17 +275,22 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
         ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
         ("speedup vs eager", speedup_text),
-        ("compile / warm-up time", compile_text),
-        ("compile pays off after", breakeven_text),
-        ("compile time by phase", phases_text),
+        ("compile / warm-up time", per_start(compile_text)),
+        ("compile pays off after", per_start(breakeven_text)),
+        ("compile time by phase", per_start(phases_text)),
         ("graphs / breaks / recompiles", graphs_text),
+        *([("validation passes (apart)", validation_text)]
+          if any(validation_text(r) != DASH for r in runs) else []),
         ("top graph break", top_break_text),
         ("Inductor cache", cache_text),
+        ("compile artifacts", artifacts_text),
         ("peak memory", peak_memory_text),
         ("final loss (same seed, same batches)", loss_text),
         ("CPU, process tree (100 % = 1 core)", cpu_text),
         ("other processes while it stepped", other_load_text),
     ]
+    if not has_starts(summary):  # eager only, or a session recorded before tuimon kept them
+        rows.remove(("compile artifacts", artifacts_text))
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:
@@ -300,8 +339,9 @@ def profiles_text(r: RunStats) -> str:
         return DASH
     done = _done(r)
     text = f"{len(done)} capture{'s' if len(done) != 1 else ''}"
-    if len(r.profiles) > len(done):
-        text += f" ({len(r.profiles) - len(done)} failed)"
+    failed = [p for p in r.profiles if p not in done and not p.get("quiet")]  # quiet: the notes say
+    if failed:
+        text += f" ({len(failed)} failed)"
     if done:
         last = done[-1]
         top = (last.get("top_ops") or [{}])[0]
@@ -314,6 +354,8 @@ def profiles_text(r: RunStats) -> str:
 
 
 def profile_note(r: RunStats, p: dict) -> str:
+    if p.get("state") != "done" and p.get("quiet"):
+        return f"{r.label}: the automatic capture {p.get('capture')} recorded nothing: {p.get('error')}"
     if p.get("state") != "done":
         return f"{r.label}: profile {p.get('capture')} failed: {p.get('error')}"
     steps = p.get("active_steps") or []

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import os
-import platform
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ from tuimon.runner.emitter import Emitter
 from tuimon.runner.orphan import watch_parent
 from tuimon.runner.rank_link import connect, from_env
 from tuimon.runner.seeding import seed_everything
+from tuimon.runner.torch_env import TorchTooOld, absolute, absolute_paths, check_version, versions
 from tuimon.variants import compiles_optimizer, model_mode
 
 
@@ -72,7 +72,9 @@ def tail(text: str, lines: int = 12) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    absolute_paths()  # the Inductor cache and the trace directory, before torch reads them
     args = parse_args(argv)
+    args.profile_dir = absolute(args.profile_dir)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
     job = from_env()  # (channel, identity) for a rank of a job, else None
@@ -88,8 +90,16 @@ def main(argv: list[str] | None = None) -> int:
         control = Control(None, sock=sock)
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
+    warm = None
     try:
         import torch
+
+        try:
+            newer = check_version(torch)
+        except TorchTooOld as exc:
+            raise SetupError(str(exc)) from None
+        if newer:
+            emitter.emit(events.WARNING, text=newer, note=True)
 
         from tuimon import recipe as contract
         from tuimon.runner import loop
@@ -106,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             rank_fields = {**ident, "backend": distributed.init(torch, device)}
         if args.threads:
             torch.set_num_threads(args.threads)
+        if args.mode != "eager":  # compile artifacts: loaded before the first compile (warm start)
+            from tuimon.runner.warm_start import WarmStart
+
+            warm = WarmStart(emitter)
+            warm.load(torch)
         module = contract.load_module(args.recipe)
         sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
         extra = contract.Extra(kv.split("=", 1) for kv in args.set)
@@ -162,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             grad_scaler=trainer.scaler is not None,
             device=device,
             device_name=device_name(torch, device),
-            torch=torch.__version__,
-            python=platform.python_version(),
+            **versions(torch),
             recipe=recipe.name or os.path.basename(args.recipe),
             params=loop.param_count(recipe.model),
             batch_size=cfg.batch_size,
@@ -180,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)
+        if warm is not None:
+            warm.save(torch)
+        if text := watch.nothing_compiled(args.mode):
+            emitter.emit_now(events.WARNING, text=text)
         emitter.emit_now(
             events.FINISHED,
             reason=reason,
@@ -196,15 +214,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
         if isinstance(exc, KeyboardInterrupt):
+            if warm is not None and stage == "step":  # what it compiled before the stop
+                warm.save(sys.modules["torch"])
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         emitter.emit_now(
             events.FAILED,
             stage=stage,
             error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tail(traceback.format_exc(), 20),
+            message=text.splitlines()[0][:500] if text else "",
+            traceback=tail(failures.plain(traceback.format_exc()), 20),
             where=recipe_frame(exc, args.recipe),
             **failures.of_exception(exc, memory),
             **memory,

@@ -5,6 +5,12 @@ chromium B/E events (which phase is running), per-compile metrics (phase times, 
 counts, cache hits), and artifacts for graph breaks and recompile reasons. It turns them into
 tuimon events. Torch only builds these records while it compiles, so steady-state steps pay
 nothing; what listening adds to a compile is measured in bench/compile_listen_cost.py.
+
+In a script's run, ``validation`` (set by runner/script/) says whether a compile belongs to a
+validation pass: its events then say ``validation: true``. A training compile of a frame that
+only a validation pass had compiled before (Lightning's sanity check runs before the first
+step) is torch's recompile but training's first compile: its recompile event says
+``after_validation: true``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 import time
 
 from tuimon import events
+from tuimon.runner.cache_trace import CacheTrace
 
 # Chromium event names -> the phase a user should see. Nested spans: the innermost known wins.
 PHASES = {
@@ -34,7 +41,18 @@ PHASES = {
     "entire_backward_compile": "backward",
 }
 LOCATION = re.compile(r"Graph break in user code at (.+?):(\d+)")
+# Artifacts torch logs as each graph is looked up in the FX-graph and AOTAutograd caches
+# (fx_graph_cache_hit, aotautograd_cache_miss, ...). torch 2.10+ also counts them in the compile's
+# metrics (inductor_fx_local_cache_*_count); torch 2.9 and older count them only here.
+CACHE_ARTIFACT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss)$")
 TRACE_LOGGER = "torch.__trace"
+# torch 2.4's compile metrics: the same nested spans in seconds, under older names (AOTAutograd
+# with Inductor is the backend's compile).
+LEGACY_TIMES = {"duration_us": "entire_frame_compile_time_s",
+                "dynamo_cumulative_compile_time_us": "entire_frame_compile_time_s",
+                "aot_autograd_cumulative_compile_time_us": "backend_compile_time_s",
+                "inductor_cumulative_compile_time_us": "inductor_compile_time_s",
+                "inductor_code_gen_cumulative_compile_time_us": "code_gen_time_s"}
 
 
 class TraceListener(logging.Handler):
@@ -47,7 +65,22 @@ class TraceListener(logging.Handler):
         self._said_t = 0.0
         self._compile_id: str | None = None
         self.graph_breaks = 0
-        self.recompiles = 0
+        self.recompiles = 0  # training's (a validation pass's are counted apart)
+        self._kernels = 0  # C++ / Triton kernel compiles (compile_file spans) since the last compile
+        self.caches = CacheTrace(emitter)  # cache lookups, for the reasons of a miss
+        self._cache: dict[str, int] = {}  # cache artifacts since the last compile's metrics
+        self._legacy_said = False
+        self.val_recompiles = 0
+        self.validation = None  # optional callable(compile_id) -> bool: a validation pass's
+        # Frames (a compile id's first part) compiled by training, by a validation pass.
+        self._trained: set[str] = set()
+        self._validated: set[str] = set()
+
+    def _validation(self, compile_id: str | None) -> dict:
+        """``{"validation": True}`` for a validation pass's compile, else nothing."""
+        if self.validation is not None and self.validation(compile_id):
+            return {"validation": True}
+        return {}
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
@@ -69,10 +102,15 @@ class TraceListener(logging.Handler):
         elif "artifact" in md:
             name = md["artifact"].get("name")
             payload = getattr(record, "payload", None) or ""
+            if cache := CACHE_ARTIFACT.match(name or ""):
+                key = f"{'fx' if cache.group(1) == 'fx_graph' else 'aot'}_cache_{cache.group(2)}"
+                self._cache[key] = self._cache.get(key, 0) + 1
             if name == "dynamo_graph_break_reason":
                 self._graph_break(payload, compile_id)
             elif name == "recompile_reasons":
                 self._recompile(payload, compile_id)
+            elif "_cache_" in (name or ""):  # every lookup with its key's parts (cache_trace.py)
+                self.caches.lookup(name, payload, compile_id, self._validation(compile_id))
 
     def _chromium(self, ev: dict | None, compile_id: str | None) -> None:
         if not isinstance(ev, dict) or ev.get("name") not in PHASES:
@@ -83,6 +121,8 @@ class TraceListener(logging.Handler):
             self._compile_id = compile_id
         if ev.get("ph") == "B":
             self._stack.append(phase)
+            if ev["name"] == "compile_file":  # a kernel the cache did not hold, compiled now
+                self._kernels += 1
         elif ev.get("ph") == "E" and phase in self._stack:
             del self._stack[len(self._stack) - 1 - self._stack[::-1].index(phase)]
         shown = self._stack[-1] if self._stack else None
@@ -94,12 +134,23 @@ class TraceListener(logging.Handler):
                 now - self._said_t >= 0.25 or self._said is None or said[1] != self._said[1]):
             self._said, self._said_t = said, now
             self.emitter.emit_now(events.COMPILE_PHASE, phase=shown, compile_id=self._compile_id,
-                                  backward="backward" in self._stack)
+                                  backward="backward" in self._stack,
+                                  **self._validation(self._compile_id))
 
     def _metrics(self, m: dict, forward: bool) -> None:
         def s(key: str) -> float:
+            if key not in m and key in LEGACY_TIMES:  # torch 2.4: the same spans, in seconds
+                return m.get(LEGACY_TIMES[key]) or 0.0
             return (m.get(key) or 0) / 1e6
 
+        if "duration_us" not in m and not self._legacy_said:
+            self._legacy_said = True
+            import torch
+
+            self.emitter.emit_now(events.WARNING, note=True, text=(
+                f"torch {torch.__version__} logs less of its compiles than tuimon reads: no live "
+                "phases, backward compiles, graph-break reasons or cache hits in this run "
+                "(newer torch releases do)"))
         total, dynamo, aot = s("duration_us"), s("dynamo_cumulative_compile_time_us"), s(
             "aot_autograd_cumulative_compile_time_us")
         inductor, codegen = s("inductor_cumulative_compile_time_us"), s(
@@ -108,22 +159,43 @@ class TraceListener(logging.Handler):
         phases = {"dynamo": max(0.0, dynamo - aot) if dynamo else 0.0,
                   "aot": max(0.0, aot - inductor) if aot else 0.0,
                   "inductor": max(0.0, inductor - codegen), "codegen": codegen}
-        hits = (m.get("inductor_fx_local_cache_hit_count") or 0)
-        misses = (m.get("inductor_fx_local_cache_miss_count") or 0)
+        # The cache lookups of this compile: its metrics' counts, else (torch 2.9 and older) the
+        # artifacts logged since the previous compile's metrics (compiles do not overlap).
+        seen, self._cache = self._cache, {}
+
+        def count(field: str, key: str) -> int:
+            value = m.get(field)
+            return (value if value is not None else seen.get(key)) or 0
+
+        hits = count("inductor_fx_local_cache_hit_count", "fx_cache_hit")
+        misses = count("inductor_fx_local_cache_miss_count", "fx_cache_miss")
+        kernels, self._kernels = self._kernels, 0
+        remote = {key: m[key] for key in ("inductor_fx_remote_cache_hit_count",
+                                           "inductor_fx_remote_cache_miss_count",
+                                           "aotautograd_remote_cache_hit_count",
+                                           "aotautograd_remote_cache_miss_count") if m.get(key)}
         where = None
+        compile_id = m.get("compile_id")
+        validation = self._validation(compile_id)
+        if forward and compile_id:
+            (self._validated if validation else self._trained).add(str(compile_id).split("/")[0])
         if m.get("co_filename"):
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
         self.emitter.emit_now(
-            events.COMPILE, compile_id=m.get("compile_id"), forward=forward,
+            events.COMPILE, compile_id=compile_id, forward=forward,
             frame=m.get("co_name"), where=where, seconds=round(total, 4),
             phases={k: round(v, 4) for k, v in phases.items()},
             graph_ops=m.get("graph_op_count"), guards=m.get("guard_count"),
             graph_breaks=m.get("num_graph_breaks"), recompile_reason=m.get("recompile_reason"),
             fx_cache_hits=hits, fx_cache_misses=misses,
-            aot_cache_hits=m.get("aotautograd_local_cache_hit_count") or 0,
-            aot_cache_misses=m.get("aotautograd_local_cache_miss_count") or 0,
+            aot_cache_hits=count("aotautograd_local_cache_hit_count", "aot_cache_hit"),
+            aot_cache_misses=count("aotautograd_local_cache_miss_count", "aot_cache_miss"),
             cache="warm" if hits and not misses else ("cold" if misses else "none"),
-            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"))
+            # Kernel compiles are known where torch times them (2.9 on; 2.4 says nothing of them).
+            kernels=kernels if "triton_compile_time_us" in m else None,
+            kernel_s=round(s("triton_compile_time_us"), 4) if "triton_compile_time_us" in m else None,
+            remote={k.replace("_count", "").replace("inductor_", ""): v for k, v in remote.items()} or None,
+            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"), **validation)
 
     def _graph_break(self, payload: str, compile_id: str | None) -> None:
         self.graph_breaks += 1
@@ -138,15 +210,22 @@ class TraceListener(logging.Handler):
         self.emitter.emit_now(events.GRAPH_BREAK, compile_id=compile_id,
                               file=loc.group(1) if loc else None,
                               line=int(loc.group(2)) if loc else None,
-                              reason=reason[:300], detail="\n".join(lines[:12])[:1500])
+                              reason=reason[:300], detail="\n".join(lines[:12])[:1500],
+                              **self._validation(compile_id))
 
     def _recompile(self, payload: str, compile_id: str | None) -> None:
         reasons = _json(payload)
         if not isinstance(reasons, list):
             reasons = [str(payload)]
-        self.recompiles += 1
+        fields = self._validation(compile_id)
+        if fields:
+            self.val_recompiles += 1
+        elif compile_id and compile_id.split("/")[0] in self._validated - self._trained:
+            fields = {"after_validation": True}  # the guards that failed were validation's
+        else:
+            self.recompiles += 1
         self.emitter.emit_now(events.RECOMPILE, compile_id=compile_id,
-                              reasons=[str(r)[:300] for r in reasons][:5])
+                              reasons=[str(r)[:300] for r in reasons][:5], **fields)
 
 
 def _compile_id(md: dict) -> str | None:

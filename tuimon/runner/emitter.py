@@ -101,8 +101,10 @@ class Emitter:
         self._last_flush = time.perf_counter()
         if not self._buffer:
             return
-        data = "".join([e if type(e) is str else events.encode(e) for e in self._buffer]).encode()
-        self._buffer.clear()
+        # Taken whole, then encoded: an event another thread adds meanwhile (a script's write
+        # outside its directory, runner/script/files.py) waits for the next flush.
+        buffer, self._buffer = self._buffer, []
+        data = "".join([e if type(e) is str else events.encode(e) for e in buffer]).encode()
         if self.fd is None:
             return
         try:

@@ -15,6 +15,8 @@ from importlib import metadata
 from typing import Any
 
 CXX_FALLBACK = ("g++", "c++", "clang++")  # Inductor's own search order on Linux, roughly
+# Before torch is imported: asking Inductor for its cache directory sets TORCHINDUCTOR_CACHE_DIR.
+CACHE_ENV = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
 
 
 def torch_facts() -> dict:
@@ -58,7 +60,46 @@ def torch_facts() -> dict:
                 facts["cuda_devices"].append({"index": i, "error": f"{type(exc).__name__}: {exc}"})
     facts["cpp_compiler"] = _cpp_compiler()
     facts["triton"] = _triton(available)
+    facts["caches"] = _caches(torch)
     return facts
+
+
+REMOTE = (("torch._inductor.config", "fx_graph_remote_cache", "FX graph"),
+          ("torch._functorch.config", "enable_remote_autograd_cache", "AOTAutograd"),
+          ("torch._inductor.config", "autotune_remote_cache", "autotuning"),
+          ("torch._inductor.config", "bundled_autotune_remote_cache", "bundled autotuning"))
+REMOTE_ENV = ("TORCHINDUCTOR_REDIS_URL", "TORCHINDUCTOR_REDIS_HOST", "TORCHINDUCTOR_REDIS_PORT")
+
+
+def _caches(torch) -> dict:
+    """Where torch.compile's caches live for a process started here (tuimon's runs get their own),
+    whether remote caches are on, and whether this torch bundles its caches (the mega-cache)."""
+    import importlib
+    import tempfile
+
+    bundles = hasattr(getattr(torch, "compiler", None), "save_cache_artifacts")
+    out: dict[str, Any] = {"inductor": None, "inductor_from": None, "triton": None,
+                           "mega_cache": bundles, "remote": {},
+                           "remote_env": {k: os.environ[k] for k in REMOTE_ENV if k in os.environ}}
+    if CACHE_ENV["TORCHINDUCTOR_CACHE_DIR"]:
+        out["inductor"] = CACHE_ENV["TORCHINDUCTOR_CACHE_DIR"]
+        out["inductor_from"] = "TORCHINDUCTOR_CACHE_DIR"
+    else:
+        try:  # torch >= 2.5; earlier: the same rule, by hand
+            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+            out["inductor"] = default_cache_dir()
+        except Exception:
+            import getpass
+
+            out["inductor"] = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+        out["inductor_from"] = "torch's default"
+    out["inductor"] = os.path.abspath(out["inductor"])
+    out["triton"] = CACHE_ENV["TRITON_CACHE_DIR"] or os.path.join(out["inductor"], "triton")
+    for module, name, words in REMOTE:
+        with contextlib.suppress(Exception):
+            out["remote"][words] = getattr(importlib.import_module(module), name)
+    return out
 
 
 def _cudnn_text(v: int | None) -> str | None:

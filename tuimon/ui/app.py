@@ -30,7 +30,7 @@ from tuimon.ui.screens import HelpScreen
 from tuimon.ui.steering import Steering
 from tuimon.ui.views import Views
 from tuimon.ui.widgets.comparison import ComparisonStrip
-from tuimon.ui.widgets.compile_pane import CompilePane
+from tuimon.ui.widgets.compile_pane import CompilePane, variant_of
 from tuimon.ui.widgets.footer import KeyFooter
 from tuimon.ui.widgets.overlay import OverlayView
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, last_capture
@@ -151,7 +151,8 @@ class TuimonApp(Steering, App[str]):
         pane = self.query_one(CompilePane)
         if pane.has_class("visible"):
             live = self.focused_run()
-            pane.show(live, by_run.get(live.run) if live else None)
+            pane.show(live, by_run.get(live.run) if live else None,
+                      variant_of(summary.variants, live.run) if live else None)
         profiler = self.query_one(ProfilerPane)
         if profiler.has_class("visible"):
             live = self.focused_run()

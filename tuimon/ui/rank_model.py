@@ -62,8 +62,8 @@ def rank_event(ranks: dict[int, RankLive], e: dict) -> RankLive:
         rank.device = e.get("device")
     elif kind == events.COMPILE and e.get("forward", True):
         rank.compiles += 1
-    elif kind == events.RECOMPILE:
-        rank.recompiles += 1
+    elif kind == events.RECOMPILE and not (e.get("validation") or e.get("after_validation")):
+        rank.recompiles += 1  # training's (a validation pass's are kept apart)
     elif kind == events.GRAPH_BREAK:
         rank.graph_breaks += 1
     elif kind == events.FINISHED:

@@ -30,13 +30,14 @@ class VariantDiff:
     key: Key
     rows: list[RunStats | None]  # per session (None: not in that session)
     median: list[Change | None]
-    compile: list[Change | None]
+    compile: list[Change | None]  # cold against cold (a session before warm starts: every process)
     unreliable: list[str | None]  # per session: other processes' load differed from A's
     phases: dict[str, list[Change | None]] = field(default_factory=dict)  # compile phase -> changes
     sizes: dict[str, list[Change | None]] = field(default_factory=dict)  # RunStats attribute -> changes
     drift: list[tuple[float | None, int]] = field(default_factory=list)  # loss vs A: (max |Δ|, steps)
     detectable: list[float | None] = field(default_factory=list)  # per session vs A: the least change
     # (%) its processes and A's tell from none, 80 % of the time (noise.py)
+    warm_compile: list[Change | None] = field(default_factory=list)  # warm against warm
 
     @property
     def label(self) -> str:
@@ -78,17 +79,20 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
         return [None] + [fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
                                                                                      strict=True)]
 
-    def each(s: Session, r: RunStats, attr: str) -> list[float]:
-        if not r.processes:
-            return [getattr(r, attr)]
-        runs = {p["run"] for p in r.processes}
-        return [getattr(x, attr) for x in s.summary.runs if x.run in runs]
+    def each(s: Session, r: RunStats, attr: str, start: str | None = None) -> list[float]:
+        """Its processes' figures; with ``start``, of the processes that started so only (a
+        compile figure: warm with warm, the others with the others: cold, from the user's
+        --cache-dir, or recorded before warm starts)."""
+        runs = {p["run"] for p in r.processes} if r.processes else {r.run}
+        return [getattr(x, attr) for x in s.summary.runs if x.run in runs
+                and (start is None or (x.start == "warm") == (start == "warm"))]
 
-    def spread(attr: str):
-        return lambda b, r, s: spread_change(each(sessions[0], b, attr), each(s, r, attr))
+    def spread(attr: str, start: str | None = None):
+        return lambda b, r, s: spread_change(each(sessions[0], b, attr, start), each(s, r, attr, start))
 
     v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r, noise)),
-                    against(spread("compile_s")), against(lambda b, r, s: load_differs(b, r)))
+                    against(spread("compile_s", "cold")), against(lambda b, r, s: load_differs(b, r)))
+    v.warm_compile = against(spread("compile_s", "warm"))
     v.detectable = against(lambda b, r, s: detectable_pct(noise, processes(b), processes(r)))
     for phase in PHASES:
         v.phases[phase] = against(lambda b, r, s, p=phase: spread_change([b.compile_phases.get(p)],
@@ -125,8 +129,9 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
     to judge by, so the change itself counts)."""
     failures, cannot, unjudged = [], [], []
     for v in c.variants:
-        for s, m, comp, shaky, least in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
-                                            v.detectable[1:], strict=True):
+        warm = v.warm_compile[1:] or [None] * (len(c.sessions) - 1)
+        for s, m, comp, shaky, least, hot in zip(c.sessions[1:], v.median[1:], v.compile[1:],
+                                                 v.unreliable[1:], v.detectable[1:], warm, strict=True):
             who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
                                                       if shaky else "")
             if slower_pct is not None and m is not None:
@@ -140,10 +145,11 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
                                   f"{slower_pct:g} % slower: {change_text(m)}; "
                                   + plan_text(c.noise, least, slower_pct,
                                               len(c.sessions) * len(c.variants)))
-            if compile_pct is not None and comp is not None and comp.significant is not False \
-                    and comp.pct > compile_pct:
-                failures.append(f"{who}: compile time {change_text(comp)}, more than "
-                                f"--fail-if-compile-slower {compile_pct:g} %")
+            for start, change in (("cold", comp), ("warm", hot)):  # cold with cold, warm with warm
+                if compile_pct is not None and change is not None and change.significant is not False \
+                        and change.pct > compile_pct:
+                    failures.append(f"{who}: {start} compile time {change_text(change)}, more than "
+                                    f"--fail-if-compile-slower {compile_pct:g} %")
     return failures, cannot, unjudged
 
 

@@ -8,11 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
+from tuimon.analysis.files import TYPES as FILE_EVENTS
+from tuimon.analysis.files import FilesFold
 from tuimon.analysis.stats.agreement import loss_gap
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
+from tuimon.analysis.stats.compiles import combine_compiles, compile_story
 from tuimon.analysis.stats.faults import FaultTrack
-from tuimon.analysis.stats.load import busy_periods, session_busy
+from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan
 from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_stats
 from tuimon.analysis.stats.probes import probe_stats
@@ -21,6 +24,7 @@ from tuimon.analysis.stats.replicates import apply_noise, combine_replicates
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
 from tuimon.analysis.stats.verdict import decide
+from tuimon.analysis.stats.warm import WARM_EVENTS, WarmTrack, fold
 from tuimon.axes import order_from
 from tuimon.failures import OOM_CUDA, OOM_HOST
 
@@ -61,6 +65,8 @@ class Collector:
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
         self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
+        self.warm = WarmTrack()  # cache lookups and facts, for the reasons of a miss (stats/warm.py)
+        self._files = FilesFold()  # a script session's files (analysis/files.py)
 
     def extend(self, evs) -> None:
         for e in evs:
@@ -79,7 +85,12 @@ class Collector:
             if e.get("action") == "catch_up" and e.get("run") in self.jobs:
                 self.jobs[e["run"]].hold(e["first"], e["last"])
             return None  # what the user asked; the runs' own events say what it changed
+        if e["type"] in FILE_EVENTS:
+            self._files.add(e)
+            return None
         run = e.get("run")
+        if e["type"] in WARM_EVENTS:
+            self.warm.add(e)
         if run is None:
             _apply_session(self._session, e)
             if e["type"] == events.SESSION_ENDED:  # ranks that never said goodbye: join what is
@@ -155,17 +166,24 @@ class Collector:
                              graph_breaks=sorted((dict(b) for b in r.graph_breaks),
                                                  key=lambda b: -b["count"]),
                              recompile_reasons=list(r.recompile_reasons),
+                             val_reasons=list(r.val_reasons),
                              compile_failures=[dict(f) for f in r.compile_failures],
                              cudagraphs=[dict(c) for c in r.cudagraphs],
+                             cache={k: dict(v) if isinstance(v, dict) else v for k, v in r.cache.items()},
+                             artifacts=dict(r.artifacts), artifact_notes=list(r.artifact_notes),
                              profiles=[dict(p) for p in r.profiles])
                 for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
+        quiet_only = self._session.quiet_only
+        own = self._session.schedule != "parallel"  # runs side by side, as the user asked
         for run, r in runs.items():
             if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
                 self.jobs[run].lead(r)
-            busy = busy_periods(samples, run) if self._session.quiet_only else None
-            phase_stats(r, step_stats(r, steps[run], *self._counts[run], busy=busy))
+            busy = busy_periods(samples, run) if quiet_only else None
+            phase_stats(r, step_stats(r, steps[run], *self._counts[run], busy=busy,
+                                      own=own_periods(samples, run) if own else None,
+                                      quiet_only=quiet_only))
             profile_stats(r, steps[run])
             if run in self.jobs:  # its ranks against each other, over its steady state
                 window = steady_window(steps[run])
@@ -173,9 +191,11 @@ class Collector:
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
             r.faults_per_step = self._faults[run].per_step()
             r.loss_nonfinite = self._loss[run].nonfinite
+            compile_story(r)
+        self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            probe_stats(r, steps[r.run], samples, self._pauses[r.run], self._session.quiet_only)
+            probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
             combine_phases(v, [runs[p["run"]] for p in v.processes])
@@ -184,6 +204,8 @@ class Collector:
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
             phase_compare(r, runs, noise)
+        for v in variants.values():
+            combine_compiles(v, [runs[p["run"]] for p in v.processes if p["run"] in runs])
         for v in variants.values():
             losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
         for v in variants.values():
@@ -202,6 +224,8 @@ class Collector:
                           skipped=list(self._session.skipped) + skipped_at_build(session, runs))
         session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
+        session.files = self._files.report({r.run: r.label + (f" #{r.replicate}" if r.replicate else "")
+                                            for r in runs.values()})
         return session
 
 
@@ -247,6 +271,7 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
     if e["type"] == events.SESSION_STARTED:
         summary.quiet_only = bool(e.get("quiet_only"))
         summary.pin_malloc = e.get("pin_malloc")
+        summary.schedule = e.get("schedule")
         summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
         summary.horizon = e.get("horizon")
         if e.get("loss_tolerance") is not None:
@@ -254,7 +279,10 @@ def _apply_session(summary: SessionSummary, e: dict) -> None:
         summary.sweep = bool(e.get("sweep"))
         summary.budget = e.get("budget")
         summary.skipped = list(e.get("skipped") or [])
+        summary.start = e.get("start")
         summary.started_t = e.get("t")
+    elif e["type"] == events.CACHE_SOURCE:
+        summary.cache_source = e.get("session")
     elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
         summary.wall_s = round(e["t"] - summary.started_t, 3)
     elif e["type"] == events.PROBE_INFO:
@@ -272,7 +300,8 @@ def _apply(r: RunStats, e: dict) -> None:
         r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
     elif kind == events.RUN_STARTED:
         r.status = "running"
-        for key in ("mode", "precision", "device", "device_name", "params", "batch_size"):
+        for key in ("mode", "precision", "device", "device_name", "params", "batch_size", "torch",
+                    "python", "cuda"):
             if e.get(key) is not None:
                 setattr(r, key, e[key])
         r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
@@ -287,6 +316,9 @@ def _apply(r: RunStats, e: dict) -> None:
         r.compiles = e.get("compiles", r.compiles)
         if e.get("compile_s") is not None and r.compiled:
             r.compile_s = e["compile_s"]
+        r.val_compiles = e.get("val_compiles", r.val_compiles)  # training's apart (script runs)
+        if e.get("val_compile_s"):
+            r.val_compile_s = e["val_compile_s"]
     elif kind == events.FAILED:
         r.status = "failed"
         r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
@@ -300,8 +332,12 @@ def _apply(r: RunStats, e: dict) -> None:
         r.turns += 1
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+        if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
+            r.uncompiled = str(e["uncompiled"])
     elif kind == events.COMPILE:
         _apply_compile(r, e)
+    elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
+        _apply_validation(r, e)
     elif kind == events.GRAPH_BREAK:
         where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
         known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
@@ -313,6 +349,10 @@ def _apply(r: RunStats, e: dict) -> None:
             known["count"] += 1
     elif kind == events.CUDAGRAPHS:
         _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
+    elif kind == events.RECOMPILE and e.get("after_validation"):
+        # Training's first compile of code only a validation pass had compiled (a sanity check
+        # before the first step): torch's recompile, not training's; its guards say validation's.
+        _add_reasons(r.val_reasons, e)
     elif kind == events.RECOMPILE:
         r.recompiles += 1
         for reason in e.get("reasons") or []:
@@ -320,9 +360,33 @@ def _apply(r: RunStats, e: dict) -> None:
                 r.recompile_reasons.append(reason)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
         r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
+    if kind in WARM_EVENTS:
+        fold(r, e)
+
+
+def _apply_validation(r: RunStats, e: dict) -> None:
+    """A validation pass's compile, recompile or graph break: apart from training's."""
+    if e["type"] == events.COMPILE:
+        r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+        r.val_compile_s = round((r.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
+        reason = e.get("fail_reason") or ""
+        if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
+            r.val_limit = True
+    elif e["type"] == events.RECOMPILE:
+        r.val_recompiles += 1
+        _add_reasons(r.val_reasons, e)
+
+
+def _add_reasons(found: list[str], e: dict) -> None:
+    for reason in e.get("reasons") or []:
+        if reason not in found and len(found) < 20:
+            found.append(reason)
 
 
 def _apply_compile(r: RunStats, e: dict) -> None:
+    if e.get("validation"):
+        _apply_validation(r, e)
+        return
     forward = e.get("forward", True)
     if forward:
         r.graphs_fwd += 1

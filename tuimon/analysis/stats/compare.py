@@ -10,6 +10,7 @@ from tuimon.analysis.stats.faults import compare_faults
 from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats
+from tuimon.analysis.stats.warm import starts_breakeven
 from tuimon.fmt import DASH
 
 
@@ -70,6 +71,7 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
         r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
     r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
         base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)
+    starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
 
 
 def speedup_text(r: RunStats) -> str:

@@ -1,12 +1,18 @@
 """Other processes' load while a run stepped (a noisy neighbour), from the probes' samples:
-CPU cores the machine spent outside the session (``system.foreign_cores``, control/sampler.py)
-and, on a GPU, other processes on the run's devices (``devices[].foreign``).
+CPU cores the machine spent outside the session (``system.foreign_cores``, control/sampler.py),
+on a GPU other processes on the run's devices (``devices[].foreign``), and the CPU of the
+session's *other runs* in a period the run stepped through (``stepping``): tuimon's own load
+(a run still starting or ending past the schedule's wait, a paused run's background threads or
+DataLoader workers), the same kind of load, named as tuimon's own. Under ``--schedule parallel``
+the user asked for runs side by side: their load on each other is not counted.
 
 A run's figure is over the samples taken while it stepped in its steady state (outside its
 pauses and turn waits: probe_stats picks them). Load on every run → the session says the
 machine was busy; load that differs between a run and its baseline → the comparison is
 unreliable, with the figures; ``--quiet-only`` → steps in a sample period with load are kept
-out of the steady state.
+out of the steady state. Steps that met load from the session's other runs are kept out by
+default when they are few (at most ``OWN_DROP_SHARE`` of the run's steady steps; a note says
+how many); more than that stay, counted as load (busy, unreliable).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from tuimon.analysis.stats.rows import RunStats, SessionSummary, max_of, mean_of
 BUSY_CORES = 0.5  # other processes using more than this much CPU: the machine is not the run's
 DIFFERS_CORES = 0.5  # a baseline and a variant whose neighbours differ by more: not comparable
 BUSY_SM = 10  # % SM of other processes on the run's GPU
+OWN_DROP_SHARE = 0.1  # steps that met the session's other runs' load: kept out when this few
 
 
 def busy_sample(s: dict, v: dict) -> bool:
@@ -26,12 +33,30 @@ def busy_sample(s: dict, v: dict) -> bool:
     return cores > BUSY_CORES or sm > BUSY_SM
 
 
-def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool = False) -> None:
+def own_cores(s: dict, run: str) -> float | None:
+    """Cores the session's other runs used in a sample period ``run`` stepped through (None: it
+    did not, or the sample says nothing of it)."""
+    if run not in (s.get("stepping") or ()):
+        return None
+    return sum((v.get("cpu_percent") or 0.0) for k, v in s.get("runs", {}).items() if k != run) / 100.0
+
+
+def own_busy(s: dict, run: str) -> bool:
+    return (own_cores(s, run) or 0.0) > BUSY_CORES
+
+
+def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool = False,
+                  own: bool = True) -> None:
     """``mine``: (sample, the run's values in it) over the run's stepping steady state; with
-    --quiet-only, only its quiet periods count (the steps measured in the others are out)."""
+    --quiet-only, only its quiet periods count (the steps measured in the others are out), and
+    without it only the periods whose steps were kept (stats/steady_state.py). ``own``: count
+    the session's other runs (False under --schedule parallel)."""
     if quiet_only:
-        mine = [(s, v) for s, v in mine if not busy_sample(s, v)]
+        mine = [(s, v) for s, v in mine if not busy_sample(s, v) and not (own and own_busy(s, r.run))]
+    elif own and r.own_dropped:
+        mine = [(s, v) for s, v in mine if not own_busy(s, r.run)]
     r.foreign_cores = mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine])
+    r.own_cores = mean_of([own_cores(s, r.run) for s, _ in mine]) if own else None
     on_gpu = [d.get("foreign") for s, v in mine for d in s.get("devices", [])
               if d.get("index") in v.get("gpus", []) and d.get("foreign")]
     r.foreign_gpu_sm = mean_of([f.get("sm_util") for f in on_gpu])
@@ -40,27 +65,52 @@ def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool =
     r.foreign_gpu_pids = pids[:5]
 
 
+def load_cores(r: RunStats) -> float | None:
+    """Every other process's CPU while it stepped: outside the session and the session's other
+    runs (None: unknown)."""
+    if r.foreign_cores is None and r.own_cores is None:
+        return None
+    return (r.foreign_cores or 0.0) + (r.own_cores or 0.0)
+
+
 def busy(r: RunStats) -> bool:
-    return (r.foreign_cores or 0.0) > BUSY_CORES or (r.foreign_gpu_sm or 0) > BUSY_SM
+    return (load_cores(r) or 0.0) > BUSY_CORES or (r.foreign_gpu_sm or 0) > BUSY_SM
+
+
+def cores_text(cores: float) -> str:
+    return f"~{cores:.1f} core{'' if round(cores, 1) == 1 else 's'}"
 
 
 def load_text(r: RunStats) -> str:
-    """'other processes used ~1.0 core (GPU: pid 4242 at 35 %)'."""
-    parts = []
-    if r.foreign_cores is not None:
-        parts.append(f"~{r.foreign_cores:.1f} core{'' if round(r.foreign_cores, 1) == 1 else 's'}")
+    """'~1.0 core (GPU: pid 4242 at 35 %)', '~1.3 cores (~1.2 of them other runs of this
+    session)': other processes' load, the part that was tuimon's own named."""
+    cores, parts = load_cores(r), []
+    if (r.own_cores or 0.0) >= 0.05:
+        parts.append(f"~{r.own_cores:.1f} of them other runs of this session")
     if r.foreign_gpu_pids:
         pids = ", ".join(str(p) for p in r.foreign_gpu_pids)
         sm = f" at {r.foreign_gpu_sm:.0f} %" if r.foreign_gpu_sm is not None else ""
         parts.append(f"GPU: pid {pids}{sm}")
-    return " (".join(parts) + (")" if len(parts) > 1 else "")
+    if cores is None:
+        return ", ".join(parts)
+    return cores_text(cores) + (f" ({', '.join(parts)})" if parts else "")
+
+
+def own_note(steps: int, cores: float, dropped: bool, quiet_only: bool) -> str:
+    """The steps that met the session's other runs' load, and what became of them."""
+    said = f"other runs of this session used {cores_text(cores)} during {steps} of its steps"
+    if dropped:
+        return said + (": kept out of its steady state" + (" (--quiet-only)" if quiet_only else ""))
+    return (said + f": too many to keep out (more than {OWN_DROP_SHARE:.0%} of its steady steps), "
+            "they count as load")
 
 
 def loads_differ(a: RunStats, b: RunStats) -> bool:
     """Their neighbours differed by enough to spoil comparing them (False when unknown)."""
-    if a.foreign_cores is None or b.foreign_cores is None:
+    la, lb = load_cores(a), load_cores(b)
+    if la is None or lb is None:
         return False
-    return (abs(a.foreign_cores - b.foreign_cores) > DIFFERS_CORES
+    return (abs(la - lb) > DIFFERS_CORES
             or abs((a.foreign_gpu_sm or 0) - (b.foreign_gpu_sm or 0)) > BUSY_SM)
 
 
@@ -88,7 +138,7 @@ def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:
         return
     measured = [r for r in runs if r.median_ms and r.foreign_cores is not None]
     if measured and all(busy(r) for r in measured):
-        worst = max(measured, key=lambda r: (r.foreign_cores or 0.0, r.foreign_gpu_sm or 0))
+        worst = max(measured, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
         summary.busy = (f"the machine was busy: other processes used {load_text(worst)} while these "
                         "steps ran; times are slower than on a quiet machine")
 
@@ -101,5 +151,17 @@ def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:
         v = s.get("runs", {}).get(run)
         if v is not None and before is not None and busy_sample(s, v):
             out.append((before, t))
+        before = t
+    return out
+
+
+def own_periods(samples: list[dict], run: str) -> list[tuple[float, float, float]]:
+    """The sample periods (start, end, cores] in which the session's other runs used more than
+    ``BUSY_CORES`` while ``run`` stepped through them."""
+    out, before = [], None
+    for s in samples:
+        t = s.get("t")
+        if before is not None and own_busy(s, run):
+            out.append((before, t, own_cores(s, run)))
         before = t
     return out

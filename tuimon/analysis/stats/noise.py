@@ -137,7 +137,7 @@ def processes_for(noise: Noise, pct: float, variants: int = 2) -> int | None:
 def session_plan(rows: list[RunStats], noise: Noise, pct: float = 10.0) -> dict:
     """What a session's processes can tell: the least speedup (%) it tells from none between two
     of its variants, and the processes a variant that would tell ``pct`` %."""
-    k = max([measured_processes(r) for r in rows if r.processes] or [1])
+    k = max([measured_processes(r) for r in rows if r.processes] + [1])  # none measured yet: 1
     variants = max(2, sum(1 for r in rows if r.processes) or len(rows))
     return {"processes": k, "detectable_pct": round(detectable_pct(noise, k, k), 2), "target_pct": pct,
             "processes_for_target": processes_for(noise, pct, variants)}

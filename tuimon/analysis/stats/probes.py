@@ -10,7 +10,7 @@ from tuimon.analysis.stats.steady_state import steady_window
 
 
 def probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses: list[list],
-                quiet_only: bool = False) -> None:
+                quiet_only: bool = False, own: bool = True) -> None:
     # A paused runner idles: its samples would pull the load figures down.
     mine = [(s, s["runs"][r.run]) for s in samples if r.run in s.get("runs", {})
             and not any(a <= s["t"] and (b is None or s["t"] <= b) for a, b in pauses)]
@@ -21,7 +21,7 @@ def probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses:
     r.samples = len(mine)
     if not mine:
         return
-    foreign_stats(r, mine, quiet_only)
+    foreign_stats(r, mine, quiet_only, own)
     host = [v for _, v in mine]
     r.cpu_mean = mean_of([v.get("cpu_percent") for v in host])
     r.cpu_max = max_of([v.get("cpu_percent") for v in host])

@@ -10,6 +10,7 @@ import statistics
 from tuimon.analysis.stats.intervals import log_se
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.rows import RunStats, max_of
+from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
 
 
@@ -56,6 +57,7 @@ def _combined(group: list[RunStats]) -> RunStats:
     for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
                 "children_max", "vram_max", "gpu_proc_mem_max", "temp_max"):
         setattr(row, key, max_of([getattr(r, key) for r in group]))
+    combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
     row.samples = sum(r.samples for r in group)
     row.final_loss = first.final_loss
     row.loss_nonfinite = sum(r.loss_nonfinite for r in group)

@@ -26,6 +26,9 @@ class RunStats:
     processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
     device: str | None = None
     device_name: str | None = None
+    torch: str | None = None  # the run's own torch, Python and CUDA build (run_started)
+    python: str | None = None
+    cuda: str | None = None
     params: int | None = None
     batch_size: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -60,6 +63,8 @@ class RunStats:
     foreign_gpu_pids: list[int] = field(default_factory=list)
     load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
     busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
+    own_cores: float | None = None  # the session's other runs' CPU while it stepped (mean, cores)
+    own_dropped: int = 0  # steady steps kept out for the session's other runs' load (stats/load.py)
     faults_per_step: float | None = None  # minor page faults a steady step (stats/faults.py)
     faults_differ: bool = False  # its fault rate differed from its baseline's (unreliable says how)
     unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
@@ -116,6 +121,31 @@ class RunStats:
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
     compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    # A script's validation passes (eval mode and no grad, or another loader; runner/script/
+    # validation.py): their compiles, never counted, timed or ranked as training's (stats/compiles.py).
+    val_compiles: int = 0
+    val_compile_s: float | None = None
+    val_recompiles: int = 0
+    val_reasons: list[str] = field(default_factory=list)  # the guards that failed, torch's words
+    val_words: list[str] = field(default_factory=list)  # ... in a few words: grad_mode, batch 8
+    val_limit: bool = False  # a validation pass hit the recompile limit (it runs eager from then)
+    uncompiled: str | None = None  # the runner's word: why this compiled variant compiles nothing
+    nothing_compiled: str | None = None  # a compiled variant that compiled nothing: why
+    # Warm start (stats/warm.py, docs/compile.md#warm-start). A compiled run's start: cold (a
+    # fresh, empty cache) | warm (seeded only from compile artifacts: ``seed``, a run or session)
+    # | persistent (--cache-dir); a combined row has none, its ``starts`` split its processes.
+    start: str | None = None
+    seed: str | None = None
+    # {fx: {hit, miss, bypass}, aot: {...}, kernels: C++ / Triton kernels compiled, kernel_s}
+    cache: dict = field(default_factory=dict)
+    # Its compile artifacts: kept (dir_bytes, files, bundle_bytes, path), seeded (kind, bytes,
+    # files, seconds, seed), loaded (the bundle: bytes, entries, seconds); notes: one line each
+    artifacts: dict = field(default_factory=dict)
+    artifact_notes: list[str] = field(default_factory=list)
+    # start -> {processes, compile_s, overhead_s, first_step_ms, phases, cache, breakeven_steps,
+    # breakeven_s, breakeven_never}: cold and warm side by side (a run: its own start alone)
+    starts: dict[str, dict] = field(default_factory=dict)
+    miss_reasons: list[str] = field(default_factory=list)  # why a warm start missed, one a line
     cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
     # Profiler captures (``profile`` events, done or failed), in order; each gains
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
@@ -166,6 +196,7 @@ class SessionSummary:
     variants: list[RunStats] = field(default_factory=list)  # --repeats: one combined row per variant
     quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
     pin_malloc: bool | None = None  # every run had the same glibc thresholds (None: not said)
+    schedule: str | None = None  # interleave, sequential or parallel (None: not recorded)
     busy: str | None = None  # every run stepped beside other processes' load: says how much
     # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
     axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
@@ -174,11 +205,14 @@ class SessionSummary:
     sweep: bool = False  # a `tuimon sweep` session
     skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here
     budget: dict | None = None  # a sweep's --budget and how it was shared (cli/budget.py)
+    start: str | None = None  # --start: the compile start the verdict weighs over the horizon
+    cache_source: str | None = None  # --cache-from: the session the compiled runs started from
     wall_s: float | None = None  # from session_started to session_ended
     started_t: float | None = None  # session_started's time
     verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
     noise: Any = None  # stats/noise.py's Noise: the spread between processes, measured or assumed
     plan: dict | None = None  # noise.session_plan: the least speedup it tells, processes for 10 %
+    files: dict | None = None  # a script session's files kept apart (analysis/files.py)
 
     def to_dict(self) -> dict:
         return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
@@ -188,7 +222,8 @@ class SessionSummary:
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",
-                                                 "skipped", "budget", "wall_s", "plan")}}
+                                                 "skipped", "budget", "wall_s", "plan", "start",
+                                                 "cache_source", "files")}}
 
 
 def mean_of(values: list) -> float | None:

@@ -8,6 +8,7 @@ import math
 import statistics
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
+from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_note
 from tuimon.analysis.stats.rows import RunStats
 
 HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at most half of them)
@@ -20,9 +21,13 @@ def is_measured(step: dict) -> bool:
 
 
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,
-               busy: list[tuple[float, float]] | None = None) -> list[dict]:
+               busy: list[tuple[float, float]] | None = None,
+               own: list[tuple[float, float, float]] | None = None, quiet_only: bool = False) -> list[dict]:
     """``busy``: --quiet-only's periods of other processes' load; steps ending in them are kept
-    out of the steady state and counted in ``busy_dropped``. Returns the steady steps."""
+    out of the steady state and counted in ``busy_dropped``. ``own``: the periods (start, end,
+    cores) in which the session's other runs loaded the machine beside this run's steps; steps
+    ending in them are kept out (``own_dropped``) when they are few (stats/load.py) or with
+    --quiet-only, and a note says so either way. Returns the steady steps."""
     r.steps = total
     if not run_steps:
         return []
@@ -33,17 +38,25 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     losses = [s.get("loss") for s in run_steps]
     r.final_loss = next((x for x in reversed(losses) if x is not None), None)
     candidates = [s for s in run_steps if is_measured(s)]  # in step order
-    if busy:  # periods in time order, not overlapping: one bisection a step
-        ends = [b for _, b in busy]
-
-        def in_busy(t: float) -> bool:
-            k = bisect.bisect_left(ends, t)
-            return k < len(busy) and busy[k][0] < t
-
-        quiet = [s for s in candidates if not in_busy(s["t"])]
+    if busy:
+        in_busy = _finder(busy)
+        quiet = [s for s in candidates if in_busy(s["t"]) is None]
         r.busy_dropped = len(candidates) - len(quiet)
         measured_total -= r.busy_dropped
         candidates = quiet
+    if own:
+        in_own = _finder(own)
+        met = [(s, in_own(s["t"])) for s in candidates]
+        met = [(s, k) for s, k in met if k is not None]
+        if met:
+            dropped = quiet_only or len(met) <= OWN_DROP_SHARE * len(candidates)
+            cores = statistics.fmean(own[k][2] for _, k in met)
+            r.notes.append(own_note(len(met), cores, dropped, quiet_only))
+            if dropped:
+                out = {id(s) for s, _ in met}
+                candidates = [s for s in candidates if id(s) not in out]
+                r.own_dropped = len(met)
+                measured_total -= r.own_dropped
     cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.warmup_auto else 0
     steady = candidates[cut:]
     r.measured = measured_total - cut
@@ -67,7 +80,11 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     kept_apart = [s["ms"] for s in run_steps if not is_measured(s) and not s.get("gap")
                   and (s.get("compile_ms") or not s.get("profiled"))]
     kept_apart += [s["ms"] for s in candidates[:cut]]
-    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms) / 1000.0)
+    # A gap in warm-up (a validation pass before the first step: Lightning's sanity check) is
+    # not training's time, but training's compile in it is (a validation pass's is not in it).
+    gap_compile_ms = sum(s.get("compile_ms", 0.0) for s in run_steps
+                         if s.get("gap") and s["i"] < r.steady_from)
+    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms + gap_compile_ms) / 1000.0)
     # A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time cost
     # of that pass, not training steps whose shapes or guards keep changing.
     late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from and not s.get("gap")]
@@ -75,6 +92,18 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
         r.unreliable = (f"{len(late)} step(s) recompiled after warm-up (first at step {late[0]['i']}): "
                         "shapes or guards keep changing")
     return steady
+
+
+def _finder(periods: list[tuple]):
+    """t -> the index of the period (start, end] holding it, or None; periods in time order, not
+    overlapping: one bisection a step."""
+    ends = [p[1] for p in periods]
+
+    def find(t: float) -> int | None:
+        k = bisect.bisect_left(ends, t)
+        return k if k < len(periods) and periods[k][0] < t else None
+
+    return find
 
 
 def mser5(series: list[float]) -> int:

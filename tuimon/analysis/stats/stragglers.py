@@ -15,21 +15,24 @@ much and are left as they are). Without ``pre_ms`` (a rank that reports none), o
 
 The **skew** is the slowest rank's median own time against the median rank's (%). A
 **straggler** is a rank whose own time exceeds the other ranks' at the same steps (the other
-rank of two; past two, the median rank's):
-over the stretch up to the end where its rolling median difference stays above ``STRAGGLER_PCT``
-% (that stretch's first step is *since*; a rank slow from the start is slow since the steady
-state's first step), the median difference is at least that much and its 95 % interval (order
-statistics, widened for correlated neighbours) excludes zero. A rank that was slow and
-recovered is no straggler at the end. Its **slow phase** (with the ranks' step splits): the
-phase whose time exceeds the other ranks' most, backward taken less the rank's wait for the
-others (its all-reduce), so a rank slow in forward is named for forward, not the others for a
-long backward.
+rank of two; past two, the median rank's) over the stretch that ends the steady state: there
+the median difference is at least ``STRAGGLER_PCT`` % and its 95 % interval (order statistics,
+widened for correlated neighbours) excludes zero. Counting each step +1 above ``STRAGGLER_PCT``
+% and -1 below, the stretch runs from the running count's lowest point to its highest; it
+starts later than the steady state's first step only when the share of slow steps changes
+there beyond chance (a likelihood ratio with a penalty that grows with the steps), so a rank
+slow from step 1 is slow *since* the steady state's first step however noisy its steps; after
+the stretch, a share that drops beyond chance means the rank recovered: no straggler at the
+end. Its **slow phase** (with the ranks' step splits): the phase whose time exceeds the other
+ranks' most, backward taken less the rank's wait for the others (its all-reduce), so a rank slow
+in forward is named for forward, not the others for a long backward.
 On CUDA ``pre_ms`` is the host's time (the GPU runs behind it): a rank slowed on its GPU alone
 shows in its GPU figures more than here.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
@@ -37,7 +40,7 @@ from tuimon.events import OTHER, STEP_PHASES
 
 STRAGGLER_PCT = 5.0  # slower than the others by less than this is noise, whatever the interval
 MIN_STEPS = 10  # steady steps a rank needs before it can be called a straggler
-WINDOW = 9  # steps of the rolling median that dates a straggler
+CHANGE_PENALTY = 3.0  # × log n: what a change in the share of slow steps must beat (_changed)
 
 
 def own_times(steps: dict[int, dict]) -> dict[int, float]:
@@ -104,7 +107,10 @@ def stragglers(series: dict[int, list[tuple]]) -> list[dict]:
         if typical <= 0:
             continue
         threshold = typical * STRAGGLER_PCT / 100.0
-        stretch = diffs[_since(diffs, threshold):]  # the end's stretch above the threshold
+        since = _stretch(diffs, threshold)
+        if since is None:  # slow once, not at the end
+            continue
+        stretch = diffs[since:]
         if len(stretch) < MIN_STEPS:
             continue
         values = [d for _, d in stretch]
@@ -151,14 +157,50 @@ def slow_phase(series: dict[int, list[tuple]], rank: int, since: int) -> dict:
     return {"phase": name, "phase_ms": round(excess[name], 3)} if excess[name] > 0 else {}
 
 
-def _since(diffs: list[tuple[int, float]], threshold: float) -> int:
-    """Where the last stretch starts over which the rolling median stays above ``threshold``
-    (an index into ``diffs``; its length when the end itself is below)."""
-    w = min(WINDOW, max(1, len(diffs) // 4))
-    for k in range(len(diffs) - w, -1, -1):
-        if statistics.median(d for _, d in diffs[k:k + w]) <= threshold:
-            return min(k + w, len(diffs))
-    return 0
+def _stretch(diffs: list[tuple[int, float]], threshold: float) -> int | None:
+    """Where the slow stretch that ends the series starts (an index into ``diffs``), or None
+    when the rank recovered. Steps count +1 above ``threshold`` and -1 at or below it: the
+    stretch ends at the running count's highest point and starts at its lowest point before
+    that. The steps after its end mean a recovery, and those before its start a later start
+    than the steady state's first step (else 0: slow from the start), only when the share of
+    slow steps changes there beyond chance (``_changed``). (A rolling median restarted the
+    stretch at any window of noise, which on a busy machine dated a rank slow from step 1 to
+    "since step 1747".)"""
+    counts = _counts(diffs, threshold)
+    top = max(range(len(counts)), key=counts.__getitem__)
+    at = min(range(top + 1), key=counts.__getitem__)
+    if _changed(counts, at, top, len(diffs)):
+        return None
+    if not _changed(counts, 0, at, len(diffs)):
+        return 0
+    # Dated again against the level halfway between the two medians: the sharpest split.
+    level = (statistics.median(d for _, d in diffs[:at]) + statistics.median(d for _, d in diffs[at:])) / 2
+    counts = _counts(diffs[:top], level)
+    return min(range(len(counts)), key=counts.__getitem__)
+
+
+def _counts(diffs: list[tuple[int, float]], level: float) -> list[int]:
+    """The running count of steps above ``level`` less those at or below it (0 first)."""
+    counts = [0]
+    for _, d in diffs:
+        counts.append(counts[-1] + (1 if d > level else -1))
+    return counts
+
+
+def _changed(counts: list[int], i: int, k: int, n: int) -> bool:
+    """Do the steps [i, k) and [k, n) differ in their share of slow steps beyond chance? Twice
+    the log-likelihood ratio of two shares against one (binomial) above ``CHANGE_PENALTY`` ×
+    log n: the change's place was picked as the most telling one, so chance alone makes some
+    ratio large in a long noisy series (a BIC-like penalty, grown with n)."""
+    if k - i < MIN_STEPS or n - k < MIN_STEPS:
+        return False
+
+    def loglik(a: int, m: int) -> float:
+        return sum(x * math.log(x / m) for x in (a, m - a) if x)
+
+    above = [(counts[b] - counts[a] + b - a) // 2 for a, b in ((i, k), (k, n))]
+    ratio = loglik(above[0], k - i) + loglik(above[1], n - k) - loglik(sum(above), n - i)
+    return 2 * ratio > CHANGE_PENALTY * math.log(n)
 
 
 def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[str]:

@@ -6,9 +6,12 @@ What is weighed against what (docs/measuring.md#the-verdict):
 - the *reference* is what the user runs today: eager, fp32 (a script: its own precision), at
   every axis's baseline (first) value; every other variant is compared with it, per step, or per
   sample when the variants' steps hold different numbers of samples (a batch-size axis);
-- a variant is a candidate when it ran to a steady state, its losses agree with its loss
+- a variant is a candidate when it ran to a steady state of MIN_STEADY steps or more (fewer:
+  "not enough steady steps", no winner named), its losses agree with its loss
   reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
   loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
+  a compiled variant that compiled nothing (stats/compiles.py) is no candidate either: it is
+  named so, and when no candidate is left the verdict says "nothing was compiled";
 - when a candidate or the reference is unreliable (it recompiled in steady state, other
   processes' load or its page faults differed from its baseline's or the reference's) or the
   machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
@@ -16,7 +19,11 @@ What is weighed against what (docs/measuring.md#the-verdict):
 - "faster" means beyond noise: the lower end of the 95 % interval of its ratio to the
   reference above 1. Without a horizon the fastest such variant per step wins (the long run);
   with one (``{"steps": N}`` reference steps, or ``{"seconds": S}``: a training run that takes
-  S with the reference today) the least total time over it, warm-up and compile included.
+  S with the reference today) the least total time over it, warm-up and compile included: the
+  compile of the start the user will have (``start``, --start: cold by default, or warm from a
+  carried cache, when the session measured one);
+- a compile's break-even is said for each start the session measured ("pays off after 6.0 min
+  cold, 40.0 s warm").
 """
 
 from __future__ import annotations
@@ -28,10 +35,15 @@ from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
 from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
+from tuimon.analysis.stats.warm import overhead
 from tuimon.axes import baseline
 from tuimon.variants import SCRIPT
 
 REFERENCE_PRECISIONS = ("fp32", "script")
+# Steady steps a variant needs before it is weighed: below four batches of five, MSER-5 cannot
+# tell warm-up from steady state (steady_state.mser5 looks for none), and the median's interval
+# is little more than the range of the few steps there are (all from a turn or two).
+MIN_STEADY = 20
 
 
 @dataclass
@@ -46,6 +58,8 @@ class Verdict:
     speedup_hi: float | None = None
     per_sample: bool = False
     breakeven_s: float | None = None  # the winner's wall time at which its compile has paid off
+    breakeven_warm_s: float | None = None  # ... with a warm start, when the session measured one
+    start: str | None = None  # the start weighed over the horizon (--start), when not cold
     saving: float | None = None  # the share of time it saves in the long run (1 - 1/speedup)
     horizon: dict | None = None
     horizon_steps: float | None = None  # the horizon in reference steps
@@ -180,6 +194,9 @@ def decide(summary: SessionSummary) -> Verdict:
             continue
         if (why := _disqualify(r, ref, summary.loss_tolerance)) is not None:
             out.disqualified.append({"label": r.label, "run": r.run, "reason": why})
+        elif r.nothing_compiled:  # its speed is eager's: no answer to "should I compile"
+            out.disqualified.append({"label": r.label, "run": r.run, "uncompiled": r.nothing_compiled,
+                                     "reason": f"nothing was compiled — {r.nothing_compiled}"})
         elif not r.median_ms:
             if r.status in ("queued", "running"):
                 out.pending.append(r.label)
@@ -187,6 +204,15 @@ def decide(summary: SessionSummary) -> Verdict:
                 out.disqualified.append({"label": r.label, "run": r.run, "reason": _unmeasured(r)})
         else:
             qualified.append(r)
+    uncompiled = [d for d in out.disqualified if d.get("uncompiled")]
+    if uncompiled and not qualified and not out.pending:
+        out.kind = "none"
+        names = ", ".join(d["label"] for d in uncompiled)
+        out.line = (f"Verdict: no answer: nothing was compiled in {names} — "
+                    f"{uncompiled[0]['uncompiled'].rstrip('.')}.")
+        return out
+    if _too_few(out, ref, qualified):
+        return out
     out.reasons = reliability(summary, [ref, *qualified], ref)
     out.per_sample = per_sample([ref, *qualified])
     if out.per_sample:  # rows that do not say their samples cannot be weighed per sample
@@ -194,10 +220,38 @@ def decide(summary: SessionSummary) -> Verdict:
             qualified.remove(r)
             out.disqualified.append({"label": r.label, "run": r.run,
                                      "reason": "its samples per step are unknown (steps differ)"})
+    out.start = summary.start if summary.start != "cold" else None
     _weigh(out, ref, qualified, summary.noise or ASSUMED, summary.pin_malloc)
     if out.pending:
         out.line += f" (so far: {len(out.pending)} variant(s) not in steady state yet)"
     return out
+
+
+def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> bool:
+    """Rows with fewer than MIN_STEADY steady steps are not weighed: still running, they are
+    pending; ended, set aside with the reason. True (the line said) when that leaves nothing
+    to weigh: the reference, or every candidate, has too few."""
+    few = [r for r in qualified if r.measured < MIN_STEADY]
+    if ref.measured < MIN_STEADY or (few and len(few) == len(qualified)):
+        rows = [r for r in (ref, *few) if r.measured < MIN_STEADY]
+        counts = " and ".join(f"{r.label} {r.measured}" for r in rows)
+        need = f"{MIN_STEADY} each are needed" if len(rows) > 1 else f"{MIN_STEADY} are needed"
+        if any(r.status in ("queued", "running") for r in rows):
+            out.kind = "pending"
+            out.line = f"Verdict: waiting for more steady steps ({counts}; {need})"
+        else:
+            out.kind = "none"
+            out.line = (f"Verdict: no answer: not enough steady steps ({counts}; {need}): run "
+                        "longer (--steps or --duration)")
+        return True
+    for r in few:
+        qualified.remove(r)
+        if r.status in ("queued", "running"):
+            out.pending.append(r.label)
+        else:
+            out.disqualified.append({"label": r.label, "run": r.run, "reason": (
+                f"only {r.measured} steady steps ({MIN_STEADY} are needed to weigh it): run longer")})
+    return False
 
 
 def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
@@ -205,13 +259,16 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     def cost(r: RunStats) -> float:  # ms per step, or per sample
         return r.median_ms / samples_per_step(r) if out.per_sample else r.median_ms
 
+    def up_front(r: RunStats) -> float:  # its warm-up and compile under the start weighed
+        return overhead(r, out.start) or 0.0
+
     unit = " per sample" if out.per_sample else ""
     found = {}
     for r in qualified:
         ratio = cost(ref) / cost(r)
         lo, hi = ratio_interval(ref, r, ratio, noise) or (None, None)
         found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
-                        "faster": lo is not None and lo > 1.0, "overhead_s": r.overhead_s,
+                        "faster": lo is not None and lo > 1.0, "overhead_s": up_front(r),
                         "total_s": None}
     out.candidates = list(found.values())
     faster = [r for r in qualified if found[r.run]["faster"]]
@@ -223,7 +280,7 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
         out.horizon_steps = units
         if out.per_sample:
             units *= samples_per_step(ref)
-        total = {r.run: (r.overhead_s or 0.0) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
+        total = {r.run: up_front(r) + units * cost(r) / 1000.0 for r in [ref, *qualified]}
         for c in out.candidates:
             c["total_s"] = total[c["run"]]
     if out.reasons:  # the candidates' figures stay in the verdict, for other readers; no winner
@@ -244,15 +301,16 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     if horizon:
         winner = min([ref, *faster], key=lambda r: total[r.run])
     if winner is ref:  # the horizon is too short for any compile to pay off
-        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
-        out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: no compile pays off that soon — "
+        n, t, _ = pays_off(cost(ref), up_front(ref), cost(best), up_front(best))
+        out.line = (f"Verdict: stay eager for {horizon_text(horizon)}{_started(out)}: no compile pays "
+                    "off that soon — "
                     f"{best.label} is {_ratio(found[best.run], ref, unit)} but pays off only after "
                     f"{fmt_span(t)}; over {horizon_text(horizon)} it would take "
                     f"{fmt_span(total[best.run])} instead of {fmt_span(total[ref.run])}.")
         return
     c = found[winner.run]
     if horizon:  # its saving over the horizon must hold at the slow end of its interval too
-        slow = (winner.overhead_s or 0.0) + units * cost(ref) / c["lo"] / 1000.0
+        slow = up_front(winner) + units * cost(ref) / c["lo"] / 1000.0
         if slow >= total[ref.run]:
             gain = total[ref.run] - total[winner.run]
             out.line = (f"Verdict: stay eager for {horizon_text(horizon)}: {winner.label} would save "
@@ -267,6 +325,12 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     n, out.breakeven_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), winner.overhead_s)
     pay = ("no compile to pay off" if not winner.compiled else "compile pays off at once" if n == 0
            else f"compile pays off after {fmt_span(out.breakeven_s)}")
+    warm = winner.starts.get("warm") if "cold" in winner.starts else None
+    if warm and warm.get("overhead_s") is not None:  # both starts measured: both said
+        m, out.breakeven_warm_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), warm["overhead_s"])
+        pay = ("compile pays off at once, cold or warm" if n == 0 else
+               f"compile pays off after {fmt_span(out.breakeven_s)} cold, "
+               + ("at once warm" if m == 0 else f"{fmt_span(out.breakeven_warm_s)} warm"))
     if not horizon:
         later = "from the start it saves" if n == 0 else "a longer training run saves up to"
         out.line = (f"Verdict: use {winner.label} — {_ratio(c, ref, unit)}, {pay}; "
@@ -274,14 +338,18 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
         return
     out.horizon_saving_s = total[ref.run] - total[winner.run]
     out.horizon_saving = out.horizon_saving_s / total[ref.run] if total[ref.run] else None
-    out.line = (f"Verdict: use {winner.label} for {horizon_text(horizon)} of training — "
+    out.line = (f"Verdict: use {winner.label} for {horizon_text(horizon)} of training{_started(out)} — "
                 f"{fmt_span(total[winner.run])} instead of {fmt_span(total[ref.run])} with "
                 f"{ref.label}, compile included: {fmt_span(out.horizon_saving_s)} "
                 f"({pct(out.horizon_saving)}) less; {_ratio(c, ref, unit)}, {pay}.")
     if best is not winner:
-        n, t, _ = pays_off(cost(ref), ref.overhead_s, cost(best), best.overhead_s)
+        n, t, _ = pays_off(cost(ref), up_front(ref), cost(best), up_front(best))
         out.line = (out.line[:-1] + f"; {best.label} is faster per step "
                     f"({found[best.run]['speedup']:.2f}×) but pays off only after {fmt_span(t)}.")
+
+
+def _started(out: Verdict) -> str:
+    return f", starting {out.start}" if out.start else ""
 
 
 def _ratio(c: dict, ref: RunStats, unit: str) -> str:

@@ -9,7 +9,9 @@ One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs
 ``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
 eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
 ``payoff`` (compile that pays off after the run). ``finding`` holds what they share;
-``report.why_text`` writes the findings for summary.md and the terminal.
+``report.why_text`` writes the findings for summary.md and the terminal. A variant that
+compiled nothing (stats/compiles.py) gets that one finding: no rule reads compiled graphs
+that never were.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy,
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
 from tuimon.analysis.why.payoff import payoff
-from tuimon.analysis.why.recompiles import recompiles
+from tuimon.analysis.why.recompiles import recompiles, uncompiled
 from tuimon.analysis.why.syncs import host_syncs
 
 RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, optimizer_bound,
@@ -43,7 +45,13 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
     for row in columns(summary):
         ctx = context(row, summary)
         findings = []
-        for rule in RULES if row.compiled else EAGER_RULES:
+        if not row.compiled:
+            rules = EAGER_RULES
+        elif row.nothing_compiled:
+            rules = (uncompiled,)  # no rule reads compiled graphs that never were
+        else:
+            rules = RULES
+        for rule in rules:
             try:
                 findings += rule(ctx)
             except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
@@ -56,7 +64,9 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
             continue
         helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
         speed = None
-        if row.speedup is not None:
+        if row.nothing_compiled:  # no speedup to weigh: two eager runs
+            speed = "nothing was compiled: it ran eager"
+        elif row.speedup is not None:
             speed = speedup_text(row).replace("×", f"× {row.baseline}", 1)
         out.append(VariantWhy(row.run, row.label, speed, helped, findings))
     return out

@@ -1,7 +1,8 @@
 """The top-op diff of the eager and the compiled captures: the step split side by side, the ops
 that were fused away, got faster or slower, those compile left as they were (matrix multiplies
 call the same libraries), and compile's own per-step work (guards, wrappers). When a capture was
-disturbed (``Context.timed``), only which ops are gone is said: its times would mislead."""
+disturbed (``Context.timed``), only which ops are gone is said: its times would mislead. When
+no compiled graph ran in the compiled capture, no fusion is claimed: what differs is noise."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ def op_diff(ctx: Context) -> list[Finding]:
     fused = sorted(((n, ms) for n, ms in eager.items() if n not in compiled), key=lambda x: -x[1])
     what = "device time by op" if key == "top_device_ops" else "CPU self time by op"
     evidence = [f"{ctx.baseline.label}'s {span(a)} vs {ctx.row.label}'s {span(b)}, {what}, per step"]
+    graph_ms = sum(ms for name, ms in compiled.items() if name.startswith(GRAPH))
+    if not b.get("compiled_graphs") and not graph_ms:  # nothing compiled ran: nothing was fused
+        evidence.append(f"no call of a compiled graph in {ctx.row.label}'s {span(b)}: its ops ran "
+                        "eager, as in the eager run")
+        return [Finding("ops", f"top ops: no compiled graph ran in {ctx.row.label}'s capture, so "
+                        "no eager op was fused", evidence, [], INFO)]
     if not ctx.timed:
         names = ", ".join(short_name(n, 32) for n, _ in fused[:SHOWN])
         evidence += [*ctx.disturbed.values(),
@@ -41,7 +48,6 @@ def op_diff(ctx: Context) -> list[Finding]:
         return [Finding("ops", f"top ops: {len(fused)} of eager's top ops fused into compiled graphs",
                         evidence, [], INFO)]
     least = max(MIN_MS, MIN_SHARE * (a.get("step_ms") or 0.0))
-    graph_ms = sum(ms for name, ms in compiled.items() if name.startswith(GRAPH))
     glue_ms = sum(ms for name, ms in compiled.items() if name.startswith(GLUE))
     both = [(n, eager[n], compiled[n]) for n in eager if n in compiled]
     faster = sorted(((n, e - c) for n, e, c in both if c < 0.8 * e and e - c >= least), key=lambda x: -x[1])

@@ -17,10 +17,18 @@ def payoff(ctx: Context) -> list[Finding]:
     if phases:
         main = max(phases, key=phases.get)
         evidence.append(f"most of the compile: {main} {fmt_s(phases[main])}")
+    warm = r.starts.get("warm") if "cold" in r.starts else None
+    if warm and warm.get("compile_s") is not None:  # measured: what a carried cache buys here
+        evidence.append(f"warm from its compile artifacts: compile {fmt_s(warm['compile_s'])}, "
+                        + ("never pays off" if warm["breakeven_never"] else
+                           f"pays off after {warm['breakeven_steps']:,} steps "
+                           f"(≈ {fmt_s(warm['breakeven_s'])})" if warm["breakeven_steps"] is not None
+                           else "break-even unknown"))
     advice = [f"for a run longer than {r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)}) compile "
               "pays off",
-              "a warm Inductor cache cuts the compile: --warm-cache, or keep TORCHINDUCTOR_CACHE_DIR "
-              "between runs (torch.compiler.save_cache_artifacts for other machines)"]
+              "a warm start cuts the compile: keep TORCHINDUCTOR_CACHE_DIR between runs, or carry this "
+              "session's artifacts/ to the next (tuimon --cache-from SESSION measures it; "
+              "docs/compile.md#warm-start)"]
     if r.mode.startswith("max-autotune"):
         advice.append("max-autotune spends its compile benchmarking kernels: mode default compiles faster")
     return [Finding("payoff", f"pays off after {r.breakeven_steps:,} steps; this run had {r.steps}",

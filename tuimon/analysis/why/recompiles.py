@@ -1,5 +1,7 @@
 """Recompiles: the guards that failed (shapes that change, a Python value that changes, ...),
-recompiles in the steady state, and Dynamo's recompile limit, after which the code runs eager."""
+recompiles in the steady state, and Dynamo's recompile limit, after which the code runs eager;
+training's alone (a script's validation passes compile apart). And a variant that compiled
+nothing at all."""
 
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ def recompiles(ctx: Context) -> list[Finding]:
     title = (f"{r.recompiles} recompile{'s' if r.recompiles != 1 else ''}: "
              + ", ".join(words[k] for k in kinds))
     evidence = [f"{r.compiles} compiles in all, {fmt_s(r.compile_s)} compiling"]
+    if r.val_compiles:
+        evidence[0] += f" (and {r.val_compiles} in validation passes, apart)"
     evidence += [f"guard failed: {guard_text(x)}" for x in r.recompile_reasons[:3]]
     advice = [ADVICE[k] for k in kinds]
     hints = {m.group(1).strip() for x in r.recompile_reasons for m in [HINT.search(x.splitlines()[0])] if m}
@@ -73,3 +77,17 @@ def recompiles(ctx: Context) -> list[Finding]:
     if ADVICE["other"] not in advice:
         advice.append(ADVICE["other"])
     return [Finding("recompiles", title, evidence, advice, HIGH if limit or late else MEDIUM)]
+
+
+def uncompiled(ctx: Context) -> list[Finding]:
+    """A compiled variant that compiled nothing ran as eager does: that is the whole story."""
+    r = ctx.row
+    if not r.nothing_compiled:
+        return []
+    evidence = [f"0 compiles in training: {r.label} ran the script's own eager code"]
+    if r.val_compiles:
+        evidence.append(f"{r.val_compiles} compile(s) in its validation passes, none in training")
+    advice = ["--compile-module NAME compiles the first module of class NAME called (the model's "
+              "class, or a block's), optimizer or not",
+              "or call torch.compile(model) in the script: each variant then gets its mode"]
+    return [Finding("uncompiled", f"nothing was compiled — {r.nothing_compiled}", evidence, advice, HIGH)]

@@ -10,6 +10,7 @@ import warnings
 
 from tuimon.runner.profiling.analysis import analyse
 from tuimon.runner.profiling.event_tree import light_events, no_gc, unlink
+from tuimon.runner.profiling.kineto_log import KinetoLog
 from tuimon.runner.profiling.labels import LABEL
 from tuimon.runner.profiling.module_spans import ModuleSpans, block_modules
 from tuimon.runner.profiling.options import Options
@@ -54,7 +55,10 @@ class Capture:
             warnings.simplefilter("ignore")
             when = schedule(wait=options.wait, warmup=options.warmup, active=options.active, repeat=1)
         self.prof = profile(activities=activities, schedule=when, on_trace_ready=self._ready)
-        self.prof.__enter__()
+        # Kineto's own lines (profiler_start / stop) stay out of the run's log: kineto_log.py.
+        self.kineto = KinetoLog(self.notes, gpu="cuda" in self.activities)
+        with self.kineto:
+            self.prof.__enter__()
 
     def _plan_spans(self, model, compiled: bool, hook_guards: bool) -> tuple[list, bool]:
         """(modules to label, whether with backward hooks); notes say why not."""
@@ -134,7 +138,8 @@ class Capture:
         if phase == "active":
             self.active_steps.append(i)
         self.k += 1
-        self.prof.step()  # at the end of the last active step: stops and calls _ready
+        with self.kineto:
+            self.prof.step()  # at the end of the last active step: stops and calls _ready
         return self.number if phase != "wait" else None
 
     @property
@@ -163,7 +168,8 @@ class Capture:
         if self.prof is not None:
             prof, self.prof = self.prof, None
             try:
-                prof.__exit__(None, None, None)
+                with self.kineto:
+                    prof.__exit__(None, None, None)
             finally:
                 if self.spans is not None:
                     self.spans.remove()

@@ -68,7 +68,10 @@ def light_events(prof) -> list[Ev]:
         return nest([Ev(e.name, e.time_range.start, e.time_range.end, e.thread,
                         getattr(e.device_type, "name", "CPU") == "CPU",
                         bool(getattr(e, "is_user_annotation", False))) for e in prof.events()])
-    raw = [k for k in raw if not (k.is_async() or k.is_hidden_event()
+    # torch 2.4's kineto events have no is_hidden_event() nor is_user_annotation(): none is
+    hidden = _method(raw, "is_hidden_event")
+    annotation = _method(raw, "is_user_annotation")
+    raw = [k for k in raw if not (k.is_async() or hidden(k)
                                   or k.start_thread_id() != k.end_thread_id())]
     # Nanoseconds since the epoch do not fit a float at ns precision: count from the first event
     # (as integers), or a child 0.25 µs long can seem to start after its parent ended.
@@ -77,9 +80,16 @@ def light_events(prof) -> list[Ev]:
     for k in raw:
         start = k.start_ns() - base
         out.append(Ev(k.name(), start / 1000.0, (start + k.duration_ns()) / 1000.0, k.start_thread_id(),
-                      k.device_type().name == "CPU", k.is_user_annotation(), k.correlation_id(),
+                      k.device_type().name == "CPU", annotation(k), k.correlation_id(),
                       k.linked_correlation_id()))
     return nest(link(out))
+
+
+def _method(raw: list, name: str):
+    """Call ``name()`` on an event, or say False where this torch's events have no such method."""
+    if raw and not hasattr(raw[0], name):
+        return lambda k: False
+    return lambda k: getattr(k, name)()
 
 
 def link(evs: list[Ev]) -> list[Ev]:

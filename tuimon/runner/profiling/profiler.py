@@ -18,7 +18,9 @@ from tuimon.runner.profiling.options import Options
 # session's other processes have built their models and compiled by then (during the first turn
 # they load the machine), and a whole turn lies ahead. Otherwise it is looked for from AUTO_FROM
 # and opens after AUTO_SETTLE steps without a compile (after AUTO_TRIES looks it opens anyway: a
-# run that keeps recompiling is worth a look too).
+# run that keeps recompiling is worth a look too). Cut short by a turn's end, it is taken once
+# more in a window that fits the steps that turn held; one that recorded nothing is "quiet":
+# nobody asked for it, so its failure is a note in the summary, never a line of its own.
 AUTO = Options(wait=0, warmup=1, active=2, backward=False)
 AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, AUTO_MIN_STEPS = 10, 5, 4, 30
 
@@ -53,6 +55,7 @@ class Profiler:
         self._turns = 0
         self._steps = steps
         self._retried = False
+        self._auto_options = AUTO  # the retry's window fits the steps a turn held
         self._asked = False  # a capture other than the automatic one was taken
 
     def turn_began(self) -> None:
@@ -107,8 +110,9 @@ class Profiler:
                 with contextlib.suppress(Exception):
                     cap.close()
             self.overhead_s += time.perf_counter() - t0
-            return None, {"state": "failed", "capture": self.count, "notes": [],
-                          "error": f"the profiler did not start: {one_line(exc)}"}
+            failed = {"state": "failed", "capture": self.count, "notes": [],
+                      "error": f"the profiler did not start: {one_line(exc)}"}
+            return None, {**failed, "source": source, "quiet": True} if source == "auto" else failed
         self.capture = cap
         started = {"state": "started", "capture": cap.number, "source": source,
                    "window": options.window(), "backward": options.backward, "first_step": i,
@@ -124,7 +128,7 @@ class Profiler:
         if self._steps is not None and i + AUTO.steps > self._steps:
             self._auto = None  # it would be cut short by the end of the run
         elif seen is not None and (seen == compiles or looks >= AUTO_TRIES):
-            self._pending.append((AUTO, "auto"))
+            self._pending.append((self._auto_options, "auto"))
             self._auto = None
         else:
             self._auto = [i + AUTO_SETTLE, compiles, looks + (seen is not None)]
@@ -165,7 +169,13 @@ class Profiler:
         cut = result["state"] != "done" or result.get("partial")
         if cap.source == "auto" and cut and not self._retried:
             # Cut short (the end of a turn of the interleaved schedule paused the run): once more,
-            # at the next boundary, which after a turn's pause has a whole turn ahead of it.
+            # at the next boundary, which after a turn's pause has a whole turn ahead of it, in a
+            # window of as many steps as this turn held (slow steps: one a turn).
             self._retried = True
             self._auto = [0, -1, AUTO_TRIES]
+            if cap.k < AUTO.steps:
+                self._auto_options = Options(wait=0, warmup=0, active=max(1, min(cap.k, AUTO.active)),
+                                             backward=False)
+        if cap.source == "auto" and result["state"] == "failed":
+            result["quiet"] = True  # nobody asked for it: a note in the summary, no failure said
         return result

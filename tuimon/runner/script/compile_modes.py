@@ -4,13 +4,22 @@ The script's own ``torch.compile`` / ``Module.compile`` calls get the variant's 
 compile disabled, which torch itself does by handing the model back unchanged). A script that
 never compiles still gets its compiled variants: once an optimizer exists, the first module
 called whose parameters include all the optimizer's is compiled in place
-(``Module.compile(mode=...)``) at that first call, so its first forward runs eager and the
-next one compiles (step 1 holds the compile). The module is found by a one-shot global forward
-pre-hook, removed once found, so no hook is ever traced by Dynamo. A ``MODE+opt`` variant also
-compiles every optimizer's step as the optimizer is made (runner/compile_optimizer.py).
+(as ``Module.compile(mode=...)`` does) at that first call, so its first forward runs eager and
+the next one compiles (step 1 holds the compile). ``--compile-module NAME`` picks the module
+instead: the first one called whose class is NAME, optimizer or not. The module is found by a
+one-shot global forward pre-hook, removed once found, so no hook is ever traced by Dynamo. A
+``MODE+opt`` variant also compiles every optimizer's step as the optimizer is made
+(runner/compile_optimizer.py).
+
+When the first step ends and nothing will be compiled (no torch.optim optimizer to find the
+module by, no module holding all its parameters, no module of class NAME), the run says so
+once, in a note flagged ``uncompiled``: the summary then names the variant as one that compiled
+nothing, never as a compiled one.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -18,18 +27,22 @@ from tuimon.runner.compile_optimizer import compile_step
 from tuimon.variants import compiles_optimizer, model_mode
 
 INDUCTOR = "inductor"
+ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
+SEEN = 12  # class names remembered while looking for --compile-module's
 
 
 class CompileModes:
-    def __init__(self, mode: str, auto: bool, say) -> None:
+    def __init__(self, mode: str, auto: bool, say, module: str | None = None) -> None:
         self.mode = model_mode(mode)  # the model's ('default+opt' -> 'default')
-        self.auto = auto and self.mode != "eager"
+        self.named = module if self.mode != "eager" else None  # --compile-module: a class name
+        self.auto = auto and self.mode != "eager" and not self.named
         self.compile_optimizer = compiles_optimizer(mode)  # MODE+opt: every optimizer's step too
-        self.say = say  # one line for the run's notes
+        self.say = say  # one line for the run's notes: say(text, **fields)
         self.script_compiles = 0
         self.auto_compiled = None  # the module compiled by tuimon, if any
         self._optimizer_params: set[int] | None = None
         self._hook = None
+        self._seen: list[str] = []  # classes called while looking for the named one
         self._orig_compile = None
         self._orig_module_compile = None
         # Told of every module compiled (or, eager, handed back as it was) and of the script's
@@ -50,6 +63,8 @@ class CompileModes:
         compile.__doc__ = self._orig_compile.__doc__
         torch.compile = compile
         torch.nn.Module.compile = module_compile
+        if self.named:
+            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._named_call)
 
     # ---- the script's own calls -------------------------------------------------------------
     def _kwargs(self, kwargs: dict, what: str) -> dict | None:
@@ -82,8 +97,6 @@ class CompileModes:
         return self._told(self._orig_compile(model, **out))
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
-        if module is self.auto_compiled and getattr(self, "_auto_running", False):
-            return self._orig_module_compile(module, *args, **kwargs)
         self._undo_auto(module)
         out = self._kwargs(kwargs, "Module.compile")
         if out is not None:
@@ -123,29 +136,75 @@ class CompileModes:
         own = {id(p) for p in module.parameters()}
         if not self._optimizer_params <= own:
             return None  # a part of the model, or another model: wait for the trained one
+        self._compile(module, "the module the optimizer trains")
+        return None
+
+    def _named_call(self, module, args):
+        """--compile-module NAME: the first module called whose class is NAME."""
+        kind = type(module)
+        if self.named not in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}"):
+            if len(self._seen) < SEEN and kind.__name__ not in self._seen:
+                self._seen.append(kind.__name__)
+            return None
+        self._compile(module, f"--compile-module {self.named}")
+        return None
+
+    def _compile(self, module, which: str) -> None:
         self._remove_hook()
-        self._auto_running = True
-        try:
-            module.compile(mode=self.mode)
-        finally:
-            self._auto_running = False
+        module._compiled_call_impl = self._orig_compile(_compilable_call(module), mode=self.mode)
         self.auto_compiled = module
         self._told(module)
-        self.say(f"the script never calls torch.compile: tuimon compiled {type(module).__name__} "
-                 f"(the module the optimizer trains) with mode={self.mode!r} at its first call, "
-                 "which ran eager (--no-auto-compile turns this off)")
-        return None
+        what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"
+        off = " (--no-auto-compile turns this off)" if not self.named else ""
+        self.say(f"{what} compiled {type(module).__name__} ({which}) with mode={self.mode!r} at its "
+                 f"first call, which ran eager{off}")
+
+    def asked(self) -> bool:
+        """Did this variant ask torch to compile anything (the script, or tuimon for it)?"""
+        return self.mode != "eager" and (self.script_compiles > 0 or self.auto_compiled is not None)
 
     def _remove_hook(self) -> None:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
 
-    def no_module_found(self) -> bool:
-        """Still looking after the first step: no single module holds what the optimizer trains."""
-        if self._hook is None:
-            return False
+    def first_step(self, optimizers: int) -> None:
+        """The first step ended: a compiled variant that will compile nothing says why, once."""
+        looking = self._hook is not None
         self._remove_hook()
-        self.say("nothing auto-compiled: no module called holds all the parameters the optimizer "
-                 "trains (call torch.compile in the script)")
-        return True
+        if self.mode == "eager" or self.script_compiles or self.auto_compiled is not None:
+            return
+        if self.named:
+            seen = f" (modules called: {', '.join(self._seen)})" if self._seen else ""
+            why = (f"no module of class {self.named} was called in the first step{seen}; give "
+                   "--compile-module one of those, or call torch.compile in the script")
+        elif not self.auto:
+            why = "--no-auto-compile, and the script never calls torch.compile"
+        elif optimizers == 0:
+            why = f"no torch.optim optimizer, so tuimon found no module to compile; {ASK}"
+        elif looking:
+            why = ("no module called holds all the parameters the optimizer trains, so tuimon found "
+                   f"no module to compile; {ASK}")
+        else:
+            return
+        self.say(f"nothing was compiled — {why}", uncompiled=why)
+
+
+def _compilable_call(module):
+    """What ``Module.compile()`` hands ``torch.compile``, as torch 2.10 and later choose it: the
+    module's ``_call_impl``, wrapped in a frame of our own when its ``forward`` is torch's
+    (``nn.Sequential`` and the other built-ins). Dynamo never starts tracing in a frame of
+    torch's own files, only inlines them from one it traced: torch 2.9 and older compiled the bare
+    ``_call_impl`` and then skipped every frame of such a module, so nothing compiled at all."""
+    call = module._call_impl
+    forward = getattr(type(module).forward, "__code__", None)
+    if forward is None or not forward.co_filename.startswith(TORCH_DIR):
+        return call  # its forward is the user's: Dynamo picks up that frame
+
+    def compiled_call(*args, **kwargs):
+        return call(*args, **kwargs)
+
+    return compiled_call
+
+
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep

@@ -26,7 +26,11 @@ NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
 
 
 def start(config: str) -> None:
+    from tuimon.runner.torch_env import absolute, absolute_paths
+
+    absolute_paths()  # before the script can change directory, and before torch reads them
     cfg = json.loads(config)
+    cfg["profile_dir"] = absolute(cfg.get("profile_dir"))
     if cfg.get("launcher") == "torchrun" and cfg.get("role") is None:
         _agent(cfg)  # torchrun's own process: its workers are the ranks
         return
@@ -40,14 +44,16 @@ def start(config: str) -> None:
         _install(cfg)
     except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
         from tuimon import events
+        from tuimon.runner.torch_env import TorchTooOld
 
+        said = (str(exc) if isinstance(exc, TorchTooOld)
+                else f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}")
         line = events.encode(events.make(
-            events.FAILED, cfg.get("run"), stage="build", error="HookError",
-            message=f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}",
+            events.FAILED, cfg.get("run"), stage="build", error="HookError", message=said,
             traceback=traceback.format_exc()[-4000:]))
         if cfg.get("event_fd") is not None:
             os.write(cfg["event_fd"], line.encode())
-        print(f"tuimon: could not hook this script: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"tuimon: {said}", file=sys.stderr)
         os._exit(2)
 
 
@@ -65,6 +71,10 @@ def _agent(cfg: dict) -> None:
 
 def _install(cfg: dict) -> None:
     import torch
+
+    from tuimon.runner.torch_env import check_version
+
+    newer = check_version(torch)  # TorchTooOld: one line (start), before anything is hooked
     import torch.optim.optimizer as optim
     import torch.utils.data.dataloader as dataloader
 
@@ -88,6 +98,11 @@ def _install(cfg: dict) -> None:
     else:
         watch_parent()
     emitter = Emitter(cfg["event_fd"], cfg["run"])
+    if cfg.get("files"):  # the run's own directory: its writes kept apart (files.py)
+        from tuimon.runner.script.files import FilesApart
+
+        FilesApart(cfg["files"], lambda path, existed: emitter.emit(
+            events.FILE_WRITTEN, path=path, existed=existed)).install(torch)
     control = Control(cfg.get("control_fd"), sock=sock)
     if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
         faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -95,9 +110,20 @@ def _install(cfg: dict) -> None:
     watch.install()
     run = ScriptSteps(cfg, emitter, control, watch)
     emitter.emit_now(events.PHASE, phase="building")
+    if newer:
+        emitter.emit(events.WARNING, text=newer, note=True)
     _seed(cfg.get("seed"), torch)
-    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note)
+    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note,
+                         cfg.get("compile_module"))
     modes.install()
+    run.compile_asked = modes.asked
+    watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
+    warm = None
+    if cfg["mode"] != "eager":  # compile artifacts: loaded before the script's first compile
+        from tuimon.runner.warm_start import WarmStart
+
+        warm = WarmStart(emitter)
+        warm.load(torch)
     # The step's parts (runner/phases.py): each hook below says where one begins and ends.
     timeline = run.timeline
     enter, leave = timeline.enter, timeline.leave
@@ -106,6 +132,7 @@ def _install(cfg: dict) -> None:
         from tuimon.runner.compile_trace import TraceListener
 
         run.trace = TraceListener(emitter)
+        run.trace.validation = run.validating.compile
         run.trace.install()
         from tuimon.runner.torch_hints import HintListener
 
@@ -134,21 +161,27 @@ def _install(cfg: dict) -> None:
 
     run.make_profiler = lambda: _profiler(cfg, run)
 
+    def first_step() -> None:
+        modes.first_step(run.optimizers)  # a compiled variant that compiles nothing says why
+        forward.give_up()  # no trained module found to time: said once
+        if run.profiler is not None:  # module spans need the model: known by now, if ever
+            run.profiler.model = modes.auto_compiled
+
+    run.first_step = first_step
+
     def stepping(optimizer, args, kwargs) -> None:
         enter(OPTIMIZER)
 
     def stepped(optimizer, args, kwargs) -> None:
         leave()
-        if run.boundaries == 0 and run.enabled:
-            modes.no_module_found()
-            forward.give_up()
-            if run.profiler is not None:  # module spans need the model: known by now, if ever
-                run.profiler.model = modes.auto_compiled
         forward.check()
         run.optimizer_stepped(optimizer)
 
-    optim.register_optimizer_step_pre_hook(stepping)
-    optim.register_optimizer_step_post_hook(stepped)
+    # A script that compiles its optimizer step (torch.compile over opt.step()) has Dynamo trace
+    # the step's hooks too: tuimon's boundary would be compiled in pieces (its own graph breaks,
+    # a recompile each step as its counters change). Dynamo runs them as they are instead.
+    optim.register_optimizer_step_pre_hook(torch.compiler.disable(stepping))
+    optim.register_optimizer_step_post_hook(torch.compiler.disable(stepped))
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
     original_backward = torch.autograd.backward
@@ -211,12 +244,17 @@ def _install(cfg: dict) -> None:
     def train(self, mode: bool = True):
         if not mode:
             run.eval_mode()
+        else:
+            run.validating.training()
         return original_train(self, mode)
 
     torch.nn.Module.train = train
 
     # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers).
     atexit.register(run.finished)
+    if warm is not None:  # registered after: runs before run.finished (atexit is last in, first out)
+        pid = os.getpid()
+        atexit.register(lambda: os.getpid() == pid and not run.failed and warm.save(torch))
     original_hook = sys.excepthook
     script = cfg.get("script")
 
@@ -292,7 +330,8 @@ def _where(exc: BaseException, script: str | None) -> str | None:
 
 def _no_step_watch(run, cfg: dict, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
-    one short line is one atomic write on the pipe); a wait for the first turn does not count."""
+    one short line is one atomic write on the pipe); a wait for the first turn does not count,
+    nor a compile (a first optimizer.step() that compiles is still a step to come)."""
     time.sleep(seconds)
     while (said := run.no_step_yet(seconds)) is None:
         time.sleep(1.0)

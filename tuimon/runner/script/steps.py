@@ -1,7 +1,8 @@
 """A script's steps, found from the outside: a step ends when the lead optimizer (the first one
 stepped) has stepped, and the next one starts there. What happened in between (batches taken,
 their wait and size, the last backward's loss, a validation pass, a compile) becomes that
-step's event, through the same ring and emitter as a recipe's steps (runner/steps.py).
+step's event, through the same ring and emitter as a recipe's steps (runner/steps.py). A
+validation pass's compiles are counted and timed apart (runner/script/validation.py).
 
 At a boundary, outside the step's time, the control lines are read (pause / resume / stop /
 profile, at most every POLL_S), the interleaved schedule's turn is waited for, and ``--steps``
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import time
 
 import torch
@@ -27,10 +27,13 @@ from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
 from tuimon.runner.phases import Timeline
+from tuimon.runner.script.batches import Fetched
+from tuimon.runner.script.validation import Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
+from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
@@ -49,6 +52,7 @@ class ScriptSteps:
         self.trace = None  # a TraceListener on compiled variants (graph breaks, recompiles)
         self.profiler = None  # made when training starts (make_profiler: the device is known)
         self.make_profiler = None
+        self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
         self.steps = cfg.get("steps") or float("inf")
         self.duration = cfg.get("duration")
         self.warmup = int(cfg.get("warmup") or 1)
@@ -83,12 +87,16 @@ class ScriptSteps:
         self.loss = None
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
+        self.validating = Validating()  # whose a compile is: training's or a validation pass's
+        self.first_step = None  # called as the first step ends (runner/script/hooks.py)
+        self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
         self._phase = "building"
         self._poll_at = 0.0
         self._began = time.monotonic()  # reset when training starts: --duration counts from there
         self._booted = time.monotonic()
+        self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
         self._accum_said = False
 
     # ---- what the hooks tell ----------------------------------------------------------------
@@ -106,20 +114,28 @@ class ScriptSteps:
         self.last_data = data_key
         if self.train_data is not None and data_key != self.train_data:
             self.gap = True  # another loader's batches (validation) inside this step
+            self.validating.other_loader()
             return
-        self.samples += _samples(batch)
+        if self.train_data is not None:
+            self.validating.training()
+        self.fetched.add(data_key, batch)
 
     def eval_mode(self) -> None:
         """``Module.train(False)`` between two steps: a validation pass, not training."""
-        if self.started and self.enabled:
-            self.gap = True
+        if self.enabled:
+            self.validating.eval_mode()
+            if self.started:
+                self.gap = True
 
     def backward(self, root) -> None:
         if not self.enabled:
             return
+        self.validating.training()
         if not self.started:
             self._start()
         self.backwards += 1
+        if self.fetched:
+            self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
             self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
@@ -154,11 +170,12 @@ class ScriptSteps:
                       "still ends at scaler.step()")
             self.optimizer_stepped(optimizer)
 
-    def note(self, text: str) -> None:
-        """Said once per text, as a run warning flagged as a note."""
+    def note(self, text: str, **fields) -> None:
+        """Said once per text, as a run warning flagged as a note (``uncompiled``: why a
+        compiled variant compiles nothing, runner/script/compile_modes.py)."""
         if text not in self._notes_said:
             self._notes_said.add(text)
-            self.emitter.emit(events.WARNING, text=text, note=True)
+            self.emitter.emit(events.WARNING, text=text, note=True, **fields)
 
     # ---- the run's start and the boundaries -------------------------------------------------
     def _start(self) -> None:
@@ -179,8 +196,8 @@ class ScriptSteps:
         self.emitter.emit_now(
             events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],
             amp_dtype=None, grad_scaler=None, device=self.device,
-            device_name=device_name(torch, self.device), torch=torch.__version__,
-            python=platform.python_version(), recipe=cfg.get("name") or "script",
+            device_name=device_name(torch, self.device), **versions(torch),
+            recipe=cfg.get("name") or "script",
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
             seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
@@ -189,12 +206,13 @@ class ScriptSteps:
             self.profiler = self.make_profiler()
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
+        self.gap = self.validating.since is not None  # a pass before training: Lightning's sanity check
         if self.turns.on:  # the interleaved schedule: step 0 waits for its turn too
             self._booted = None  # waiting is not "no optimizer step" (hooks' _no_step_watch)
             try:
                 self._obey("pause", turn=True)
             finally:
-                self._booted = time.monotonic()
+                self._booted, self._compiled_at_boot = time.monotonic(), self.watch.total_s
             self.turns.begin(0)
             if self.profiler is not None:
                 self.profiler.turn_began()
@@ -230,8 +248,15 @@ class ScriptSteps:
         else:
             self.clock.stop()
             ring.ph[k] = self.timeline.end()
+        if self.boundaries == 0 and self.first_step is not None:
+            self.first_step()
+        self.validating.training()
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
+        if not self.backwards and self.fetched:  # no backward() seen: what it fetched
+            self.samples = self.fetched.take_all()
+        elif self.gap:
+            self.fetched.after_gap()
         ring.n[k] = self.samples
         ring.loss[k] = self.loss
         if ring.pre is not None:
@@ -239,14 +264,15 @@ class ScriptSteps:
                            else None)
         if self.train_data is None:
             self.train_data = self.last_data
-        compile_ms = 0.0
+        compile_ms = val_ms = 0.0
         if self.watch.count != self._compiles:
             self._compiles = self.watch.count
-            compile_ms = self.watch.take_step_compile_ms()
+            compile_ms = self.watch.take_step_compile_ms()  # training's: a validation pass's apart
+            val_ms = self.watch.take_step_val_ms()
         profiled = result = None
         if self.profiler is not None and self.profiler.capture is not None:
             profiled, result = self.profiler.after_step(i, self.watch.count)
-        if compile_ms:
+        if compile_ms or val_ms:
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
@@ -342,12 +368,17 @@ class ScriptSteps:
         self.enabled = False
         if self.failed:
             return
+        if self.compile_asked is not None and self.compile_asked() and (
+                text := self.watch.nothing_compiled(self.cfg["mode"])):
+            self.emitter.emit_now(events.WARNING, text=text)
         self.emitter.emit_now(
             events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
             seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
-            compiles=self.watch.count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
+            compiles=self.watch.train_count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
             recompiles=self.trace.recompiles if self.trace else 0,
-            compile_s=round(self.watch.total_s, 3),
+            compile_s=round(self.watch.train_s, 3), val_compiles=self.watch.val_count,
+            val_compile_s=round(self.watch.val_s, 3),
+            val_recompiles=self.trace.val_recompiles if self.trace else 0,
             profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
 
     def crashed(self, exc: BaseException, tb_text: str, where: str | None) -> None:
@@ -360,31 +391,22 @@ class ScriptSteps:
             self.flush_measured()
         self.enabled, self.failed = False, True
         memory = cuda_memory(exc)
+        text = failures.plain(str(exc)).strip()  # a coloured message: its text
         self.emitter.emit_now(
             events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
-            message=str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-            traceback=tb_text, where=where, **failures.of_exception(exc, memory), **memory)
+            message=text.splitlines()[0][:500] if text else "", traceback=failures.plain(tb_text),
+            where=where, **failures.of_exception(exc, memory), **memory)
 
     def no_step_yet(self, seconds: float) -> bool | None:
-        """True: no step ``seconds`` after start (or after its first turn came); None: not yet
-        known (waiting for its first turn, or not that long)."""
+        """True: no step ``seconds`` after start (or after its first turn came), compiles left
+        out; None: not yet known (waiting for its first turn, compiling, or not that long). A
+        first ``optimizer.step()`` still compiling is no missing step."""
         if not self.enabled or self.boundaries:
             return False
-        if self._booted is None or time.monotonic() - self._booted < seconds:
+        if self._booted is None or self.watch.active:
+            return None
+        compiling = self.watch.total_s - self._compiled_at_boot
+        if time.monotonic() - self._booted - compiling < seconds:
             return None
         return True
-
-
-def _samples(batch) -> int:
-    """The first dimension of a batch's first tensor (a tensor, a tuple/list, or a dict)."""
-    if isinstance(batch, torch.Tensor):
-        return batch.shape[0] if batch.dim() else 1
-    if isinstance(batch, (list, tuple)) and batch:
-        return _samples(batch[0])
-    if isinstance(batch, dict):
-        for value in batch.values():
-            if isinstance(value, torch.Tensor):
-                return _samples(value)
-    return 0
-
 

@@ -11,6 +11,7 @@ from tuimon.analysis import SessionSummary, columns
 from tuimon.fmt import fmt_s
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
+from tuimon.report.warm_text import per_start
 from tuimon.ui.widgets.redraw import height, update
 
 
@@ -59,7 +60,10 @@ class ComparisonStrip(Static):
                 t.append(" unreliable: page faults differed", style="bold yellow")
             elif r.unreliable:
                 t.append(" unreliable: recompiles", style="bold yellow")
-            if r.compiled:
+            if r.compiled and len(r.starts) > 1:  # cold and warm side by side (warm_text.py)
+                t.append(f" · compile {per_start(lambda x: fmt_s(x.compile_s))(r)} · pays off "
+                         f"{per_start(_pays)(r)}")
+            elif r.compiled:
                 t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
             if r.loss_comparable is False:
                 t.append(" · losses not comparable (first losses differ)", style="dim")
@@ -73,3 +77,10 @@ class ComparisonStrip(Static):
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
         return t
+
+
+def _pays(r) -> str:
+    """When a start's compile has paid off, as wall time."""
+    if r.breakeven_never:
+        return "never"
+    return fmt_s(r.breakeven_s) if r.breakeven_s is not None else "–"

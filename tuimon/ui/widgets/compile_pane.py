@@ -1,5 +1,7 @@
 """The compile pane (key c): the focused run's compiles with their phase breakdown as bars,
-its graph breaks with reasons and locations, its recompiles, and the Inductor cache status."""
+its graph breaks with reasons and locations, its recompiles, the Inductor cache status, and
+how its compile started (cold, or warm from compile artifacts) beside its variant's other
+start, with the reasons a warm start missed."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from textual.widgets import Static
 
 from tuimon.analysis import RunStats
 from tuimon.fmt import fmt_s
-from tuimon.report.table import cache_text
+from tuimon.report.table import cache_text, compile_cache
+from tuimon.report.warm_text import artifacts_text, per_start
 from tuimon.ui.model import RunLive
 
 PHASE_STYLE = {"dynamo": "cyan", "aot": "magenta", "inductor": "yellow", "codegen": "green",
@@ -23,8 +26,36 @@ class CompilePane(VerticalScroll, can_focus=False):  # focus stays on the panels
     def compose(self):
         yield Static(id="compile-body")
 
-    def show(self, live: RunLive | None, stats: RunStats | None) -> None:
-        self.query_one("#compile-body", Static).update(render(live, stats))
+    def show(self, live: RunLive | None, stats: RunStats | None, variant: RunStats | None = None) -> None:
+        self.query_one("#compile-body", Static).update(render(live, stats, variant))
+
+
+def variant_of(rows: list[RunStats], run: str) -> RunStats | None:
+    """The combined row (--repeats) whose processes include ``run``."""
+    return next((v for v in rows if any(p["run"] == run for p in v.processes)), None)
+
+
+def starts(r: RunStats | None, variant: RunStats | None) -> list[Text]:
+    """How this run's compile started, and its variant's cold and warm side by side."""
+    if r is None or not r.start:
+        return []
+    t = Text("start: ", style="bold")
+    t.append(r.start)
+    if r.seed:
+        t.append(f" from {r.seed}'s artifacts", style="dim")
+    t.append(f" · {artifacts_text(r)}" if artifacts_text(r) != "–" else "")
+    out = [t]
+    if variant is not None and len(variant.starts) > 1:
+        compile_s = per_start(lambda x: fmt_s(x.compile_s))(variant)
+        pays = per_start(lambda x: fmt_s(x.breakeven_s) if x.breakeven_s is not None else "–")(variant)
+        out.append(Text(f"{variant.label}, {len(variant.processes)} processes: compile {compile_s}; "
+                        f"pays off after {pays}"))
+    reasons = (variant.miss_reasons if variant is not None else []) or r.miss_reasons
+    if reasons:
+        out.append(Text("why the warm start was not all warm:", style="bold"))
+        out += [Text(f"  {x}") for x in reasons]
+    out += [Text(f"note: {x}", style="dim") for x in r.artifact_notes]
+    return out
 
 
 def legend() -> Text:
@@ -47,7 +78,7 @@ def bar(phases: dict[str, float], total: float, scale: float) -> Text:
     return t
 
 
-def render(live: RunLive | None, r: RunStats | None):
+def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = None):
     if live is None:
         return Text("compile pane: no run focused", style="dim")
     title = Text(f"compiles of {live.label} ({live.run})", style="bold")
@@ -72,16 +103,18 @@ def render(live: RunLive | None, r: RunStats | None):
         graph = f"{frame}()" if forward else "backward"
         if c.get("where"):
             graph += f" {c['where'].rsplit('/', 1)[-1]}"
+        if c.get("validation"):  # a script's validation pass: not training's (stats/compiles.py)
+            graph = f"val: {graph}"
         table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
-                      str(c.get("guards") or "–"), c.get("cache") or "")
-    parts = [title, head, legend(), table]
+                      str(c.get("guards") or "–"), compile_cache(c))
+    parts = [title, head, *starts(r, variant), legend(), table]
     if r is not None and r.graph_breaks:
         parts.append(Text(f"graph breaks ({len(r.graph_breaks)}):", style="bold"))
         parts += [Text(f"  {b['where']} ×{b['count']}: {b['reason']}") for b in r.graph_breaks]
     recompiles = list(live.recompiles)
     if recompiles:
         parts.append(Text(f"recompiles ({len(recompiles)}):", style="bold"))
-        parts += [Text(f"  {e.get('compile_id')}: {'; '.join(e.get('reasons') or [])}")
-                  for e in recompiles[-10:]]
+        parts += [Text(f"  {e.get('compile_id')}{' (validation)' if e.get('validation') else ''}: "
+                       f"{'; '.join(e.get('reasons') or [])}") for e in recompiles[-10:]]
     return Group(*parts)

@@ -39,7 +39,9 @@ def render(live: RunLive | None, other: RunLive | None, backward_next: bool = Fa
     p = last_capture(live)
     if p is None:
         failed = next((x for x in reversed(live.profiles) if x.get("state") == "failed"), None)
-        note = f"capture failed: {failed.get('error')}" if failed else "no capture yet"
+        quiet = failed and failed.get("quiet")  # the automatic capture nobody asked for
+        what = "the automatic capture recorded nothing" if quiet else "capture failed"
+        note = f"{what}: {failed.get('error')}" if failed else "no capture yet"
         return Group(title, Text(note, style="dim"), hint)
     o = last_capture(other)
     split = p.get("split") or {}

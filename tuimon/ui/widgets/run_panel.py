@@ -136,6 +136,8 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
     if r is not None and r.compiled:
         t.append("compile ", style="dim")
         t.append(fmt_s(r.compile_s) if r.compile_s is not None else "–")
+        if r.start == "warm":  # seeded from compile artifacts (docs/compile.md#warm-start)
+            t.append(" warm", style="dim")
         t.append(" · pays off ", style="dim")
         t.append(short_breakeven(r))
     elif r is not None and r.overhead_s is not None:

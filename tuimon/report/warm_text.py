@@ -1,0 +1,131 @@
+"""Warm start in words: a compiled variant's compile figures per start, cold and warm side by
+side ("cold: 47.2 s · warm: 4.6 s"), its caches' hits and misses, its compile artifacts, and
+why a warm start missed. Laid out from what analysis/stats/warm.py computed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tuimon.analysis import RunStats, SessionSummary, cache_counts, columns
+from tuimon.fmt import DASH, fmt_bytes, fmt_s
+
+
+def as_start(r: RunStats, start: str) -> RunStats:
+    """``r`` with one start's compile figures in place of its own (a copy, for the formatters)."""
+    fig = r.starts[start]
+    return replace(r, compile_s=fig["compile_s"], overhead_s=fig["overhead_s"],
+                   first_step_ms=fig["first_step_ms"], compile_phases=dict(fig["phases"]),
+                   breakeven_steps=fig["breakeven_steps"], breakeven_s=fig["breakeven_s"],
+                   breakeven_never=fig["breakeven_never"], cache=fig["cache"], start=start,
+                   breakeven_lo=r.breakeven_lo if start == _first(r) else None,
+                   breakeven_hi=r.breakeven_hi if start == _first(r) else None)
+
+
+def _first(r: RunStats) -> str | None:
+    return next(iter(r.starts), None)
+
+
+def per_start(fn):
+    """A row's text per start: "cold: X · warm: Y" when a variant ran both; a warm start alone
+    is named (a --cache-dir's persistent cache is said in the summary's header)."""
+    def text(r: RunStats) -> str:
+        if len(r.starts) > 1:
+            texts = {start: fn(as_start(r, start)) for start in r.starts}
+            if all(t in (DASH, "") for t in texts.values()):
+                return DASH
+            return " · ".join(f"{start}: {t or DASH}" for start, t in texts.items())
+        out = fn(r)
+        start = _first(r) or r.start
+        return f"{out} (warm)" if start == "warm" and out != DASH else out
+    return text
+
+
+def cache_text(r: RunStats) -> str:
+    """The caches a compile found: FX graphs and AOTAutograd entries hit of looked up, kernels
+    compiled (a kernel found in the cache is not compiled)."""
+    if not r.compiled:
+        return DASH
+    parts = []
+    for which, name in (("fx", "FX graph"), ("aot", "AOTAutograd")):
+        c = cache_counts(r.cache, which)
+        looked = sum(c.values())
+        if looked:
+            bypass = f", {c['bypass']} bypassed" if c.get("bypass") else ""
+            parts.append(f"{name} {c.get('hit', 0)}/{looked} hits{bypass}")
+    if "kernels" in r.cache:
+        n = r.cache["kernels"]
+        spent = f" ({fmt_s(r.cache['kernel_s'])})" if n and r.cache.get("kernel_s") else ""
+        parts.append(f"{n} kernel{'s' if n != 1 else ''} compiled{spent}")
+    if parts:
+        return " · ".join(parts)
+    if r.fx_cache_hits or r.fx_cache_misses:  # a session recorded before lookups were kept
+        return f"FX graph {r.fx_cache_hits}/{r.fx_cache_hits + r.fx_cache_misses} hits"
+    return DASH
+
+
+def artifacts_text(r: RunStats) -> str:
+    """What a variant keeps to start warm: its cache directory and torch's bundle, and sizes."""
+    a = r.artifacts
+    parts = []
+    if a.get("dir_bytes") is not None:
+        parts.append(f"cache {fmt_bytes(a['dir_bytes'])} ({a.get('files', 0)} files)")
+    if a.get("bundle_bytes"):
+        parts.append(f"bundle {fmt_bytes(a['bundle_bytes'])}")
+    seeded = a.get("seeded")
+    if seeded:
+        parts.append(f"started from {seeded.get('seed')}'s {seeded.get('kind')} "
+                     f"({fmt_bytes(seeded.get('bytes'))}, {fmt_s(seeded.get('seconds'))} to copy)"
+                     if seeded.get("kind") == "dir" else
+                     f"started from {seeded.get('seed')}'s bundle ({fmt_bytes(seeded.get('bytes'))})")
+    loaded = a.get("loaded")
+    if loaded and loaded.get("seconds") is not None:
+        parts.append(f"bundle loaded in {fmt_s(loaded['seconds'])}")
+    return " · ".join(parts) if parts else DASH
+
+
+def has_starts(summary: SessionSummary) -> bool:
+    return any(r.starts or r.artifacts for r in columns(summary))
+
+
+def warm_notes(summary: SessionSummary) -> list[str]:
+    """Why warm starts missed (one line a reason) and what became of artifacts, per variant."""
+    out = []
+    for r in columns(summary):
+        for note in r.artifact_notes:
+            out.append(f"{r.label}: {note}")
+        if r.miss_reasons:
+            warm = _warm(r)
+            what = "missed" if any(cache_counts(warm.cache, c).get("miss") for c in ("fx", "aot")) \
+                else "compiled again"
+            out.append(f"{r.label}: the warm start {what} ({cache_text(warm)}):")
+            out += [f"  - {reason}" for reason in r.miss_reasons]
+    return out
+
+
+def _warm(r: RunStats) -> RunStats:
+    return as_start(r, "warm") if "warm" in r.starts and len(r.starts) > 1 else r
+
+
+def breakeven_pair(r: RunStats) -> str | None:
+    """"6.0 min cold, 40 s warm": a variant's break-even under each start it ran, or None."""
+    figs = [(s, f) for s, f in r.starts.items() if s in ("cold", "warm")]
+    if len(figs) < 2:
+        return None
+    parts = []
+    for start, f in figs:
+        if f["breakeven_never"]:
+            parts.append(f"never {start}")
+        elif f["breakeven_s"] is not None:
+            at = "at once" if f["breakeven_steps"] == 0 else fmt_s(f["breakeven_s"])
+            parts.append(f"{at} {start}")
+    return ", ".join(parts) if len(parts) == 2 else None
+
+
+def start_line(summary: SessionSummary) -> str:
+    """How the session's compiled runs started, after the cache line of summary.md."""
+    starts = {s for r in summary.runs for s in ([r.start] if r.start else [])}
+    if summary.cache_source:
+        return f"; compiled runs started from {summary.cache_source}'s compile artifacts (--cache-from)"
+    if "warm" in starts and "cold" in starts:
+        return "; each compiled variant's first process compiled cold, the others warm from its artifacts"
+    return ""
