@@ -116,7 +116,8 @@ def test_cache_counts_from_artifacts_where_the_metrics_have_none():
                                               "inductor_fx_local_cache_miss_count": 0}))
     got = [(e["fx_cache_hits"], e["fx_cache_misses"], e["aot_cache_hits"], e["aot_cache_misses"],
             e["cache"]) for e in spy.events if e["type"] == "compile"]
-    assert len(got) == len(spy.events)  # and no note: these metrics are torch 2.9's
+    # and no note (these metrics are torch 2.9's): compiles and their cache lookups alone
+    assert {e["type"] for e in spy.events} == {"compile", "cache_lookup"}
     assert got == [(0, 1, 0, 1, "cold"), (0, 1, 0, 0, "cold"), (2, 0, 1, 0, "warm"), (1, 0, 0, 0, "warm")]
 
 

@@ -67,6 +67,7 @@ class _Tree:
         self.members: dict[int, psutil.Process] = {}  # descendants seen, by pid
         self.cpu_total: float | None = None  # last raw tree total
         self.cpu_acc: float = 0.0  # monotonic tree CPU seconds
+        self.cpu_at: float | None = None  # when cpu_total was read (monotonic)
         self.last_pids: list[int] = []
 
 
@@ -181,15 +182,18 @@ class HostProbe:
         tree.members = members
         tree.last_pids = [pid, *members]
 
-        pct = None
+        # The window is this tree's own, between its two reads: the sample's start-to-start
+        # interval also holds the process walk, whose length varies under load (a 0.2 s
+        # interval read 0.3 s of CPU time gave a one-core process 150 %).
+        now, pct = time.monotonic(), None
         if tree.cpu_total is not None:
             delta = max(total - tree.cpu_total, 0.0)
             tree.cpu_acc += delta
-            if dt is not None:
-                pct = round(delta / dt * 100, 1)
+            if dt is not None and tree.cpu_at is not None and now > tree.cpu_at:
+                pct = round(min(delta / (now - tree.cpu_at), self._cpu_count) * 100, 1)
         else:
             tree.cpu_acc = total
-        tree.cpu_total = total
+        tree.cpu_total, tree.cpu_at = total, now
         return {
             "pid": pid,
             "alive": True,
