@@ -295,7 +295,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:
         rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
-    at = rows.index(("compile / warm-up time", compile_text))
+    at = next(k for k, (name, _) in enumerate(rows) if name == "compile / warm-up time")
     rows[at:at] = part_rows(summary)  # where the step goes, and what compile did to each part
     if any(r.faults_per_step is not None for r in runs):
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
