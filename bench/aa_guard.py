@@ -9,6 +9,8 @@ variants: an A/A pair inside the session) with the default number of processes a
 - in-session A/A: is `eager/fp32 · tag=b` within noise of `tag=a` (its axis interval)?
 - compare A/A: `tuimon compare A B --fail-if-slower 5` on two sessions of the same work: exit
   0 (pass), 1 (fail: a false alarm), 4 (cannot tell);
+- in-session A/B: one session racing `depth` at the default and N % more work (`--set
+  depth=20,23,26`): is each slower beyond noise (its axis interval, rounds paired)?
 - compare A/B: B with `depth` raised so a step does N % more work: does the guard fail it?
 Prints a table and one JSON line to paste into bench/RESULTS.md; also times the sessions.
 """
@@ -28,8 +30,9 @@ RECIPE = str(ROOT / "bench/aa_recipe.py")
 DEPTH = 20  # the recipe's default
 
 
-def session(out: Path, depth: int, repeats: int | None, steps: int) -> tuple[Path, float]:
-    cmd = [TUIMON, RECIPE, "--headless", "--modes", "eager", "--set", "tag=a,b", "--set", f"depth={depth}",
+def session(out: Path, depth, repeats: int | None, steps: int, tags: str = "a,b") -> tuple[Path, float]:
+    cmd = [TUIMON, RECIPE, "--headless", "--modes", "eager", "--set", f"tag={tags}",
+           "--set", f"depth={depth}",
            "--steps", str(steps), "--no-auto-capture", "--out", str(out)]
     if repeats is not None:
         cmd += ["--repeats", str(repeats)]
@@ -38,11 +41,11 @@ def session(out: Path, depth: int, repeats: int | None, steps: int) -> tuple[Pat
     return sorted(out.iterdir())[-1], time.monotonic() - t0
 
 
-def in_session_within(path: Path) -> tuple[bool, float]:
+def in_session_within(path: Path) -> tuple[bool, float, dict]:
     summary = json.loads((path / "summary.json").read_text())
     rows = summary["variants"] or summary["runs"]
     b = next(r for r in rows if r["axes"].get("tag") == "b")
-    return b["axis_speedup_lo"] <= 1.0 <= b["axis_speedup_hi"], b["axis_speedup"]
+    return b["axis_speedup_lo"] <= 1.0 <= b["axis_speedup_hi"], b["axis_speedup"], summary["noise"]
 
 
 def guard(a: Path, b: Path) -> tuple[int, str]:
@@ -62,7 +65,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=600)
     args = p.parse_args()
     slowdowns = [int(x) for x in args.slowdowns.split(",") if x]
-    out = {"aa_sessions": 0, "aa_within": 0, "aa_codes": {}, "detect": {}, "session_s": []}
+    out = {"aa_sessions": 0, "aa_within": 0, "aa_codes": {}, "detect": {}, "session_s": [],
+           "spread_pct": [], "round_pct": [], "in_session_detect": {}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for n in range(args.pairs):
@@ -70,12 +74,29 @@ def main() -> None:
             b, tb = session(root / f"b{n}", DEPTH, args.repeats, args.steps)
             out["session_s"] += [round(ta, 1), round(tb, 1)]
             for s in (a, b):
-                within, ratio = in_session_within(s)
+                within, ratio, noise = in_session_within(s)
                 out["aa_sessions"] += 1
                 out["aa_within"] += within
+                out["spread_pct"].append(round(noise["pct"], 1))
+                out["round_pct"].append(round(noise.get("round_pct", 0.0), 1))
+                print(f"  in-session A/A: {ratio:.3f} {'within' if within else 'BEYOND'} noise; "
+                      f"spread ±{noise['pct']:.1f} %, within a round ±{noise.get('round_pct', 0):.1f} %",
+                      flush=True)
             code, said = guard(a, b)
             out["aa_codes"][str(code)] = out["aa_codes"].get(str(code), 0) + 1
             print(f"A/A pair {n + 1}: compare exit {code} {said}", flush=True)
+            # In one session: the slower depths raced against the default, round by round.
+            depths = [DEPTH] + [round(DEPTH * (1 + pct / 100)) for pct in slowdowns]
+            ab, _ = session(root / f"ab{n}", ",".join(map(str, depths)), args.repeats, args.steps, tags="a")
+            rows = json.loads((ab / "summary.json").read_text())
+            rows = rows["variants"] or rows["runs"]
+            for pct, depth in zip(slowdowns, depths[1:], strict=True):
+                r = next(x for x in rows if x["axes"].get("depth") == str(depth))
+                seen = r["axis_speedup_hi"] < 1.0  # slower beyond noise
+                d = out["in_session_detect"].setdefault(str(pct), 0)
+                out["in_session_detect"][str(pct)] = d + seen
+                print(f"  in-session +{pct} % work: {r['axis_speedup']:.3f} [{r['axis_speedup_lo']:.3f}, "
+                      f"{r['axis_speedup_hi']:.3f}] {'seen' if seen else 'not seen'}", flush=True)
             for pct in slowdowns:
                 depth = round(DEPTH * (1 + pct / 100))
                 slow, _ = session(root / f"s{pct}-{n}", depth, args.repeats, args.steps)
@@ -85,6 +106,8 @@ def main() -> None:
                 print(f"  +{pct} % work: compare exit {code} {said}", flush=True)
     print(f"in-session A/A within noise: {out['aa_within']} of {out['aa_sessions']}")
     print(f"compare A/A exit codes: {out['aa_codes']} (1 = a false alarm)")
+    for pct, seen in out["in_session_detect"].items():
+        print(f"in one session, +{pct} % work seen slower beyond noise: {seen} of {args.pairs}")
     for pct, codes in out["detect"].items():
         print(f"compare +{pct} % work: exit codes {codes} (1 = seen)")
     print(json.dumps(out))

@@ -94,6 +94,37 @@ def _session(summary, letter, n):
     return s
 
 
+def drifting_session(rng: random.Random, variants: dict[str, float], k: int = 3) -> list[dict]:
+    """K rounds on a machine whose speed drifts between rounds (±30 %: one round slow, the next
+    fast), every process of a round alike, each with a little jitter of its own."""
+    evs, levels = [], rng.sample((0.7, 1.0, 1.3), 3)
+    for i in range(1, k + 1):
+        level = levels[(i - 1) % 3]
+        for mode, ms in variants.items():
+            evs += run_events(f"{mode}-fp32-{i}", mode, "fp32",
+                              noisy(300, ms * level * math.exp(rng.gauss(0, 0.02)), sigma=0.03,
+                                    seed=rng.randrange(10**9)), replicate=i)
+    return evs
+
+
+def test_rounds_that_drift_together_are_paired():
+    """A machine whose speed drifts from round to round by tens of percent: unpaired, the
+    processes' spread hides any speedup (and says ±40 %); paired round by round, an A/A pair is
+    within noise about 95 % of the time and a 20 % speedup is seen in nearly every session."""
+    rng = random.Random(13)
+    within = seen = 0
+    for _ in range(60):
+        s = summarize(drifting_session(rng, {"eager": 10.0, "default": 10.0}))
+        within += row(s, "default").within_noise
+        assert s.noise.round_df == 2 and s.noise.round_sd < 0.1 < s.noise.sd
+        fast = row(summarize(drifting_session(rng, {"eager": 10.0, "default": 8.0})), "default")
+        seen += fast.speedup_lo is not None and fast.speedup_lo > 1.0
+    assert within >= 53, within
+    assert seen >= 54, seen
+    md = __import__("tuimon.report.export", fromlist=["x"]).to_markdown({}, s)
+    assert "within a round (the speedups pair each round's processes)" in md
+
+
 def test_the_least_detectable_change_and_the_processes_for_a_target():
     noise = Noise(0.10, 4, variants=2, processes=6)
     least = detectable_pct(noise, 3, 3)
@@ -110,7 +141,8 @@ def test_pooled_spread_uses_every_variant_with_two_processes_or_more():
     s = summarize(session_events(random.Random(3), {"eager": 10.0, "default": 8.0}, k=4))
     noise = pooled(s.variants)
     assert noise.df == 6 and noise.variants == 2 and noise.processes == 8
-    assert s.noise == noise and s.plan["processes"] == 4
+    assert (s.noise.sd, s.noise.df) == (noise.sd, noise.df) and s.plan["processes"] == 4
+    assert s.noise.round_df == 3  # (2 - 1) variants × (4 - 1) rounds
     assert 0.0 < noise.sd < 0.25  # two speeds ±10 % about the middle, or all at one
     one = summarize(session_events(random.Random(3), {"eager": 10.0, "default": 8.0}, k=1))
     assert one.noise == ASSUMED and one.plan["processes"] == 1

@@ -18,7 +18,7 @@ from tuimon.analysis.stats import summarize
 from tuimon.analysis.stats.stragglers import divergence, own_times, rank_names
 from tuimon.cli.args import UsageError
 from tuimon.cli.jobs import check_jobs
-from tuimon.cli.run import run_parser
+from tuimon.cli.run_flags import run_parser
 from tuimon.cli.script import check_command
 from tuimon.control.job_child import JobChild
 from tuimon.report import export

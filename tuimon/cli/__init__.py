@@ -16,7 +16,8 @@ import sys
 
 from tuimon.cli.args import UsageError
 from tuimon.cli.replay import replay_command, replay_parser
-from tuimon.cli.run import run_command, run_parser
+from tuimon.cli.run import run_command
+from tuimon.cli.run_flags import run_parser
 from tuimon.cli.script import split_run
 from tuimon.cli.summary import summary_command, summary_parser
 from tuimon.exit_codes import EXIT_USAGE

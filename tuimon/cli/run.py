@@ -18,160 +18,19 @@ from tuimon import __version__
 from tuimon.axes import parse_sets
 from tuimon.cli.args import (
     DEFAULT_CACHE,
-    DEFAULT_OUT,
-    Parser,
     UsageError,
-    device_arg,
-    fps_arg,
-    horizon_arg,
-    key_value,
-    limited,
-    warmup_arg,
-    window_arg,
 )
 from tuimon.cli.jobs import check_jobs
+from tuimon.cli.run_flags import AUTO_REPEATS
 from tuimon.cli.script import script_settings, turn_notes
-from tuimon.cli.warm import add_flags as add_warm_flags
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.recipe import RecipeError, check_recipe_file
-from tuimon.variants import MODES, OPT, PRECISIONS, SCRIPT, parse_list, parse_modes, product
+from tuimon.variants import PRECISIONS, SCRIPT, parse_list, parse_modes, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
 MAX_PROCESSES = 64  # runs in one session (variants x repeats): all alive at once under interleave
-# Processes a variant by default: the spread between processes is measured (stats/noise.py),
-# pooled over the variants; 3 a variant give two variants 4 degrees of freedom (t = 2.8).
-AUTO_REPEATS = 3
-
-
-def run_parser() -> Parser:
-    p = Parser(
-        prog="tuimon",
-        description="Run a training recipe as eager and torch.compile variants, side by side, "
-        "and export the eager-vs-compiled summary. With no RECIPE, runs a built-in demo.",
-        epilog="Other commands: 'tuimon sweep RECIPE' races every mode and precision for a "
-        "verdict; 'tuimon summary SESSION_DIR' re-exports a session's summary; "
-        "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
-        "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
-        "'tuimon serve [SESSION_DIR]' puts it in a browser; "
-        "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
-    )
-    p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo. "
-                   "Your own script instead: tuimon run [options] -- python train.py ...")
-    p.add_argument("--modes", default="eager,default",
-                   help=f"comma list of compile modes: {', '.join(MODES)} (default: eager,default); "
-                   f"MODE{OPT} compiles the optimizer step too (default{OPT})")
-    p.add_argument("--compile-optimizer", action="store_true",
-                   help=f"race each compiled mode also with its optimizer step compiled (MODE{OPT}: "
-                   "torch.compile leaves optimizer.step() alone unless asked)")
-    p.add_argument("--precision", default="fp32",
-                   help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
-                   "fp16+GradScaler on CUDA) (default: fp32)")
-    p.add_argument("--steps", type=limited("steps"),
-                   help="steps per variant (default: the recipe's, for its device)")
-    p.add_argument("--duration", type=limited("duration"), metavar="SECONDS",
-                   help="time limit per variant; with --steps, whichever comes first")
-    p.add_argument("--warmup", type=warmup_arg, default="auto", metavar="STEPS|auto",
-                   help="steps kept out of the steady state: 'auto' finds where step times settle "
-                   "(MSER-5 on the step times), a number fixes it (default: auto)")
-    p.add_argument("--batch-size", type=limited("batch-size"), help="override the recipe's batch size")
-    p.add_argument("--image-size", type=limited("image-size"), help="override the recipe's image size")
-    p.add_argument("--seed", type=limited("seed"), default=0, help="seed for model and data (default: 0)")
-    p.add_argument("--device", type=device_arg, default="auto",
-                   help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
-    p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
-                   default="interleave",
-                   help="interleave: variants take turns of --turn seconds, so drift and other "
-                   "jobs hit all alike (default; every variant's process is alive at once); "
-                   "sequential: one variant after the other (one model in memory at a time); "
-                   "parallel: all at once")
-    p.add_argument("--turn", type=limited("turn"), default=3.0, metavar="SECONDS",
-                   help="seconds of stepping per turn with --schedule interleave, counted from the "
-                   "turn's first step, compiles aside; at most a quarter of --steps / --duration, "
-                   "so every variant gets 4 turns or more (default: 3)")
-    p.add_argument("--turn-steps", type=limited("turn-steps"), metavar="N",
-                   help="steps per turn instead of --turn seconds")
-    p.add_argument("--quiet-only", action="store_true",
-                   help="keep steps measured while other processes loaded the machine (more than "
-                   "half a core, or on the run's GPU) out of the steady state, and count them")
-    p.add_argument("--pin-malloc", action=argparse.BooleanOptionalAction, default=True,
-                   help="fix glibc malloc's mmap and trim thresholds alike in every run "
-                   "(MALLOC_MMAP_THRESHOLD_=256 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB), so no run "
-                   "page-faults its buffers in again at every step by the luck of its allocation "
-                   "history (default: on; --no-pin-malloc measures with the allocator as your "
-                   "process would have it)")
-    p.add_argument("--repeats", type=limited("repeats"), default=None, metavar="K",
-                   help="run each variant in K separate processes, in rounds, sharing its --steps / "
-                   "--duration, and put the spread between processes into every interval "
-                   f"(default: {AUTO_REPEATS} when tuimon sets the runs' length: a recipe, or a script "
-                   "with --steps / --duration / --budget; 1 for a script that runs to its own end)")
-    p.add_argument("--nproc", type=limited("nproc"), metavar="N",
-                   help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
-                   "CUDA, one GPU per rank), each on its shard of the batches")
-    p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                   help="a knob: a recipe reads it as cfg.extra[KEY], a script gets it where its "
-                   "command says {KEY}, else as the environment variable KEY (repeatable); "
-                   "KEY=a,b,c is an axis: one variant per value, the first the baseline")
-    p.add_argument("--horizon", type=horizon_arg, metavar="STEPS|TIME",
-                   help="how long you will really train (50000 steps, or 2h with eager/fp32): the "
-                   "verdict then picks the least total time over it, compile included")
-    p.add_argument("--loss-tolerance", type=limited("loss-tolerance"), metavar="SHARE",
-                   help="the verdict disqualifies a variant whose losses end further than this from "
-                   "eager/fp32's, as a share of the first loss (default: 0.05)")
-    p.add_argument("--interval", type=limited("interval"), default=1.0, metavar="SECONDS",
-                   help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
-    p.add_argument("--no-probes", action="store_true",
-                   help="do not sample CPU/GPU metrics (to measure what the probes cost)")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help="where session directories go (default: ./tuimon-sessions)")
-    cache = p.add_mutually_exclusive_group()
-    cache.add_argument("--warm-cache", action="store_true",
-                       help=f"reuse the persistent Inductor cache {DEFAULT_CACHE} (warm compile)")
-    cache.add_argument("--cache-dir", metavar="DIR",
-                       help="reuse this Inductor cache directory (default: a fresh one per run, "
-                       "so compile times are cold)")
-    add_warm_flags(p)
-    p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
-                   help="warn when a started run sends no step for this long, compiling, paused "
-                   "or waiting for its turn aside (default: 600)")
-    p.add_argument("--torch-trace", action="store_true",
-                   help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
-                   "(open it with tlparse)")
-    p.add_argument("--profile-at", type=limited("profile-at"), metavar="STEP",
-                   help="capture a torch.profiler window in every run from step STEP (chrome traces "
-                   "go to the session's profiles/)")
-    p.add_argument("--profile-window", type=window_arg, default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
-                   help="steps of a capture: skipped, recorded and dropped, kept (default: 1,2,3)")
-    p.add_argument("--profile-backward", nargs="?", const="eager", choices=("eager", "all"),
-                   metavar="eager|all",
-                   help="label each block's backward in captures: eager variants (default when "
-                   "given), or all (compiled variants too: graph breaks and recompiles in the window)")
-    p.add_argument("--no-auto-capture", action="store_true",
-                   help="take no automatic diagnosis capture (by default each run without a "
-                   "capture gets one short profiler window as its second turn begins, for the "
-                   "'why' diagnosis)")
-    p.add_argument("--no-auto-compile", action="store_true",
-                   help="script runs: do not compile the trained module of a script that never "
-                   "calls torch.compile (its compiled variants then run as eager)")
-    p.add_argument("--compile-module", metavar="NAME",
-                   help="script runs: compile the first module called whose class is NAME "
-                   "(e.g. RNNModel), instead of the module the optimizer trains")
-    p.add_argument("--in-place", action="store_true",
-                   help="script runs: run every variant in your working directory itself, as "
-                   "before tuimon kept their files apart (variants then overwrite each other's "
-                   "checkpoints and your own); by default each works in its own copy-on-write view "
-                   "of it under the session directory")
-    p.add_argument("--headless", action="store_true",
-                   help="progress lines and a summary table instead of the TUI (also when "
-                   "stdout is not a terminal)")
-    p.add_argument("--fps", type=fps_arg, default=4.0,
-                   help="TUI redraws per second (default: 4; 1-30)")
-    p.add_argument("--detach", action="store_true",
-                   help="start the session in the background and return at once; "
-                   "'tuimon attach' opens the TUI on it")
-    p.add_argument("--version", action="version", version=f"tuimon {__version__}")
-    return p
 
 
 def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | None = None,

@@ -28,7 +28,7 @@ FACTS_TIMEOUT_S = 120.0
 
 
 def sweep_parser() -> Parser:
-    from tuimon.cli.run import run_parser
+    from tuimon.cli.run_flags import run_parser
 
     p = run_parser()
     p.prog = "tuimon sweep"

@@ -124,7 +124,12 @@ def noise_notes(summary: SessionSummary) -> list[str]:
         return []
     if n.measured:
         said = (f"spread between processes: ±{n.pct:.1f} % a process (pooled over {n.variants} "
-                f"variants, {n.processes} processes), in every interval")
+                f"variants, {n.processes} processes)")
+        if n.round_df:  # one session's rounds meet the same machine: the speedups pair them
+            said += (f", ±{n.round_pct:.1f} % within a round (the speedups pair each round's "
+                     "processes)")
+        else:
+            said += ", in every interval"
     else:
         said = (f"spread between processes not measured (one process a variant): ±{n.pct:.0f} % "
                 "assumed in every interval; --repeats 3 or more measures it")

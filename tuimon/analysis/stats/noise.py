@@ -7,6 +7,14 @@ machine's and the process's luck, not the model's, so one estimate with the degr
 all variants together is far tighter than any variant's own (two processes give one degree of
 freedom each; two variants of three, four).
 
+Inside one session the variants run in rounds (every variant once a round), so a round's
+processes meet the same machine: when the machine's speed drifts from minute to minute, every
+process of a round drifts alike. ``within_rounds`` takes each round's shared level out (a
+variant + round model of the log medians) and measures what is left; a speedup between two
+variants of the same session is then the mean of its per-round ratios, with that spread
+(``ratio_interval``). Across sessions (``tuimon compare``) nothing pairs the processes: the
+spread between processes, unpaired, stands.
+
 With one process a variant nothing measures it: an assumed spread (``FLOOR_SD``) stands in, with
 the normal quantile, and the summary says so. Either way a row's interval is never narrower than
 its processes' own step noise allows.
@@ -19,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tuimon.analysis.stats.intervals import Z95, log_se, t95
 from tuimon.analysis.stats.rows import RunStats
@@ -42,6 +50,10 @@ class Noise:
     df: int  # degrees of freedom of ``sd``; 0: not measured, FLOOR_SD assumed
     variants: int = 0  # variants with two processes or more that it pools
     processes: int = 0  # their processes
+    # Within a round (one session's variants, round by round): σ of a process's log median once
+    # its round's shared level is out, and its degrees of freedom; 0: not measured.
+    round_sd: float = 0.0
+    round_df: int = 0
 
     @property
     def measured(self) -> bool:
@@ -57,9 +69,15 @@ class Noise:
         """The spread as a share of a median: one σ either way, in percent."""
         return (math.exp(self.sd) - 1.0) * 100.0
 
+    @property
+    def round_pct(self) -> float:
+        return (math.exp(self.round_sd) - 1.0) * 100.0
+
     def to_dict(self) -> dict:
         return {"sd": round(self.sd, 6), "pct": round(self.pct, 3), "df": self.df,
-                "measured": self.measured, "variants": self.variants, "processes": self.processes}
+                "measured": self.measured, "variants": self.variants, "processes": self.processes,
+                "round_sd": round(self.round_sd, 6), "round_pct": round(self.round_pct, 3),
+                "round_df": self.round_df}
 
 
 ASSUMED = Noise(FLOOR_SD, 0)
@@ -84,6 +102,47 @@ def pooled(rows: list[RunStats]) -> Noise:
     return Noise(math.sqrt(ss / df), df, variants, processes)
 
 
+def _by_round(r: RunStats) -> dict[int, float]:
+    """A combined row's processes' log medians by round (processes with a median)."""
+    return {p["round"]: math.log(p["median_ms"]) for p in r.processes
+            if p.get("median_ms") and p.get("round") is not None}
+
+
+def within_rounds(rows: list[RunStats], noise: Noise) -> Noise:
+    """``noise`` with the spread within a round, from one session's combined rows: over the rounds
+    every row has, log median = variant + round + residual; the residuals' pooled variance with
+    (V - 1)(K - 1) degrees of freedom. Unchanged when fewer than two rows share two rounds."""
+    tables = [t for t in (_by_round(r) for r in rows) if len(t) >= 2]
+    if len(tables) < 2:
+        return noise
+    common = sorted(set.intersection(*(set(t) for t in tables)))
+    if len(common) < 2:
+        return noise
+    grid = [[t[k] for k in common] for t in tables]
+    v, k = len(grid), len(common)
+    grand = statistics.fmean(x for row in grid for x in row)
+    row_mean = [statistics.fmean(row) for row in grid]
+    round_mean = [statistics.fmean(row[j] for row in grid) for j in range(k)]
+    ss = sum((grid[i][j] - row_mean[i] - round_mean[j] + grand) ** 2 for i in range(v) for j in range(k))
+    df = (v - 1) * (k - 1)
+    return replace(noise, round_sd=math.sqrt(ss / df), round_df=df)
+
+
+def _paired(base: RunStats, r: RunStats, noise: Noise) -> tuple[float, float] | None:
+    """(variance of the log ratio, its quantile) when the two rows ran the same rounds of a
+    session whose within-round spread is measured: the ratio of their geometric means is the
+    mean of the per-round ratios, whose variance is 2 σ²/K. Never below what the processes' own
+    step noise allows."""
+    if not noise.round_df or not base.processes or not r.processes:
+        return None
+    a, b = _by_round(base), _by_round(r)
+    if len(a) < 2 or set(a) != set(b) or len(a) != len(base.processes) or len(b) != len(r.processes):
+        return None
+    within = [x.within_log_se for x in (base, r)]
+    floor = sum(w * w for w in within) if None not in within else 0.0
+    return max(2 * noise.round_sd ** 2 / len(a), floor), t95(noise.round_df)
+
+
 def measured_processes(r: RunStats) -> int:
     return sum(1 for p in r.processes if p["median_ms"])
 
@@ -104,7 +163,12 @@ def row_variance(r: RunStats, noise: Noise) -> float | None:
 
 def ratio_interval(base: RunStats, r: RunStats, ratio: float, noise: Noise) -> tuple[float, float] | None:
     """95 % interval of ``ratio`` (a ratio of the two rows' medians): the rows' variances add,
-    each with the processes' spread in it."""
+    each with the processes' spread in it; two rows of one session's rounds: the spread within a
+    round, paired (``_paired``)."""
+    paired = _paired(base, r, noise)
+    if paired is not None:
+        half = paired[1] * math.sqrt(paired[0])
+        return ratio * math.exp(-half), ratio * math.exp(half)
     va, vb = row_variance(base, noise), row_variance(r, noise)
     if va is None or vb is None:
         return None
@@ -120,15 +184,19 @@ def t80(df: int) -> float:
 def detectable_pct(noise: Noise, k_a: int, k_b: int) -> float:
     """The smallest change of a median (in %) that K_a against K_b processes tell from none at 95 %
     confidence, 80 % of the time: (t.975 + t.80) × σ × √(1/K_a + 1/K_b) on the log scale."""
-    power = t80(noise.df) if noise.df else Z80
-    return (math.exp((noise.crit + power) * noise.sd * math.sqrt(1 / k_a + 1 / k_b)) - 1.0) * 100.0
+    if noise.round_df and k_a == k_b:  # one session's variants, round by round: paired
+        sd, crit, power = noise.round_sd, t95(noise.round_df), t80(noise.round_df)
+    else:
+        sd, crit, power = noise.sd, noise.crit, t80(noise.df) if noise.df else Z80
+    return (math.exp((crit + power) * sd * math.sqrt(1 / k_a + 1 / k_b)) - 1.0) * 100.0
 
 
 def processes_for(noise: Noise, pct: float, variants: int = 2) -> int | None:
     """Processes a variant (the same on both sides) that tell a ``pct`` % change 80 % of the time,
     with this spread pooled over ``variants`` variants; None past MAX_PROCESSES."""
     for k in range(2, MAX_PROCESSES + 1):
-        after = Noise(noise.sd, max(noise.df, variants * (k - 1)))
+        after = replace(noise, df=max(noise.df, variants * (k - 1)),
+                        round_df=max(noise.round_df, (variants - 1) * (k - 1)) if noise.round_df else 0)
         if detectable_pct(after, k, k) <= pct:
             return k
     return None

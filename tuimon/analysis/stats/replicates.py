@@ -28,7 +28,8 @@ def _combined(group: list[RunStats]) -> RunStats:
     k = len(group)
     row = RunStats(f"{first.mode}-{first.precision}{id_part(tuple(first.axes.items()))}×{k}",
                    first.mode, first.precision, axes=dict(first.axes))
-    row.processes = [{"run": r.run, "median_ms": r.median_ms, "status": r.status} for r in group]
+    row.processes = [{"run": r.run, "median_ms": r.median_ms, "status": r.status, "round": r.replicate}
+                     for r in group]
     statuses = {r.status for r in group}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
     row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)

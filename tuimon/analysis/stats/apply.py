@@ -1,0 +1,173 @@
+"""How one event changes what is known: the session's own facts (``apply_session``) and a run's
+row (``apply_run``): its status, compiles, graph breaks, recompiles, validation passes, pauses.
+Collector (collect.py) calls these as the events come."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuimon import events
+from tuimon.analysis.stats.rows import RunStats, SessionSummary
+from tuimon.analysis.stats.warm import WARM_EVENTS, fold
+
+
+def apply_session(summary: SessionSummary, e: dict) -> None:
+    if e["type"] == events.SESSION_STARTED:
+        summary.quiet_only = bool(e.get("quiet_only"))
+        summary.pin_malloc = e.get("pin_malloc")
+        summary.schedule = e.get("schedule")
+        summary.axes = {str(k): [str(v) for v in vs] for k, vs in (e.get("axes") or {}).items()}
+        summary.horizon = e.get("horizon")
+        if e.get("loss_tolerance") is not None:
+            summary.loss_tolerance = e["loss_tolerance"]
+        summary.sweep = bool(e.get("sweep"))
+        summary.budget = e.get("budget")
+        summary.skipped = list(e.get("skipped") or [])
+        summary.start = e.get("start")
+        summary.started_t = e.get("t")
+    elif e["type"] == events.CACHE_SOURCE:
+        summary.cache_source = e.get("session")
+    elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
+        summary.wall_s = round(e["t"] - summary.started_t, 3)
+    elif e["type"] == events.PROBE_INFO:
+        if "gpu_available" in e:
+            summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
+        summary.unsupported += [m for m in e.get("unsupported", []) if m not in summary.unsupported]
+    elif e["type"] == events.WARNING and e.get("text") not in summary.warnings:
+        summary.warnings.append(e.get("text"))
+
+
+def apply_run(r: RunStats, e: dict) -> None:
+    kind = e["type"]
+    if kind == events.RUN_QUEUED:
+        r.replicate = e.get("replicate")
+        r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
+    elif kind == events.RUN_STARTED:
+        r.status = "running"
+        for key in ("mode", "precision", "device", "device_name", "params", "batch_size", "torch",
+                    "python", "cuda"):
+            if e.get(key) is not None:
+                setattr(r, key, e[key])
+        r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
+        r.notes = list(e.get("notes") or [])
+    elif kind == events.MEMORY:
+        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
+            if e.get(key) is not None:
+                setattr(r, key, max(getattr(r, key) or 0, e[key]))
+    elif kind == events.FINISHED:
+        if r.status != "failed":  # a job's other node may finish after one failed (merge.py)
+            r.status = "stopped" if e.get("reason") == "stopped" else "done"
+        r.compiles = e.get("compiles", r.compiles)
+        if e.get("compile_s") is not None and r.compiled:
+            r.compile_s = e["compile_s"]
+        r.val_compiles = e.get("val_compiles", r.val_compiles)  # training's apart (script runs)
+        if e.get("val_compile_s"):
+            r.val_compile_s = e["val_compile_s"]
+    elif kind == events.FAILED:
+        r.status = "failed"
+        r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.failure_kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
+        r.failure_tail = e.get("traceback") or None
+    elif kind == events.RUN_EXITED:
+        r.wall_s = e.get("seconds")
+    elif kind == events.PHASE and r.status == "queued":
+        r.status = "running"
+    if kind == events.PHASE and e.get("turn"):
+        r.turns += 1
+    elif kind == events.WARNING and e.get("text") not in r.warnings:
+        r.warnings.append(e.get("text"))
+        if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
+            r.uncompiled = str(e["uncompiled"])
+    elif kind == events.COMPILE:
+        _apply_compile(r, e)
+    elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
+        _apply_validation(r, e)
+    elif kind == events.GRAPH_BREAK:
+        where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
+        known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
+                     None)
+        if known is None:
+            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
+                                   "hint": _hint(e.get("detail")), "count": 1})
+        else:
+            known["count"] += 1
+    elif kind == events.CUDAGRAPHS:
+        _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
+    elif kind == events.RECOMPILE and e.get("after_validation"):
+        # Training's first compile of code only a validation pass had compiled (a sanity check
+        # before the first step): torch's recompile, not training's; its guards say validation's.
+        _add_reasons(r.val_reasons, e)
+    elif kind == events.RECOMPILE:
+        r.recompiles += 1
+        for reason in e.get("reasons") or []:
+            if reason not in r.recompile_reasons:
+                r.recompile_reasons.append(reason)
+    elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
+        r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
+    if kind in WARM_EVENTS:
+        fold(r, e)
+
+
+def _apply_validation(r: RunStats, e: dict) -> None:
+    """A validation pass's compile, recompile or graph break: apart from training's."""
+    if e["type"] == events.COMPILE:
+        r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+        r.val_compile_s = round((r.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
+        reason = e.get("fail_reason") or ""
+        if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
+            r.val_limit = True
+    elif e["type"] == events.RECOMPILE:
+        r.val_recompiles += 1
+        _add_reasons(r.val_reasons, e)
+
+
+def _add_reasons(found: list[str], e: dict) -> None:
+    for reason in e.get("reasons") or []:
+        if reason not in found and len(found) < 20:
+            found.append(reason)
+
+
+def _apply_compile(r: RunStats, e: dict) -> None:
+    if e.get("validation"):
+        _apply_validation(r, e)
+        return
+    forward = e.get("forward", True)
+    if forward:
+        r.graphs_fwd += 1
+        for phase, seconds in (e.get("phases") or {}).items():
+            r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
+    else:
+        r.graphs_bwd += 1
+        r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
+    r.fx_cache_hits += e.get("fx_cache_hits") or 0
+    r.fx_cache_misses += e.get("fx_cache_misses") or 0
+    if e.get("failed"):  # e.g. Dynamo's recompile limit: that frame runs eagerly from then on
+        reason = (e.get("fail_reason") or "").strip().splitlines()
+        _count(r.compile_failures, {"failed": e["failed"], "reason": reason[0][:300] if reason else ""})
+
+
+def _count(found: list[dict], item: dict) -> None:
+    """One row per distinct item, counted (a bounded list: torch may say the same often)."""
+    known = next((f for f in found if all(f.get(k) == v for k, v in item.items())), None)
+    if known is not None:
+        known["count"] += 1
+    elif len(found) < 20:
+        found.append({**item, "count": 1})
+
+
+def _hint(detail: str | None) -> str | None:
+    """torch's own advice in a graph break's text ("Hint: ...")."""
+    for line in (detail or "").splitlines():
+        if line.strip().startswith("Hint:"):
+            return line.split(":", 1)[1].strip()[:300] or None
+    return None
+
+
+def track_pause(windows: list[list], e: dict) -> None:
+    paused = e["type"] == events.PHASE and e.get("phase") == "paused"
+    open_ = bool(windows) and windows[-1][1] is None
+    if paused and not open_:
+        windows.append([e["t"], None])
+    elif open_ and not paused and e["type"] in (events.PHASE, events.FINISHED, events.FAILED,
+                                                 events.RUN_EXITED):
+        windows[-1][1] = e["t"]
