@@ -30,7 +30,7 @@ def why_section(session: Path) -> str:
 
 
 def findings(session: Path) -> dict[str, dict]:
-    (v,) = json.loads((session / "summary.json").read_text())["why"]
+    (v,) = [w for w in json.loads((session / "summary.json").read_text())["why"] if w["compiled"]]
     return {f["rule"]: f for f in v["findings"]}
 
 
@@ -70,7 +70,14 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
         console = Console(width=140, file=io.StringIO(), record=True)
         from tuimon.analysis.why import diagnose
 
-        console.print(render_pane(app.focused_run(), diagnose(app.model.summary())))
+        whys = diagnose(app.model.summary())
+        # The eager panel is focused: what bounds its step, and where the compiled one's are.
+        console.print(render_pane(app.focused_run(), whys))
+        text = console.export_text()
+        assert "why eager/fp32 (not compiled): what bounds its step" in text
+        assert "other variants (default/fp32): focus their panel" in text
+        console = Console(width=140, file=io.StringIO(), record=True)
+        console.print(render_pane(app.model.runs["default-fp32"], whys))
         text = console.export_text()
         assert "why default/fp32:" in text and f"break at tiny_mlp.py:{BREAK_LINE}" in text
         assert "try: " in text

@@ -158,7 +158,7 @@ def needs(what: str, ctx: Ctx) -> str | None:
         n = (read_facts(ctx.work).get("torch") or {}).get("device_count") or 0
         return None if n >= 2 else f"this machine has {n} CUDA GPU(s): a 2-rank nccl job needs two"
     if what == "feature:warm":
-        from tuimon.cli.run import run_parser
+        from tuimon.cli.run_flags import run_parser
 
         return None if "--warm" in run_parser()._option_string_actions else \
             "not available in this build (tuimon has no --warm yet: issue 26)"

@@ -68,7 +68,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def tail(text: str, lines: int = 12) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    """The last ``lines`` lines; a traceback keeps its first line too, so it still reads as one."""
+    rows = text.rstrip().splitlines()
+    if len(rows) > lines and rows[0].startswith("Traceback"):
+        return "\n".join([rows[0], "  ...", *rows[-lines:]])
+    return "\n".join(rows[-lines:])
 
 
 def main(argv: list[str] | None = None) -> int:
