@@ -82,6 +82,29 @@ def test_a_a_compares_never_fail_the_guard_and_a_40_percent_slowdown_does():
     assert slow_caught >= 36, slow_caught  # a 40 % slowdown is seen with 3 processes a side
 
 
+def test_a_session_spread_widens_intervals_between_sessions_only():
+    """Two sessions of the same work, the second on a machine 15 % slower as a whole: unpaired by
+    default, the shift reads as a change beyond noise; with --session-spread 20 % it is within
+    noise, and the least change the sessions tell grows."""
+    rng = random.Random(17)
+
+    def steady(scale: float) -> list[dict]:  # processes 2 % apart, the session's level × scale
+        return [e for i in range(1, 4) for mode, ms in (("eager", 10.0), ("default", 8.0))
+                for e in run_events(f"{mode}-fp32-{i}", mode, "fp32",
+                                    noisy(300, ms * scale * math.exp(rng.gauss(0, 0.02)), sigma=0.03,
+                                          seed=rng.randrange(10**9)), replicate=i)]
+
+    a, b = summarize(steady(1.0)), summarize(steady(1.15))
+    plain = compare_sessions([_session(a, "A", 0), _session(b, "B", 0)])
+    spread = compare_sessions([_session(a, "A", 0), _session(b, "B", 0)], session_sd=math.log(1.2))
+    eager = [next(v for v in c.variants if v.label == "eager/fp32") for c in (plain, spread)]
+    changes = [v.median[1] for v in eager]
+    assert changes[0].significant and not changes[1].significant
+    assert changes[0].ratio == pytest.approx(changes[1].ratio)
+    assert eager[1].detectable[1] > eager[0].detectable[1] + 10  # a 20 % floor: ~+33 % more
+    assert spread.noise.session_sd == pytest.approx(math.log(1.2)) and plain.noise.session_sd == 0.0
+
+
 def _session(summary, letter, n):
     """A compare Session around a summary already computed (no directory needed)."""
     from pathlib import Path

@@ -5,6 +5,7 @@ its change against A; ``--fail-if-slower`` makes it a regression guard for CI.""
 from __future__ import annotations
 
 import argparse
+import math
 import string
 import sys
 
@@ -37,6 +38,11 @@ def compare_parser() -> Parser:
                    help="exit 1 when a variant's median step got slower than in A beyond noise "
                    "by more than PCT %%; exit 4 (cannot tell) when none did but the sessions could "
                    "not have seen such a slowdown (their interval reaches past PCT %%)")
+    p.add_argument("--session-spread", type=percent, metavar="PCT", default=None,
+                   help="how far a whole session's speed may land from another's on this machine, "
+                   "beyond the spread between its processes (the machine's state, which no session "
+                   "measures): added to every interval between sessions (default: "
+                   f"{session_pct():.0f} %%; bench/aa_guard.py measures yours)")
     p.add_argument("--fail-if-compile-slower", type=percent, metavar="PCT",
                    help="exit 1 when a variant's compile time grew by more than PCT %% (beyond the "
                    "spread between processes when both sessions ran --repeats 2 or more)")
@@ -65,7 +71,8 @@ def compare_command(args: argparse.Namespace) -> int:
         sessions = [open_session(path, string.ascii_uppercase[k]) for k, path in enumerate(paths)]
     except OSError as exc:
         raise UsageError(f"cannot read a session: {exc.strerror or exc}") from None
-    comparison = compare_sessions(sessions)
+    spread = args.session_spread
+    comparison = compare_sessions(sessions, *([] if spread is None else [math.log1p(spread / 100.0)]))
     if not comparison.variants:
         have = "; ".join(f"{s.letter}: {', '.join(_labels(s)) or 'no run'}" for s in sessions)
         raise UsageError(f"no variant in common with A (matched by mode, precision and axis values): {have}")
@@ -81,6 +88,12 @@ def compare_command(args: argparse.Namespace) -> int:
     if failures:
         return EXIT_FAILED
     return EXIT_CANNOT_TELL if cannot else EXIT_OK
+
+
+def session_pct() -> float:
+    from tuimon.analysis.stats.noise import SESSION_SD
+
+    return math.expm1(SESSION_SD) * 100.0
 
 
 def _labels(s) -> list[str]:

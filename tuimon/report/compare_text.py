@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from rich.console import Console
 from rich.table import Table
@@ -127,9 +128,15 @@ def noise_text(c: Comparison) -> str:
     if n is None:
         return "not known"
     if not n.measured:
-        return (f"not measured, one process a variant: ±{n.pct:.0f} % assumed "
-                "(--repeats 3 or more measures it)")
-    return f"±{n.pct:.1f} % a process (pooled over {n.variants} variants, {n.processes} processes)"
+        out = (f"not measured, one process a variant: ±{n.pct:.0f} % assumed "
+               "(--repeats 3 or more measures it)")
+        if n.session_sd:
+            out += f", ±{math.expm1(n.session_sd) * 100:.0f} % a session assumed (--session-spread)"
+        return out
+    out = f"±{n.pct:.1f} % a process (pooled over {n.variants} variants, {n.processes} processes)"
+    if n.session_sd:  # assumed: the machine's state, which two sessions need not share
+        out += f", ±{math.expm1(n.session_sd) * 100:.0f} % a session assumed (--session-spread)"
+    return out
 
 
 def _md(text: str) -> str:

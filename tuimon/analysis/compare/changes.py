@@ -5,7 +5,7 @@ each variant's figures out as text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched
 from tuimon.analysis.compare.settings import differences
@@ -19,7 +19,14 @@ from tuimon.analysis.stats.change import (
     spread_change,
     step_losses,
 )
-from tuimon.analysis.stats.noise import Noise, detectable_pct, measured_processes, pooled, processes_for
+from tuimon.analysis.stats.noise import (
+    SESSION_SD,
+    Noise,
+    detectable_pct,
+    measured_processes,
+    pooled,
+    processes_for,
+)
 
 PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
 SIZES = ("peak_rss", "cuda_peak_allocated", "vram_max")  # measured once per process
@@ -57,11 +64,13 @@ class Comparison:
         return [n for s in self.sessions for n in s.notes]
 
 
-def compare_sessions(sessions: list[Session]) -> Comparison:
+def compare_sessions(sessions: list[Session], session_sd: float = SESSION_SD) -> Comparison:
+    """``session_sd``: σ of a session's own level on the log scale, assumed (noise.SESSION_SD):
+    the machine's state, which two sessions need not share."""
     key_rows(sessions)
     keys, left_out = matched(sessions)
     # One spread for all: every session's processes of every variant, about their own variant's.
-    noise = pooled([r for s in sessions for r in s.summary.variants])
+    noise = replace(pooled([r for s in sessions for r in s.summary.variants]), session_sd=session_sd)
     return Comparison(sessions, differences(sessions), [_variant(sessions, k, noise) for k in keys],
                       left_out, noise)
 

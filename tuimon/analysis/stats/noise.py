@@ -36,6 +36,12 @@ from tuimon.analysis.stats.rows import RunStats
 # spread measured between tiny_mlp / autoencoder processes on this project's 2-core VM
 # (bench/RESULTS.md, "A/A pairs"); a quieter machine is better served by --repeats, which measures.
 FLOOR_SD = 0.10
+# σ of a whole session's log level beyond its processes' spread, between sessions (``tuimon
+# compare --session-spread``): the machine's state when the session ran, shared by all its
+# processes and variants, so it cancels inside a session and not across two. None by default: a
+# floor wide enough for this VM's state flips (bench/RESULTS.md, "A/B and A/A") would hide a 40 %
+# slowdown everywhere; a user whose machine drifts between sessions says by how much.
+SESSION_SD = 0.0
 Z80 = 0.841621
 # One-sided 80 % quantiles of Student's t by degrees of freedom (1..30); Z80 beyond.
 T80 = (1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876, 0.873, 0.870,
@@ -54,6 +60,8 @@ class Noise:
     # its round's shared level is out, and its degrees of freedom; 0: not measured.
     round_sd: float = 0.0
     round_df: int = 0
+    # Between sessions (compare only): σ of a session's own level, assumed (SESSION_SD).
+    session_sd: float = 0.0
 
     @property
     def measured(self) -> bool:
@@ -77,7 +85,8 @@ class Noise:
         return {"sd": round(self.sd, 6), "pct": round(self.pct, 3), "df": self.df,
                 "measured": self.measured, "variants": self.variants, "processes": self.processes,
                 "round_sd": round(self.round_sd, 6), "round_pct": round(self.round_pct, 3),
-                "round_df": self.round_df}
+                "round_df": self.round_df, "session_sd": round(self.session_sd, 6),
+                "session_pct": round((math.exp(self.session_sd) - 1.0) * 100.0, 3)}
 
 
 ASSUMED = Noise(FLOOR_SD, 0)
@@ -172,7 +181,7 @@ def ratio_interval(base: RunStats, r: RunStats, ratio: float, noise: Noise) -> t
     va, vb = row_variance(base, noise), row_variance(r, noise)
     if va is None or vb is None:
         return None
-    half = noise.crit * math.sqrt(va + vb)
+    half = noise.crit * math.sqrt(va + vb + 2 * noise.session_sd ** 2)  # two sessions' own levels
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
@@ -188,7 +197,8 @@ def detectable_pct(noise: Noise, k_a: int, k_b: int) -> float:
         sd, crit, power = noise.round_sd, t95(noise.round_df), t80(noise.round_df)
     else:
         sd, crit, power = noise.sd, noise.crit, t80(noise.df) if noise.df else Z80
-    return (math.exp((crit + power) * sd * math.sqrt(1 / k_a + 1 / k_b)) - 1.0) * 100.0
+    var = sd * sd * (1 / k_a + 1 / k_b) + 2 * noise.session_sd ** 2  # two sessions: their own levels
+    return (math.exp((crit + power) * math.sqrt(var)) - 1.0) * 100.0
 
 
 def processes_for(noise: Noise, pct: float, variants: int = 2) -> int | None:
