@@ -13,6 +13,8 @@ variants: an A/A pair inside the session) with the default number of processes a
   depth=20,23,26`): is each slower beyond noise (its axis interval, rounds paired)?
 - compare A/B: B with `depth` raised so a step does N % more work: does the guard fail it?
 Prints a table and one JSON line to paste into bench/RESULTS.md; also times the sessions.
+`--keep DIR` keeps the sessions; `--reread DIR [--spreads 0,10,20]` runs none and judges the kept
+pairs again with `compare --session-spread` set to each value.
 """
 
 from __future__ import annotations
@@ -48,9 +50,9 @@ def in_session_within(path: Path) -> tuple[bool, float, dict]:
     return b["axis_speedup_lo"] <= 1.0 <= b["axis_speedup_hi"], b["axis_speedup"], summary["noise"]
 
 
-def guard(a: Path, b: Path) -> tuple[int, str]:
-    proc = subprocess.run([TUIMON, "compare", str(a), str(b), "--format", "json", "--fail-if-slower", "5"],
-                          capture_output=True, text=True)
+def guard(a: Path, b: Path, spread: float = 0.0) -> tuple[int, str]:
+    proc = subprocess.run([TUIMON, "compare", str(a), str(b), "--format", "json", "--fail-if-slower", "5",
+                           "--session-spread", str(spread)], capture_output=True, text=True)
     doc = json.loads(proc.stdout)
     changes = [v["median_change"][1] for v in doc["variants"] if v["median_change"][1]]
     said = [f"{c['pct']:+.1f}%[{(c['lo'] - 1) * 100:+.0f},{(c['hi'] - 1) * 100:+.0f}]" for c in changes]
@@ -63,12 +65,20 @@ def main() -> None:
     p.add_argument("--slowdowns", default="15,30")
     p.add_argument("--repeats", type=int)
     p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--keep", help="keep the sessions in this directory (for --reread)")
+    p.add_argument("--reread", metavar="DIR", help="run no session: judge the sessions kept in DIR "
+                   "with compare --session-spread each of --spreads")
+    p.add_argument("--spreads", default="0,10,20", help="with --reread: --session-spread values (%%)")
     args = p.parse_args()
+    if args.reread:
+        reread(Path(args.reread), [float(x) for x in args.spreads.split(",")],
+               [int(x) for x in args.slowdowns.split(",") if x])
+        return
     slowdowns = [int(x) for x in args.slowdowns.split(",") if x]
     out = {"aa_sessions": 0, "aa_within": 0, "aa_codes": {}, "detect": {}, "session_s": [],
            "spread_pct": [], "round_pct": [], "in_session_detect": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(args.keep or tmp)
         for n in range(args.pairs):
             a, ta = session(root / f"a{n}", DEPTH, args.repeats, args.steps)
             b, tb = session(root / f"b{n}", DEPTH, args.repeats, args.steps)
@@ -111,6 +121,26 @@ def main() -> None:
     for pct, codes in out["detect"].items():
         print(f"compare +{pct} % work: exit codes {codes} (1 = seen)")
     print(json.dumps(out))
+
+
+def reread(root: Path, spreads: list[float], slowdowns: list[int]) -> None:
+    """compare's exit codes over the kept pairs, for each --session-spread."""
+    def last(d: Path) -> Path | None:
+        found = sorted(x for x in d.iterdir() if (x / "summary.json").is_file()) if d.is_dir() else []
+        return found[-1] if found else None
+
+    pairs = sorted(int(d.name[1:]) for d in root.glob("a*") if d.name[1:].isdigit())
+    for spread in spreads:
+        codes: dict[str, dict[str, int]] = {"A/A": {}, **{f"+{pct} %": {} for pct in slowdowns}}
+        for n in pairs:
+            a = last(root / f"a{n}")
+            others = {"A/A": last(root / f"b{n}"),
+                      **{f"+{pct} %": last(root / f"s{pct}-{n}") for pct in slowdowns}}
+            for what, b in others.items():
+                if a is not None and b is not None:
+                    code = str(guard(a, b, spread)[0])
+                    codes[what][code] = codes[what].get(code, 0) + 1
+        print(f"--session-spread {spread:g}: " + "; ".join(f"{k}: exit codes {v}" for k, v in codes.items()))
 
 
 if __name__ == "__main__":
