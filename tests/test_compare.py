@@ -177,12 +177,16 @@ def test_repeats_sessions_compare_their_combined_rows(tmp_path):
         runs = {f"eager-fp32-{k}": ("eager", "fp32", {}, times(m, seed=k)) for k, m in enumerate(medians, 1)}
         return fake_session(tmp_path / name, runs, replicate={run: k for k, run in enumerate(runs, 1)})
 
-    c = compare_sessions([open_session(repeats("a", [10.0, 10.3, 9.8]), "A"),
-                          open_session(repeats("b", [13.0, 12.6, 13.3]), "B")])
+    sessions = [open_session(repeats("a", [10.0, 10.3, 9.8]), "A"),
+                open_session(repeats("b", [13.0, 12.6, 13.3]), "B")]
+    c = compare_sessions(sessions, session_sd=0.0)  # the spread between processes alone
     (v,) = c.variants
     assert v.rows[0].processes and v.rows[1].processes  # the --repeats rows, not one process
     m = v.median[1]
     assert m.significant and 1.2 < m.lo < m.ratio < m.hi < 1.45  # Student's t over 3 processes
+    # By default a session's own level (5 %, assumed) widens it; still beyond noise at +30 %.
+    (v,) = compare_sessions(sessions).variants
+    assert v.median[1].significant and v.median[1].lo < m.lo and v.median[1].hi > m.hi
 
 
 def test_the_change_interval_combines_both_sessions_intervals():

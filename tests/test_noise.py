@@ -79,13 +79,15 @@ def test_a_a_compares_never_fail_the_guard_and_a_40_percent_slowdown_does():
         alike_failed += any("default/fp32" in f for f in failures)
     # An A/A pair fails the guard only by chance: beyond noise (5 %) and slower (half of that).
     assert failed <= 3 and alike_failed <= 3, (failed, alike_failed)
-    assert slow_caught >= 36, slow_caught  # a 40 % slowdown is seen with 3 processes a side
+    # A 40 % slowdown is seen with 3 processes a side: these sessions' processes land ±10 % apart
+    # and the default 5 % a session (noise.SESSION_SD, assumed) widens every interval a little.
+    assert slow_caught >= 32, slow_caught
 
 
 def test_a_session_spread_widens_intervals_between_sessions_only():
-    """Two sessions of the same work, the second on a machine 15 % slower as a whole: unpaired by
-    default, the shift reads as a change beyond noise; with --session-spread 20 % it is within
-    noise, and the least change the sessions tell grows."""
+    """Two sessions of the same work, the second on a machine 15 % slower as a whole: with no
+    session spread, the shift reads as a change beyond noise; with --session-spread 20 % it is
+    within noise, and the least change the sessions tell grows."""
     rng = random.Random(17)
 
     def steady(scale: float) -> list[dict]:  # processes 2 % apart, the session's level × scale
@@ -95,7 +97,7 @@ def test_a_session_spread_widens_intervals_between_sessions_only():
                                           seed=rng.randrange(10**9)), replicate=i)]
 
     a, b = summarize(steady(1.0)), summarize(steady(1.15))
-    plain = compare_sessions([_session(a, "A", 0), _session(b, "B", 0)])
+    plain = compare_sessions([_session(a, "A", 0), _session(b, "B", 0)], session_sd=0.0)
     spread = compare_sessions([_session(a, "A", 0), _session(b, "B", 0)], session_sd=math.log(1.2))
     eager = [next(v for v in c.variants if v.label == "eager/fp32") for c in (plain, spread)]
     changes = [v.median[1] for v in eager]

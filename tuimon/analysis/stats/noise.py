@@ -37,11 +37,11 @@ from tuimon.analysis.stats.rows import RunStats
 # (bench/RESULTS.md, "A/A pairs"); a quieter machine is better served by --repeats, which measures.
 FLOOR_SD = 0.10
 # σ of a whole session's log level beyond its processes' spread, between sessions (``tuimon
-# compare --session-spread``): the machine's state when the session ran, shared by all its
-# processes and variants, so it cancels inside a session and not across two. None by default: a
-# floor wide enough for this VM's state flips (bench/RESULTS.md, "A/B and A/A") would hide a 40 %
-# slowdown everywhere; a user whose machine drifts between sessions says by how much.
-SESSION_SD = 0.0
+# compare``; ``--session-spread`` sets another): the machine's state when the session ran, shared
+# by all its processes and variants, so it cancels inside a session and not across two. 5 %: on
+# this VM it took the A/A session pairs' false "beyond noise" calls from 5 of 20 to none and cost
+# no slowdown seen (bench/RESULTS.md, "A/B and A/A"); a steady machine can pass 0.
+SESSION_SD = math.log(1.05)
 Z80 = 0.841621
 # One-sided 80 % quantiles of Student's t by degrees of freedom (1..30); Z80 beyond.
 T80 = (1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876, 0.873, 0.870,
