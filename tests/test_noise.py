@@ -194,10 +194,16 @@ def test_compare_exit_codes_pass_fail_and_cannot_tell(tuimon, tmp_path):
     a = repeats("a", [10.0, 10.4, 9.7])
     same = repeats("same", [10.2, 9.8, 10.1])
     slower = repeats("slower", [14.1, 13.8, 14.5])
-    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "5")
+    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "5", "--session-spread", "0")
     assert proc.returncode == 4, proc.stdout + proc.stderr  # cannot tell 5 % with this spread
     assert "cannot tell whether the median step got more than 5 % slower" in proc.stderr
     assert "processes a side would tell 5 %" in proc.stderr and "--repeats" in proc.stderr
+    # With a session's own level (5 % by default) no number of processes tells 5 % between two
+    # sessions: the advice is one session.
+    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "5")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "between two sessions no number of processes tells 5 %" in proc.stderr
+    assert "race both in one session" in proc.stderr
     proc, _ = tuimon("compare", a, same, "--fail-if-slower", "50")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc, _ = tuimon("compare", a, slower, "--fail-if-slower", "5")

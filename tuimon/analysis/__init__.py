@@ -23,6 +23,7 @@ from tuimon.analysis.stats.change import Change, change_text
 from tuimon.analysis.stats.compare import speedup_text
 from tuimon.analysis.stats.live import group_figures, own_time_spread, recent_median
 from tuimon.analysis.stats.load import busy, load_text
+from tuimon.analysis.stats.noise import SESSION_SD
 from tuimon.analysis.stats.phases import PARTS as STEP_PARTS
 from tuimon.analysis.stats.phases import SHORT as PART_SHORT
 from tuimon.analysis.stats.phases import step_split
@@ -33,7 +34,8 @@ from tuimon.analysis.stats.warm import counts as cache_counts
 from tuimon.analysis.why import HIGH, INFO, MEDIUM, VariantWhy, diagnose
 
 __all__ = [
-    "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "STEP_PARTS", "Change", "Collector", "Column",
+    "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "SESSION_SD", "STEP_PARTS", "Change",
+    "Collector", "Column",
     "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
     "VariantWhy", "axis_range", "busy", "cache_counts", "change_text", "columns",
     "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",

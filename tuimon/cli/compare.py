@@ -91,7 +91,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def session_pct() -> float:
-    from tuimon.analysis.stats.noise import SESSION_SD
+    from tuimon.analysis import SESSION_SD
 
     return math.expm1(SESSION_SD) * 100.0
 

@@ -5,6 +5,7 @@ each variant's figures out as text."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched
@@ -167,7 +168,16 @@ def plan_text(noise: Noise | None, least: float | None, pct: float, variants: in
     with --repeats 7)'."""
     out = f"these sessions tell a change of {least:.0f} % or more" if least is not None else ""
     k = processes_for(noise, pct, variants) if noise is not None and pct > 0 else None
-    more = (f"{k} processes a side would tell {pct:g} % (run both with --repeats {k})" if k
-            else "no number of processes tells 0 %" if pct <= 0
-            else f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one")
+    if k:
+        more = f"{k} processes a side would tell {pct:g} % (run both with --repeats {k})"
+    elif pct <= 0:
+        more = "no number of processes tells 0 %"
+    elif noise is not None and noise.session_sd and processes_for(replace(noise, session_sd=0.0), pct,
+                                                                  variants):
+        # Each session's own level (--session-spread) is what no process count averages away.
+        more = (f"between two sessions no number of processes tells {pct:g} % (each session's own "
+                f"level, ±{math.expm1(noise.session_sd) * 100:.0f} % assumed, --session-spread): race "
+                "both in one session (an axis: --set impl=old,new), where rounds are paired")
+    else:
+        more = f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one"
     return f"{out}; {more}" if out else more
