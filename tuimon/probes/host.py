@@ -183,8 +183,9 @@ class HostProbe:
         tree.last_pids = [pid, *members]
 
         # The window is this tree's own, between its two reads: the sample's start-to-start
-        # interval also holds the process walk, whose length varies under load (a 0.2 s
-        # interval read 0.3 s of CPU time gave a one-core process 150 %).
+        # interval also holds the process walk, whose length varies under load, so CPU time
+        # read over a longer window than the one it was divided by could exceed the cores
+        # (CI saw a run above 100 % × cores).
         now, pct = time.monotonic(), None
         if tree.cpu_total is not None:
             delta = max(total - tree.cpu_total, 0.0)
