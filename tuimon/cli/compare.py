@@ -93,7 +93,7 @@ def compare_command(args: argparse.Namespace) -> int:
 def session_pct() -> float:
     from tuimon.analysis import SESSION_SD
 
-    return math.expm1(SESSION_SD) * 100.0
+    return math.expm1(SESSION_SD) * 100.0  # as Noise.session_pct says it
 
 
 def _labels(s) -> list[str]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 from rich.console import Console
 from rich.table import Table
@@ -131,11 +130,11 @@ def noise_text(c: Comparison) -> str:
         out = (f"not measured, one process a variant: ±{n.pct:.0f} % assumed "
                "(--repeats 3 or more measures it)")
         if n.session_sd:
-            out += f", ±{math.expm1(n.session_sd) * 100:.0f} % a session assumed (--session-spread)"
+            out += f", ±{n.session_pct:.0f} % a session assumed (--session-spread)"
         return out
     out = f"±{n.pct:.1f} % a process (pooled over {n.variants} variants, {n.processes} processes)"
     if n.session_sd:  # assumed: the machine's state, which two sessions need not share
-        out += f", ±{math.expm1(n.session_sd) * 100:.0f} % a session assumed (--session-spread)"
+        out += f", ±{n.session_pct:.0f} % a session assumed (--session-spread)"
     return out
 
 

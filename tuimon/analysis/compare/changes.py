@@ -5,7 +5,6 @@ each variant's figures out as text."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched
@@ -176,7 +175,7 @@ def plan_text(noise: Noise | None, least: float | None, pct: float, variants: in
                                                                   variants):
         # Each session's own level (--session-spread) is what no process count averages away.
         more = (f"between two sessions no number of processes tells {pct:g} % (each session's own "
-                f"level, ±{math.expm1(noise.session_sd) * 100:.0f} % assumed, --session-spread): race "
+                f"level, ±{noise.session_pct:.0f} % assumed, --session-spread): race "
                 "both in one session (an axis: --set impl=old,new), where rounds are paired")
     else:
         more = f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one"

@@ -75,21 +75,30 @@ class Noise:
     @property
     def pct(self) -> float:
         """The spread as a share of a median: one σ either way, in percent."""
-        return (math.exp(self.sd) - 1.0) * 100.0
+        return as_pct(self.sd)
 
     @property
     def round_pct(self) -> float:
-        return (math.exp(self.round_sd) - 1.0) * 100.0
+        return as_pct(self.round_sd)
+
+    @property
+    def session_pct(self) -> float:
+        return as_pct(self.session_sd)
 
     def to_dict(self) -> dict:
         return {"sd": round(self.sd, 6), "pct": round(self.pct, 3), "df": self.df,
                 "measured": self.measured, "variants": self.variants, "processes": self.processes,
                 "round_sd": round(self.round_sd, 6), "round_pct": round(self.round_pct, 3),
                 "round_df": self.round_df, "session_sd": round(self.session_sd, 6),
-                "session_pct": round((math.exp(self.session_sd) - 1.0) * 100.0, 3)}
+                "session_pct": round(self.session_pct, 3)}
 
 
 ASSUMED = Noise(FLOOR_SD, 0)
+
+
+def as_pct(sd: float) -> float:
+    """A σ on the log scale as a share of a median, in percent (one σ either way)."""
+    return math.expm1(sd) * 100.0
 
 
 def pooled(rows: list[RunStats]) -> Noise:
