@@ -271,3 +271,37 @@ def test_the_parent_watch_kills_a_runner_deaf_to_sigint(tmp_path):
         parent.kill()
         parent.wait()
     assert not wait_until_gone(seen, 5)
+
+
+ABORT_AT_TEARDOWN = """
+import os
+import torch
+
+
+class AbortAtTeardown:  # a module global: its __del__ runs after every atexit handler
+    def __del__(self):
+        os.abort()
+
+
+bomb = AbortAtTeardown()
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(1000):
+    opt.zero_grad()
+    model(torch.randn(8, 4)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_script_killed_as_it_exits_after_its_steps_keeps_them_and_says_so(tuimon, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(ABORT_AT_TEARDOWN)
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "12", "--", sys.executable,
+                           str(script))
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["eager-script"]
+    assert kinds["finished"][0]["reason"] == "steps" and len(kinds["step"]) == 12
+    assert kinds["run_exited"][0]["returncode"] == -signal.SIGABRT
+    (warning,) = [w["text"] for w in kinds["warning"] if "as it exited" in w["text"]]
+    assert warning.startswith("its process was killed by SIGABRT as it exited, after it had finished")
+    assert "killed by SIGABRT as it exited" in proc.stdout

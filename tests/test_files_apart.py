@@ -291,3 +291,43 @@ def test_a_torchrun_jobs_ranks_share_their_variants_place(tuimon, project):
     (outputs,) = json.loads((session / "summary.json").read_text())["files"]["outputs"]
     assert [f["path"] for f in outputs["files"]] == ["ddp.pt"]  # rank 0's, in the job's place
     assert "rank 1: cleanup done" in (session / "logs" / "eager-script.log").read_text()
+
+
+TEMP_TO_CHILD = '''
+import os, subprocess, sys, tempfile
+import torch
+
+d = tempfile.mkdtemp()  # as Inductor's header build: a child process works in it
+subprocess.run([sys.executable, "-c", f"open({os.path.join(d, 'x')!r}, 'w').write('a child wrote')"],
+               check=True)
+print("dir:", open(os.path.join(d, "x")).read(), flush=True)
+with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    f.write("mine")
+print("file:", subprocess.run(["cat", f.name], capture_output=True, text=True, check=True).stdout, flush=True)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(8):
+    opt.zero_grad()
+    model(torch.randn(8, 4)).sum().backward()
+    opt.step()
+with open("ckpt.txt", "w") as f:  # a fixed name: still the variant's own
+    f.write(str(os.getpid()))
+'''
+
+
+def test_a_temp_directory_kept_apart_still_hands_real_paths_to_children(tuimon, project):
+    """The temp directory inside a directory kept apart (a script in /tmp, or TMPDIR under the
+    project): tempfile's fresh names stay real, so a child process handed one finds it (a
+    compiled variant's Inductor failed to build its header in a mkdtemp() it could not see)."""
+    (project / "tmp").mkdir()
+    (project / "train.py").write_text(TEMP_TO_CHILD)
+    before = tree(project)
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--repeats", "2", "--", PY,
+                           "train.py", cwd=project, env={"TMPDIR": str(project / "tmp")})
+    assert proc.returncode == 0, proc.stderr
+    for run in ("eager-script", "eager-script-2"):
+        log = (session / "logs" / f"{run}.log").read_text()
+        assert "dir: a child wrote" in log and "file: mine" in log, log
+    after = tree(project)
+    assert {k: v for k, v in after.items() if not k.startswith("tmp/")} == before  # theirs untouched
+    assert "ckpt.txt" not in after

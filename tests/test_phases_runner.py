@@ -383,3 +383,21 @@ def test_a_captured_steps_phases_sit_beside_the_captures_own_split():
         mine = statistics.fmean(s["ph"][k + 1] for s in steps) / 1000
         theirs = done["split"][f"{part}_ms"]
         assert mine == pytest.approx(theirs, rel=0.35), (part, mine, theirs)
+
+
+def test_a_model_and_optimizer_the_script_lets_go_are_freed_and_the_next_pair_leads(tuimon):
+    """tuimon's hooks hold the trained module and the lead optimizer weakly: once the script
+    lets them go they are freed as without tuimon (held, a DDP model kept its process group alive
+    into the interpreter's teardown, where gloo aborted the rank now and then), and the next
+    optimizer's steps end steps."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--", PY,
+                           str(SCRIPTS / "two_models.py"))
+    assert proc.returncode == 0, proc.stderr
+    for run, kinds in runs_of(session)[1].items():
+        log = (session / "logs" / f"{run}.log").read_text()
+        assert "first model freed: True; its optimizer freed: True" in log, (run, log)
+        assert "second training done" in log
+        assert len(kinds["step"]) == 60, (run, len(kinds["step"]))  # the second optimizer leads
+        assert all(s["ph"][1] > 0 for s in _steady(kinds)[-20:]), run  # its model's forward found
+    forwards = [e for e in runs_of(session)[1]["default-script"]["compile"] if e["forward"]]
+    assert len(forwards) == 2  # tuimon compiled the second model too, as the first

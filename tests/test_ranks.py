@@ -18,6 +18,7 @@ from conftest import RECIPES, SCRIPTS
 from test_crashes import descendants, survivors
 from test_end_to_end import runs_of
 
+from tuimon.control.job_runs import EXIT_WAIT_S, _bad_exit
 from tuimon.sessiondir import store
 
 PY = sys.executable
@@ -170,17 +171,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache):
+def two_nodes(tmp_path: Path, *script_args: str, timeout: float = 240) -> tuple[list, list]:
+    """Two tuimon sessions, one per node of a two-node torchrun job on loopback; both waited
+    for, and on a timeout both killed and everything they printed shown."""
     port = str(free_port())
     procs = []
     for node in (0, 1):
         cmd = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--steps", "20", "--repeats", "1",
                "--out", str(tmp_path / f"node{node}"), "--", *TORCHRUN, "--nnodes", "2",
                "--node-rank", str(node), "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
-               "--master-port", port, DDP, "--slow-rank", "1", "--slow-ms", "0.6"]
+               "--master-port", port, DDP, *script_args]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, cwd=tmp_path))
-    outs = [p.communicate(timeout=240) for p in procs]
+    deadline = time.monotonic() + timeout
+    try:
+        outs = [p.communicate(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        said = [p.communicate() for p in procs]
+        logs = [log.read_text()[-3000:] for log in sorted(tmp_path.glob("node*/*/logs/*.log"))]
+        pytest.fail(f"a node's session did not end in {timeout:.0f} s: {said} {logs}")
+    return procs, outs
+
+
+def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache):
+    procs, outs = two_nodes(tmp_path, "--slow-rank", "1", "--slow-ms", "0.6")
     for p, (_, stderr) in zip(procs, outs, strict=True):
         assert p.returncode == 0, stderr
         assert "one after the other (--schedule sequential)" in stderr
@@ -197,6 +213,42 @@ def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache)
     md = (nodes[0] / "job-summary.md").read_text()
     assert "(2 nodes)" in md and "| ranks (world size) | 2 ranks · gloo" in md
     assert json.loads((nodes[0] / "summary.json").read_text())["runs"][0]["world_size"] == 2
+
+
+def test_a_rank_that_dies_at_its_exit_is_said_and_no_node_waits_for_it(tmp_path, inductor_cache):
+    """Node 1's rank aborts as its interpreter tears down, after its steps (gloo's destructor
+    did, now and then, while tuimon's hooks kept the DDP model alive): node 1 says so, its steps
+    all kept; node 0's torchrun would wait 300 s at its exit barrier for node 1's launcher, which
+    never comes: tuimon ends that wait and says why."""
+    started = time.monotonic()
+    procs, outs = two_nodes(tmp_path, "--abort-at-exit-rank", "1")
+    assert time.monotonic() - started < EXIT_WAIT_S + 60
+    for p, (_, stderr) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, stderr
+    nodes = [next((tmp_path / f"node{k}").glob("*")) for k in (0, 1)]
+    for node in nodes:
+        assert json.loads((node / "summary.json").read_text())["runs"][0]["steps"] == 20
+    said = [[e["text"] for e in store.read_events(node)[0] if e["type"] == "warning"] for node in nodes]
+    assert any("rank 1 was killed by SIGABRT as its process exited, after it had finished" in t
+               for t in said[1]), said[1]
+    assert any("torchrun still waited for the other nodes' launchers at its exit barrier" in t
+               and "tuimon ended it" in t for t in said[0]), said[0]
+    assert "rank 1 was killed by SIGABRT" in outs[1][0]  # told in the headless output too
+
+
+def test_a_bad_exit_is_read_from_torchruns_report():
+    report = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-24_18:19:42
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : -6 (pid: 21357)  (SIGABRT)
+"""
+    assert _bad_exit(report).startswith("rank 1 was killed by SIGABRT as its process exited")
+    assert _bad_exit(report.replace("-6 (pid", "3 (pid")).startswith("rank 1 exited with code 3")
+    assert _bad_exit(report.replace("-6 (pid", "-2 (pid")) is None  # tuimon's own SIGINT: a stop
+    assert _bad_exit("no report") is None
 
 
 def cuda_gpus() -> int:

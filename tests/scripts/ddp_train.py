@@ -46,6 +46,17 @@ class Pause(nn.Module):
         return x
 
 
+class AbortAtTeardown:
+    """Held by a module global: its __del__ runs as the interpreter clears the modules, after
+    every atexit handler."""
+
+    def __del__(self):
+        os.abort()
+
+
+_BOMB = None
+
+
 def make_data(n, dim=32, classes=10):
     g = torch.Generator().manual_seed(0)  # the same data on every rank; the sampler shards it
     x = torch.randn(n, dim, generator=g)
@@ -66,8 +77,14 @@ def main():
     parser.add_argument("--slow-forward-ms", type=float, default=5.0, help="per step, in forward")
     parser.add_argument("--raise-rank", type=int, default=-1, help="this rank raises at --raise-at")
     parser.add_argument("--raise-at", type=int, default=10)
+    parser.add_argument("--abort-at-exit-rank", type=int, default=-1,
+                        help="this rank aborts (SIGABRT) as its interpreter tears down, after "
+                        "training: as gloo's destructor did when a process group outlived main()")
     args = parser.parse_args()
 
+    if int(os.environ.get("RANK", "-1")) == args.abort_at_exit_rank:
+        global _BOMB
+        _BOMB = AbortAtTeardown()
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -12,6 +12,7 @@ ranks' reason, or failed with the first failing rank's cause and what became of 
 from __future__ import annotations
 
 import re
+import signal
 import time
 
 from tuimon import events
@@ -23,6 +24,9 @@ from tuimon.torchrun import is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
 RANK = "rank"  # the inbox's kind for the rank socket's news
+# Every rank here has ended and torchrun is still running this long after: a job over several
+# nodes waits at torch's exit barrier for the other nodes' launchers (up to its 300 s).
+EXIT_WAIT_S = 20.0
 
 
 class JobRuns:
@@ -107,6 +111,8 @@ class JobRuns:
             job.gone(rank)
             if not rs.ended:  # torchrun ended it (another rank failed), or it died
                 self._record([events.make(events.RUN_EXITED, run, rank=rank, said=False)])
+            elif all(x.ended and x.gone for x in job.ranks.values()) and len(job.ranks) >= job.expected():
+                r.ranks_done_at = time.monotonic()  # every rank here ended, its process gone
         self._check_job(r, job)
 
     def _note_rank(self, r: Run, job: JobChild, e: dict) -> None:
@@ -181,6 +187,24 @@ class JobRuns:
                 job.schedule("stop", "duration")
                 r.deadline = now + plan.stop_line_s + job.lead_time()
             self._check_job(r, job)
+            self._exit_wait(r, job, now)
+
+    def _exit_wait(self, r: Run, job: JobChild, now: float) -> None:
+        """Every rank here ended and its process exited ``EXIT_WAIT_S`` ago, and torchrun has not:
+        over several nodes it waits at its exit barrier for the other nodes' launchers (up to
+        torch's 300 s; a node whose rank died at its exit never comes). Nothing is left to
+        measure or save here, so tuimon ends the wait (SIGINT, as a stop) and says so."""
+        if r.ranks_done_at is None or r.exit_wait_said or now - r.ranks_done_at < EXIT_WAIT_S:
+            return
+        r.exit_wait_said = True
+        world = max((rs.hello.get("world_size") or 0 for rs in job.ranks.values()), default=0)
+        where = ("waited for the other nodes' launchers at its exit barrier (a node whose rank "
+                 "failed at its exit never arrives)" if world > job.expected() else "had not exited")
+        self._record([events.make(events.WARNING, r.id, note=True, text=(
+            f"every rank here ended {now - r.ranks_done_at:.0f} s ago and torchrun still {where}: "
+            "tuimon ended it (every step was measured)"))])
+        if not r.escalation:
+            self._escalate_run(r)
 
     def rank_pids(self) -> dict[str, dict[int, int]]:
         """Run -> {rank: pid} of the live jobs' ranks (read by the sampler's thread)."""
@@ -229,8 +253,11 @@ class JobRuns:
         figures = {k: max(e[k] for e in said if e.get(k) is not None)
                    for k in ("seconds", "paused_s", "compiles", "compile_s")
                    if any(e.get(k) is not None for e in said)}
-        return [events.make(events.FINISHED, r.id, reason=reason, returncode=rc, ranks=len(ranks),
-                            ranks_fate=_fate(ranks, None), **figures)]
+        out = [events.make(events.FINISHED, r.id, reason=reason, returncode=rc, ranks=len(ranks),
+                           ranks_fate=_fate(ranks, None), **figures)]
+        if rc != 0 and not r.stop_asked and (text := _bad_exit(tail)):
+            out.append(events.make(events.WARNING, r.id, text=f"{text}; torchrun exited with code {rc}"))
+        return out
 
     def _job_failed(self, r: Run, **fields) -> list[dict]:
         r.ended = True
@@ -242,6 +269,21 @@ class JobRuns:
             self.build_failure = e
             self._stop_everything()
         return [e]
+
+
+def _bad_exit(tail: str) -> str | None:
+    """After every rank had finished: the rank whose own exit failed, from torchrun's report
+    (a signal other than tuimon's SIGINT, or a non-zero code), in words; None if none."""
+    rank, code = _root_cause(tail)
+    if code is None or code in (0, -signal.SIGINT):
+        return None
+    try:
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+    except ValueError:
+        how = f"was killed by signal {-code}"
+    who = f"rank {rank}" if rank is not None else "a rank"
+    return (f"{who} {how} as its process exited, after it had finished: the steps it measured "
+            "are all here (the log holds its last lines)")
 
 
 def _fate(ranks: dict, failed: int | None) -> str:

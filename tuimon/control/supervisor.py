@@ -293,6 +293,10 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
             self._set_state(run, DONE)
         elif not r.ended and self.plan.script is not None and not r.stop_asked:
             batch.append(self._script_exit(r, rc))
+        elif r.ended and rc < 0 and rc != -signal.SIGINT and not r.stop_asked and not r.escalation:
+            batch.append(events.make(events.WARNING, run, text=(
+                f"its process was killed by {failures.of_exit(rc)['signal']} as it exited, after "
+                "it had finished: the steps it measured are all here (the log holds its last lines)")))
         elif not r.ended:
             how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
             if r.stop_asked:  # asked to stop and killed (still building, or deaf): still a stop

@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import time
+import weakref
 
 from tuimon.runner.profiling.capture import Capture, one_line
 from tuimon.runner.profiling.options import Options
@@ -36,6 +37,7 @@ class Profiler:
                  hook_guards: bool = False, auto: bool = False, steps: int | None = None,
                  turns: bool = False) -> None:
         self.device_type = device_type
+        self._model = None
         self.model = model
         self.compiled = compiled
         self.defaults = defaults or Options()
@@ -57,6 +59,16 @@ class Profiler:
         self._retried = False
         self._auto_options = AUTO  # the retry's window fits the steps a turn held
         self._asked = False  # a capture other than the automatic one was taken
+
+    @property
+    def model(self):
+        """The model whose modules a capture names; held weakly (a script's model goes when the
+        script lets it go: runner/script/phases.py says why)."""
+        return self._model() if self._model is not None else None
+
+    @model.setter
+    def model(self, model) -> None:
+        self._model = _weak(model)
 
     def turn_began(self) -> None:
         """The interleaved schedule gave the run its turn: from the second one, the automatic
@@ -179,3 +191,12 @@ class Profiler:
         if cap.source == "auto" and result["state"] == "failed":
             result["quiet"] = True  # nobody asked for it: a note in the summary, no failure said
         return result
+
+
+def _weak(model):
+    if model is None:
+        return None
+    try:
+        return weakref.ref(model)
+    except TypeError:  # a model that takes no weak reference: held
+        return lambda: model

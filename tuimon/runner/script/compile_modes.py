@@ -20,6 +20,7 @@ nothing, never as a compiled one.
 from __future__ import annotations
 
 import os
+import weakref
 
 import torch
 
@@ -39,7 +40,8 @@ class CompileModes:
         self.compile_optimizer = compiles_optimizer(mode)  # MODE+opt: every optimizer's step too
         self.say = say  # one line for the run's notes: say(text, **fields)
         self.script_compiles = 0
-        self.auto_compiled = None  # the module compiled by tuimon, if any
+        self.auto_done = False  # tuimon compiled a module for the script
+        self._auto = None  # that module, weakly (script/phases.py says why)
         self._optimizer_params: set[int] | None = None
         self._hook = None
         self._seen: list[str] = []  # classes called while looking for the named one
@@ -109,11 +111,16 @@ class CompileModes:
             self.listener.candidate(module)
         return module
 
+    @property
+    def auto_compiled(self):
+        """The module tuimon compiled, while the script holds it; else None."""
+        return self._auto() if self._auto is not None else None
+
     def _undo_auto(self, target) -> None:
-        if self.auto_compiled is not None and target is self.auto_compiled:
+        if self.auto_done and target is self.auto_compiled:
             target._compiled_call_impl = None  # the script compiles it itself: its call wins
             self.say(f"the script compiles {type(target).__name__} itself: tuimon's compile undone")
-            self.auto_compiled = None
+            self.auto_done, self._auto = False, None
 
     # ---- compiling a script that never does ---------------------------------------------------
     def optimizer_made(self, optimizer) -> None:
@@ -129,8 +136,21 @@ class CompileModes:
         if self._optimizer_params:
             self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
 
+    def retarget(self, optimizer) -> None:
+        """A new lead optimizer, the first one let go (a second training): tuimon compiles the
+        module it trains too, as it compiled the first, unless the script compiles its own."""
+        if not self.auto or self.script_compiles or not self.auto_done:
+            return
+        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        module = self.auto_compiled
+        if not params or (module is not None and params <= {id(p) for p in module.parameters()}):
+            return
+        self._optimizer_params, self.auto_done, self._auto = params, False, None
+        self._remove_hook()
+        self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+
     def _first_call(self, module, args):
-        if self.script_compiles or self.auto_compiled is not None:
+        if self.script_compiles or self.auto_done:
             self._remove_hook()
             return None
         own = {id(p) for p in module.parameters()}
@@ -152,7 +172,7 @@ class CompileModes:
     def _compile(self, module, which: str) -> None:
         self._remove_hook()
         module._compiled_call_impl = self._orig_compile(_compilable_call(module), mode=self.mode)
-        self.auto_compiled = module
+        self.auto_done, self._auto = True, weakref.ref(module)
         self._told(module)
         what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"
         off = " (--no-auto-compile turns this off)" if not self.named else ""
@@ -161,7 +181,7 @@ class CompileModes:
 
     def asked(self) -> bool:
         """Did this variant ask torch to compile anything (the script, or tuimon for it)?"""
-        return self.mode != "eager" and (self.script_compiles > 0 or self.auto_compiled is not None)
+        return self.mode != "eager" and (self.script_compiles > 0 or self.auto_done)
 
     def _remove_hook(self) -> None:
         if self._hook is not None:
@@ -172,7 +192,7 @@ class CompileModes:
         """The first step ended: a compiled variant that will compile nothing says why, once."""
         looking = self._hook is not None
         self._remove_hook()
-        if self.mode == "eager" or self.script_compiles or self.auto_compiled is not None:
+        if self.mode == "eager" or self.script_compiles or self.auto_done:
             return
         if self.named:
             seen = f" (modules called: {', '.join(self._seen)})" if self._seen else ""

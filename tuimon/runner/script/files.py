@@ -109,10 +109,14 @@ class FilesApart:
         place = self.place(path)
         if place == "exempt":
             return file
+        if place == "apart" and self._temp(path, kind):
+            return file
         if place == "outside":
             if kind != READ:
                 self._outside(path, kind)
             return file
+        if place == "apart" and self._own and self._owned(path):
+            return file  # under a fresh name tempfile made real (``_temp``)
         where = path if place == "mirror" else self.root + path
         if kind != READ:
             self._busy.on = True
@@ -133,6 +137,15 @@ class FilesApart:
                 mirror.inside(path, h) for h in self.hide):
             return "apart"
         return "outside"
+
+    def _temp(self, path: str, kind: str) -> bool:
+        """tempfile making a fresh name in a directory kept apart (a script in /tmp): the name
+        stays real, the variant's own, since a compiler or any subprocess is handed the real
+        path (Inductor's header build in its mkdtemp() failed when it went to the mirror)."""
+        if kind != MAKE or not getattr(self._busy, "temp", False):
+            return False
+        self._own.add(path)
+        return True
 
     def made(self, file) -> None:
         """``file`` was just created exclusively: when outside, the variant's own."""
@@ -225,11 +238,26 @@ class FilesApart:
         mkdtemp = tempfile.mkdtemp
 
         def made_temp(*args, **kwargs):  # a fresh directory of its own (TemporaryDirectory's too)
-            path = mkdtemp(*args, **kwargs)
+            self._busy.temp = True
+            try:
+                path = mkdtemp(*args, **kwargs)
+            finally:
+                self._busy.temp = False
             self.made(path)
             return path
 
         self._set(tempfile, "mkdtemp", made_temp)
+        # mkstemp's and NamedTemporaryFile's one maker of a fresh name (private, hence guarded)
+        if callable(mkstemp_inner := getattr(tempfile, "_mkstemp_inner", None)):
+
+            def made_temp_file(*args, **kwargs):
+                self._busy.temp = True
+                try:
+                    return mkstemp_inner(*args, **kwargs)
+                finally:
+                    self._busy.temp = False
+
+            self._set(tempfile, "_mkstemp_inner", made_temp_file)
         if torch is not None:  # (torch.load opens its path with open(): routed as a read)
             for module in (torch, torch.serialization):
                 self._wrap_arg(module, "save", 1, TRUNC)

@@ -169,6 +169,12 @@ def _install(cfg: dict) -> None:
 
     run.first_step = first_step
 
+    def lead_changed(optimizer) -> None:  # a second training: its model is found (and compiled)
+        modes.retarget(optimizer)
+        forward.retarget(optimizer)
+
+    run.lead_changed = lead_changed
+
     def stepping(optimizer, args, kwargs) -> None:
         enter(OPTIMIZER)
 

@@ -13,9 +13,16 @@ the next step boundary wraps what is there now; before the script's own ``torch.
 of the wrapped module the slot is given back, and the wrapper torch.compile returns is wrapped.
 Pickling and ``copy.deepcopy`` leave the slot out (torch's ``Module.__getstate__``), so a saved
 or copied model carries no wrapper.
+
+The module is held weakly, here and in the wrapper: a model the script lets go is freed when it
+would be without tuimon. Held strongly, a DDP model (its process group with it) outlived the
+script's ``main()`` into the interpreter's teardown, where gloo's destructor aborted the rank
+(SIGABRT) now and then, failing torchrun's exit and leaving the other nodes' launchers waiting.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import torch
 
@@ -26,13 +33,25 @@ class ForwardTimer:
     def __init__(self, timeline: Timeline, say) -> None:
         self.timeline = timeline
         self.say = say  # one line for the run's notes
-        self.module = None  # the trained module, once found
+        self._module = None  # a weak reference to the trained module, once found
+        # The wrapper in the module's slot, weakly too (it holds what it calls, the module's
+        # compiled call, and so the module); its ``inner``: the slot's callable it calls (a
+        # compile in place), or None (the module's own _call_impl).
         self._wrapper = None
-        self._inner = None  # what the wrapper calls: the slot's callable, or _call_impl
         self._params: set[int] | None = None
-        self._candidates: list = []  # modules compiled before an optimizer existed
+        self._candidates: list = []  # modules compiled before an optimizer existed (weakly)
         self._hook = None
         self._gave_up = False
+        self._retargeted = False  # looking again, for a new lead optimizer's module
+
+    @property
+    def module(self):
+        """The trained module; None before it is found, or once the script let it go."""
+        return self._module() if self._module is not None else None
+
+    @property
+    def wrapper(self):
+        return self._wrapper() if self._wrapper is not None else None
 
     # ---- finding the trained module ---------------------------------------------------------
     def optimizer_made(self, optimizer) -> None:
@@ -41,8 +60,8 @@ class ForwardTimer:
         self._params = {id(p) for group in optimizer.param_groups for p in group["params"]}
         if not self._params:
             return
-        for module in reversed(self._candidates):  # the latest compile first
-            if self._holds(module):
+        for ref in reversed(self._candidates):  # the latest compile first
+            if (module := ref()) is not None and self._holds(module):
                 self._adopt(module)
                 break
         else:
@@ -57,7 +76,7 @@ class ForwardTimer:
         if self.module is not None or not isinstance(module, torch.nn.Module):
             return
         if self._params is None:
-            self._candidates.append(module)
+            self._candidates.append(weakref.ref(module))
         elif self._holds(module):
             self._adopt(module)
 
@@ -73,7 +92,7 @@ class ForwardTimer:
 
     def _adopt(self, module) -> None:
         self._disarm()
-        self.module = module
+        self._module = weakref.ref(module)
         self._wrap()
 
     def _disarm(self) -> None:
@@ -94,25 +113,54 @@ class ForwardTimer:
     # ---- the wrapper ------------------------------------------------------------------------
     def _wrap(self) -> None:
         module = self.module
-        inner = module._compiled_call_impl or module._call_impl
+        inner = module._compiled_call_impl
         timeline = self.timeline
+        if inner is None:  # the module's own _call_impl, reached through a weak reference
+            ref, call_impl = self._module, type(module)._call_impl
 
-        def timed_call(*args, **kwargs):
-            timeline.enter(FORWARD)
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                timeline.leave()
+            def timed_call(*args, **kwargs):
+                timeline.enter(FORWARD)
+                try:
+                    return call_impl(ref(), *args, **kwargs)
+                finally:
+                    timeline.leave()
+        else:
 
-        self._inner, self._wrapper = inner, timed_call
+            def timed_call(*args, **kwargs):
+                timeline.enter(FORWARD)
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    timeline.leave()
+
+        timed_call.inner = inner
+        self._wrapper = weakref.ref(timed_call)
         module._compiled_call_impl = timed_call
 
     def check(self) -> None:
         """At a step boundary: the slot still holds the wrapper (a compile in place replaced it:
-        wrap the compiled call)."""
+        wrap the compiled call); a search begun by ``retarget`` a step ago that found nothing
+        gives up."""
         module = self.module
-        if module is not None and module._compiled_call_impl is not self._wrapper:
-            self._wrap()
+        if module is not None:
+            if module._compiled_call_impl is not self.wrapper:
+                self._wrap()
+        elif self._retargeted and self._hook is not None:
+            self.give_up()
+
+    def retarget(self, optimizer) -> None:
+        """A new lead optimizer, the first one let go (a second training in the script): the
+        module it trains is timed from now on, found as the first one was."""
+        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        module = self.module
+        if module is not None and params <= {id(p) for p in module.parameters()}:
+            return  # the same model, a new optimizer
+        if module is not None and module._compiled_call_impl is (wrapper := self.wrapper):
+            module._compiled_call_impl = wrapper.inner  # a model kept, no longer trained
+        self._disarm()
+        self._module = self._wrapper = None
+        self._params, self._gave_up, self._retargeted = None, False, True
+        self.optimizer_made(optimizer)
 
     def release(self, model) -> None:
         """The script is about to torch.compile ``model``: if it is the wrapped module, give its
@@ -120,7 +168,6 @@ class ForwardTimer:
         candidate."""
         if model is None or model is not self.module:
             return
-        if model._compiled_call_impl is self._wrapper:
-            inner = self._inner
-            model._compiled_call_impl = None if inner == model._call_impl else inner
-        self.module = self._wrapper = self._inner = None
+        if model._compiled_call_impl is (wrapper := self.wrapper):
+            model._compiled_call_impl = wrapper.inner
+        self._module = self._wrapper = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import weakref
 
 import torch
 
@@ -37,6 +38,14 @@ from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
+
+
+def weak(thing):
+    """A weak reference to ``thing``, or a strong one where its class allows none (__slots__)."""
+    try:
+        return weakref.ref(thing)
+    except TypeError:
+        return lambda: thing
 
 
 class StopScript(KeyboardInterrupt):
@@ -67,7 +76,9 @@ class ScriptSteps:
         self.failed = False
         self.i = 0  # steps recorded so far
         self.boundaries = 0
-        self.lead = None  # the optimizer whose step ends a step
+        # The optimizer whose step ends a step, weakly (one the script lets go, its state with
+        # it, is freed as without tuimon; the next optimizer stepped leads then).
+        self._lead = None
         self.optimizers = 0  # torch.optim optimizers made so far
         self.by_backward = False  # no optimizer steps: a step is one backward() to the next
         self.module = None  # the trained module, when compile_modes found it
@@ -89,6 +100,7 @@ class ScriptSteps:
         self.last_data = None
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
+        self.lead_changed = None  # called with a new lead optimizer (runner/script/hooks.py)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
@@ -140,7 +152,7 @@ class ScriptSteps:
             self.guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
             self.guard.theirs()
-        if self.lead is not None:
+        if self._lead is not None:
             return
         if not self.by_backward and (
                 (self.optimizers == 0 and self.backwards >= 2) or self.backwards >= FALLBACK_BACKWARDS):
@@ -155,12 +167,20 @@ class ScriptSteps:
     def optimizer_made(self) -> None:
         self.optimizers += 1
 
+    @property
+    def lead(self):
+        return self._lead() if self._lead is not None else None
+
     def optimizer_stepped(self, optimizer) -> None:
         if not self.enabled or self.by_backward:
             return
-        if self.lead is None:
-            self.lead = optimizer
-        if optimizer is self.lead:
+        lead = self.lead
+        if lead is None:
+            changed = self._lead is not None  # the lead was let go: a second training
+            lead, self._lead = optimizer, weak(optimizer)
+            if changed and self.lead_changed is not None:
+                self.lead_changed(optimizer)
+        if optimizer is lead:
             self.boundary()
 
     def step_skipped(self, optimizer) -> None:
