@@ -59,11 +59,35 @@ def put(names: dict) -> None:
         module._compiled_call_impl = slot
 
 
-def found(bare: dict, hooked: dict, model) -> None:
-    """After a hooked block found the trained module: its timer on when hooked, off when bare."""
-    hooked["slots"][model] = model._compiled_call_impl
+WITHOUT = ("forward", "data", "backward", "optimizer-pre", "timeline")
+
+
+def found(bare: dict, hooked: dict, model, without: set[str]) -> None:
+    """After a hooked block found the trained module: its timer on when hooked (unless left
+    out), off when bare."""
+    hooked["slots"][model] = None if "forward" in without else model._compiled_call_impl
     bare["slots"][model] = None
     hooked["module_pre_hooks"] = dict(torch.nn.modules.module._global_forward_pre_hooks)
+
+
+def leave_out(bare: dict, hooked: dict, without: set[str]) -> None:
+    """--without: the hooked blocks run with these parts of the hooks taken out (an ablation:
+    what each part costs is the difference to a full run)."""
+    if "data" in without:
+        hooked["next"] = bare["next"]
+    if "backward" in without:
+        hooked["backward"] = bare["backward"]
+    if "optimizer-pre" in without:
+        hooked["pre_hooks"] = dict(bare["pre_hooks"])
+
+
+def stub_timeline() -> None:
+    """--without timeline: the Timeline's enter/leave/end do nothing (before the hooks bind them)."""
+    from tuimon.runner.phases import Timeline
+
+    Timeline.enter = lambda self, part: None
+    Timeline.leave = lambda self: None
+    Timeline.end = lambda self: (None, None, None, None)
 
 
 def timed_steps(loader, model, opt, ms: float) -> float:
@@ -82,7 +106,8 @@ def timed_steps(loader, model, opt, ms: float) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
-def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict) -> list[float]:
+def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict,
+            without: set[str]) -> list[float]:
     """Per-step µs (hooked - bare), one per pair of blocks."""
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # made hooked: the hooks count it
@@ -94,7 +119,7 @@ def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict) -> lis
 
     put(hooked)
     block()  # warm up both paths once
-    found(bare, hooked, model)
+    found(bare, hooked, model, without)
     put(bare)
     block()
     diffs = []
@@ -112,8 +137,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--blocks", type=int, default=15)
+    p.add_argument("--without", default="", help=f"parts of the hooks left out, comma-separated: "
+                   f"{', '.join(WITHOUT)} (what a part costs: the difference to a full run)")
     args = p.parse_args()
+    without = {w for w in args.without.split(",") if w}
+    if without - set(WITHOUT):
+        p.error(f"--without takes {', '.join(WITHOUT)}")
     torch.set_num_threads(1)
+    if "timeline" in without:
+        stub_timeline()
     bare = patched_names()
     devnull = os.open(os.devnull, os.O_WRONLY)
     from tuimon.runner.script import hooks
@@ -122,12 +154,13 @@ def main() -> None:
                             "event_fd": devnull, "control_fd": None, "seed": None,
                             "no_step_s": 1e9}))
     hooked = patched_names()
+    leave_out(bare, hooked, without)
     print(f"torch {torch.__version__}, {os.cpu_count()} cores; blocks of steps alternating bare / "
-          f"hooked, {args.blocks} pairs a run")
+          f"hooked, {args.blocks} pairs a run" + (f"; without {args.without}" if without else ""))
     for ms, steps in ((1.0, 300), (10.0, 40)):
         medians = []
         for _ in range(args.runs):
-            diffs = measure(ms, args.blocks, steps, bare, hooked)
+            diffs = measure(ms, args.blocks, steps, bare, hooked, without)
             medians.append(statistics.median(diffs))
         mid = statistics.median(medians)
         runs = ", ".join(f"{m:+.1f}" for m in medians)

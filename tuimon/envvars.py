@@ -13,6 +13,9 @@ SYNC_DEBUG = "TUIMON_SYNC_DEBUG"
 SCRIPT = "TUIMON_SCRIPT"
 # Seconds before a script run says it has not stepped an optimizer (hidden; tests shorten it).
 NO_STEP_S = "TUIMON_NO_STEP_S"
+# Seconds a torchrun whose ranks here all ended may wait at its exit before tuimon ends it
+# (control/job_runs.py EXIT_WAIT_S; hidden, tests shorten it).
+EXIT_WAIT_S = "TUIMON_EXIT_WAIT_S"
 # A recipe's ranks (`tuimon RECIPE --nproc N`): {"path", "token"} of the session's rank socket,
 # as JSON; torchrun's workers inherit it (runner/rank_link.py). A script's ranks get the same in
 # TUIMON_SCRIPT.

@@ -11,11 +11,12 @@ ranks' reason, or failed with the first failing rank's cause and what became of 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
 
-from tuimon import events
+from tuimon import envvars, events
 from tuimon.control.child import log_tail
 from tuimon.control.job_child import JobChild
 from tuimon.control.rank_hub import RankHub
@@ -194,7 +195,9 @@ class JobRuns:
         over several nodes it waits at its exit barrier for the other nodes' launchers (up to
         torch's 300 s; a node whose rank died at its exit never comes). Nothing is left to
         measure or save here, so tuimon ends the wait (SIGINT, as a stop) and says so."""
-        if r.ranks_done_at is None or r.exit_wait_said or now - r.ranks_done_at < EXIT_WAIT_S:
+        if r.ranks_done_at is None or r.exit_wait_said:
+            return
+        if now - r.ranks_done_at < float(os.environ.get(envvars.EXIT_WAIT_S) or EXIT_WAIT_S):
             return
         r.exit_wait_said = True
         world = max((rs.hello.get("world_size") or 0 for rs in job.ranks.values()), default=0)
