@@ -109,16 +109,16 @@ def timed_steps(loader, model, opt, ms: float) -> float:
 def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict,
             without: set[str]) -> list[float]:
     """Per-step µs (hooked - bare), one per pair of blocks."""
+    put(hooked)  # first: the optimizer is made hooked (counted, and the forward timer armed)
     model = torch.nn.Linear(8, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # made hooked: the hooks count it
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
     data = TensorDataset(torch.zeros(steps * 4, 8), torch.zeros(steps * 4, 1))
     loader = DataLoader(data, batch_size=4)
 
     def block() -> float:
         return timed_steps(loader, model, opt, ms)
 
-    put(hooked)
-    block()  # warm up both paths once
+    block()  # warm up both paths once; the forward timer finds the model
     found(bare, hooked, model, without)
     put(bare)
     block()

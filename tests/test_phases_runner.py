@@ -73,7 +73,7 @@ def test_the_timeline_gives_each_stretch_to_the_part_open_then(clock):
     tl.leave()
     clock.advance(0.25)
     assert tl.end() == pytest.approx((2.0, 6.0, 9.0, 3.0))
-    assert sum(tl.acc) * 1000.0 == pytest.approx(1 + 2 + 0.5 + 6 + 9 + 3 + 0.25)
+    assert tl.acc == [0.0] * 5  # the next step starts from zero
 
 
 def test_nested_parts_count_as_the_innermost_a_closure_optimizer(clock):
@@ -93,6 +93,28 @@ def test_nested_parts_count_as_the_innermost_a_closure_optimizer(clock):
     ph = tl.end()
     assert ph[1:] == pytest.approx((4.0, 5.0, 3.0))
     assert ph[0] is None  # no DataLoader batch seen: data is not a guess of zero
+
+
+def test_spans_the_cpu_path_give_each_part_its_own_time_nested_ones_taken_out(clock):
+    """The hooks' CPU path: a part is a span, read as it begins and closed as it ends; forward
+    and backward closed inside an optimizer's step (a closure) are taken out of its time."""
+    tl = Timeline()
+    tl.begin()
+    clock.advance(1)
+    t0, i0 = time.perf_counter(), tl.inner
+    clock.advance(2)
+    assert tl.close(DATA, t0, i0) == time.perf_counter()  # the clock it read, for the data wait
+    clock.advance(0.5)
+    opt = (time.perf_counter(), tl.inner)
+    clock.advance(1)
+    for part, ms in ((FORWARD, 4), (BACKWARD, 5)):
+        t0, i0 = time.perf_counter(), tl.inner
+        clock.advance(ms)
+        tl.close(part, t0, i0)
+    clock.advance(2)
+    tl.close(OPTIMIZER, *opt)
+    clock.advance(0.25)
+    assert tl.end() == pytest.approx((2.0, 4.0, 5.0, 3.0))
 
 
 def test_parts_never_seen_are_none_and_a_part_left_open_is_closed_by_the_next_step(clock):

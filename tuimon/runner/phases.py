@@ -7,10 +7,11 @@ the step to the part open then, the innermost one when parts nest (an optimizer'
 runs forward and backward inside ``step()``: those count as forward and backward, the rest of
 the step call as optimizer), so the parts never overlap and sum to the step.
 
-On the CPU a stretch is two clock reads apart; on CUDA ``enter`` and ``leave`` record an event on
-the step clock instead (``CudaClock.mark``), read once the GPU has passed it, like the step time
-(runner/timing.py): no sync. A part the step could not see (no DataLoader, no module holding the
-optimizer's parameters, no optimizer) is None, never a guess: its time is in "other".
+On the CPU a part is a span, two clock reads apart (``close``); on CUDA ``enter`` and ``leave``
+record an event on the step clock instead (``CudaClock.mark``), read once the GPU has passed it,
+like the step time (runner/timing.py): no sync. A part the step could not see (no DataLoader, no
+module holding the optimizer's parameters, no optimizer) is None, never a guess: its time is in
+"other".
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class Timeline:
     """The parts of the step under way, from a script's hooks. ``mark``: the CUDA clock's
     ``mark`` on a GPU (set when the run starts), None on the CPU."""
 
-    __slots__ = ("acc", "cur", "t", "stack", "mark", "seen", "all_seen", "guard", "perf")
+    __slots__ = ("acc", "cur", "t", "stack", "mark", "seen", "all_seen", "guard", "perf", "inner")
 
     def __init__(self) -> None:
         self.perf = time.perf_counter  # the clock, as it is when the run starts (a test's fake)
@@ -39,29 +40,46 @@ class Timeline:
         self.seen = [False] * OTHER  # parts this run has seen at all
         self.all_seen = False
         self.guard = None  # a SyncGuard on CUDA: event records count as tuimon's work
+        self.inner = 0.0  # seconds of parts closed so far, ever (CPU: ``close``)
 
-    # Two hooks a part, a few a step: kept to a clock read and a few slot loads each (CPU).
-    def enter(self, part: int) -> None:
+    # CPU: a part is a span. Its hook reads ``t0, i0 = perf_counter(), timeline.inner`` as the
+    # part begins (no call) and calls ``close(part, t0, i0)`` as it ends: one Python call a
+    # part, which in a real step costs about a microsecond (bench/script_hooks.py). A part
+    # closed inside another (an optimizer's closure running forward and backward) is taken out
+    # of the outer one's time, so the parts never overlap and "other" is the step less them.
+    def close(self, part: int, t0: float, i0: float) -> float:
+        now = self.perf()
+        spent = now - t0
+        self.acc[part] += spent - (self.inner - i0)
+        self.inner = i0 + spent
+        return now
+
+    # CUDA (and any caller without spans): two calls a part, ``enter`` and ``leave``; on CUDA each
+    # records an event on the step clock. Both hand back the clock they read (None on CUDA).
+    def enter(self, part: int) -> float | None:
         cur = self.cur
+        self.stack.append(cur)
+        self.cur = part
         if self.mark is None:
             now = self.perf()
             self.acc[cur] += now - self.t
             self.t = now
-        else:
-            self._mark(cur)
-            self.seen[part] = True  # on the CPU, end() sees it from the sums
-        self.stack.append(cur)
-        self.cur = part
+            return now
+        self._mark(cur)
+        self.seen[part] = True  # on the CPU, end() sees it from the sums
+        return None
 
-    def leave(self) -> None:
-        if self.mark is None:
-            now = self.perf()
-            self.acc[self.cur] += now - self.t
-            self.t = now
-        else:
-            self._mark(self.cur)
+    def leave(self) -> float | None:
+        cur = self.cur
         stack = self.stack
         self.cur = stack.pop() if stack else OTHER
+        if self.mark is None:
+            now = self.perf()
+            self.acc[cur] += now - self.t
+            self.t = now
+            return now
+        self._mark(cur)
+        return None
 
     def _mark(self, part: int) -> None:
         guard = self.guard
@@ -73,10 +91,10 @@ class Timeline:
             self.mark(part)
 
     def end(self) -> tuple:
-        """The step ends now (CPU): its parts in ms, None for a part this run never saw."""
-        now = self.perf()
+        """The step ends now (CPU): its parts in ms, None for a part this run never saw; the
+        next step's parts start from zero (its spans need nothing more: ``begin`` is CUDA's)."""
         acc = self.acc
-        acc[self.cur] += now - self.t
+        self.acc = [0.0] * (OTHER + 1)
         if self.all_seen:
             return acc[0] * 1000.0, acc[1] * 1000.0, acc[2] * 1000.0, acc[3] * 1000.0
         seen = self.seen

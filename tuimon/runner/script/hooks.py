@@ -126,7 +126,9 @@ def _install(cfg: dict) -> None:
         warm.load(torch)
     # The step's parts (runner/phases.py): each hook below says where one begins and ends.
     timeline = run.timeline
-    enter, leave = timeline.enter, timeline.leave
+    enter, leave, close = timeline.enter, timeline.leave, timeline.close
+    # CPU: each part a span (``close``, one call); CUDA (``timeline.mark`` set once the run
+    # starts): ``enter`` / ``leave``, events on the step clock.
     forward = modes.listener = ForwardTimer(timeline, run.note)
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
@@ -175,19 +177,33 @@ def _install(cfg: dict) -> None:
 
     run.lead_changed = lead_changed
 
+    stepping_now: list = []  # the optimizer steps under way (one inside another: a wrapper's)
+    compiles = [watch.count]  # the compile count forward.check() last saw
+
     def stepping(optimizer, args, kwargs) -> None:
-        enter(OPTIMIZER)
+        if timeline.mark is None:
+            stepping_now.append((perf(), timeline.inner))
+        else:
+            enter(OPTIMIZER)
 
     def stepped(optimizer, args, kwargs) -> None:
-        leave()
-        forward.check()
+        if timeline.mark is not None:
+            leave()
+        elif stepping_now:
+            close(OPTIMIZER, *stepping_now.pop())
+        if forward.looking or watch.count != compiles[0]:  # a compile in place swaps the slot
+            compiles[0] = watch.count
+            forward.check()
         run.optimizer_stepped(optimizer)
 
     # A script that compiles its optimizer step (torch.compile over opt.step()) has Dynamo trace
     # the step's hooks too: tuimon's boundary would be compiled in pieces (its own graph breaks,
-    # a recompile each step as its counters change). Dynamo runs them as they are instead.
-    optim.register_optimizer_step_pre_hook(torch.compiler.disable(stepping))
-    optim.register_optimizer_step_post_hook(torch.compiler.disable(stepped))
+    # a recompile each step as its counters change). Dynamo runs them as they are instead. The
+    # eager variant compiles nothing (torch.compile hands the function back), so its hooks go
+    # bare: torch.compiler.disable's wrapper costs a few µs a call, twice a step.
+    bare = cfg["mode"] == "eager"
+    optim.register_optimizer_step_pre_hook(stepping if bare else torch.compiler.disable(stepping))
+    optim.register_optimizer_step_post_hook(stepped if bare else torch.compiler.disable(stepped))
 
     # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
     original_backward = torch.autograd.backward
@@ -198,12 +214,19 @@ def _install(cfg: dict) -> None:
     def backward(tensors, *args, **kwargs):
         if not run.started:
             run.activity()
-        run.backward_at = perf()  # a rank's own work ends here; DDP's all-reduce waits inside
-        enter(BACKWARD)
-        try:
-            out = original_backward(tensors, *args, **kwargs)
-        finally:
-            leave()
+        t0 = run.backward_at = perf()  # a rank's own work ends here; DDP's all-reduce waits inside
+        if timeline.mark is None:
+            i0 = timeline.inner
+            try:
+                out = original_backward(tensors, *args, **kwargs)
+            finally:
+                close(BACKWARD, t0, i0)
+        else:
+            enter(BACKWARD)
+            try:
+                out = original_backward(tensors, *args, **kwargs)
+            finally:
+                leave()
         root = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if root is scaled[0]:
             root = scaled[1]
@@ -234,13 +257,21 @@ def _install(cfg: dict) -> None:
     original_next = dataloader._BaseDataLoaderIter.__next__
 
     def next_batch(self):
-        enter(DATA)
         t0 = perf()
-        try:
-            batch = original_next(self)
-        finally:
-            leave()
-        run.batch(id(self._dataset), batch, perf() - t0)
+        if timeline.mark is None:
+            i0 = timeline.inner
+            try:
+                batch = original_next(self)
+            finally:
+                t1 = close(DATA, t0, i0)
+        else:
+            enter(DATA)
+            try:
+                batch = original_next(self)
+            finally:
+                leave()
+            t1 = perf()
+        run.batch(id(self._dataset), batch, t1 - t0)
         return batch
 
     dataloader._BaseDataLoaderIter.__next__ = next_batch

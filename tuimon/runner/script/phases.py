@@ -22,6 +22,7 @@ script's ``main()`` into the interpreter's teardown, where gloo's destructor abo
 
 from __future__ import annotations
 
+import time
 import weakref
 
 import torch
@@ -43,6 +44,7 @@ class ForwardTimer:
         self._hook = None
         self._gave_up = False
         self._retargeted = False  # looking again, for a new lead optimizer's module
+        self.looking = False  # ... and not found yet: the next boundary's check() gives up
 
     @property
     def module(self):
@@ -96,6 +98,7 @@ class ForwardTimer:
         self._wrap()
 
     def _disarm(self) -> None:
+        self.looking = False
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
@@ -113,25 +116,22 @@ class ForwardTimer:
     # ---- the wrapper ------------------------------------------------------------------------
     def _wrap(self) -> None:
         module = self.module
-        inner = module._compiled_call_impl
-        timeline = self.timeline
-        if inner is None:  # the module's own _call_impl, reached through a weak reference
-            ref, call_impl = self._module, type(module)._call_impl
+        inner = module._compiled_call_impl  # a compile in place's call; None: the module's own
+        timeline, perf = self.timeline, time.perf_counter
+        ref, call_impl = self._module, type(module)._call_impl  # weakly, through its reference
 
-            def timed_call(*args, **kwargs):
-                timeline.enter(FORWARD)
+        def timed_call(*args, **kwargs):
+            if timeline.mark is None:  # CPU: a span (runner/phases.py)
+                t0, i0 = perf(), timeline.inner
                 try:
-                    return call_impl(ref(), *args, **kwargs)
+                    return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
                 finally:
-                    timeline.leave()
-        else:
-
-            def timed_call(*args, **kwargs):
-                timeline.enter(FORWARD)
-                try:
-                    return inner(*args, **kwargs)
-                finally:
-                    timeline.leave()
+                    timeline.close(FORWARD, t0, i0)
+            timeline.enter(FORWARD)
+            try:
+                return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
+            finally:
+                timeline.leave()
 
         timed_call.inner = inner
         self._wrapper = weakref.ref(timed_call)
@@ -141,9 +141,11 @@ class ForwardTimer:
         """At a step boundary: the slot still holds the wrapper (a compile in place replaced it:
         wrap the compiled call); a search begun by ``retarget`` a step ago that found nothing
         gives up."""
-        module = self.module
+        ref = self._module  # every step: the weak references read inline, no property call
+        module = ref() if ref is not None else None
         if module is not None:
-            if module._compiled_call_impl is not self.wrapper:
+            wrapper = self._wrapper
+            if wrapper is None or module._compiled_call_impl is not wrapper():
                 self._wrap()
         elif self._retargeted and self._hook is not None:
             self.give_up()
@@ -161,6 +163,7 @@ class ForwardTimer:
         self._module = self._wrapper = None
         self._params, self._gave_up, self._retargeted = None, False, True
         self.optimizer_made(optimizer)
+        self.looking = self._hook is not None
 
     def release(self, model) -> None:
         """The script is about to torch.compile ``model``: if it is the wrapped module, give its

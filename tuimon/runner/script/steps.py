@@ -129,7 +129,7 @@ class ScriptSteps:
             self.validating.other_loader()
             return
         if self.train_data is not None:
-            self.validating.training()
+            self.validating.since = None  # training (Validating.training(), without a call)
         self.fetched.add(data_key, batch)
 
     def eval_mode(self) -> None:
@@ -142,16 +142,19 @@ class ScriptSteps:
     def backward(self, root) -> None:
         if not self.enabled:
             return
-        self.validating.training()
+        self.validating.since = None  # training (Validating.training(), without a call)
         if not self.started:
             self._start()
         self.backwards += 1
         if self.fetched:
             self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
-            self.guard.ours()
+            guard = self.guard
+            if guard.on:  # tested first: the hot path makes no call it does not need
+                guard.ours()
             self.loss = self.losses.capture(self.i, root.detach())
-            self.guard.theirs()
+            if guard.on:
+                guard.theirs()
         if self._lead is not None:
             return
         if not self.by_backward and (
@@ -174,7 +177,8 @@ class ScriptSteps:
     def optimizer_stepped(self, optimizer) -> None:
         if not self.enabled or self.by_backward:
             return
-        lead = self.lead
+        ref = self._lead  # inline: a property is one call more, every step
+        lead = ref() if ref is not None else None
         if lead is None:
             changed = self._lead is not None  # the lead was let go: a second training
             lead, self._lead = optimizer, weak(optimizer)
@@ -260,7 +264,8 @@ class ScriptSteps:
         if not self.started:
             self._start()
         guard = self.guard
-        guard.ours()
+        if guard.on:
+            guard.ours()
         i, ring = self.i, self.ring
         k = i & ring.mask
         if self.on_cuda:
@@ -270,7 +275,7 @@ class ScriptSteps:
             ring.ph[k] = self.timeline.end()
         if self.boundaries == 0 and self.first_step is not None:
             self.first_step()
-        self.validating.training()
+        self.validating.since = None  # training (Validating.training(), without a call)
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
         if not self.backwards and self.fetched:  # no backward() seen: what it fetched
@@ -318,10 +323,12 @@ class ScriptSteps:
         try:
             self._between(i)
         finally:
-            guard.theirs()
+            if guard.on:
+                guard.theirs()
         self.clock.start()
         self._t0 = time.perf_counter()
-        self.timeline.begin()
+        if self.on_cuda:  # the CPU's spans need no start: end() left the parts at zero
+            self.timeline.begin()
 
     def _between(self, i: int) -> None:
         """At a boundary, outside every step: the end, control lines, turns, the profiler."""
