@@ -20,15 +20,15 @@ import weakref
 
 import torch
 
-from tuimon import events, failures
+from tuimon import events
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import Control
-from tuimon.runner.crash import cuda_memory
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
 from tuimon.runner.phases import Timeline
 from tuimon.runner.script.batches import Fetched
+from tuimon.runner.script.ending import ScriptEnd
 from tuimon.runner.script.validation import Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
@@ -52,7 +52,7 @@ class StopScript(KeyboardInterrupt):
     """tuimon ends the script at a step boundary (--steps, --duration, a stop): Ctrl-C's way."""
 
 
-class ScriptSteps:
+class ScriptSteps(ScriptEnd):
     def __init__(self, cfg: dict, emitter: Emitter, control: Control, watch: CompileWatch) -> None:
         self.cfg = cfg
         self.emitter = emitter
@@ -370,70 +370,3 @@ class ScriptSteps:
         self.flush_measured()
         self.enabled = False  # whatever the script does while it winds down is not measured
         raise StopScript(f"tuimon: {reason}")
-
-    # ---- the end ----------------------------------------------------------------------------
-    def flush_measured(self) -> None:
-        """Hand over every step measured so far (and end an open capture)."""
-        if self.clock is None:
-            self.emitter.flush()
-            return
-        with contextlib.suppress(Exception):
-            _emit_ready(self.emitter, self.clock.drain(), self.ring, self.losses, self.i, self.warmup)
-        with contextlib.suppress(Exception):
-            self.emitter.emit(events.MEMORY, **peak_memory(self.device))
-        if self.profiler is not None:
-            result = self.profiler.abort(self.watch.count)
-            if result is not None:
-                self.emitter.emit(events.PROFILE, **result)
-        self.emitter.flush()
-
-    def finished(self) -> None:
-        """The interpreter is exiting (atexit): the steps, then why it ended."""
-        self.guard.restore()
-        if self.enabled or self.reason is not None:
-            self.flush_measured()
-        self.enabled = False
-        if self.failed:
-            return
-        if self.compile_asked is not None and self.compile_asked() and (
-                text := self.watch.nothing_compiled(self.cfg["mode"])):
-            self.emitter.emit_now(events.WARNING, text=text)
-        self.emitter.emit_now(
-            events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,
-            seconds=round(time.monotonic() - self._began, 3), paused_s=round(self.control.paused_s, 3),
-            compiles=self.watch.train_count, graph_breaks=self.trace.graph_breaks if self.trace else 0,
-            recompiles=self.trace.recompiles if self.trace else 0,
-            compile_s=round(self.watch.train_s, 3), val_compiles=self.watch.val_count,
-            val_compile_s=round(self.watch.val_s, 3),
-            val_recompiles=self.trace.val_recompiles if self.trace else 0,
-            profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
-
-    def crashed(self, exc: BaseException, tb_text: str, where: str | None) -> None:
-        """An exception the script did not catch (sys.excepthook)."""
-        if isinstance(exc, KeyboardInterrupt):
-            if self.reason is None:
-                self.reason = "stopped"  # Ctrl-C's SIGINT (the supervisor's escalation)
-            return
-        if self.enabled:
-            self.flush_measured()
-        self.enabled, self.failed = False, True
-        memory = cuda_memory(exc)
-        text = failures.plain(str(exc)).strip()  # a coloured message: its text
-        self.emitter.emit_now(
-            events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
-            message=text.splitlines()[0][:500] if text else "", traceback=failures.plain(tb_text),
-            where=where, **failures.of_exception(exc, memory), **memory)
-
-    def no_step_yet(self, seconds: float) -> bool | None:
-        """True: no step ``seconds`` after start (or after its first turn came), compiles left
-        out; None: not yet known (waiting for its first turn, compiling, or not that long). A
-        first ``optimizer.step()`` still compiling is no missing step."""
-        if not self.enabled or self.boundaries:
-            return False
-        if self._booted is None or self.watch.active:
-            return None
-        compiling = self.watch.total_s - self._compiled_at_boot
-        if time.monotonic() - self._booted - compiling < seconds:
-            return None
-        return True
-
