@@ -195,8 +195,8 @@ class JobRuns:
         over several nodes it waits at its exit barrier for the other nodes' launchers (up to
         torch's 300 s; a node whose rank died at its exit never comes). Nothing is left to
         measure or save here, so tuimon ends the wait (SIGINT, as a stop) and says so."""
-        if r.ranks_done_at is None or r.exit_wait_said:
-            return
+        if r.ranks_done_at is None or r.exit_wait_said or r.stop_asked:
+            return  # (a stop asked for has its own deadlines: control/stopping.py)
         if now - r.ranks_done_at < float(os.environ.get(envvars.EXIT_WAIT_S) or EXIT_WAIT_S):
             return
         r.exit_wait_said = True

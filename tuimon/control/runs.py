@@ -87,7 +87,7 @@ class Run:
     compiling: bool = False
     stepping_since: float | None = None  # since when it may step without a break (the sampler)
     hung_said: bool = False
-    ranks_done_at: float | None = None  # a torchrun job: when its last rank here said it ended
+    ranks_done_at: float | None = None  # a torchrun job: when every rank here had ended and exited
     exit_wait_said: bool = False  # ... and that torchrun still waits at its exit, said
     steps_seen: bool = False
     script_end: dict | None = None  # a script's finished event, held until its exit code is known

@@ -9,7 +9,9 @@ to use:
   ``r+``), so the write lands in the mirror and the user's file stays as it was;
 - under a directory kept apart (the working directory, the script's own), named by its own
   absolute path (``Path(__file__).resolve().parent / "ckpt"``): the same path in the mirror,
-  for reads and writes alike, so the script reads back what it wrote;
+  for reads and writes alike, so the script reads back what it wrote — except a fresh name
+  ``tempfile`` makes there (a script in /tmp) and what lies under it: real, since a child
+  process (a compiler) is handed that path;
 - anywhere else (an absolute path outside them): left alone, and said once per path
   (``on_outside``), unless it is tuimon's (the session, the Inductor and Triton caches; torch's
   default ones too), a

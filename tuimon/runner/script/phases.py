@@ -138,14 +138,12 @@ class ForwardTimer:
         module._compiled_call_impl = timed_call
 
     def check(self) -> None:
-        """At a step boundary: the slot still holds the wrapper (a compile in place replaced it:
-        wrap the compiled call); a search begun by ``retarget`` a step ago that found nothing
-        gives up."""
-        ref = self._module  # every step: the weak references read inline, no property call
-        module = ref() if ref is not None else None
+        """At a step boundary after a compile (the hooks ask then, or while ``looking``): the
+        slot still holds the wrapper (a compile in place replaced it: wrap the compiled call); a
+        search begun by ``retarget`` a step ago that found nothing gives up."""
+        module = self.module
         if module is not None:
-            wrapper = self._wrapper
-            if wrapper is None or module._compiled_call_impl is not wrapper():
+            if module._compiled_call_impl is not self.wrapper:
                 self._wrap()
         elif self._retargeted and self._hook is not None:
             self.give_up()
