@@ -7,10 +7,10 @@ import contextlib
 import math
 import os
 import time
-import weakref
 
 from tuimon.runner.profiling.capture import Capture, one_line
 from tuimon.runner.profiling.options import Options
+from tuimon.runner.refs import weak
 
 # The automatic diagnosis capture (source "auto"), taken when a run has none: a short window
 # (one step to absorb the profiler's start, two kept), once the compiles have settled, and only
@@ -68,7 +68,7 @@ class Profiler:
 
     @model.setter
     def model(self, model) -> None:
-        self._model = _weak(model)
+        self._model = weak(model)
 
     def turn_began(self) -> None:
         """The interleaved schedule gave the run its turn: from the second one, the automatic
@@ -191,12 +191,3 @@ class Profiler:
         if cap.source == "auto" and result["state"] == "failed":
             result["quiet"] = True  # nobody asked for it: a note in the summary, no failure said
         return result
-
-
-def _weak(model):
-    if model is None:
-        return None
-    try:
-        return weakref.ref(model)
-    except TypeError:  # a model that takes no weak reference: held
-        return lambda: model

@@ -20,11 +20,11 @@ nothing, never as a compiled one.
 from __future__ import annotations
 
 import os
-import weakref
 
 import torch
 
 from tuimon.runner.compile_optimizer import compile_step
+from tuimon.runner.refs import param_ids, weak
 from tuimon.variants import compiles_optimizer, model_mode
 
 INDUCTOR = "inductor"
@@ -132,7 +132,7 @@ class CompileModes:
                 self.say(f"the optimizer's step is left eager: {name} defines its own step")
         if not self.auto or self.script_compiles or self._optimizer_params is not None:
             return
-        self._optimizer_params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        self._optimizer_params = param_ids(optimizer)
         if self._optimizer_params:
             self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
 
@@ -141,16 +141,16 @@ class CompileModes:
         module it trains too, as it compiled the first, unless the script compiles its own."""
         if not self.auto or self.script_compiles or not self.auto_done:
             return
-        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        params = param_ids(optimizer)
         module = self.auto_compiled
         if not params or (module is not None and params <= {id(p) for p in module.parameters()}):
             return
-        self._optimizer_params, self.auto_done, self._auto = params, False, None
+        self._optimizer_params, self._auto = params, None  # auto_done stays: it compiled
         self._remove_hook()
         self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
 
     def _first_call(self, module, args):
-        if self.script_compiles or self.auto_done:
+        if self.script_compiles or self._auto is not None:  # found (retarget clears it)
             self._remove_hook()
             return None
         own = {id(p) for p in module.parameters()}
@@ -172,7 +172,7 @@ class CompileModes:
     def _compile(self, module, which: str) -> None:
         self._remove_hook()
         module._compiled_call_impl = self._orig_compile(_compilable_call(module), mode=self.mode)
-        self.auto_done, self._auto = True, weakref.ref(module)
+        self.auto_done, self._auto = True, weak(module)
         self._told(module)
         what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"
         off = " (--no-auto-compile turns this off)" if not self.named else ""

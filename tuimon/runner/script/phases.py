@@ -28,6 +28,7 @@ import weakref
 import torch
 
 from tuimon.runner.phases import FORWARD, Timeline
+from tuimon.runner.refs import param_ids
 
 
 class ForwardTimer:
@@ -59,7 +60,7 @@ class ForwardTimer:
     def optimizer_made(self, optimizer) -> None:
         if self._params is not None:
             return  # the first optimizer's parameters name the trained module
-        self._params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        self._params = param_ids(optimizer)
         if not self._params:
             return
         for ref in reversed(self._candidates):  # the latest compile first
@@ -151,7 +152,7 @@ class ForwardTimer:
     def retarget(self, optimizer) -> None:
         """A new lead optimizer, the first one let go (a second training in the script): the
         module it trains is timed from now on, found as the first one was."""
-        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        params = param_ids(optimizer)
         module = self.module
         if module is not None and params <= {id(p) for p in module.parameters()}:
             return  # the same model, a new optimizer

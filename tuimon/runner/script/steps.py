@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import weakref
 
 import torch
 
@@ -27,6 +26,7 @@ from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
 from tuimon.runner.phases import Timeline
+from tuimon.runner.refs import weak
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
 from tuimon.runner.script.validation import Validating
@@ -38,14 +38,6 @@ from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
 
 FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
-
-
-def weak(thing):
-    """A weak reference to ``thing``, or a strong one where its class allows none (__slots__)."""
-    try:
-        return weakref.ref(thing)
-    except TypeError:
-        return lambda: thing
 
 
 class StopScript(KeyboardInterrupt):
