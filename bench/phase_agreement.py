@@ -42,12 +42,16 @@ def run_session(recipe: str, steps: int, sets: list[str], out: Path) -> Path:
 
 
 def captured(evs: list[dict], run: str) -> tuple[dict, dict] | None:
-    """(the phases' means over the steps of the run's first capture, that capture's split)."""
+    """(the phases' means over the active steps of the run's first capture, that capture's
+    split of the same steps)."""
     cap = next((e for e in evs if e["type"] == "profile" and e.get("run") == run
                 and e.get("state") == "done" and e.get("split")), None)
     if cap is None:
         return None
-    steps = [e for e in evs if e["type"] == "step" and e.get("run") == run
+    # The capture's active steps only: its warmup steps are recorded (kept out of the steady
+    # state) but not in its split, and the profiler's start makes them slow.
+    active = set(cap.get("active_steps") or ())
+    steps = [e for e in evs if e["type"] == "step" and e.get("run") == run and e["i"] in active
              and e.get("profiled") == cap["capture"] and e.get("ph") and None not in e["ph"]]
     if not steps:
         return None

@@ -4,11 +4,15 @@ A plain training step as a script writes it (a DataLoader batch, forward, loss.b
 optimizer.step(), zero_grad), its forward spinning for ~1 ms or ~10 ms so that only the harness
 varies, timed with and without the hooks of ``tuimon run -- python train.py`` in one process:
 the hooks are installed as the sitecustomize installs them (events to /dev/null, no control
-pipe), and for the bare blocks torch's own functions are put back. Blocks alternate (bare,
-hooked, bare, ...), so drift hits both alike; reported: the median over blocks of the per-step
+pipe), and for the bare blocks torch's own functions are put back. Rounds of blocks (bare, then
+hooked), so drift hits both alike; reported: the median over rounds of the per-step
 difference, in µs and in % of the step, for ``--runs`` runs and their median.
 
-Set PYTHONPATH to another checkout to measure its tuimon with this script.
+``--against CHECKOUT`` (e.g. ``git archive bf21998 | tar -x -C /tmp/before``) installs that
+tree's hooks too, in the same process, and runs its blocks in the same rounds (the two hooked
+blocks in turn first and last): "this tree's over its" is what a change costs, without the drift
+between two processes (±5 µs a run at ~1 ms here; an A/A of the same tree reads within ±3).
+``--without PART`` takes a part of this tree's hooks out (what it costs: the difference).
 """
 
 from __future__ import annotations
@@ -62,12 +66,11 @@ def put(names: dict) -> None:
 WITHOUT = ("forward", "data", "backward", "optimizer-pre", "timeline")
 
 
-def found(bare: dict, hooked: dict, model, without: set[str]) -> None:
-    """After a hooked block found the trained module: its timer on when hooked (unless left
-    out), off when bare."""
-    hooked["slots"][model] = None if "forward" in without else model._compiled_call_impl
-    bare["slots"][model] = None
-    hooked["module_pre_hooks"] = dict(torch.nn.modules.module._global_forward_pre_hooks)
+def found(names: dict, model, without: set[str] = frozenset()) -> None:
+    """After a block under ``names`` found the trained module: its timer (the module's slot, None
+    for a tuimon without one, or left out) and the module-finding hook as they are now."""
+    names["slots"][model] = None if "forward" in without else model._compiled_call_impl
+    names["module_pre_hooks"] = dict(torch.nn.modules.module._global_forward_pre_hooks)
 
 
 def leave_out(bare: dict, hooked: dict, without: set[str]) -> None:
@@ -82,12 +85,39 @@ def leave_out(bare: dict, hooked: dict, without: set[str]) -> None:
 
 
 def stub_timeline() -> None:
-    """--without timeline: the Timeline's enter/leave/end do nothing (before the hooks bind them)."""
+    """--without timeline: the Timeline's parts do nothing (before the hooks bind them)."""
     from tuimon.runner.phases import Timeline
 
     Timeline.enter = lambda self, part: None
     Timeline.leave = lambda self: None
+    Timeline.close = lambda self, part, t0, i0: time.perf_counter()
     Timeline.end = lambda self: (None, None, None, None)
+
+
+def install(bare: dict, checkout: str | None = None) -> dict:
+    """The hooks of this tuimon (or of the one in ``checkout``, imported apart and forgotten
+    again, so two trees' hooks live in one process), installed over torch's own functions as the
+    sitecustomize installs them (events to /dev/null): torch's names as they hook them."""
+    put(bare)
+    if checkout is not None:
+        sys.path.insert(0, checkout)
+        _forget_tuimon()
+    from tuimon.runner.script import hooks
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    hooks.start(json.dumps({"run": "bench", "mode": "eager", "precision": "script",
+                            "event_fd": devnull, "control_fd": None, "seed": None,
+                            "no_step_s": 1e9}))
+    names = patched_names()
+    if checkout is not None:
+        sys.path.remove(checkout)
+        _forget_tuimon()
+    return names
+
+
+def _forget_tuimon() -> None:
+    for name in [n for n in sys.modules if n == "tuimon" or n.startswith("tuimon.")]:
+        del sys.modules[name]
 
 
 def timed_steps(loader, model, opt, ms: float) -> float:
@@ -106,37 +136,53 @@ def timed_steps(loader, model, opt, ms: float) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
-def measure(ms: float, blocks: int, steps: int, bare: dict, hooked: dict,
-            without: set[str]) -> list[float]:
-    """Per-step µs (hooked - bare), one per pair of blocks."""
-    put(hooked)  # first: the optimizer is made hooked (counted, and the forward timer armed)
+def measure(ms: float, blocks: int, steps: int, sets: dict[str, dict],
+            without: set[str]) -> dict[str, list[float]]:
+    """Per-step µs of each hooked set against the bare blocks of its round (``sets``: "bare"
+    first), one a round; with two hooked sets, also "delta": the second less the first, in the
+    same round. A round runs every set once, the hooked ones in turn first and last."""
     model = torch.nn.Linear(8, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.0)
     data = TensorDataset(torch.zeros(steps * 4, 8), torch.zeros(steps * 4, 1))
     loader = DataLoader(data, batch_size=4)
-
-    def block() -> float:
-        return timed_steps(loader, model, opt, ms)
-
-    block()  # warm up both paths once; the forward timer finds the model
-    found(bare, hooked, model, without)
-    put(bare)
-    block()
-    diffs = []
-    for _ in range(blocks):
-        put(bare)
-        a = block()
-        put(hooked)
-        b = block()
-        diffs.append(b - a)
-    put(hooked)
-    return diffs
+    hooked = [name for name in sets if name != "bare"]
+    opt = None
+    for name in hooked:  # each set sees the optimizer made (counted, its forward timer armed)
+        sets[name]["slots"][model] = None
+        put(sets[name])
+        if opt is None:
+            opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        else:
+            torch.optim.SGD.__init__(opt, model.parameters(), lr=0.0)
+        timed_steps(loader, model, opt, ms)  # warm up; the forward timer finds the model
+        found(sets[name], model, without if name == "hooked" else set())
+    sets["bare"]["slots"][model] = None
+    put(sets["bare"])
+    timed_steps(loader, model, opt, ms)
+    out: dict[str, list[float]] = {name: [] for name in hooked}
+    if len(hooked) == 2:
+        out["delta"] = []
+    for r in range(blocks):
+        order = hooked if r % 2 == 0 else hooked[::-1]
+        took = {}
+        for name in ("bare", *order):
+            put(sets[name])
+            took[name] = timed_steps(loader, model, opt, ms)
+        for name in hooked:
+            out[name].append(took[name] - took["bare"])
+        if len(hooked) == 2:
+            out["delta"].append(took[hooked[1]] - took[hooked[0]])
+    put(sets[hooked[-1]])
+    return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--blocks", type=int, default=15)
+    p.add_argument("--ms", default="1,10", help="step lengths to measure, ms, comma-separated")
+    p.add_argument("--against", metavar="CHECKOUT", help="another tree's tuimon (a git archive of "
+                   "an older commit), its hooks in the same process, in the same rounds: what "
+                   "this tree's hooks add over that one's, measured without the processes' drift")
     p.add_argument("--without", default="", help=f"parts of the hooks left out, comma-separated: "
                    f"{', '.join(WITHOUT)} (what a part costs: the difference to a full run)")
     args = p.parse_args()
@@ -144,28 +190,31 @@ def main() -> None:
     if without - set(WITHOUT):
         p.error(f"--without takes {', '.join(WITHOUT)}")
     torch.set_num_threads(1)
+    bare = patched_names()
+    sets = {"bare": bare}
+    if args.against:
+        sets["against"] = install(bare, os.path.abspath(args.against))
     if "timeline" in without:
         stub_timeline()
-    bare = patched_names()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    from tuimon.runner.script import hooks
-
-    hooks.start(json.dumps({"run": "bench", "mode": "eager", "precision": "script",
-                            "event_fd": devnull, "control_fd": None, "seed": None,
-                            "no_step_s": 1e9}))
-    hooked = patched_names()
+    sets["hooked"] = hooked = install(bare)
     leave_out(bare, hooked, without)
-    print(f"torch {torch.__version__}, {os.cpu_count()} cores; blocks of steps alternating bare / "
-          f"hooked, {args.blocks} pairs a run" + (f"; without {args.without}" if without else ""))
-    for ms, steps in ((1.0, 300), (10.0, 40)):
-        medians = []
+    print(f"torch {torch.__version__}, {os.cpu_count()} cores; rounds of blocks (bare, then the "
+          f"hooked ones in turn), {args.blocks} rounds a run" +
+          (f"; against {args.against}" if args.against else "") +
+          (f"; without {args.without}" if without else ""))
+    for ms in (float(m) for m in args.ms.split(",")):
+        steps = max(40, int(300 / max(ms, 1.0)))
+        medians: dict[str, list[float]] = {}
         for _ in range(args.runs):
-            diffs = measure(ms, args.blocks, steps, bare, hooked, without)
-            medians.append(statistics.median(diffs))
-        mid = statistics.median(medians)
-        runs = ", ".join(f"{m:+.1f}" for m in medians)
-        print(f"~{ms:g} ms steps: hooks add {mid:+.1f} µs/step ({mid / (ms * 10):+.2f} %), "
-              f"runs: {runs} µs")
+            for name, diffs in measure(ms, args.blocks, steps, sets, without).items():
+                medians.setdefault(name, []).append(statistics.median(diffs))
+        for name, said in (("against", "its hooks add"), ("hooked", "hooks add"),
+                           ("delta", "this tree's over its")):
+            if name in medians:
+                mid = statistics.median(medians[name])
+                runs = ", ".join(f"{m:+.1f}" for m in medians[name])
+                print(f"~{ms:g} ms steps, {said}: {mid:+.1f} µs/step ({mid / (ms * 10):+.2f} %), "
+                      f"runs: {runs} µs")
 
 
 if __name__ == "__main__":

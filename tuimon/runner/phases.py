@@ -7,7 +7,7 @@ the step to the part open then, the innermost one when parts nest (an optimizer'
 runs forward and backward inside ``step()``: those count as forward and backward, the rest of
 the step call as optimizer), so the parts never overlap and sum to the step.
 
-On the CPU a part is a span, two clock reads apart (``close``); on CUDA ``enter`` and ``leave``
+On the CPU a part is a span, two clock reads apart (see ``Timeline``); on CUDA ``enter`` and ``leave``
 record an event on the step clock instead (``CudaClock.mark``), read once the GPU has passed it,
 like the step time (runner/timing.py): no sync. A part the step could not see (no DataLoader, no
 module holding the optimizer's parameters, no optimizer) is None, never a guess: its time is in
@@ -40,19 +40,17 @@ class Timeline:
         self.seen = [False] * OTHER  # parts this run has seen at all
         self.all_seen = False
         self.guard = None  # a SyncGuard on CUDA: event records count as tuimon's work
-        self.inner = 0.0  # seconds of parts closed so far, ever (CPU: ``close``)
+        self.inner = 0.0  # seconds of the parts closed so far, ever (CPU: the hooks' spans)
 
-    # CPU: a part is a span. Its hook reads ``t0, i0 = perf_counter(), timeline.inner`` as the
-    # part begins (no call) and calls ``close(part, t0, i0)`` as it ends: one Python call a
-    # part, which in a real step costs about a microsecond (bench/script_hooks.py). A part
-    # closed inside another (an optimizer's closure running forward and backward) is taken out
-    # of the outer one's time, so the parts never overlap and "other" is the step less them.
-    def close(self, part: int, t0: float, i0: float) -> float:
-        now = self.perf()
-        spent = now - t0
-        self.acc[part] += spent - (self.inner - i0)
-        self.inner = i0 + spent
-        return now
+    # CPU: a part is a span, kept by its hook with no call into the Timeline (in a real step each
+    # Python call costs ~0.3 µs: bench/script_hooks.py). As the part begins the hook reads
+    # ``t0, i0 = perf_counter(), timeline.inner``; as it ends it adds the span to its part, less
+    # the parts closed inside it (an optimizer's closure running forward and backward), so the
+    # parts never overlap and "other" is the step less them:
+    #     spent = perf_counter() - t0
+    #     timeline.acc[part] += spent - (timeline.inner - i0)
+    #     timeline.inner = i0 + spent
+    # (runner/script/hooks.py, runner/script/phases.py; tests/scripts/closure_step.py tests it.)
 
     # CUDA (and any caller without spans): two calls a part, ``enter`` and ``leave``; on CUDA each
     # records an event on the step clock. Both hand back the clock they read (None on CUDA).

@@ -126,9 +126,9 @@ def _install(cfg: dict) -> None:
         warm.load(torch)
     # The step's parts (runner/phases.py): each hook below says where one begins and ends.
     timeline = run.timeline
-    enter, leave, close = timeline.enter, timeline.leave, timeline.close
-    # CPU: each part a span (``close``, one call); CUDA (``timeline.mark`` set once the run
-    # starts): ``enter`` / ``leave``, events on the step clock.
+    enter, leave = timeline.enter, timeline.leave
+    # CPU: each part a span, its three lines inline (no call: see Timeline); CUDA
+    # (``timeline.mark`` set once the run starts): ``enter`` / ``leave``, events on the step clock.
     forward = modes.listener = ForwardTimer(timeline, run.note)
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
@@ -190,7 +190,10 @@ def _install(cfg: dict) -> None:
         if timeline.mark is not None:
             leave()
         elif stepping_now:
-            close(OPTIMIZER, *stepping_now.pop())
+            t0, i0 = stepping_now.pop()
+            spent = perf() - t0
+            timeline.acc[OPTIMIZER] += spent - (timeline.inner - i0)
+            timeline.inner = i0 + spent
         if forward.looking or watch.count != compiles[0]:  # a compile in place swaps the slot
             compiles[0] = watch.count
             forward.check()
@@ -220,7 +223,9 @@ def _install(cfg: dict) -> None:
             try:
                 out = original_backward(tensors, *args, **kwargs)
             finally:
-                close(BACKWARD, t0, i0)
+                spent = perf() - t0
+                timeline.acc[BACKWARD] += spent - (timeline.inner - i0)
+                timeline.inner = i0 + spent
         else:
             enter(BACKWARD)
             try:
@@ -263,7 +268,10 @@ def _install(cfg: dict) -> None:
             try:
                 batch = original_next(self)
             finally:
-                t1 = close(DATA, t0, i0)
+                t1 = perf()
+                spent = t1 - t0
+                timeline.acc[DATA] += spent - (timeline.inner - i0)
+                timeline.inner = i0 + spent
         else:
             enter(DATA)
             try:
