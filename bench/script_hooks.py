@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -175,6 +176,41 @@ def measure(ms: float, blocks: int, steps: int, sets: dict[str, dict],
     return out
 
 
+def count_calls(sets: dict[str, dict], steps: int = 200) -> dict[str, tuple[float, float]]:
+    """Calls a step each hooked set adds to the bare step, (Python functions, C functions), as
+    ``sys.setprofile`` sees them: no clock, so the same on every run (what a change adds to the
+    hot path, read without the VM's noise; a Python call costs ~0.3 µs in a real step)."""
+    model = torch.nn.Linear(8, 1)
+    data = TensorDataset(torch.zeros(steps * 4, 8), torch.zeros(steps * 4, 1))
+    loader = DataLoader(data, batch_size=4)
+    opt, counts = None, {}
+    for name in [n for n in sets if n != "bare"] + ["bare"]:
+        sets[name]["slots"][model] = None
+        put(sets[name])
+        if opt is None:
+            opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        elif name != "bare":
+            torch.optim.SGD.__init__(opt, model.parameters(), lr=0.0)
+        timed_steps(loader, model, opt, 0.0)  # the forward timer finds the model
+        if name != "bare":
+            found(sets[name], model)
+            put(sets[name])
+        seen = [0, 0]
+
+        def profile(frame, event, arg, seen=seen):
+            if event == "call":
+                seen[0] += 1
+            elif event == "c_call":
+                seen[1] += 1
+
+        sys.setprofile(profile)
+        timed_steps(loader, model, opt, 0.0)
+        sys.setprofile(None)
+        counts[name] = (seen[0] / steps, seen[1] / steps)
+    py, c = counts.pop("bare")
+    return {name: (a - py, b - c) for name, (a, b) in counts.items()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
@@ -182,39 +218,89 @@ def main() -> None:
     p.add_argument("--ms", default="1,10", help="step lengths to measure, ms, comma-separated")
     p.add_argument("--against", metavar="CHECKOUT", help="another tree's tuimon (a git archive of "
                    "an older commit), its hooks in the same process, in the same rounds: what "
-                   "this tree's hooks add over that one's, measured without the processes' drift")
+                   "this tree's hooks add over that one's; each run a process of its own, the two "
+                   "trees installed in turn first")
     p.add_argument("--without", default="", help=f"parts of the hooks left out, comma-separated: "
                    f"{', '.join(WITHOUT)} (what a part costs: the difference to a full run)")
+    p.add_argument("--calls", action="store_true", help="count the calls a step the hooks add "
+                   "(sys.setprofile; no timing, the same on every run)")
+    p.add_argument("--child", choices=("against", "hooked"), help=argparse.SUPPRESS)
     args = p.parse_args()
     without = {w for w in args.without.split(",") if w}
     if without - set(WITHOUT):
         p.error(f"--without takes {', '.join(WITHOUT)}")
+    if args.calls:
+        sets = {"bare": patched_names()}
+        if args.against:
+            sets["against"] = install(sets["bare"], os.path.abspath(args.against))
+        sets["hooked"] = install(sets["bare"])
+        for name, (py, c) in count_calls(sets).items():
+            who = "its" if name == "against" else "this tree's"
+            print(f"{who} hooks add {py:.1f} Python "
+                  f"calls and {c:.1f} C calls a step ({py + c:.1f} in all)")
+        return
+    print(f"torch {torch.__version__}, {os.cpu_count()} cores; rounds of blocks (bare, then the "
+          f"hooked ones in turn), {args.blocks} rounds a run" +
+          (f"; against {args.against}, a process a run" if args.against else "") +
+          (f"; without {args.without}" if without else ""), flush=True)
+    apart = args.against and args.child is None
+    medians = _runs_apart(args) if apart else _runs_here(args, without)
+    if args.child:
+        print(json.dumps(medians))
+        return
+    for ms, by_name in medians.items():
+        for name, said in (("against", "its hooks add"), ("hooked", "hooks add"),
+                           ("delta", "this tree's over its")):
+            if name in by_name:
+                mid = statistics.median(by_name[name])
+                runs = ", ".join(f"{m:+.1f}" for m in by_name[name])
+                print(f"~{ms} ms steps, {said}: {mid:+.1f} µs/step ({mid / (float(ms) * 10):+.2f} %), "
+                      f"runs: {runs} µs")
+
+
+def _runs_here(args, without: set[str]) -> dict[str, dict[str, list[float]]]:
+    """{ms: {set: the median of each run's rounds}}, every run in this process."""
     torch.set_num_threads(1)
     bare = patched_names()
     sets = {"bare": bare}
-    if args.against:
-        sets["against"] = install(bare, os.path.abspath(args.against))
-    if "timeline" in without:
-        stub_timeline()
-    sets["hooked"] = hooked = install(bare)
-    leave_out(bare, hooked, without)
-    print(f"torch {torch.__version__}, {os.cpu_count()} cores; rounds of blocks (bare, then the "
-          f"hooked ones in turn), {args.blocks} rounds a run" +
-          (f"; against {args.against}" if args.against else "") +
-          (f"; without {args.without}" if without else ""))
-    for ms in (float(m) for m in args.ms.split(",")):
-        steps = max(40, int(300 / max(ms, 1.0)))
-        medians: dict[str, list[float]] = {}
-        for _ in range(args.runs):
-            for name, diffs in measure(ms, args.blocks, steps, sets, without).items():
-                medians.setdefault(name, []).append(statistics.median(diffs))
-        for name, said in (("against", "its hooks add"), ("hooked", "hooks add"),
-                           ("delta", "this tree's over its")):
-            if name in medians:
-                mid = statistics.median(medians[name])
-                runs = ", ".join(f"{m:+.1f}" for m in medians[name])
-                print(f"~{ms:g} ms steps, {said}: {mid:+.1f} µs/step ({mid / (ms * 10):+.2f} %), "
-                      f"runs: {runs} µs")
+    first = args.child or "against"
+    for name in (first, "hooked" if first == "against" else "against"):
+        if name == "against" and args.against:
+            sets["against"] = install(bare, os.path.abspath(args.against))
+        elif name == "hooked":
+            if "timeline" in without:
+                stub_timeline()
+            sets["hooked"] = install(bare)
+            leave_out(bare, sets["hooked"], without)
+    sets = {"bare": bare, **{k: sets[k] for k in ("against", "hooked") if k in sets}}
+    out: dict[str, dict[str, list[float]]] = {}
+    for ms in args.ms.split(","):
+        steps = max(40, int(300 / max(float(ms), 1.0)))
+        if args.child:  # a process's first rounds read high (its warm-up): not kept
+            measure(float(ms), 5, steps, sets, without)
+        for _ in range(args.runs if args.child is None else 1):
+            for name, diffs in measure(float(ms), args.blocks, steps, sets, without).items():
+                out.setdefault(ms, {}).setdefault(name, []).append(statistics.median(diffs))
+    return out
+
+
+def _runs_apart(args) -> dict[str, dict[str, list[float]]]:
+    """--against: each run a process of its own (where the code and data land in memory differs
+    between processes and shifts a tree's cost by a few µs: an A/A read -4 µs in one process,
+    -1 in another), the two trees installed in turn first."""
+    out: dict[str, dict[str, list[float]]] = {}
+    argv = [a for a in sys.argv[1:]]
+    for r in range(args.runs):
+        first = ("against", "hooked")[r % 2]
+        got = subprocess.run([sys.executable, __file__, *argv, "--child", first],
+                             capture_output=True, text=True, check=True)
+        one = json.loads(got.stdout.strip().splitlines()[-1])
+        for ms, by_name in one.items():
+            for name, vals in by_name.items():
+                out.setdefault(ms, {}).setdefault(name, []).extend(vals)
+        delta = ", ".join(f"~{ms} ms {v['delta'][0]:+.1f}" for ms, v in one.items())
+        print(f"  run {r + 1} ({first} installed first): this tree's over its {delta} µs", flush=True)
+    return out
 
 
 if __name__ == "__main__":
