@@ -1,8 +1,9 @@
 """Line charts with axes in braille (2×4 dots a cell), drawn straight into Textual Strips.
 
 Pure drawing: the columns, the axis range and which steps are outliers come from
-``tuimon.analysis.stats.series``; this module only maps them to cells. A chart is a caption
-row, plot rows with y ticks on the left, and an x axis row with its labels:
+``tuimon.analysis.stats.series``; this module only maps them to cells (what a chart shows:
+chart_plot.py; its axes' ranges, ticks and labels: chart_axes.py). A chart is a caption row,
+plot rows with y ticks on the left, and an x axis row with its labels:
 
     step ms  ─ median  █ p10–p90  ▲ 2 above, max 4.80
       0.62┤      ▲
@@ -14,48 +15,23 @@ row, plot rows with y ticks on the left, and an x axis row with its labels:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from tuimon.analysis import Column, StepSeries, axis_range
+from tuimon.analysis import Column
 from tuimon.fmt import fmt_ms
+from tuimon.ui.widgets.chart_axes import LABEL, tick, tick_labels, x_axis, y_axis, y_ticks
+from tuimon.ui.widgets.chart_plot import Plot, PlotLine
 
 DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [dot row][dot column]
-LABEL = 6  # width of a y tick label
 WARMUP, COMPILE, OUTLIER, PROFILED = "#e0a030", "#c061cb", "#ff5f5f", "#8a8a8a"
 PAUSE_BG, TURN_BG, COMPILE_BG = "#3d3418", "#262a33", "#2c1a2e"
 AXIS = Style(color="#7a7a7a")
 CAPTION = Style(color="#b0b0b0")
 TITLE = Style(bold=True)
 _styles: dict[tuple, Style] = {}
-
-
-@dataclass
-class PlotLine:
-    label: str
-    color: str
-    series: StepSeries
-    band: bool = True  # the p10–p90 band behind the median
-    kinds: bool = True  # warm-up, compile and profiled steps drawn in their own colours
-
-
-@dataclass
-class Plot:
-    title: str
-    lines: list[PlotLine]
-    x0: float
-    x1: float
-    by: str = "t"  # "t": wall time (labels: seconds since origin), "i": step index
-    origin: float = 0.0
-    spans: list = field(default_factory=list)  # [t0, t1 or None, turn]: pauses and turn waits
-    log: bool = False
-    unit: str = "ms"
-    clip: bool = True  # outliers clipped and marked, not scaling the axis
-    empty: str = "no steps yet"
-    legend: bool = False  # name each line in the caption (overlays)
 
 
 def style(fg: str | None, bg: str | None = None, bold: bool = False) -> Style:
@@ -69,47 +45,6 @@ def dim(color: str, amount: float = 0.24) -> str:
     """The colour mixed into black: a band's background."""
     r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
     return f"#{int(r * amount):02x}{int(g * amount):02x}{int(b * amount):02x}"
-
-
-def tick(value: float, unit: str) -> str:
-    """A y tick in at most LABEL characters."""
-    a = abs(value)
-    if unit in ("%", "°C") or a >= 100:
-        text = f"{value:.0f}"
-    elif a >= 10:
-        text = f"{value:.1f}"
-    elif a >= 0.01 or a == 0:
-        text = f"{value:.3g}" if a < 1 else f"{value:.2f}"
-    else:
-        text = f"{value:.0e}".replace("e-0", "e-")
-    return text[:LABEL].rjust(LABEL)
-
-
-def tick_labels(ticks: dict[int, float], unit: str) -> dict[int, str]:
-    """Each tick's label, with as many decimals as it takes to tell them apart (a narrow axis,
-    1.015 to 1.025, is not labelled 1.02 three times) while they fit in LABEL characters."""
-    labels = {row: tick(v, unit) for row, v in ticks.items()}
-    if len(set(labels.values())) == len(labels):
-        return labels
-    for decimals in range(1, LABEL):
-        more = {row: f"{v:.{decimals}f}" for row, v in ticks.items()}
-        if max(map(len, more.values())) > LABEL:
-            break
-        if len(set(more.values())) == len(more):
-            return {row: text.rjust(LABEL) for row, text in more.items()}
-    return labels
-
-
-def x_label(x: float, plot: Plot) -> str:
-    if plot.by == "i":
-        x = round(x)
-        return f"{x / 1000:.3g}k" if x >= 10_000 else str(x)
-    s = max(0.0, x - plot.origin)
-    if 0 < s < 1:
-        return f"{s * 1000:.3g}ms"
-    if s >= 3600:
-        return f"{s / 3600:.3g}h"
-    return f"{s / 60:.3g}m" if s >= 120 else f"{s:.3g}s"
 
 
 class Canvas:
@@ -203,7 +138,7 @@ def _draw(plot: Plot, width: int, height: int, rows: Rows) -> list[Strip]:
         return [rows.get(("caption", width, caption), lambda: Strip(caption).crop_extend(0, width, None))
                 ] + [blank] * max(0, height - 1)
     cols = {id(ln): ln.series.columns(plot.x0, plot.x1, 2 * w, plot.by) for ln in lines}
-    y_range = _y_range(plot, [c for cs in cols.values() for c in cs], rows.y_range)
+    y_range = y_axis(plot, [c for cs in cols.values() for c in cs], rows.y_range)
     rows.y_range = (plot.log, *y_range)
     canvas = Canvas(w, h)
     _spans(canvas, plot, w)
@@ -212,69 +147,15 @@ def _draw(plot: Plot, width: int, height: int, rows: Rows) -> list[Strip]:
         outliers += _line(canvas, ln, cols[id(ln)], y_range, plot)
     caption = tuple(_caption(plot, lines, outliers, width))
     out = [rows.get(("caption", width, caption), lambda: Strip(caption).crop_extend(0, width, None))]
-    labels = tick_labels(_ticks(y_range, h, plot.log), plot.unit)
+    labels = tick_labels(y_ticks(y_range, h, plot.log), plot.unit)
     for cy in range(h):
         head = (labels[cy] + "┤") if cy in labels else " " * LABEL + "│"
         key = (width, head, tuple(canvas.bits[cy]), tuple(canvas.fg[cy]), tuple(canvas.bg[cy]),
                tuple(canvas.char[cy]))
         out.append(rows.get(key, lambda cy=cy, head=head: Strip(
             [Segment(head, AXIS)] + canvas.row(cy), width)))
-    axis = " " * LABEL + "└" + _x_axis(plot, w)
+    axis = " " * LABEL + "└" + x_axis(plot, w)
     out.append(rows.get(("x", width, axis), lambda: Strip([Segment(axis, AXIS)]).crop_extend(0, width, None)))
-    return out
-
-
-def _y_range(plot: Plot, cols: list[Column | None], last: tuple | None = None) -> tuple[float, float]:
-    """The y axis (log10 values on a log axis): the data's range padded by 8 %, or ``last``
-    (the chart's axis in its previous drawing) while the data still fits it and spans at least
-    60 % of it, so a live chart keeps its axis as new steps come in: it does not breathe with
-    every redraw, and a redraw changes only the rows new data lands in."""
-    shown = [c for c in cols if c is not None]
-    if not shown:  # nothing in the x range (yet)
-        return (-0.5, 0.5) if plot.log else (0.0, 1.0)
-    if plot.clip:
-        lo, hi = axis_range(cols, plot.log) or (0.0, 1.0)
-    else:
-        lo, hi = min(c.lo for c in shown), max(c.hi for c in shown)
-    if plot.log:
-        lo = math.log10(lo) if lo > 0 else -12.0
-        hi = math.log10(hi) if hi > 0 else lo + 1
-    if last is not None and last[0] == plot.log:
-        _, a, b = last
-        if a <= lo and hi <= b and hi - lo >= 0.6 * (b - a):
-            return a, b
-    if plot.log:
-        return (lo - 0.5, hi + 0.5) if hi - lo < 1e-9 else (lo, hi)
-    if hi - lo < 1e-12:
-        pad = abs(hi) * 0.1 or 1.0
-        return lo - pad, hi + pad
-    pad = (hi - lo) * 0.08
-    return (max(0.0, lo - pad) if lo >= 0 else lo - pad), hi + pad
-
-
-def _ticks(y_range: tuple[float, float], h: int, log: bool) -> dict[int, float]:
-    """Round values (1, 2 or 5 times a power of ten; powers of ten on a log axis) by the row
-    they fall in, at least two rows apart."""
-    lo, hi = y_range
-    want = 2 if h < 5 else 3 if h < 9 else 5
-    if log:
-        values = [float(k) for k in range(math.ceil(lo), math.floor(hi) + 1)]
-        if len(values) < 2:
-            values = [lo + (hi - lo) * k / (want - 1) for k in range(want)]
-    else:
-        raw = (hi - lo) / max(1, want - 1)
-        mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
-        values = []
-        first = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-        for step in [first] + [m * mag for m in (5, 2, 1, 0.5, 0.2, 0.1) if m * mag < first]:
-            values = [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
-            if len(values) >= 2:
-                break
-    out: dict[int, float] = {}
-    for v in values:
-        row = min(h - 1, max(0, int((hi - v) / (hi - lo) * h))) if hi > lo else 0
-        if all(abs(row - r) >= 2 for r in out):
-            out[row] = 10 ** v if log else v
     return out
 
 
@@ -393,20 +274,3 @@ def _caption(plot: Plot, lines: list[PlotLine], outliers: list[float], width: in
             segs += item
             used += size
     return segs
-
-
-def _x_axis(plot: Plot, w: int) -> str:
-    line = ["─"] * w
-    labels = [(0, x_label(plot.x0, plot))]
-    if w >= 24:
-        labels.append((w // 2, x_label((plot.x0 + plot.x1) / 2, plot)))
-    end = x_label(plot.x1, plot)
-    labels.append((w - len(end), end))
-    taken = -1
-    for pos, text in labels:
-        pos = max(pos, taken + 2 if taken >= 0 else 0)
-        if pos + len(text) > w:
-            continue
-        line[pos:pos + len(text)] = list(text)
-        taken = pos + len(text)
-    return "".join(line)
