@@ -42,8 +42,8 @@ class Timeline:
         self.guard = None  # a SyncGuard on CUDA: event records count as tuimon's work
         self.inner = 0.0  # seconds of the parts closed so far, ever (CPU: the hooks' spans)
 
-    # CPU: a part is a span, kept by its hook with no call into the Timeline (in a real step each
-    # Python call costs ~0.3 µs: bench/script_hooks.py). As the part begins the hook reads
+    # CPU: a part is a span, kept by its hook with no call into the Timeline (a call a part cost
+    # ~1.3 µs a step in all: bench/RESULTS.md). As the part begins the hook reads
     # ``t0, i0 = perf_counter(), timeline.inner``; as it ends it adds the span to its part, less
     # the parts closed inside it (an optimizer's closure running forward and backward), so the
     # parts never overlap and "other" is the step less them:
