@@ -64,7 +64,7 @@ def put(names: dict) -> None:
         module._compiled_call_impl = slot
 
 
-WITHOUT = ("forward", "data", "backward", "optimizer-pre", "timeline")
+WITHOUT = ("forward", "data", "backward", "optimizer-pre")
 
 
 def found(names: dict, model, without: set[str] = frozenset()) -> None:
@@ -83,16 +83,6 @@ def leave_out(bare: dict, hooked: dict, without: set[str]) -> None:
         hooked["backward"] = bare["backward"]
     if "optimizer-pre" in without:
         hooked["pre_hooks"] = dict(bare["pre_hooks"])
-
-
-def stub_timeline() -> None:
-    """--without timeline: the Timeline's parts do nothing (before the hooks bind them)."""
-    from tuimon.runner.phases import Timeline
-
-    Timeline.enter = lambda self, part: None
-    Timeline.leave = lambda self: None
-    Timeline.close = lambda self, part, t0, i0: time.perf_counter()
-    Timeline.end = lambda self: (None, None, None, None)
 
 
 def install(bare: dict, checkout: str | None = None) -> dict:
@@ -137,6 +127,26 @@ def timed_steps(loader, model, opt, ms: float) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def arm(sets: dict[str, dict], model, loader, ms: float, without: set[str] = frozenset()):
+    """Each hooked set sees the optimizer made (counted, its forward timer armed) and runs a
+    warm-up pass, in which its forward timer finds the model; the bare set's slot stays empty.
+    Returns the optimizer."""
+    opt = None
+    for name in [n for n in sets if n != "bare"]:
+        sets[name]["slots"][model] = None
+        put(sets[name])
+        if opt is None:
+            opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        else:
+            torch.optim.SGD.__init__(opt, model.parameters(), lr=0.0)
+        timed_steps(loader, model, opt, ms)
+        found(sets[name], model, without if name == "hooked" else set())
+    sets["bare"]["slots"][model] = None
+    put(sets["bare"])
+    timed_steps(loader, model, opt, ms)
+    return opt
+
+
 def measure(ms: float, blocks: int, steps: int, sets: dict[str, dict],
             without: set[str]) -> dict[str, list[float]]:
     """Per-step µs of each hooked set against the bare blocks of its round (``sets``: "bare"
@@ -146,19 +156,7 @@ def measure(ms: float, blocks: int, steps: int, sets: dict[str, dict],
     data = TensorDataset(torch.zeros(steps * 4, 8), torch.zeros(steps * 4, 1))
     loader = DataLoader(data, batch_size=4)
     hooked = [name for name in sets if name != "bare"]
-    opt = None
-    for name in hooked:  # each set sees the optimizer made (counted, its forward timer armed)
-        sets[name]["slots"][model] = None
-        put(sets[name])
-        if opt is None:
-            opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        else:
-            torch.optim.SGD.__init__(opt, model.parameters(), lr=0.0)
-        timed_steps(loader, model, opt, ms)  # warm up; the forward timer finds the model
-        found(sets[name], model, without if name == "hooked" else set())
-    sets["bare"]["slots"][model] = None
-    put(sets["bare"])
-    timed_steps(loader, model, opt, ms)
+    opt = arm(sets, model, loader, ms, without)
     out: dict[str, list[float]] = {name: [] for name in hooked}
     if len(hooked) == 2:
         out["delta"] = []
@@ -179,22 +177,14 @@ def measure(ms: float, blocks: int, steps: int, sets: dict[str, dict],
 def count_calls(sets: dict[str, dict], steps: int = 200) -> dict[str, tuple[float, float]]:
     """Calls a step each hooked set adds to the bare step, (Python functions, C functions), as
     ``sys.setprofile`` sees them: no clock, so the same on every run (what a change adds to the
-    hot path, read without the VM's noise; a Python call costs ~0.3 µs in a real step)."""
+    hot path, read without the VM's noise)."""
     model = torch.nn.Linear(8, 1)
     data = TensorDataset(torch.zeros(steps * 4, 8), torch.zeros(steps * 4, 1))
     loader = DataLoader(data, batch_size=4)
-    opt, counts = None, {}
-    for name in [n for n in sets if n != "bare"] + ["bare"]:
-        sets[name]["slots"][model] = None
+    opt, counts = arm(sets, model, loader, 0.0), {}
+    for name in sets:
         put(sets[name])
-        if opt is None:
-            opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        elif name != "bare":
-            torch.optim.SGD.__init__(opt, model.parameters(), lr=0.0)
-        timed_steps(loader, model, opt, 0.0)  # the forward timer finds the model
-        if name != "bare":
-            found(sets[name], model)
-            put(sets[name])
+        timed_steps(loader, model, opt, 0.0)  # just before: the once-a-second flush is not due
         seen = [0, 0]
 
         def profile(frame, event, arg, seen=seen):
@@ -268,8 +258,6 @@ def _runs_here(args, without: set[str]) -> dict[str, dict[str, list[float]]]:
         if name == "against" and args.against:
             sets["against"] = install(bare, os.path.abspath(args.against))
         elif name == "hooked":
-            if "timeline" in without:
-                stub_timeline()
             sets["hooked"] = install(bare)
             leave_out(bare, sets["hooked"], without)
     sets = {"bare": bare, **{k: sets[k] for k in ("against", "hooked") if k in sets}}
@@ -289,7 +277,7 @@ def _runs_apart(args) -> dict[str, dict[str, list[float]]]:
     between processes and shifts a tree's cost by a few µs: an A/A read -4 µs in one process,
     -1 in another), the two trees installed in turn first."""
     out: dict[str, dict[str, list[float]]] = {}
-    argv = [a for a in sys.argv[1:]]
+    argv = sys.argv[1:]
     for r in range(args.runs):
         first = ("against", "hooked")[r % 2]
         got = subprocess.run([sys.executable, __file__, *argv, "--child", first],
