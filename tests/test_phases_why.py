@@ -9,6 +9,7 @@ import re
 from test_phases_stats import phased_events
 
 from tuimon.analysis import diagnose, summarize
+from tuimon.fmt import fmt_ratio
 from tuimon.report.export import to_markdown
 from tuimon.report.why_text import top_lines
 
@@ -76,8 +77,32 @@ def test_compute_bound_eager_and_compiles_effect_per_phase():
     c = rules(found["default/fp32"])["phases"]
     assert c.title.startswith("by phase against eager/fp32: forward 1.6") and "backward 1.2" in c.title
     fwd = next(x for x in c.evidence if x.startswith("forward: "))
-    pattern = r"forward: [56]\.\d\d ms → 3\.\d\d ms \(1\.6\d× faster, 95 % CI 1\.\d\d–[12]\.\d\d×\)"
+    pattern = r"forward: [56]\.\d\d ms → 3\.\d\d ms \(1\.6\d× faster \(95 % CI 1\.\d\d–[12]\.\d\d× faster\)\)"
     assert re.fullmatch(pattern, fwd), fwd
+
+
+def test_a_slower_phase_words_its_interval_the_same_way():
+    """Issue 33.6: "optimizer: 300 ms → 666 ms (2.22× slower, 95 % CI 0.15–1.32×)" read the
+    ratio one way and its interval the other; both are worded alike now, medians both sides."""
+    eager = {"data": 0.05, "forward": 3.0, "backward": 3.0, "optimizer": 3.0}
+    found = whys(phased_events("eager-fp32", "eager", eager, seed=1),
+                 phased_events("default-fp32", "default", {**eager, "optimizer": 4.0}, seed=2))
+    c = rules(found["default/fp32"])
+    line = next(x for x in c["phases"].evidence if x.startswith("optimizer: "))
+    m = re.fullmatch(r"optimizer: 3\.\d\d ms → 4\.\d\d ms \(1\.3\d× slower \(95 % CI "
+                     r"(\d\.\d\d)–(\d\.\d\d)× slower\)\)", line)
+    assert m, line
+    assert 1.0 < float(m.group(1)) <= 1.34 <= float(m.group(2))
+    o = next(x for x in c["optimizer"].evidence if x.startswith("against eager/fp32"))
+    assert re.match(r"against eager/fp32: optimizer's median 3\.\d\d ms → 4\.\d\d ms \(1\.3\d× slower", o), o
+
+
+def test_ratio_words():
+    assert fmt_ratio(0.746, 0.69, 0.81) == "1.34× slower (95 % CI 1.23–1.45× slower)"
+    assert fmt_ratio(0.45, 0.15, 1.32) == "2.22× slower (95 % CI 6.67× slower to 1.32× faster: within noise)"
+    assert fmt_ratio(1.62, 1.41, 1.86) == "1.62× faster (95 % CI 1.41–1.86× faster)"
+    assert fmt_ratio(1.0, 0.9, 1.1) == "1.00× (95 % CI 1.11× slower to 1.10× faster: within noise)"
+    assert fmt_ratio(1.3) == "1.30× faster"
 
 
 def test_host_work_between_phases_is_named():

@@ -65,3 +65,24 @@ def short_name(name: str, width: int = 40) -> str:
     """An op name for one line (compiled graphs are named '## Call CompiledFxGraph <hash> ##')."""
     name = name.strip("# ").replace("Call CompiledFxGraph", "CompiledFxGraph")
     return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def fmt_ratio(speedup: float, lo: float | None = None, hi: float | None = None) -> str:
+    """A speedup (before / after) in words, its 95 % interval worded the same way: '1.62×
+    faster (95 % CI 1.41–1.86× faster)', '1.34× slower (95 % CI 1.23–1.45× slower)', and an
+    interval across 1 both ways: '2.22× slower (95 % CI 6.67× slower to 1.32× faster: within
+    noise)'. A slower ratio and a speedup's interval side by side read as a contradiction."""
+
+    def words(x: float) -> str:
+        if round(x, 2) == 1.0 or round(1 / x, 2) == 1.0:
+            return "1.00×"
+        return f"{x:.2f}× faster" if x > 1 else f"{1 / x:.2f}× slower"
+
+    text = words(speedup)
+    if lo is None or hi is None or lo <= 0:
+        return text
+    if lo >= 1.0:
+        return f"{text} (95 % CI {lo:.2f}–{hi:.2f}× faster)"
+    if hi <= 1.0:
+        return f"{text} (95 % CI {1 / hi:.2f}–{1 / lo:.2f}× slower)"
+    return f"{text} (95 % CI {words(lo)} to {words(hi)}: within noise)"

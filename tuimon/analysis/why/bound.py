@@ -15,7 +15,7 @@ from tuimon.analysis.stats.noise import ratio_interval
 from tuimon.analysis.stats.phases import phase_speedup
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
-from tuimon.fmt import fmt_ms
+from tuimon.fmt import fmt_ms, fmt_ratio
 from tuimon.variants import OPT, compiles_optimizer, model_mode
 
 DATA_SHARE = 0.15  # a step waiting this much of its time for data: compile cannot help that part
@@ -129,7 +129,8 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
     b = ctx.baseline
     p = r.step_phases["optimizer"]
     if r.compiled and b is not None and b is not r and p.get("speedup") is not None:
-        evidence.append(f"against {b.label}: optimizer {fmt_ms(mean_ms(b, 'optimizer'))} → {fmt_ms(opt)} "
+        evidence.append(f"against {b.label}: optimizer's median {fmt_ms(b.step_phases['optimizer']['median_ms'])} "
+                        f"→ {fmt_ms(p['median_ms'])} "
                         f"({_ratio(p)})" + ("" if mine else ": torch.compile compiles the model's "
                                              "forward and backward, not optimizer.step(), unless asked"))
     elif not r.compiled:
@@ -150,12 +151,7 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
 
 
 def _ratio(p: dict) -> str:
-    s = p["speedup"]
-    text = "1.00×" if round(s, 2) == 1.0 or round(1 / s, 2) == 1.0 else (
-        f"{s:.2f}× faster" if s >= 1 else f"{1 / s:.2f}× slower")
-    if p.get("speedup_lo") is not None:
-        text += f", 95 % CI {p['speedup_lo']:.2f}–{p['speedup_hi']:.2f}×"
-    return text
+    return fmt_ratio(p["speedup"], p.get("speedup_lo"), p.get("speedup_hi"))
 
 
 def _raced(ctx: Context, other: RunStats, mine: bool) -> str:
