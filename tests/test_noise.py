@@ -211,13 +211,18 @@ def test_compare_exit_codes_pass_fail_and_cannot_tell(tuimon, tmp_path):
     assert "median step +40" in proc.stderr
 
 
-def test_the_default_runs_three_processes_a_variant_sharing_its_steps(tuimon):
+def test_the_default_runs_three_processes_a_variant_round_one_whole(tuimon):
+    """Issue 33.7: round 1 runs all the --steps asked for (whatever comes late in a script is
+    reached), rounds 2 and 3 a third each, for the spread between processes."""
     proc, session = tuimon(str(RECIPES / "tiny_mlp.py"), "--headless", "--modes", "eager", "--steps", "60",
                            "--warmup", "2", "--no-auto-capture", one_process=False)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((session / "summary.json").read_text())
     assert json.loads((session / "meta.json").read_text())["settings"]["repeats"] == 3
-    assert [r["steps"] for r in summary["runs"]] == [20, 20, 20]  # 60 steps shared by 3 processes
+    assert [r["steps"] for r in summary["runs"]] == [60, 20, 20]
+    assert summary["variants"][0]["steps"] == 100
+    md = (session / "summary.md").read_text()
+    assert "| median step per process |" in md and "(60 steps) ·" in md and "(20 steps)" in md
     assert summary["noise"]["measured"] and summary["noise"]["processes"] == 3
 
 
@@ -230,13 +235,27 @@ def test_processes_a_variant_follow_who_sets_the_runs_length():
         share_processes(args, command)
         return args.repeats, args.steps, args.duration
 
-    assert resolved(["r.py"]) == (3, None, None)  # a recipe's own steps: shared via --share
-    assert resolved(["r.py", "--steps", "100"]) == (3, 34, None)
-    assert resolved(["r.py", "--duration", "90"]) == (3, None, 30.0)
+    # The length asked for stays whole: round 1 runs it, the others a K-th (tuimon/lengths.py).
+    assert resolved(["r.py"]) == (3, None, None)  # a recipe's own steps: --share K
+    assert resolved(["r.py", "--steps", "100"]) == (3, 100, None)
+    assert resolved(["r.py", "--duration", "90"]) == (3, None, 90)
     assert resolved([], ["python", "train.py"]) == (1, None, None)  # a script to its own end
-    assert resolved(["--steps", "50"], ["python", "train.py"]) == (3, 17, None)
+    assert resolved(["--steps", "50"], ["python", "train.py"]) == (3, 50, None)
     assert resolved(["--repeats", "1", "--steps", "50"], ["python", "train.py"]) == (1, 50, None)
-    assert resolved(["--repeats", "5", "--duration", "50"]) == (5, None, 10.0)
+    assert resolved(["--repeats", "5", "--duration", "50"]) == (5, None, 50)
+
+
+def test_each_round_runs_its_length():
+    from tuimon.lengths import covered, full_for, per_variant, process_length
+
+    assert process_length(100, None, 3, 1) == (100, None)
+    assert process_length(100, None, 3, 2) == (34, None)
+    assert process_length(None, 90.0, 3, 3) == (None, 30.0)
+    assert process_length(100, None, 1, None) == (100, None)
+    assert process_length(None, None, 3, 2) == (None, None)  # the script's own end
+    assert per_variant(90, 3) == 150 and full_for(150, 3) == 90
+    assert covered(300, None, 3) == ("round 1 runs all 300 steps of each variant; rounds 2–3 run "
+                                     "100 each, to measure the spread between processes")
 
 
 def test_a_session_with_no_process_measured_yet_plans_without_dividing_by_zero():

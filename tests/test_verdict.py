@@ -116,7 +116,7 @@ def test_too_few_steady_steps_name_no_winner():
     v = summary.verdict
     assert v.kind == "none" and v.winner is None
     assert v.line == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
-                      "20 each are needed): run longer (--steps or --duration)")
+                      "20 each are needed): run longer: at least --steps 23")
     running = decide(replace(summary, runs=[replace(r, status="running") for r in summary.runs]))
     assert running.kind == "pending" and running.line.startswith("Verdict: waiting for more steady steps")
     # The reference and one candidate have enough: the short one is set aside, the other weighed.

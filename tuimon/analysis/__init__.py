@@ -21,7 +21,13 @@ from tuimon.analysis.read import load_session
 from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, summarize
 from tuimon.analysis.stats.change import Change, change_text
 from tuimon.analysis.stats.compare import speedup_text
-from tuimon.analysis.stats.live import group_figures, own_time_spread, recent_median
+from tuimon.analysis.stats.live import (
+    group_figures,
+    loss_gap_ready,
+    not_yet,
+    own_time_spread,
+    recent_median,
+)
 from tuimon.analysis.stats.load import busy, load_text
 from tuimon.analysis.stats.noise import SESSION_SD
 from tuimon.analysis.stats.phases import PARTS as STEP_PARTS
@@ -39,6 +45,6 @@ __all__ = [
     "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
     "VariantWhy", "axis_range", "busy", "cache_counts", "change_text", "columns",
     "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
-    "load_session", "load_text", "open_session", "own_time_spread", "rank_names", "recent_median",
+    "load_session", "load_text", "loss_gap_ready", "not_yet", "open_session", "own_time_spread", "rank_names", "recent_median",
     "speedup_text", "step_kind", "step_split", "summarize",
 ]

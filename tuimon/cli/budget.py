@@ -9,9 +9,10 @@ The budget pays for three things, in this order under the interleaved schedule:
   else ``GUESS_S`` × the mode's factor; rounds 2..K start warm from round 1's compile artifacts
   (control/warm.py) and cost their warm compiles' median in those sessions, else ``WARM_SHARE``
   of the cold estimate;
-- stepping: what is left, less ``MARGIN`` for turn hand-overs, shared equally; each run gets it
-  as ``--duration`` counted without its compiles (the runner's ``--steady-duration``), so a
-  compile longer than estimated cannot eat another run's steps.
+- stepping: what is left, less ``MARGIN`` for turn hand-overs, shared equally between the
+  variants; within a variant, round 1's process steps for the whole ``--duration`` and rounds
+  2..K for a K-th of it each (tuimon/lengths.py), counted without its compiles (the runner's
+  ``--steady-duration``), so a compile longer than estimated cannot eat another run's steps.
 
 A compile that takes longer than estimated makes the sweep overrun; the supervisor stops every
 run when the budget is spent (``Plan.deadline_s``), and the summary says what was estimated and
@@ -25,6 +26,7 @@ import statistics
 from pathlib import Path
 
 from tuimon.fmt import fmt_s
+from tuimon.lengths import full_for
 from tuimon.variants import Variant
 
 START_S, START_PER_RUN_S = 5.0, 3.0  # starting a round: import torch, build the recipe
@@ -86,8 +88,9 @@ def warm_estimate(v: Variant, seen: dict[tuple, list[float]], cold_s: float) -> 
 
 def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
           seen: dict[tuple, list[float]], warm_rounds: bool = False) -> dict:
-    """{seconds, step_s, start_s, compile_s, from_history, text}; ValueError (one line) when the
-    budget leaves less than MIN_STEP_S of stepping per run."""
+    """{seconds, step_s (a run's mean), full_s (round 1's --duration), start_s, compile_s,
+    from_history, text}; ValueError (one line) when the budget leaves less than MIN_STEP_S of
+    stepping to a run."""
     runs = len(variants) * repeats
     start_s = repeats * (START_S + START_PER_RUN_S * len(variants) / max(1, cores))
     compiled = [v for v in variants if v.compiled]
@@ -98,21 +101,27 @@ def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
                                                                                          strict=True))
     else:
         compile_s *= repeats
-    step_s = (budget_s - start_s - compile_s) * (1 - MARGIN) / max(1, runs)
+    step_s = (budget_s - start_s - compile_s) * (1 - MARGIN) / max(1, runs)  # a run's mean
+    full = full_for(step_s * repeats, repeats)  # round 1's; rounds 2..K a K-th of it
+    shortest = full / repeats if repeats > 1 else full
     known = sum(1 for _, h in estimates if h)
     source = ("no compile" if not estimates else
               "from earlier sessions of it under --out" if known == len(estimates) else
               f"{known} of {len(estimates)} from earlier sessions, the rest guessed at "
               f"{fmt_s(GUESS_S)} × the mode's factor" if known else
               f"no earlier session: guessed at {fmt_s(GUESS_S)} × the mode's factor")
-    if step_s < MIN_STEP_S:
-        need = start_s + compile_s + MIN_STEP_S * runs / (1 - MARGIN)
+    if shortest < MIN_STEP_S:
+        need = start_s + compile_s + MIN_STEP_S * (step_s / shortest) * runs / (1 - MARGIN)
         raise ValueError(
             f"--budget {fmt_s(budget_s)} is too short for {runs} runs: starting ~{fmt_s(start_s)} "
             f"and compiling ~{fmt_s(compile_s)} ({source}) leave under {fmt_s(MIN_STEP_S)} of "
             f"steps each; give at least --budget {need / 60:.0f}m, or fewer --modes, --precision "
             "or --set values")
-    text = (f"each of {runs} runs steps for {fmt_s(step_s)} (compiles apart); starting "
+    each = (f"each of {runs} runs steps for {fmt_s(step_s)}" if repeats <= 1 else
+            f"each variant's round 1 steps for {fmt_s(full)}, rounds 2–{repeats} for "
+            f"{fmt_s(full / repeats)} each")
+    text = (f"{each} (compiles apart); starting "
             f"estimated at ~{fmt_s(start_s)}, compiles at ~{fmt_s(compile_s)} in all ({source})")
-    return {"seconds": budget_s, "step_s": round(step_s, 1), "start_s": round(start_s, 1),
+    return {"seconds": budget_s, "step_s": round(step_s, 1), "full_s": round(full, 1),
+            "start_s": round(start_s, 1),
             "compile_s": round(compile_s, 1), "from_history": known, "text": text}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import os
 import platform
 import signal
@@ -26,6 +25,7 @@ from tuimon.cli.script import script_settings, turn_notes
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from tuimon.lengths import covered
 from tuimon.recipe import RecipeError, check_recipe_file
 from tuimon.variants import PRECISIONS, SCRIPT, parse_list, parse_modes, product
 
@@ -90,6 +90,8 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     deadline = None
     if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
         variants, deadline = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
+    if deadline is None and (text := covered(args.steps, args.duration, args.repeats)):
+        print(f"tuimon: note: {text}", file=sys.stderr)
     if len(variants) * args.repeats > MAX_PROCESSES:
         raise UsageError(f"{len(variants)} variants × {args.repeats} repeats = "
                          f"{len(variants) * args.repeats} runs: at most {MAX_PROCESSES} in a "
@@ -182,16 +184,11 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
 
 def share_processes(args: argparse.Namespace, command: list[str] | None) -> None:
     """--repeats when not given: several processes a variant whenever tuimon sets the runs'
-    length, one for a script that runs to its own end (K of those would run it K times). The
-    variant's --steps / --duration are then shared among its processes (each runs its part)."""
+    length, one for a script that runs to its own end (K of those would run it K times). Round
+    1's process runs the whole --steps / --duration; rounds 2..K a K-th of it (tuimon/lengths.py)."""
     if args.repeats is None:
         length_set = command is None or args.steps or args.duration or getattr(args, "budget", None)
         args.repeats = AUTO_REPEATS if length_set else 1
-    if args.repeats > 1:
-        if args.steps is not None:
-            args.steps = max(1, math.ceil(args.steps / args.repeats))
-        if args.duration is not None:
-            args.duration = args.duration / args.repeats
 
 
 def warn_on_stderr(sink):
@@ -228,8 +225,8 @@ def runner_flags(args: argparse.Namespace, fixed: dict[str, str]) -> list[str]:
         flags += ["--profile-backward", args.profile_backward]
     if args.no_auto_capture:
         flags.append("--no-auto-profile")
-    if args.repeats > 1 and args.steps is None and args.duration is None:
-        flags += ["--share", str(args.repeats)]  # each process runs its part of the recipe's steps
+    if args.repeats > 1:  # round 1 runs it all, the others a K-th (tuimon/lengths.py)
+        flags += ["--share", str(args.repeats)]
     return flags
 
 

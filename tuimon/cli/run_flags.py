@@ -76,15 +76,18 @@ def run_parser() -> Parser:
     p.add_argument("--quiet-only", action="store_true",
                    help="keep steps measured while other processes loaded the machine (more than "
                    "half a core, or on the run's GPU) out of the steady state, and count them")
-    p.add_argument("--pin-malloc", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--pin-malloc", action=argparse.BooleanOptionalAction, default=False,
                    help="fix glibc malloc's mmap and trim thresholds alike in every run "
                    "(MALLOC_MMAP_THRESHOLD_=256 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB), so no run "
                    "page-faults its buffers in again at every step by the luck of its allocation "
-                   "history (default: on; --no-pin-malloc measures with the allocator as your "
-                   "process would have it)")
+                   "history: the variants compare more alike, but a process that never faults "
+                   "reads faster than your own training would run (default: off: the allocator "
+                   "as your process has it)")
     p.add_argument("--repeats", type=limited("repeats"), default=None, metavar="K",
-                   help="run each variant in K separate processes, in rounds, sharing its --steps / "
-                   "--duration, and put the spread between processes into every interval "
+                   help="run each variant in K separate processes, in rounds: round 1's runs the "
+                   "whole --steps / --duration (so what a script does late in its run is reached), "
+                   "rounds 2..K a K-th of it each; the spread between processes goes into every "
+                   "interval "
                    f"(default: {AUTO_REPEATS} when tuimon sets the runs' length: a recipe, or a script "
                    "with --steps / --duration / --budget; 1 for a script that runs to its own end)")
     p.add_argument("--nproc", type=limited("nproc"), metavar="N",

@@ -139,8 +139,9 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
     settings = {
         **found,
         "set": dict(fixed or {}),
-        "steps": args.steps,
+        "steps": args.steps,  # the whole length: round 1's (tuimon/lengths.py)
         "duration": args.duration,
+        "repeats": args.repeats,
         "warmup": 1 if args.warmup == "auto" else int(args.warmup),
         "warmup_text": str(args.warmup),
         "seed": args.seed,

@@ -92,9 +92,11 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         answer["budget"] = plan
-        args.duration, args.steady_duration = plan["step_s"], True
+        # A variant's share of the stepping time: round 1 runs the most of it (tuimon/lengths.py).
+        full = plan["full_s"]
+        args.duration, args.steady_duration = full, True
         if script is not None:
-            script.update(duration=plan["step_s"], steady_duration=True)
+            script.update(duration=full, steady_duration=True)
         deadline = args.budget
         say.append(f"budget {args.budget / 60:.1f} min: {plan['text']}")
     for line in say:

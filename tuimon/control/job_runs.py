@@ -21,6 +21,7 @@ from tuimon.control.child import log_tail
 from tuimon.control.job_child import JobChild
 from tuimon.control.rank_hub import RankHub
 from tuimon.control.runs import DONE, FAILED, PAUSED, RUNNING, STOPPED, Run
+from tuimon.lengths import process_length
 from tuimon.torchrun import is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
@@ -62,12 +63,13 @@ class JobRuns:
             if interleave:
                 runner_args = [*runner_args, "--turn-first"]
         cap = None
-        if interleave and not plan.turn_steps and self._steps_limit():
-            cap = max(1, -(-self._steps_limit() // 4))  # as runner/turns.py: 4 turns at least
+        steps = self._steps_limit(r)
+        if interleave and not plan.turn_steps and steps:
+            cap = max(1, -(-steps // 4))  # as runner/turns.py: 4 turns at least
         return JobChild.spawn(
             r.id, r.variant, runner_args=runner_args, threads=threads, script=script, job=job,
             local_world=local_world, turn_steps=plan.turn_steps if interleave else None,
-            turn_cap=cap, turns=interleave, steps=self._steps_limit(), **spawn)
+            turn_cap=cap, turns=interleave, steps=steps, **spawn)
 
     def _port_offset(self, r: Run) -> int:
         """The plan's variants: their place in it (every node alike); a run added later: the
@@ -79,15 +81,21 @@ class JobRuns:
                 and (x.id in self._live or x.id in self._queue)}
         return next(k for k in range(len(held) + 1) if k not in held)
 
-    def _steps_limit(self) -> int | None:
+    def _length(self, r: Run) -> tuple[int | None, float | None]:
+        """The run's (steps, duration): round 1 the whole length, rounds 2..K a K-th of it
+        (tuimon/lengths.py)."""
         if self.plan.script is not None:
-            return self.plan.script.get("steps")
-        return _value(self.plan.runner_args, "--steps", int)
+            asked = self.plan.script.get("steps"), self.plan.script.get("duration")
+        else:
+            asked = (_value(self.plan.runner_args, "--steps", int),
+                     _value(self.plan.runner_args, "--duration", float))
+        return process_length(*asked, self.plan.repeats, r.replicate)
 
-    def _duration_limit(self) -> float | None:
-        if self.plan.script is not None:
-            return self.plan.script.get("duration")
-        return _value(self.plan.runner_args, "--duration", float)
+    def _steps_limit(self, r: Run) -> int | None:
+        return self._length(r)[0]
+
+    def _duration_limit(self, r: Run) -> float | None:
+        return self._length(r)[1]
 
     # ---- the rank socket's news ------------------------------------------------------------------
     def _rank_news(self, kind: str, run: str, rank: int, *rest) -> None:
@@ -182,7 +190,7 @@ class JobRuns:
                     and job.intent is None and not job.compiling and job.turn_clock is not None
                     and now - job.turn_clock >= plan.turn_s):
                 job.schedule("turn")
-            duration = self._duration_limit()
+            duration = self._duration_limit(r)
             if (duration is not None and r.active_s >= duration and not r.stop_asked
                     and r.deadline is None):
                 job.schedule("stop", "duration")

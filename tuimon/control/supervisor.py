@@ -182,6 +182,8 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
 
     def _start(self, r: Run, threads: int | None) -> None:
         runner_args = [*self.plan.runner_args, "--profile-dir", str(self.store.path / PROFILES)]
+        if r.replicate is not None:  # its round: round 1 runs the whole length (tuimon/lengths.py)
+            runner_args += ["--round", str(r.replicate)]
         interleave = self.plan.schedule == "interleave"
         if interleave:
             runner_args += (["--turns", str(self.plan.turn_steps)] if self.plan.turn_steps
@@ -190,7 +192,7 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
         if self.plan.script is not None:
             script = {**self.plan.script, "profile_dir": str((self.store.path / PROFILES).absolute()),
                       "turns": (self.plan.turn_steps or 0) if interleave else 0,
-                      "turn_s": self.plan.turn_s if interleave else 0.0}
+                      "turn_s": self.plan.turn_s if interleave else 0.0, "round": r.replicate}
             script, cwd = self._files.spawn(r.id, script)
         trace = self.store.path / "torch-trace" / r.id if self.plan.torch_trace else None
         cache, env, said = self._warm.prepare(r.id, r.variant)  # seeded from artifacts when warm
@@ -266,6 +268,8 @@ class Supervisor(Commands, Stopping, JobRuns, Handover):
             elif self._state(r.id) == PAUSED:
                 self._set_state(r.id, RUNNING)
                 r.last_step = r.stepping_since = time.monotonic()  # a paused time is no silence
+        elif kind == events.WARNING and e.get("children"):
+            self._children(r, e)  # its training runs in child processes (handover.py)
         elif kind == events.FINISHED:
             r.ended = True
             self._set_state(r.id, STOPPED if e.get("reason") == "stopped" else DONE)

@@ -14,7 +14,15 @@ import shlex
 from pathlib import Path
 
 from tuimon import events
-from tuimon.analysis import STEP_PARTS, SessionSummary, columns, diagnose, load_session, step_split
+from tuimon.analysis import (
+    STEP_PARTS,
+    SessionSummary,
+    columns,
+    diagnose,
+    load_session,
+    step_kind,
+    step_split,
+)
 from tuimon.report import files_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
@@ -44,9 +52,11 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                 f"- Inductor cache: {meta.get('cache', '?')}{start_line(summary)}"]
         if summary.pin_malloc is not None:
             out.append("- allocator: " + ("glibc malloc's thresholds pinned alike in every run "
-                                          "(--no-pin-malloc: as your process would have them)"
+                                          "(--pin-malloc): no run faults its buffers in again, "
+                                          "which may read faster than your own process runs"
                                           if summary.pin_malloc else
-                                          "as each process had it (--no-pin-malloc)"))
+                                          "as each process had it, as your own would (the default; "
+                                          "--pin-malloc fixes its thresholds alike in every run)"))
         out.append("")
     if summary.busy:
         out += [f"**Note: {summary.busy}.**", ""]
@@ -64,6 +74,9 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     notes += [f"- warning: {w}" for w in summary.warnings]
     for r in summary.runs:
         notes += failure_notes(r) + rank_notes(r)
+    left = dict.fromkeys(p["why"] for v in summary.variants for p in v.left_out)
+    notes += [f"- {why}: left out of every variant's step time (the other rounds were quiet)"
+              for why in left]
     for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]
@@ -79,9 +92,11 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
             "and axis values, "
             "with a 95 % interval from order statistics widened for correlated neighbouring steps."]
     if summary.variants:
-        out[-1] += (" Each variant ran in several processes (--repeats): its median is the geometric "
-                    "mean of theirs, and its interval a Student's t interval over them, so it covers "
-                    "the spread between processes too.")
+        out[-1] += (" Each variant ran in several processes (--repeats), in rounds: round 1's ran the "
+                    "whole length asked for (what the script does late in its run is reached), "
+                    "rounds 2 and on a share of it each (their steps are in \"median step per "
+                    "process\"); its median is the geometric mean of theirs, and its interval a "
+                    "Student's t interval over them, so it covers the spread between processes too.")
     else:
         out[-1] += (" The interval covers step-to-step noise within one process, not the spread "
                     "between processes: --repeats 3 or more measures that.")
@@ -123,12 +138,15 @@ def to_json(meta: dict, summary: SessionSummary) -> str:
     return json.dumps({"meta": meta, **summary.to_dict(), "why": why}, indent=2, default=str) + "\n"
 
 
-# A torchrun job's steps are its ranks' (``rank``; ``pre_ms``: to their last backward());
-# single-process runs leave both empty. Then the step's split: a column a phase, in ms (empty:
-# not seen, or a step without a split; other: the rest of the step).
+# ``phase`` is the runner's (warmup / steady); ``kind`` what the statistics make of the step
+# (warmup, steady, compile, gap: a validation pass inside it, profiled: a capture recorded it),
+# and ``gap`` 1 for a validation pass's step (kept out of the steady state). A torchrun job's
+# steps are its ranks' (``rank``; ``pre_ms``: to their last backward()); single-process runs
+# leave both empty. Then the step's split: a column a phase, in ms (empty: not seen, or a step
+# without a split; other: the rest of the step).
 PART_COLUMNS = [f"{name}_phase_ms" for name in STEP_PARTS]
-STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase",
-                "compile_ms", "rank", "pre_ms", *PART_COLUMNS]
+STEP_COLUMNS = ["run", "mode", "precision", "i", "t", "ms", "data_ms", "n", "loss", "phase", "kind",
+                "gap", "compile_ms", "rank", "pre_ms", *PART_COLUMNS]
 
 
 def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
@@ -142,7 +160,8 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
     for e in session_events:
         if e["type"] != events.STEP:
             continue
-        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {})}
+        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {}), "kind": step_kind(e),
+               "gap": 1 if e.get("gap") else None}
         for name, ms in step_split(e).items():
             row[f"{name}_phase_ms"] = None if ms is None else round(ms, 4)
         writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])

@@ -74,13 +74,26 @@ def compile_text(r: RunStats) -> str:
     return warm
 
 
+APART = {  # why a run's first loss is not its baseline's (stats/compare.py why_apart)
+    "unseeded": "its eager processes start apart too: the script does not seed itself, so each "
+                "trained on other weights or data",
+    "random ops": "the script is seeded (its eager processes start alike): compiled code draws "
+                  "dropout's and other random ops' numbers otherwise than eager",
+    "unknown": "other random draws: an unseeded script, or random ops (dropout) that compiled "
+               "code draws otherwise than eager",
+    None: "other random draws: an unseeded script, or random ops (dropout) that compiled code "
+          "draws otherwise than eager",
+}
+
+
 def loss_text(r: RunStats) -> str:
     if r.final_loss is None:
         return DASH
     text = fmt_loss(r.final_loss)
+    if r.losses_per_step > 1:  # which of its losses tuimon took
+        text += f" (the last of its {r.losses_per_step} backward() losses a step)"
     if r.baseline and r.baseline != r.label and r.loss_comparable is False:
-        text += (f" (not comparable with {r.baseline}: the first losses differ, so the runs "
-                 "trained on other data or weights, e.g. an unseeded script)")
+        text += f" (not comparable with {r.baseline}: the first losses differ — {APART[r.loss_apart]})"
     elif r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
         text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
     return text
@@ -145,6 +158,9 @@ def other_load_text(r: RunStats) -> str:
     if r.foreign_cores is None and not r.foreign_gpu_pids:
         return DASH
     text = load_text(r) + (" — busy" if busy(r) else "")
+    if r.left_out:  # the rounds its step time rests on; a busy round was left out
+        text += " (its quiet rounds; " + ", ".join(
+            f"round {p['round']}: {_load_words(p)}" for p in r.left_out) + ", left out)"
     if r.busy_dropped:
         text += f" · {r.busy_dropped} steps kept out (--quiet-only)"
     return text
@@ -157,8 +173,12 @@ def faults_text(r: RunStats) -> str:
 
 def measured_text(r: RunStats) -> str:
     text = f"{r.measured} of {r.steps}"
-    if r.processes:
-        return text + f", in {len(r.processes)} processes"
+    if r.processes or r.left_out:
+        text += f", in {len(r.processes) + len(r.left_out)} processes"
+        if r.left_out:
+            rounds = ", ".join(str(p["round"]) for p in r.left_out)
+            text += f" (round{'s' if len(r.left_out) > 1 else ''} {rounds} left out: busy)"
+        return text
     if r.steady_from is not None:
         text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
     if r.turns > 1:
@@ -167,10 +187,24 @@ def measured_text(r: RunStats) -> str:
 
 
 def processes_text(r: RunStats) -> str:
-    """A combined row's processes: their medians, the spread the interval accounts for."""
-    if not r.processes:
+    """A combined row's processes, round by round: their medians and steps (round 1 runs the
+    whole length, the others a share: tuimon/lengths.py), and a round left out for its load."""
+    if not r.processes and not r.left_out:
         return DASH
-    return " · ".join(fmt_ms(p["median_ms"]) if p["median_ms"] else p["status"] for p in r.processes)
+    out = []
+    for p in sorted(r.processes + r.left_out, key=lambda p: p.get("round") or 0):
+        text = fmt_ms(p["median_ms"]) if p["median_ms"] else p["status"]
+        if p.get("steps"):
+            text += f" ({p['steps']:,} steps)"
+        if p.get("why"):
+            text += f" — left out: {_load_words(p)}"
+        out.append(text)
+    return " · ".join(out)
+
+
+def _load_words(p: dict) -> str:
+    cores = p.get("load_cores")
+    return f"other processes used ~{cores:.1f} of the cores" if cores is not None else "other load"
 
 
 

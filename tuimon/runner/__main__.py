@@ -16,6 +16,7 @@ import time
 import traceback
 
 from tuimon import events, failures
+from tuimon.lengths import process_length
 from tuimon.runner.control import Control
 from tuimon.runner.crash import cuda_memory, recipe_frame
 from tuimon.runner.device import SetupError, device_name, resolve_device
@@ -39,7 +40,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", default="auto")  # "auto": the statistics find it in the data
     p.add_argument("--turns", type=int, default=0, help="steps per turn (interleaved schedule)")
     p.add_argument("--share", type=int, default=1, metavar="K",
-                   help="one of the variant's K processes: run a K-th of the recipe's default steps")
+                   help="one of the variant's K processes (--repeats K): round 1 runs the whole "
+                   "length, the others a K-th of it (tuimon/lengths.py)")
+    p.add_argument("--round", type=int, help="its round of the variant's K processes")
     p.add_argument("--steady-duration", action="store_true",
                    help="--duration counts stepping time only, compiles aside (a sweep's budget)")
     p.add_argument("--turn-seconds", type=float, default=0.0,
@@ -146,11 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             recipe.model = distributed.wrap(torch, recipe.model, device)
             recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"],
                                                ident["world_size"])
-        steps = args.steps if args.steps is not None else (
-            None if args.duration is not None else -(-sizes["steps"] // max(1, args.share)))
+        asked = args.steps if args.steps is not None or args.duration is not None else sizes["steps"]
+        steps, duration = process_length(asked, args.duration, args.share, args.round)
         # With "auto" only the first step is labelled warm-up here; the statistics find the rest.
         fixed_warmup = 1 if args.warmup == "auto" else int(args.warmup)
-        settings = loop.LoopSettings(args.mode, args.precision, steps, args.duration, fixed_warmup,
+        settings = loop.LoopSettings(args.mode, args.precision, steps, duration, fixed_warmup,
                                      args.turns, args.turn_seconds, args.turn_first,
                                      args.steady_duration)
         trainer = loop.Trainer(recipe, device, settings)
@@ -188,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             image_size=cfg.image_size,
             seed=args.seed,
             steps=steps,
-            duration=args.duration,
+            duration=duration,
+            round=args.round,
             warmup=args.warmup,
             threads=torch.get_num_threads(),
             extra=dict(extra),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import time
 
@@ -46,6 +47,9 @@ LOCATION = re.compile(r"Graph break in user code at (.+?):(\d+)")
 # metrics (inductor_fx_local_cache_*_count); torch 2.9 and older count them only here.
 CACHE_ARTIFACT = re.compile(r"(fx_graph|aotautograd)_cache_(hit|miss)$")
 TRACE_LOGGER = "torch.__trace"
+# tuimon's own files: a frame compiled there is the frame tuimon wraps a module's call in
+# (runner/script/compile_modes.py), named for the module: it has no place in the user's code.
+OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # torch 2.4's compile metrics: the same nested spans in seconds, under older names (AOTAutograd
 # with Inductor is the backend's compile).
 LEGACY_TIMES = {"duration_us": "entire_frame_compile_time_s",
@@ -179,7 +183,7 @@ class TraceListener(logging.Handler):
         validation = self._validation(compile_id)
         if forward and compile_id:
             (self._validated if validation else self._trained).add(str(compile_id).split("/")[0])
-        if m.get("co_filename"):
+        if m.get("co_filename") and not m["co_filename"].startswith(OURS):  # not tuimon's wrapper
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
         self.emitter.emit_now(
             events.COMPILE, compile_id=compile_id, forward=forward,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched
+from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched, same_recording
 from tuimon.analysis.compare.settings import differences
 from tuimon.analysis.stats import RunStats
 from tuimon.analysis.stats.change import (
@@ -68,6 +68,10 @@ def compare_sessions(sessions: list[Session], session_sd: float = SESSION_SD) ->
     """``session_sd``: σ of a session's own level on the log scale, assumed (noise.SESSION_SD):
     the machine's state, which two sessions need not share."""
     key_rows(sessions)
+    for s in sessions[1:]:
+        if same_recording(sessions[0], s) and not any("same recording" in n for n in s.notes):
+            s.notes.append(f"{s.letter} is the same recording as A: nothing changed between them, "
+                           "and the guard judges nothing")
     keys, left_out = matched(sessions)
     # One spread for all: every session's processes of every variant, about their own variant's.
     noise = replace(pooled([r for s in sessions for r in s.summary.variants]), session_sd=session_sd)
@@ -137,10 +141,13 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
     and not within the spread between processes (with one process a session there is no spread
     to judge by, so the change itself counts)."""
     failures, cannot, unjudged = [], [], []
+    same = {s.letter for s in c.sessions[1:] if same_recording(c.sessions[0], s)}
     for v in c.variants:
         warm = v.warm_compile[1:] or [None] * (len(c.sessions) - 1)
         for s, m, comp, shaky, least, hot in zip(c.sessions[1:], v.median[1:], v.compile[1:],
                                                  v.unreliable[1:], v.detectable[1:], warm, strict=True):
+            if s.letter in same:  # A read twice: nothing changed, nothing to judge
+                continue
             who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
                                                       if shaky else "")
             if slower_pct is not None and m is not None:

@@ -36,6 +36,18 @@ class Session:
         return self.meta.get("name") or self.path.name
 
 
+def same_recording(a: Session, b: Session) -> bool:
+    """The same session read twice (the same directory, or a copy of it): the same start and the
+    same events. Nothing changed between them, whatever an interval between two sessions allows
+    (issue 33.11: `tuimon compare A A --fail-if-slower 5` said it could not tell, exit 4)."""
+    if a.path.resolve() == b.path.resolve():
+        return True
+    started = [next((e.get("t") for e in s.events if e["type"] == events.SESSION_STARTED), None)
+               for s in (a, b)]
+    return started[0] is not None and started[0] == started[1] and len(a.events) == len(b.events) \
+        and a.meta.get("started") == b.meta.get("started")
+
+
 def open_session(path: str | Path, letter: str) -> Session:
     meta, evs, summary = load_session(path)
     s = Session(Path(path), letter, meta, evs, summary)

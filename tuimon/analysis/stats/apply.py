@@ -49,6 +49,7 @@ def apply_run(r: RunStats, e: dict) -> None:
             if e.get(key) is not None:
                 setattr(r, key, e[key])
         r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
+        r.length_steps, r.length_s = e.get("steps"), e.get("duration")
         r.notes = list(e.get("notes") or [])
     elif kind == events.MEMORY:
         for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
@@ -76,6 +77,8 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.turns += 1
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+        if e.get("backwards"):  # several backward() a step: its loss is the last one's
+            r.losses_per_step = int(e["backwards"])
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
             r.uncompiled = str(e["uncompiled"])
     elif kind == events.COMPILE:

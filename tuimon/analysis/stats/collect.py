@@ -205,10 +205,10 @@ class Collector:
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
             phase_compare(r, runs, noise)
-        for v in variants.values():
-            combine_compiles(v, [runs[p["run"]] for p in v.processes if p["run"] in runs])
-        for v in variants.values():
-            losses[v.run] = losses[v.processes[0]["run"]]  # the first process's losses speak for it
+        for v in variants.values():  # compiles and losses: every process, a busy round's too
+            every = sorted(v.processes + v.left_out, key=lambda p: p["round"] or 0)
+            combine_compiles(v, [runs[p["run"]] for p in every if p["run"] in runs])
+            losses[v.run] = losses[every[0]["run"]]  # round 1's (the whole length) speak for it
         for v in variants.values():
             compare(v, variants, losses, noise, self._session.pin_malloc)
             phase_compare(v, variants, noise)

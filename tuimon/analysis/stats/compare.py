@@ -34,6 +34,23 @@ def pays_off(base_ms: float, base_overhead_s: float | None, ms: float,
     return n, (overhead_s or 0.0) + n * ms / 1000.0, False
 
 
+def why_apart(base: RunStats, losses: dict[str, dict[int, float]]) -> str:
+    """Why a run's first loss is not its eager baseline's: "unseeded" when the baseline's own
+    processes start apart (each drew other weights or data), "random ops" when they start alike
+    (the script is seeded: compiled code draws dropout's and other random ops' numbers otherwise
+    than eager), "unknown" with one process (issue 33.11: a seeded script whose compiled dropout
+    drew differently was called "e.g. an unseeded script")."""
+    firsts = []
+    for p in base.processes:
+        mine = losses.get(p["run"]) or {}
+        if mine:
+            firsts.append(mine[min(mine)])
+    if len(firsts) < 2:
+        return "unknown"
+    alike = max(firsts) - min(firsts) <= 1e-3 * max(1.0, abs(firsts[0]))
+    return "random ops" if alike else "unseeded"
+
+
 def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
             noise: Noise, pinned: bool | None = None) -> None:
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
@@ -52,6 +69,8 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     if first is not None and first in base_loss:
         a, b = losses[r.run][first], base_loss[first]
         r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
+        if not r.loss_comparable:
+            r.loss_apart = why_apart(base, losses)
     if not r.median_ms:
         return
     compare_load(r, base)

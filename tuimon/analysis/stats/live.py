@@ -7,6 +7,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
+from tuimon.analysis.stats.rows import RunStats
+from tuimon.analysis.stats.verdict import MIN_STEADY
+
+MIN_LOSS_STEPS = 10  # steps two runs share before their losses' gap means anything
+
 
 def recent_median(values: Iterable[float]) -> float | None:
     values = list(values)
@@ -28,3 +33,17 @@ def group_figures(owns: list[float], medians: list[float], losses: list[float],
             "median": statistics.median(medians) if medians else None,
             "loss_mean": statistics.fmean(losses) if losses else None,
             "cpu_mean": statistics.fmean(cpus) if cpus else None}
+
+
+def not_yet(r: RunStats, base: RunStats | None) -> str | None:
+    """Why a live speedup of ``r`` against ``base`` means nothing yet ("not yet: 6 of 20 steady
+    steps"), or None once both have the steady steps the verdict weighs (issue 33.11: a session
+    starting read "0.70× (CI 0.00–1570.14)")."""
+    few = min(r.measured, base.measured if base is not None else r.measured)
+    return f"not yet: {few} of {MIN_STEADY} steady steps" if few < MIN_STEADY else None
+
+
+def loss_gap_ready(r: RunStats) -> bool:
+    """The losses' largest gap over the steps both runs share is worth saying (not "≤ 0 over 1
+    steps")."""
+    return r.max_loss_diff is not None and (r.common_steps or 0) >= MIN_LOSS_STEPS

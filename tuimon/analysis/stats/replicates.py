@@ -1,6 +1,16 @@
 """--repeats K: one combined row per variant from its K processes (geometric mean of their
 medians). Its interval needs the spread between processes, pooled over every variant of the
-session (noise.py): ``apply_noise`` sets it once the rows are all combined."""
+session (noise.py): ``apply_noise`` sets it once the rows are all combined.
+
+The processes run in rounds, every variant once a round, so a round's processes meet the same
+machine. A round in which other processes loaded the machine (stats/load.py: more than half a
+core, or the run's GPU) while other rounds were quiet is the machine, not the model: its
+processes are left out of every variant's step time alike (the rounds stay paired), listed with
+the load they met, and the row's load figures are its quiet rounds' (issue 33.9: a demo whose
+first two rounds ran beside a job using a core, one ~90× slower than the others, read "stay
+eager, 0.98× (95 % CI 0.07–13.14)"). When every round was busy, nothing is left out: the
+session is busy, and the verdict says so (verdict.py).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +18,60 @@ import math
 import statistics
 
 from tuimon.analysis.stats.intervals import log_se
+from tuimon.analysis.stats.load import busy, load_cores, load_text
 from tuimon.analysis.stats.noise import Noise, row_variance
-from tuimon.analysis.stats.rows import RunStats, max_of
+from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
 
 
 def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
-    """One row per variant run in several processes (--repeats), keyed like a run id."""
+    """One row per variant run in several processes (--repeats), keyed like a run id. Call it
+    once every run's load is known (probe_stats)."""
     groups: dict[tuple, list[RunStats]] = {}
     for r in runs:
         if r.replicate is not None:
             groups.setdefault(r.key, []).append(r)
-    return {row.run: row for row in (_combined(g) for g in groups.values())}
+    out = busy_rounds([r for g in groups.values() for r in g])
+    return {row.run: row for row in (_combined(g, out) for g in groups.values())}
 
 
-def _combined(group: list[RunStats]) -> RunStats:
+def busy_rounds(runs: list[RunStats]) -> dict[int, str]:
+    """{round: why} for the rounds to leave out: those in which a measured process stepped under
+    other processes' load, when at least one round had none; {} when no round, or every round,
+    was busy."""
+    rounds: dict[int, list[RunStats]] = {}
+    for r in runs:
+        if r.median_ms and r.replicate is not None:
+            rounds.setdefault(r.replicate, []).append(r)
+    busy_ones = {k: [r for r in rs if busy(r)] for k, rs in rounds.items()}
+    busy_ones = {k: rs for k, rs in busy_ones.items() if rs}
+    if not busy_ones or len(busy_ones) == len(rounds):
+        return {}
+    out = {}
+    for k, rs in busy_ones.items():
+        worst = max(rs, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
+        out[k] = (f"round {k} stepped beside other processes' load ({load_text(worst)} during "
+                  f"{worst.label}'s steps)")
+    return out
+
+
+def _process(r: RunStats) -> dict:
+    return {"run": r.run, "round": r.replicate, "median_ms": r.median_ms, "status": r.status,
+            "steps": r.steps, "measured": r.measured, "load_cores": load_cores(r),
+            "busy": busy(r)}
+
+
+def _combined(group: list[RunStats], left_out: dict[int, str]) -> RunStats:
+    group = sorted(group, key=lambda r: r.replicate or 0)
     first = group[0]
     k = len(group)
     row = RunStats(f"{first.mode}-{first.precision}{id_part(tuple(first.axes.items()))}×{k}",
                    first.mode, first.precision, axes=dict(first.axes))
-    row.processes = [{"run": r.run, "median_ms": r.median_ms, "status": r.status, "round": r.replicate}
-                     for r in group]
+    row.left_out = [{**_process(r), "why": left_out[r.replicate]} for r in group
+                    if r.replicate in left_out]
+    timed = [r for r in group if r.replicate not in left_out]  # what its step time rests on
+    row.processes = [_process(r) for r in timed]
     statuses = {r.status for r in group}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
     row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)
@@ -37,32 +79,44 @@ def _combined(group: list[RunStats]) -> RunStats:
         setattr(row, key, getattr(first, key))
     row.notes = list(first.notes)
     row.steps = sum(r.steps for r in group)
-    row.measured = sum(r.measured for r in group)
-    row.warmup_steps = sum(r.warmup_steps for r in group)
+    row.measured = sum(r.measured for r in timed)
+    row.warmup_steps = sum(r.warmup_steps for r in timed)
+    row.gap_steps = sum(r.gap_steps for r in group)
     row.turns = sum(r.turns for r in group)
     row.paused_s = sum(r.paused_s for r in group)
     row.compiles = sum(r.compiles for r in group)
     row.recompiles = sum(r.recompiles for r in group)
     row.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.recompile_reasons))
     row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
-    row.unreliable = next((f"{r.run}: {r.unreliable}" for r in group if r.unreliable), None)
+    row.unreliable = next((f"{r.run}: {r.unreliable}" for r in timed if r.unreliable), None)
     row.graph_breaks, row.compile_phases = first.graph_breaks, first.compile_phases
     row.compile_failures, row.cudagraphs = first.compile_failures, first.cudagraphs
     row.graphs_fwd, row.graphs_bwd = first.graphs_fwd, first.graphs_bwd
     row.fx_cache_hits = sum(r.fx_cache_hits for r in group)
     row.fx_cache_misses = sum(r.fx_cache_misses for r in group)
-    for key in ("compile_s", "overhead_s", "first_step_ms", "mean_data_ms", "cpu_mean",
-                "gpu_util_mean", "power_mean", "throttled_share", "faults_per_step"):
+    for key in ("compile_s", "overhead_s", "first_step_ms"):  # compiles: every process
         values = [getattr(r, key) for r in group if getattr(r, key) is not None]
         setattr(row, key, statistics.median(values) if values else None)
+    for key in ("mean_data_ms", "cpu_mean", "gpu_util_mean", "power_mean", "throttled_share",
+                "faults_per_step"):  # what it measured while stepping: the rounds it rests on
+        values = [getattr(r, key) for r in timed if getattr(r, key) is not None]
+        setattr(row, key, statistics.median(values) if values else None)
+    # Other processes' load while it stepped: the mean over the rounds it rests on (the table's
+    # "other processes while it stepped", the verdict's load gap and busy judgement).
+    for key in ("foreign_cores", "own_cores", "foreign_gpu_sm"):
+        setattr(row, key, mean_of([getattr(r, key) for r in timed]))
+    row.foreign_gpu_mem = max_of([r.foreign_gpu_mem for r in timed])
+    row.foreign_gpu_pids = sorted({p for r in timed for p in r.foreign_gpu_pids})[:5]
+    row.busy_dropped = sum(r.busy_dropped for r in timed)
+    row.own_dropped = sum(r.own_dropped for r in timed)
     for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
                 "children_max", "vram_max", "gpu_proc_mem_max", "temp_max"):
         setattr(row, key, max_of([getattr(r, key) for r in group]))
     combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
     row.samples = sum(r.samples for r in group)
-    row.final_loss = first.final_loss
+    row.final_loss, row.losses_per_step = first.final_loss, first.losses_per_step
     row.loss_nonfinite = sum(r.loss_nonfinite for r in group)
-    measured = [r for r in group if r.median_ms]
+    measured = [r for r in timed if r.median_ms]
     if not measured:
         return row
     logs = [math.log(r.median_ms) for r in measured]

@@ -23,7 +23,11 @@ class RunStats:
     status: str = "queued"  # queued | running | done | stopped | failed
     axes: dict[str, str] = field(default_factory=dict)  # its --set axis values (tuimon/axes.py)
     replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
-    processes: list[dict] = field(default_factory=list)  # a combined row: {run, median_ms} each
+    # A combined row (--repeats): the processes its step time rests on, {run, round, median_ms,
+    # steps, measured, status, load, busy} each; and those left out of it (a round under other
+    # processes' load while other rounds were quiet: stats/replicates.py), each with its ``why``.
+    processes: list[dict] = field(default_factory=list)
+    left_out: list[dict] = field(default_factory=list)
     device: str | None = None
     device_name: str | None = None
     torch: str | None = None  # the run's own torch, Python and CUDA build (run_started)
@@ -34,15 +38,22 @@ class RunStats:
     notes: list[str] = field(default_factory=list)
     steps: int = 0
     measured: int = 0
+    # The length this process was asked to run (run_started: its round's share, tuimon/lengths.py);
+    # None: the script's own end, or a recipe's own steps when the event predates it.
+    length_steps: int | None = None
+    length_s: float | None = None
     median_ms: float | None = None
     p10_ms: float | None = None
     p90_ms: float | None = None
     mean_data_ms: float | None = None
     throughput: float | None = None  # samples per second at the median step
     loss_comparable: bool | None = None  # same first loss as its baseline (None: unknown)
+    loss_apart: str | None = None  # why not: unseeded | random ops | unknown (stats/compare.py)
+    losses_per_step: int = 1  # backward() calls a step: its loss is the last one's (a script)
     throughput_unit: str = "samples"  # "steps" for a script whose batches tuimon cannot see
     first_step_ms: float | None = None
     warmup_steps: int = 0
+    gap_steps: int = 0  # a script's steps that held a validation pass, kept apart (steady_state.py)
     warmup_auto: bool = True  # warm-up found in the data (MSER-5) rather than fixed
     steady_from: int | None = None  # index of the first steady-state step
     median_ci_lo: float | None = None  # 95 % interval of the median step (ms)

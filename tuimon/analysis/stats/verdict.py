@@ -28,12 +28,13 @@ What is weighed against what (docs/measuring.md#the-verdict):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from tuimon.analysis.stats.compare import pays_off
 from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
-from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_interval
+from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_basis, ratio_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
 from tuimon.analysis.stats.warm import overhead
 from tuimon.axes import baseline
@@ -44,6 +45,9 @@ REFERENCE_PRECISIONS = ("fp32", "script")
 # tell warm-up from steady state (steady_state.mser5 looks for none), and the median's interval
 # is little more than the range of the few steps there are (all from a turn or two).
 MIN_STEADY = 20
+# An interval wider than this factor (hi / lo) across 1 holds a large speedup and a large
+# slowdown alike: the verdict says it cannot tell, not "stay eager" (0.98×, 95 % CI 0.07–13.14).
+WIDE = 2.0
 
 
 @dataclass
@@ -211,7 +215,7 @@ def decide(summary: SessionSummary) -> Verdict:
         out.line = (f"Verdict: no answer: nothing was compiled in {names} — "
                     f"{uncompiled[0]['uncompiled'].rstrip('.')}.")
         return out
-    if _too_few(out, ref, qualified):
+    if _too_few(out, ref, qualified, summary.runs):
         return out
     out.reasons = reliability(summary, [ref, *qualified], ref)
     out.per_sample = per_sample([ref, *qualified])
@@ -227,7 +231,7 @@ def decide(summary: SessionSummary) -> Verdict:
     return out
 
 
-def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> bool:
+def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats], runs: list[RunStats]) -> bool:
     """Rows with fewer than MIN_STEADY steady steps are not weighed: still running, they are
     pending; ended, set aside with the reason. True (the line said) when that leaves nothing
     to weigh: the reference, or every candidate, has too few."""
@@ -241,8 +245,8 @@ def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> bool:
             out.line = f"Verdict: waiting for more steady steps ({counts}; {need})"
         else:
             out.kind = "none"
-            out.line = (f"Verdict: no answer: not enough steady steps ({counts}; {need}): run "
-                        "longer (--steps or --duration)")
+            out.line = (f"Verdict: no answer: not enough steady steps ({counts}; {need}): "
+                        f"{longer(rows, runs)}")
         return True
     for r in few:
         qualified.remove(r)
@@ -252,6 +256,36 @@ def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats]) -> bool:
             out.disqualified.append({"label": r.label, "run": r.run, "reason": (
                 f"only {r.measured} steady steps ({MIN_STEADY} are needed to weigh it): run longer")})
     return False
+
+
+def longer(rows: list[RunStats], runs: list[RunStats]) -> str:
+    """The least length that would give each of ``rows`` MIN_STEADY steady steps, in the words of
+    what set it ('run at least --steps 90', '--duration 75', or the script's own end). Each
+    process keeps its warm-up (its steps less its steady ones); with K processes round 1 runs the
+    whole length and the others a K-th of it (tuimon/lengths.py)."""
+    by_id = {r.run: r for r in runs}
+    need, seconds, own_end = 0, 0.0, False
+    for row in rows:
+        procs = [by_id[p["run"]] for p in row.processes if p["run"] in by_id] or [row]
+        if sum(p.gap_steps for p in procs) * 2 > sum(p.steps for p in procs):
+            continue  # most steps held a validation pass: more of them would not help
+        k = len(procs)
+        kept = sum(p.steps - p.measured for p in procs)  # warm-up, compiles, passes: kept apart
+        steps = math.ceil((MIN_STEADY + kept) * k / (2 * k - 1))
+        need = max(need, steps)
+        full = max(procs, key=lambda p: p.steps)
+        if full.length_s is not None and full.steps:
+            seconds = max(seconds, full.length_s * steps / full.steps)
+        elif full.length_steps is None and full.precision == SCRIPT:
+            own_end = True
+    if not need:
+        return "run longer (--steps or --duration)"
+    if seconds:
+        return f"run longer: at least --duration {math.ceil(seconds):g} (~{need} steps)"
+    if own_end:
+        return (f"the script ended on its own before that: run it for ~{need} steps or more "
+                "(more epochs or data)")
+    return f"run longer: at least --steps {need}"
 
 
 def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
@@ -269,7 +303,7 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
         lo, hi = ratio_interval(ref, r, ratio, noise) or (None, None)
         found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
                         "faster": lo is not None and lo > 1.0, "overhead_s": up_front(r),
-                        "total_s": None}
+                        "total_s": None, "basis": ratio_basis(ref, r, noise) if lo is not None else None}
     out.candidates = list(found.values())
     faster = [r for r in qualified if found[r.run]["faster"]]
     horizon = out.horizon
@@ -292,6 +326,13 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     best = max(faster, key=lambda r: found[r.run]["speedup"], default=None)  # the long run's
     if best is None:
         top = max(qualified, key=lambda r: found[r.run]["speedup"], default=None)
+        c = found[top.run] if top is not None else None
+        if c is not None and c["lo"] is not None and c["hi"] / c["lo"] > WIDE:
+            out.kind = "none"  # "stay eager" would be a guess: the interval holds both answers
+            out.line = (f"Verdict: cannot tell — {top.label} runs at {_ratio(c, ref, unit)}, an interval "
+                        f"too wide to tell a speedup from a slowdown; it rests on {c['basis']}. "
+                        "Measure again on a quiet machine, or longer (--steps, --repeats).")
+            return
         out.line = "Verdict: stay eager: no variant is faster beyond noise"
         if top is not None:
             out.line += f" — the closest, {top.label}, runs at {_ratio(found[top.run], ref, unit)}"

@@ -224,6 +224,13 @@ def _compilable_call(module):
     def compiled_call(*args, **kwargs):
         return call(*args, **kwargs)
 
+    # Named for the module it calls: Dynamo's compile records (the compile lines, tlparse) then
+    # name "DistributedDataParallel", not this wrapper (compile_trace.py drops its location).
+    name = type(module).__name__
+    code = compiled_call.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):  # Python 3.11+
+        code = code.replace(co_qualname=name)
+    compiled_call.__code__ = code
     return compiled_call
 
 

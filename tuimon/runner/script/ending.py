@@ -57,6 +57,9 @@ class ScriptEnd:
             if self.reason is None:
                 self.reason = "stopped"  # Ctrl-C's SIGINT (the supervisor's escalation)
             return
+        if self.reason is not None and not self.enabled:
+            self.after_stop(exc, where)  # tuimon ended its training: what it ran after is not a failure
+            return
         if self.enabled:
             self.flush_measured()
         self.enabled, self.failed = False, True
@@ -66,6 +69,22 @@ class ScriptEnd:
             events.FAILED, stage="step" if self.i else "build", error=type(exc).__name__,
             message=text.splitlines()[0][:500] if text else "", traceback=failures.plain(tb_text),
             where=where, **failures.of_exception(exc, memory), **memory)
+
+    def after_stop(self, exc: BaseException, where: str | None) -> None:
+        """tuimon stopped the script (--steps, --duration, a stop) and its own code after the
+        training loop then raised: word_language_model loads the checkpoint it saves at an
+        epoch's end, which a run stopped before that never wrote. The measured steps stand and
+        the run is not failed (issue 33.8); a note says what was raised, and why."""
+        text = failures.plain(str(exc)).strip().splitlines()
+        what = f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+        at = f" at {where}" if where else ""
+        missing = isinstance(exc, FileNotFoundError)
+        why = ("it was stopped before it wrote the file it reads there" if missing else
+               "that code ran on a training tuimon had cut short")
+        self.emitter.emit_now(events.WARNING, note=True, after_stop=what, text=(
+            f"after tuimon stopped it ({self.reason}, at step {self.i}), the script's own code "
+            f"raised {what}{at}: {why}; its measured steps stand (give it more --steps, or "
+            "--duration, to reach that point)"))
 
     def no_step_yet(self, seconds: float) -> bool | None:
         """True: no step ``seconds`` after start (or after its first turn came), compiles left

@@ -86,7 +86,7 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
-    from tuimon.runner.script.steps import ScriptSteps
+    from tuimon.runner.script.steps import ScriptSteps, StopScript
 
     sock = None
     if cfg.get("rank_identity") is not None:  # a rank: its own channel to the supervisor
@@ -308,7 +308,13 @@ def _install(cfg: dict) -> None:
             run.crashed(exc, "".join(traceback.format_exception(kind, exc, tb))[-8000:],
                         _where(exc, script))
         finally:
-            original_hook(kind, exc, tb)
+            if isinstance(exc, StopScript):  # tuimon's own stop, uncaught: one line, not its frames
+                why = {"steps": "its --steps are done", "duration": "its --duration is up"}.get(
+                    run.reason, "asked to stop")
+                print(f"tuimon: stopped the script after step {run.i} ({why}), at a step boundary "
+                      "as Ctrl-C would: its steps are measured", file=sys.stderr, flush=True)
+            else:
+                original_hook(kind, exc, tb)
 
     sys.excepthook = excepthook
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -356,7 +362,7 @@ def _profiler(cfg: dict, run):
     return Profiler(device_type=device_type, model=None, compiled=compiled,
                     defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
                     out_dir=cfg.get("profile_dir"), run=cfg["run"],
-                    auto=cfg.get("auto_profile", True), steps=cfg.get("steps"), turns=run.turns.on)
+                    auto=cfg.get("auto_profile", True), steps=run.steps_asked, turns=run.turns.on)
 
 
 def _where(exc: BaseException, script: str | None) -> str | None:

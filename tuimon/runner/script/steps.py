@@ -20,12 +20,13 @@ import time
 import torch
 
 from tuimon import events
+from tuimon.lengths import process_length
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import Control
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
-from tuimon.runner.phases import Timeline
+from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.refs import weak
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
@@ -54,11 +55,14 @@ class ScriptSteps(ScriptEnd):
         self.profiler = None  # made when training starts (make_profiler: the device is known)
         self.make_profiler = None
         self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
-        self.steps = cfg.get("steps") or float("inf")
-        self.duration = cfg.get("duration")
+        # Round 1 of a variant's processes runs the whole length asked for, the others a K-th.
+        steps, self.duration = process_length(cfg.get("steps"), cfg.get("duration"),
+                                              int(cfg.get("repeats") or 1), cfg.get("round"))
+        self.steps_asked = steps  # None: the script's own end
+        self.steps = steps or float("inf")
         self.warmup = int(cfg.get("warmup") or 1)
         self.turns = Turns(int(cfg.get("turns") or 0), float(cfg.get("turn_s") or 0.0),
-                           cfg.get("steps"), self.duration, first_only=bool(cfg.get("turn_first")))
+                           steps, self.duration, first_only=bool(cfg.get("turn_first")))
         # A rank of a torchrun job (its identity from torchrun's environment, runner/rank_link.py):
         # its steps also say how long they took to reach backward() (pre_ms).
         self.ident = cfg.get("rank_identity")
@@ -113,8 +117,12 @@ class ScriptSteps(ScriptEnd):
         if not self.enabled:
             return
         if not self.started:
+            # Training starts with this batch: its wait (a loader's workers starting) came before
+            # step 0's clock, so it is start-up, not the step's data time; the data part is seen.
             self._start()
-        self.data_s += seconds
+            self.timeline.seen[DATA] = True
+        else:
+            self.data_s += seconds
         self.last_data = data_key
         if self.train_data is not None and data_key != self.train_data:
             self.gap = True  # another loader's batches (validation) inside this step
@@ -215,7 +223,7 @@ class ScriptSteps(ScriptEnd):
             device_name=device_name(torch, self.device), **versions(torch),
             recipe=cfg.get("name") or "script",
             script=cfg.get("command"), params=None, batch_size=None, image_size=None,
-            seed=cfg.get("seed"), steps=cfg.get("steps"), duration=self.duration,
+            seed=cfg.get("seed"), steps=self.steps_asked, duration=self.duration, round=cfg.get("round"),
             warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
             notes=list(cfg.get("notes") or []), **self._rank_fields())
         if self.make_profiler is not None:
@@ -296,7 +304,8 @@ class ScriptSteps(ScriptEnd):
         if self.backwards > 1 and not self.by_backward and not self._accum_said:
             self._accum_said = True
             self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
-                      "or several losses): a step here is one optimizer step")
+                      "or several losses): a step here is one optimizer step, and its loss the "
+                      "last backward()'s", backwards=self.backwards)
         self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
         self.i = i = i + 1
         self.boundaries += 1

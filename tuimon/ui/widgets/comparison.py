@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.analysis import SessionSummary, columns
+from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet
 from tuimon.fmt import fmt_s
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
@@ -39,7 +39,8 @@ class ComparisonStrip(Static):
         if summary.verdict is not None:  # the answer first, as stats/verdict.py says it
             style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
             t.append(summary.verdict.line + "\n", style=style)
-        compared = [r for r in columns(summary) if r.baseline and r.baseline != r.label and r.speedup]
+        rows = {r.label: r for r in columns(summary)}
+        compared = [r for r in rows.values() if r.baseline and r.baseline != r.label and r.speedup]
         if not compared:
             t.append("comparison: waiting for an eager run and a variant to reach steady state",
                      style="dim")
@@ -48,6 +49,9 @@ class ComparisonStrip(Static):
                 t.append("\n")
             t.append(f"{r.label}", style="bold")
             t.append(f" vs {r.baseline}: ", style="dim")
+            if waiting := not_yet(r, rows.get(r.baseline)):  # a speedup of a few steps means nothing
+                t.append(waiting, style="dim")
+                continue
             style = "bold" if r.within_noise else ("bold green" if r.speedup >= 1 else "bold red")
             t.append(f"{r.speedup:.2f}×", style=style)
             if r.speedup_lo is not None:
@@ -67,7 +71,7 @@ class ComparisonStrip(Static):
                 t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
             if r.loss_comparable is False:
                 t.append(" · losses not comparable (first losses differ)", style="dim")
-            elif r.max_loss_diff is not None:
+            elif loss_gap_ready(r):
                 t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
             if by_part := speedups_text(r):  # what it did to each phase of the step
                 t.append("\n  by phase: ", style="dim")
