@@ -36,7 +36,8 @@ def test_the_strip_says_not_yet_under_the_steps_a_speedup_needs():
 
 
 def test_a_session_compared_with_itself_passes_the_guard(tuimon, tmp_path):
-    runs = {f"{m}-fp32-{k}": (m, "fp32", {}, times(10.0 if m == "eager" else 9.5, seed=k + 7 * (m == "eager")))
+    runs = {f"{m}-fp32-{k}": (m, "fp32", {}, times(10.0 if m == "eager" else 9.5,
+                                                   seed=k + 7 * (m == "eager")))
             for m in ("eager", "default") for k in (1, 2, 3)}
     a = fake_session(tmp_path / "a", runs, replicate={run: int(run[-1]) for run in runs})
     proc, _ = tuimon("compare", str(a), str(a), "--fail-if-slower", "5")

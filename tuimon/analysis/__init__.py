@@ -45,6 +45,7 @@ __all__ = [
     "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
     "VariantWhy", "axis_range", "busy", "cache_counts", "change_text", "columns",
     "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
-    "load_session", "load_text", "loss_gap_ready", "not_yet", "open_session", "own_time_spread", "rank_names", "recent_median",
+    "load_session", "load_text", "loss_gap_ready", "not_yet", "open_session", "own_time_spread",
+    "rank_names", "recent_median",
     "speedup_text", "step_kind", "step_split", "summarize",
 ]
