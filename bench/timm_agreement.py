@@ -112,7 +112,8 @@ def faults_env(out: Path) -> tuple[dict, Path]:
 
 def step_faults(record: Path) -> float:
     with open(record) as f:
-        (faults,) = [json.loads(line) for line in f]  # one runner
+        runners = [json.loads(line) for line in f]
+    faults = max(runners, key=len)  # the runner that ran every step (tuimon's round 1)
     return statistics.median(faults[WARMUP:])
 
 
@@ -128,19 +129,27 @@ def machine_load() -> str:
 
 # --- A: tuimon, the whole CLI ------------------------------------------------------------------
 
+TUIMON_FLAGS: list[str] = []  # --tuimon-flags: more of tuimon's options (none: its defaults)
+
+
 def run_tuimon(out: Path, sets: tuple[str, ...] = ()) -> dict:
+    """tuimon at its defaults (probes on, 3 processes in rounds, the allocator as it is) but
+    --modes eager: round 1's process runs all WARMUP + TIMED steps (tuimon/lengths.py), and its
+    steps WARMUP.. are the ones timm times."""
     env, record = faults_env(out)
     out = out / "sessions"
     before = set(out.iterdir()) if out.exists() else set()
     cmd = [sys.executable, "-m", "tuimon", str(RECIPE), "--headless", "--modes", "eager",
-           "--steps", str(WARMUP + TIMED), "--warmup", str(WARMUP), "--out", str(out), "--no-probes"]
+           "--steps", str(WARMUP + TIMED), "--out", str(out), *TUIMON_FLAGS]
     for kv in sets:
         cmd += ["--set", kv]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env)
     (session,) = set(out.iterdir()) - before
     with open(session / "steps.csv") as f:
-        ms = [float(r["ms"]) for r in csv.DictReader(f) if int(r["i"]) >= WARMUP]
+        rows = list(csv.DictReader(f))
+    first = rows[0]["run"]  # round 1's process (its run id has no round suffix)
+    ms = [float(r["ms"]) for r in rows if r["run"] == first and int(r["i"]) >= WARMUP]
     threads = None
     with open(session / "events.jsonl") as f:
         for line in f:
@@ -399,10 +408,13 @@ def main() -> None:
                    "--set classes=10)")
     p.add_argument("--pin-malloc", action="store_true",
                    help=f"fix glibc malloc's mmap and trim thresholds in every process ({PIN})")
+    p.add_argument("--tuimon-flags", default="", help="more options for tuimon's runs, as one "
+                   "string (e.g. '--repeats 1 --pin-malloc'); none: tuimon's defaults")
     p.add_argument("--components", action="store_true")
     p.add_argument("--steps", type=int, default=60, help="--components: steps per setup")
     p.add_argument("--child", choices=("timm", "timer"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    TUIMON_FLAGS[:] = args.tuimon_flags.split()
     if args.pin_malloc:  # every child inherits it: tuimon's runner through its supervisor too
         os.environ.update(dict(kv.split("=") for kv in PIN.split()))
     if args.child:
