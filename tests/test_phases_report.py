@@ -58,10 +58,12 @@ def test_steps_csv_has_a_column_a_phase():
     text = export.to_csv(evs, summarize(evs))
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [c for c in rows[0] if c.endswith("_phase_ms")] == [
-        "data_phase_ms", "forward_phase_ms", "backward_phase_ms", "optimizer_phase_ms", "other_phase_ms"]
+        "data_phase_ms", "forward_phase_ms", "backward_phase_ms", "optimizer_phase_ms", "eval_phase_ms",
+        "other_phase_ms"]
     step = next(e for e in evs if e["type"] == events.STEP)
     first = rows[0]
     assert first["data_phase_ms"] == ""  # not seen: empty, never 0
+    assert first["eval_phase_ms"] == ""  # no eval forwards in the step
     assert float(first["forward_phase_ms"]) == step["ph"][1] / 1000
     total = sum(float(first[f"{p}_phase_ms"]) for p in ("forward", "backward", "optimizer", "other"))
     assert abs(total - float(first["ms"])) < 2e-3  # other is the rest of the step

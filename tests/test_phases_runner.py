@@ -73,7 +73,7 @@ def test_the_timeline_gives_each_stretch_to_the_part_open_then(clock):
     tl.leave()
     clock.advance(0.25)
     assert tl.end() == pytest.approx((2.0, 6.0, 9.0, 3.0))
-    assert tl.acc == [0.0] * 5  # the next step starts from zero
+    assert tl.acc == [0.0] * (phases_mod.OTHER + 1)  # the next step starts from zero
 
 
 def test_nested_parts_count_as_the_innermost_a_closure_optimizer(clock):
@@ -251,7 +251,8 @@ def test_the_cuda_clock_takes_a_scripts_tagged_marks():
 # ---- the event ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ph", [(0.0123, 1.2346, 2.5, 0.0004), (None, 1.0, 2.0, None),
-                                (0.5, math.nan, 1.0, 1.0), (0.5, math.inf, 1.0, 1.0)])
+                                (0.5, math.nan, 1.0, 1.0), (0.5, math.inf, 1.0, 1.0),
+                                (0.5, 1.0, 2.0, 0.25, 3.5)])  # the last with eval
 def test_a_step_line_with_phases_is_the_line_of_its_event(ph, tmp_path):
     fields = dict(i=3, t=1763800000.5, ms=4.0, data_ms=0.0123, n=8, loss=0.5, phase="steady", ph=ph)
     with open(tmp_path / "out", "wb+") as f:

@@ -105,12 +105,14 @@ def test_ratio_words():
     assert fmt_ratio(1.3) == "1.30× faster"
 
 
-def test_host_work_between_phases_is_named():
+def test_much_of_the_step_between_phases_is_said_without_a_guess():
+    """No capture says what ran there: not called host work (issue 33.5; with a capture,
+    test_why_outside.py)."""
     parts = {"data": 0.05, "forward": 2.0, "backward": 2.0, "optimizer": 0.5}
     found = whys(phased_events("eager-fp32", "eager", parts, other=2.0, seed=1))
-    f = rules(found["eager/fp32"])["syncs"]
-    assert f.title == "host work between phases: 31% of the step is outside them"
-    assert ".item()" in text(f)
+    f = rules(found["eager/fp32"])["other"]
+    assert f.title == "31% of the step is outside its timed phases"
+    assert "host work between phases" not in text(f)
 
 
 def test_the_summary_and_the_terminal_say_the_eager_diagnosis():

@@ -19,7 +19,10 @@ PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resum
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step);
 #   ph: where the step went, [data, forward, backward, optimizer] in µs (ints, STEP_PHASES' order;
 #   "other" is the rest: ms - their sum); null for a phase the step could not see (its time is in
-#   "other"); no ph at all: a step whose split was not measured (a profiler capture's)
+#   "other"); a fifth entry, eval, only in a step that ran the trained module with gradients off
+#   (a script's eval forwards inside its step; absent: 0); no ph at all: a step whose split was
+#   not measured (a profiler capture's); gap: 1, a script's step that held a validation pass
+#   (kept out of the steady state; eval work that recurs step after step is no gap)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
 #   minflt: the process's minor page faults so far (sent after the steps flushed with it)
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
@@ -113,8 +116,9 @@ FILES = "files"
 FILES_CHANGED = "files_changed"
 
 PHASES = ("building", "compiling", "warmup", "steady", "paused")
-# The parts of a step (a step event's ``ph``), and the name of the rest.
-STEP_PHASES = ("data", "forward", "backward", "optimizer")
+# The parts of a step (a step event's ``ph``), and the name of the rest. "eval": the trained
+# module's calls with gradients off inside a step (a script's); a step without any has a ph of four.
+STEP_PHASES = ("data", "forward", "backward", "optimizer", "eval")
 OTHER = "other"
 
 

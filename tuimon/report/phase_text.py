@@ -1,7 +1,7 @@
 """Where a step goes, in words: the summary table's rows for each phase (data, forward, backward,
-optimizer, other), and the short texts the comparison strip, the overlay and the panel's phase
-bar share ("fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×"). The numbers come from
-analysis/stats/phases.py; only their wording is here."""
+optimizer, eval where a run had it, other), and the short texts the comparison strip, the
+overlay and the panel's phase bar share ("fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×").
+The numbers come from analysis/stats/phases.py; only their wording is here."""
 
 from __future__ import annotations
 
@@ -30,11 +30,14 @@ def part_cell(r: RunStats, name: str) -> str:
 
 
 def part_rows(summary: SessionSummary) -> list[tuple[str, object]]:
-    """The table's rows, one a phase, when any run split its steps."""
-    if not any(r.step_phases for r in columns(summary)):
+    """The table's rows, one a phase, when any run split its steps (eval's only when a run's
+    steps ran some: a script's eval forwards inside its step)."""
+    runs = columns(summary)
+    if not any(r.step_phases for r in runs):
         return []
     return [(f"step: {name} (median, p10–p90, share; vs eager)",
-             lambda r, name=name: part_cell(r, name)) for name in STEP_PARTS]
+             lambda r, name=name: part_cell(r, name)) for name in STEP_PARTS
+            if name != "eval" or any("eval" in r.step_phases for r in runs)]
 
 
 def speedups_text(r: RunStats, intervals: bool = False) -> str:

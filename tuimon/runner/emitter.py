@@ -73,8 +73,8 @@ class Emitter:
                 if pre_ms is not None:
                     line += f',"pre_ms":{pre_ms!r}'
                 if ph is not None:
-                    d, f, b, o = ph
                     try:  # %d: int() of µs + 0.5, as ph_us rounds
+                        d, f, b, o = ph  # a fifth part (eval, runner/phases.py): ValueError, below
                         line += ',"ph":[%d,%d,%d,%d]' % (  # noqa: UP031 - the fastest here
                             d * 1000.0 + 0.5, f * 1000.0 + 0.5, b * 1000.0 + 0.5, o * 1000.0 + 0.5)
                     except (TypeError, ValueError, OverflowError):  # a phase unseen (None), or NaN

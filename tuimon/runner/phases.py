@@ -1,4 +1,4 @@
-"""Where a step goes: data, forward, backward, optimizer, and the rest ("other").
+"""Where a step goes: data, forward, backward, optimizer, eval, and the rest ("other").
 
 A recipe's loop knows its step's parts and takes the clock between them itself (runner/loop.py,
 ``Trainer.phased_step``). A script's steps are seen from hooks (runner/script/): each hook says
@@ -11,7 +11,9 @@ On the CPU a part is a span, two clock reads apart (see ``Timeline``); on CUDA `
 record an event on the step clock instead (``CudaClock.mark``), read once the GPU has passed it,
 like the step time (runner/timing.py): no sync. A part the step could not see (no DataLoader, no
 module holding the optimizer's parameters, no optimizer) is None, never a guess: its time is in
-"other".
+"other". Eval (the trained module's calls with gradients off: a script's eval forwards inside its
+step, runner/script/phases.py) is a part only where it ran: a step without any ends with four
+parts, read as 0.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 
 from tuimon.events import STEP_PHASES
 
-DATA, FORWARD, BACKWARD, OPTIMIZER = range(len(STEP_PHASES))
+DATA, FORWARD, BACKWARD, OPTIMIZER, EVAL = range(len(STEP_PHASES))
 OTHER = len(STEP_PHASES)
 
 
@@ -37,7 +39,7 @@ class Timeline:
         self.t = self.perf()  # when the stretch under way began (CPU)
         self.stack: list[int] = []  # the parts the open one is nested in
         self.mark = None
-        self.seen = [False] * OTHER  # parts this run has seen at all
+        self.seen = [False] * OTHER  # parts this run has seen at all (eval's is not asked)
         self.all_seen = False
         self.guard = None  # a SyncGuard on CUDA: event records count as tuimon's work
         self.inner = 0.0  # seconds of the parts closed so far, ever (CPU: the hooks' spans)
@@ -89,24 +91,30 @@ class Timeline:
             self.mark(part)
 
     def end(self) -> tuple:
-        """The step ends now (CPU): its parts in ms, None for a part this run never saw; the
-        next step's parts start from zero (its spans need nothing more: ``begin`` is CUDA's)."""
+        """The step ends now (CPU): its parts in ms, None for a part this run never saw, eval only
+        when the step ran some; the next step's parts start from zero (its spans need nothing
+        more: ``begin`` is CUDA's)."""
         acc = self.acc
         self.acc = [0.0] * (OTHER + 1)
         if self.all_seen:
+            if acc[4]:  # EVAL
+                return acc[0] * 1000.0, acc[1] * 1000.0, acc[2] * 1000.0, acc[3] * 1000.0, acc[4] * 1000.0
             return acc[0] * 1000.0, acc[1] * 1000.0, acc[2] * 1000.0, acc[3] * 1000.0
         seen = self.seen
         out = []
-        for k in range(OTHER):
+        for k in range(EVAL):
             if acc[k]:
                 seen[k] = True
             out.append(acc[k] * 1000.0 if seen[k] else None)
-        self.all_seen = all(seen)
+        self.all_seen = all(seen[:EVAL])
+        if acc[EVAL]:
+            out.append(acc[EVAL] * 1000.0)
         return tuple(out)
 
     def unseen(self) -> tuple:
-        """The step ends now (CUDA): the parts this run never saw (the clock nulls them)."""
-        return tuple(k for k in range(OTHER) if not self.seen[k])
+        """The step ends now (CUDA): the parts this run never saw (the clock nulls them; eval is
+        left out by the clock where the step marked none)."""
+        return tuple(k for k in range(EVAL) if not self.seen[k])
 
     def begin(self) -> None:
         """The next step starts now (its clock started just before); a part left open (a hook

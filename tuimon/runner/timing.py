@@ -5,10 +5,10 @@ in order from ``ready()``. The CUDA clock never synchronises per step: it record
 and only asks ``query()`` whether they are done, so the training loop stays asynchronous. Its
 events are recorded again once read (a pool, not two new events a step).
 
-The CUDA clock also splits a step into its phases (data, forward, backward, optimizer, other):
-``mark(phase)`` records one more event where a part of the step ends, and once the step's end
-is done the time between consecutive marks goes to the phase each mark closes, the last stretch
-to "other". The split lands in ``ph_col`` (the step ring's column, ``StepRing.ph``) at the
+The CUDA clock also splits a step into its phases (data, forward, backward, optimizer, eval,
+other): ``mark(phase)`` records one more event where a part of the step ends, and once the
+step's end is done the time between consecutive marks goes to the phase each mark closes, the
+last stretch to "other". The split lands in ``ph_col`` (the step ring's column, ``StepRing.ph``) at the
 step's slot, in ms, so the phases sum to the step time exactly. On the CPU the loop and the
 script hooks take the clock themselves (runner/phases.py).
 """
@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+
+from tuimon.events import STEP_PHASES
+
+_EVAL, _OTHER = STEP_PHASES.index("eval"), len(STEP_PHASES)  # runner/phases.py's EVAL and OTHER
 
 
 class CpuClock:
@@ -64,7 +68,7 @@ class CudaClock:
             self._marks = []
 
     def mark(self, phase: int | None = None):
-        """A part of the step ends here: ``phase`` (an index into events.STEP_PHASES, 4: other),
+        """A part of the step ends here: ``phase`` (an index into events.STEP_PHASES, 5: other),
         or with None the next one in order (data, forward, backward, optimizer)."""
         e = self._event()
         e.record()
@@ -93,17 +97,19 @@ class CudaClock:
             self._n += 1
 
     def _split(self, start, end, marks: list, unseen: tuple) -> tuple:
-        """The step's phases in ms (other's last): the stretch up to each mark goes to its phase."""
-        acc = [0.0] * 5
+        """The step's phases in ms: the stretch up to each mark goes to its phase (the last
+        stretch to other, left out); eval only in a step that marked some (runner/phases.py)."""
+        acc = [0.0] * (_OTHER + 1)
         prev = start
+        evals = False
         for e, phase in marks:
             acc[phase] += prev.elapsed_time(e)
+            evals = evals or phase == _EVAL
             prev = e
             self._free.append(e)
-        acc[4] += prev.elapsed_time(end)
         for phase in unseen:
             acc[phase] = None
-        return tuple(acc[:4])
+        return tuple(acc[:_OTHER]) if evals else tuple(acc[:_EVAL])
 
     def ready(self) -> list[float]:
         self._collect()

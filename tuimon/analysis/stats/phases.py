@@ -1,12 +1,15 @@
-"""Where a step goes: each phase of the steady steps (data, forward, backward, optimizer, and
-the rest, "other") — its median, p10–p90, mean and share of the step — and what a variant did
-to each phase against its eager baseline, with the same honest interval as the step's speedup
-(noise.py's ``ratio_interval``: the phase's own step noise and the spread between processes).
+"""Where a step goes: each phase of the steady steps (data, forward, backward, optimizer, eval
+and the rest, "other") — its median, p10–p90, mean and share of the step — and what a variant
+did to each phase against its eager baseline, with the same honest interval as the step's
+speedup (noise.py's ``ratio_interval``: the phase's own step noise and the spread between
+processes).
 
 A step event's ``ph`` holds the four phases in µs, None for a phase its run could not see
-(runner/phases.py); "other" is the step less the phases seen, so a phase not seen is inside it,
-never guessed. Shares are of the mean step (means add up: the phases' shares sum to 100 %);
-medians and their intervals are each phase's own.
+(runner/phases.py), and a fifth, eval, in a step that ran the trained module with gradients off
+(a script's eval forwards inside its step): a step without it had none (0), and a run none of
+whose steady steps had any has no eval phase at all. "other" is the step less the phases seen,
+so a phase not seen is inside it, never guessed. Shares are of the mean step (means add up: the
+phases' shares sum to 100 %); medians and their intervals are each phase's own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from tuimon.analysis.stats.rows import RunStats
 from tuimon.events import OTHER, STEP_PHASES
 
 PARTS = (*STEP_PHASES, OTHER)
-SHORT = {"data": "data", "forward": "fwd", "backward": "bwd", "optimizer": "opt", "other": "other"}
+SHORT = {"data": "data", "forward": "fwd", "backward": "bwd", "optimizer": "opt", "eval": "eval",
+         "other": "other"}
+SEEN = STEP_PHASES[:4]  # the parts a step is seen to have or not (None); eval is there or 0
+EVAL = len(SEEN)  # eval's place in ``ph``
 MIN_STEPS = 3  # steady steps with a split a run needs for its phases
 RHO_STEPS = 1000  # a phase's lag-1 autocorrelation: from its latest steps this many
 # A phase this small a share of both steps (or under MIN_MS) gets no speedup: a ratio of two
@@ -39,16 +45,19 @@ def phase_stats(r: RunStats, steady: list[dict]) -> None:
     if len(split) < MIN_STEPS:
         return
     n = len(split)
-    columns = list(zip(*(s["ph"] for s in split), strict=False))  # a column a phase, µs
+    phs = [s["ph"] for s in split]
+    columns = list(zip(*(ph[:EVAL] for ph in phs), strict=False))  # a column a phase, µs
     series: dict[str, list] = {}
-    for name, col in zip(STEP_PHASES, columns, strict=False):
+    for name, col in zip(SEEN, columns, strict=False):
         if col.count(None) * 2 > n:  # not seen in most steps: in other
             r.phases_missing.append(name)
         else:
             series[name] = [v or 0 for v in col] if None in col else list(col)
+    if any(len(ph) > EVAL for ph in phs):  # eval forwards inside the steps
+        series["eval"] = [(ph[EVAL] or 0) if len(ph) > EVAL else 0 for ph in phs]
     seen = list(series.values())
     step_us = [s["ms"] * 1000.0 for s in split]
-    if len(seen) == len(STEP_PHASES):  # the usual case, without a sum() a step
+    if len(seen) == len(SEEN):  # the usual case, without a sum() a step
         series[OTHER] = [max(0.0, t - a - b - c - d) for t, a, b, c, d in zip(step_us, *seen, strict=True)]
     else:
         series[OTHER] = [max(0.0, t - sum(parts)) for t, *parts in zip(step_us, *seen, strict=True)]

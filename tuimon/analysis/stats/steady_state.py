@@ -31,6 +31,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     r.steps = total
     if not run_steps:
         return []
+    r.gap_steps = sum(1 for s in run_steps if s.get("gap"))
     r.first_step_ms = run_steps[0]["ms"]
     if r.compiled and r.compile_s is None:
         total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0

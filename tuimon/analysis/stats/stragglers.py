@@ -130,7 +130,8 @@ def _parts(row: tuple) -> dict[str, float] | None:
     ph = row[4] if len(row) > 4 else None
     if not ph or None in ph:
         return None
-    parts = dict(zip(STEP_PHASES, (v / 1000.0 for v in ph), strict=True))
+    parts = dict.fromkeys(STEP_PHASES, 0.0)  # eval: in a step that ran some (a fifth entry)
+    parts.update(zip(STEP_PHASES, (v / 1000.0 for v in ph), strict=False))
     parts["backward"] = max(0.0, parts["backward"] - max(0.0, row[1] - row[2]))
     parts[OTHER] = max(0.0, row[2] - sum(parts.values()))
     return parts

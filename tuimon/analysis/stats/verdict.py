@@ -158,6 +158,10 @@ def _unmeasured(r: RunStats) -> str:
     if r.busy_dropped:
         return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped:,} of its steps "
                 "measured under other processes' load; measure on a quieter machine")
+    if r.gap_steps and 2 * r.gap_steps >= r.steps:  # not warm-up: validation passes kept apart
+        rest = "" if r.gap_steps >= r.steps else ", the rest within its warm-up"
+        return (f"has no steady state: {r.gap_steps:,} of its {r.steps:,} steps held a validation "
+                f"pass (model.eval() or another DataLoader's batches), kept apart{rest}")
     return f"has no steady state: it {'was stopped' if r.status == 'stopped' else 'ended'} after " \
            f"{r.steps} step{'s' if r.steps != 1 else ''}, within its warm-up"
 

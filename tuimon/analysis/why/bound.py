@@ -200,7 +200,7 @@ def phase_split(ctx: Context) -> list[Finding]:
     r, b = ctx.row, ctx.baseline
     if not r.step_phases:
         return []
-    names = [n for n in ("forward", "backward", "optimizer", "data", "other") if n in r.step_phases]
+    names = [n for n in ("forward", "backward", "optimizer", "data", "eval", "other") if n in r.step_phases]
     split = " · ".join(f"{n} {r.step_phases[n]['share']:.0%}" for n in names
                        if r.step_phases[n].get("share") is not None)
     evidence = [f"{r.label}'s steady step: {split}"]

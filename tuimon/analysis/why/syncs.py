@@ -1,15 +1,17 @@
 """Host syncs in the step: scalar reads (``.item()``) and device syncs the profiler's sync
 detector found in the model's forward and backward (runner/profiling/analysis.py), named by
-module where the eager capture had module spans; and, from the step's phases, host work between
-them (much of the step in "other": scalar reads, logging between backward and the next forward)."""
+module where the eager capture had module spans; and, from the step's phases, much of the step
+in "other", named for what the capture shows ran there (outside.py: another module's forward, ops
+outside any module, or host work: scalar reads, logging between backward and the next forward)."""
 
 from __future__ import annotations
 
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
+from tuimon.analysis.why.outside import outside_phases
 from tuimon.fmt import fmt_ms, short_name
 
 KINDS = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
-OTHER_SHARE = 0.2  # this much of a step outside its phases: host work between them
+OTHER_SHARE = 0.2  # this much of a step outside its phases: worth naming what ran there
 
 
 def in_model(s: dict) -> bool:
@@ -29,8 +31,8 @@ def line(s: dict, who: str) -> str:
 
 
 def between_phases(ctx: Context) -> tuple[float, float] | None:
-    """(share, mean ms) of the step outside data, forward, backward and optimizer ("other"),
-    when the run saw all four: host work between them (scalar reads, logging, zero_grad)."""
+    """(share, mean ms) of the step outside data, forward, backward, optimizer and eval
+    ("other"), when the run saw the four parts every step has."""
     r = ctx.row
     other = r.step_phases.get("other")
     if not other or r.phases_missing or other.get("share") is None:
@@ -79,19 +81,8 @@ def host_syncs(ctx: Context) -> list[Finding]:
 
 
 def _between(ctx: Context, between: tuple[float, float] | None) -> list[Finding]:
-    """No sync in a capture, but much of the step outside its phases: host work between them."""
+    """No sync in a capture, but much of the step outside its phases: named for what the capture
+    shows ran there (outside.py), host work only where it shows host work."""
     if between is None or between[0] < OTHER_SHARE:
         return []
-    frac, ms = between
-    evidence = [f"{ctx.row.label}: {fmt_ms(ms)} a step ({frac:.0%}) outside data, forward, backward "
-                "and optimizer (other)"]
-    if ctx.on_gpu:
-        evidence.append("on the GPU's timeline: time the device waited for the host between two "
-                        "phases, as after a scalar read (.item(), a tensor printed or compared)")
-    advice = ["look for per-step host work between backward and the next forward: .item() or "
-              "float(loss) every step, logging, metrics on the host, a checkpoint",
-              "keep values on the device and read them every N steps"]
-    if ctx.on_gpu:
-        advice.append("torch.cuda.set_sync_debug_mode('warn') names every line that syncs")
-    return [Finding("syncs", f"host work between phases: {frac:.0%} of the step is outside them",
-                    evidence, advice, MEDIUM if ctx.on_gpu else INFO, ms)]
+    return outside_phases(ctx, *between)

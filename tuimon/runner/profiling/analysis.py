@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from tuimon.runner.profiling.event_tree import Ev
 from tuimon.runner.profiling.labels import BWD, FWD, LABEL, LOSS_READ, SPLIT, ours
+from tuimon.runner.profiling.outside import outside
 
 TOP_N = 30
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense")
@@ -20,7 +21,7 @@ def _ms(us: float, steps: int) -> float:
 
 
 def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
-            steps: int | None = None) -> dict:
+            steps: int | None = None, outer: bool = False) -> dict:
     """The pane's tables from the nested events of the active steps (see ``light_events``).
 
     Times are per step (means over the active steps); ``share`` is of the mean step. A window
@@ -79,6 +80,8 @@ def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
     graphs = compiled_graphs(cpu, spans, n)
     if graphs is not None:
         out["compiled_graphs"] = graphs
+    if outer:  # a script's: what ran outside the trained module and the step's phases
+        out["outside"] = outside(steps, n, window_us)
     out["syncs"] = find_syncs(cpu, spans, n)
     out["sync_count"] = round(sum(s["count"] for s in out["syncs"] if not s["ours"]), 2)
     return out

@@ -14,6 +14,7 @@ from tuimon.runner.profiling.kineto_log import KinetoLog
 from tuimon.runner.profiling.labels import LABEL
 from tuimon.runner.profiling.module_spans import ModuleSpans, block_modules
 from tuimon.runner.profiling.options import Options
+from tuimon.runner.profiling.outer_spans import OuterSpans
 
 HOOK_FAILURE = "BackwardHookFunction"  # in the message of the in-place failure of a backward hook
 
@@ -23,7 +24,7 @@ class Capture:
 
     def __init__(self, number: int, options: Options, source: str, first_step: int, *,
                  device_type: str, model, compiled: bool, hook_guards: bool, trace_path: str | None,
-                 compiles_before: int) -> None:
+                 compiles_before: int, outer: bool = False) -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
@@ -47,6 +48,10 @@ class Capture:
         # loop's plain path and count as normal steps).
         self.modules, self.backward_hooks = self._plan_spans(model, compiled, hook_guards)
         self.spans: ModuleSpans | None = None
+        # A script's outermost module calls as spans (outer_spans.py): what ran outside the
+        # trained module, named in the event's ``outside`` table.
+        self.outer = outer
+        self.outer_spans: OuterSpans | None = None
         activities = [ProfilerActivity.CPU]
         if device_type == "cuda" and torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
@@ -98,6 +103,9 @@ class Capture:
         """At the boundary before a step: put the module hooks on once the profiler records."""
         if self.recording and self.spans is None and self.modules and self.prof is not None:
             self.spans = ModuleSpans(self.modules, self.backward_hooks)
+        if self.recording and self.outer and self.outer_spans is None and self.prof is not None:
+            self.outer_spans = OuterSpans()
+            self.outer_spans.install()
 
     # -- per step, called by the loop --
     def label(self, name: str):
@@ -173,6 +181,8 @@ class Capture:
             finally:
                 if self.spans is not None:
                     self.spans.remove()
+                if self.outer_spans is not None:
+                    self.outer_spans.remove()
 
     def result(self, compiles_after: int) -> dict:
         """The ``profile`` event's fields (state done), or (state failed) when nothing was kept."""
@@ -190,7 +200,8 @@ class Capture:
         t0 = time.perf_counter()
         with no_gc():
             tables = analyse(self._events, module_names=[name for name, _ in self.modules],
-                             backward=self.backward_hooks, steps=len(self.active_steps))
+                             backward=self.backward_hooks, steps=len(self.active_steps),
+                             outer=self.outer)
             unlink(self._events)
         build_s = time.perf_counter() - t0
         partial = len(self.active_steps) < self.options.active

@@ -5,8 +5,11 @@ LABEL = "tuimon: "  # the loop's own labels: data, forward, backward, optimizer,
 FWD, BWD = "forward: ", "backward: "  # module spans
 SPLIT = ("data", "forward", "backward", "optimizer")
 LOSS_READ = "loss read"  # the runner's own scalar read of the loss (CPU only; async on CUDA)
+# A script's outermost module calls (outer_spans.py): "module: Vgg16", the trained one's with
+# TRAINED after its name.
+MODULE, TRAINED = "module: ", " (trained)"
 
 
 def ours(name: str) -> bool:
     """A span tuimon opened (a step marker, a loop label or a module span), not the user's op."""
-    return name.startswith(("ProfilerStep", LABEL, FWD, BWD))
+    return name.startswith(("ProfilerStep", LABEL, FWD, BWD, MODULE))

@@ -59,6 +59,7 @@ class Profiler:
         self._retried = False
         self._auto_options = AUTO  # the retry's window fits the steps a turn held
         self._asked = False  # a capture other than the automatic one was taken
+        self.outer = False  # a script's: captures name the modules outside the trained one
 
     @property
     def model(self):
@@ -115,7 +116,7 @@ class Profiler:
         try:
             cap = Capture(self.count, options, source, i, device_type=self.device_type,
                           model=self.model, compiled=self.compiled, hook_guards=self.hook_guards,
-                          trace_path=path, compiles_before=compiles)
+                          trace_path=path, compiles_before=compiles, outer=self.outer)
             cap.prepare()
         except Exception as exc:  # noqa: BLE001 - no profiler here: say so, train on
             if cap is not None:

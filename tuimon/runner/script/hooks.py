@@ -84,6 +84,7 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.emitter import Emitter
     from tuimon.runner.orphan import watch_parent
     from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
+    from tuimon.runner.profiling import outer_spans
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
     from tuimon.runner.script.steps import ScriptSteps, StopScript
@@ -185,8 +186,12 @@ def _install(cfg: dict) -> None:
             stepping_now.append((perf(), timeline.inner))
         else:
             enter(OPTIMIZER)
+        if outer_spans.active is not None:  # a capture records: optimizer.step() as a label
+            outer_spans.active.stepping()
 
     def stepped(optimizer, args, kwargs) -> None:
+        if outer_spans.active is not None:  # its label ends before the step does
+            outer_spans.active.stepped()
         if timeline.mark is not None:
             leave()
         elif stepping_now:

@@ -1,4 +1,9 @@
-"""A script's forward, timed from the outside: the trained module's calls.
+"""A script's forward, timed from the outside: the trained module's calls. A call with gradients
+off (``torch.no_grad()``, ``inference_mode``: the eval forwards a script runs inside its step for
+its accuracy, a policy's action picked without a graph) trains nothing: it is the step's eval
+part, not its forward (runner/phases.py). While a profiler capture records, each call is a
+``module: NAME (trained)`` span too (runner/profiling/outer_spans.py): the modules outside it
+are named apart.
 
 The trained module is the one whose parameters hold all of the first optimizer's: a module the
 script (or tuimon's auto-compile) compiles, told by compile_modes.py, or else the first such
@@ -27,7 +32,8 @@ import weakref
 
 import torch
 
-from tuimon.runner.phases import FORWARD, Timeline
+from tuimon.runner.phases import EVAL, FORWARD, Timeline
+from tuimon.runner.profiling import outer_spans
 from tuimon.runner.refs import param_ids
 
 
@@ -118,23 +124,31 @@ class ForwardTimer:
     def _wrap(self) -> None:
         module = self.module
         inner = module._compiled_call_impl  # a compile in place's call; None: the module's own
-        timeline, perf = self.timeline, time.perf_counter
+        timeline, perf, grad = self.timeline, time.perf_counter, torch.is_grad_enabled
         ref, call_impl = self._module, type(module)._call_impl  # weakly, through its reference
+        name = outer_spans.module_name(module)
 
         def timed_call(*args, **kwargs):
+            part = FORWARD if grad() else EVAL
+            spans = outer_spans.active  # a capture records: the call as a span (None: the rest)
+            span = spans.trained(name) if spans is not None else None
             if timeline.mark is None:  # CPU: a span (runner/phases.py)
                 t0, i0 = perf(), timeline.inner
                 try:
                     return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
                 finally:
                     spent = perf() - t0
-                    timeline.acc[FORWARD] += spent - (timeline.inner - i0)
+                    timeline.acc[part] += spent - (timeline.inner - i0)
                     timeline.inner = i0 + spent
-            timeline.enter(FORWARD)
+                    if spans is not None:
+                        spans.close(span)
+            timeline.enter(part)
             try:
                 return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
             finally:
                 timeline.leave()
+                if spans is not None:
+                    spans.close(span)
 
         timed_call.inner = inner
         self._wrapper = weakref.ref(timed_call)

@@ -2,7 +2,8 @@
 stepped) has stepped, and the next one starts there. What happened in between (batches taken,
 their wait and size, the last backward's loss, a validation pass, a compile) becomes that
 step's event, through the same ring and emitter as a recipe's steps (runner/steps.py). A
-validation pass's compiles are counted and timed apart (runner/script/validation.py).
+validation pass's compiles are counted and timed apart, and a step that held one is a gap
+unless the step before held the same (eval work inside every step: runner/script/validation.py).
 
 At a boundary, outside the step's time, the control lines are read (pause / resume / stop /
 profile, at most every POLL_S), the interleaved schedule's turn is waited for, and ``--steps``
@@ -30,7 +31,7 @@ from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.refs import weak
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
-from tuimon.runner.script.validation import Validating
+from tuimon.runner.script.validation import HELD_EVAL, HELD_LOADER, Recurring, Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
@@ -89,12 +90,14 @@ class ScriptSteps(ScriptEnd):
         # Per step, reset at each boundary.
         self.data_s = 0.0
         self.samples = 0
-        self.gap = False
+        self.gap = False  # a gap whatever the step before held (a pass before training)
+        self.held = 0  # validation work seen: HELD_EVAL | HELD_LOADER (validation.py)
         self.backwards = 0
         self.loss = None
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
+        self.recurring = Recurring()  # whether the validation work a step held makes it a gap
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
         self.lead_changed = None  # called with a new lead optimizer (runner/script/hooks.py)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
@@ -125,7 +128,7 @@ class ScriptSteps(ScriptEnd):
             self.data_s += seconds
         self.last_data = data_key
         if self.train_data is not None and data_key != self.train_data:
-            self.gap = True  # another loader's batches (validation) inside this step
+            self.held |= HELD_LOADER  # another loader's batches (validation) inside this step
             self.validating.other_loader()
             return
         if self.train_data is not None:
@@ -133,11 +136,11 @@ class ScriptSteps(ScriptEnd):
         self.fetched.add(data_key, batch)
 
     def eval_mode(self) -> None:
-        """``Module.train(False)`` between two steps: a validation pass, not training."""
+        """``Module.train(False)``: a validation pass, or eval inside every step (validation.py)."""
         if self.enabled:
             self.validating.eval_mode()
             if self.started:
-                self.gap = True
+                self.held |= HELD_EVAL
 
     def backward(self, root) -> None:
         if not self.enabled:
@@ -228,6 +231,7 @@ class ScriptSteps(ScriptEnd):
             notes=list(cfg.get("notes") or []), **self._rank_fields())
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
+            self.profiler.outer = True  # captures name the modules outside the trained one
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
         self.gap = self.validating.since is not None  # a pass before training: Lightning's sanity check
@@ -278,6 +282,15 @@ class ScriptSteps(ScriptEnd):
         self.validating.since = None  # training (Validating.training(), without a call)
         ring.t[k] = time.time()
         ring.data_ms[k] = self.data_s * 1000.0
+        compile_ms = val_ms = 0.0
+        if self.watch.count != self._compiles:
+            self._compiles = self.watch.count
+            compile_ms = self.watch.take_step_compile_ms()  # training's: a validation pass's apart
+            val_ms = self.watch.take_step_val_ms()
+        if self.held or self.gap:
+            self.gap = self.recurring.gap(i, self.held, bool(val_ms), self.note) or self.gap
+        elif self.recurring.before:
+            self.recurring.before = 0
         if not self.backwards and self.fetched:  # no backward() seen: what it fetched
             self.samples = self.fetched.take_all()
         elif self.gap:
@@ -289,11 +302,6 @@ class ScriptSteps(ScriptEnd):
                            else None)
         if self.train_data is None:
             self.train_data = self.last_data
-        compile_ms = val_ms = 0.0
-        if self.watch.count != self._compiles:
-            self._compiles = self.watch.count
-            compile_ms = self.watch.take_step_compile_ms()  # training's: a validation pass's apart
-            val_ms = self.watch.take_step_val_ms()
         profiled = result = None
         if self.profiler is not None and self.profiler.capture is not None:
             profiled, result = self.profiler.after_step(i, self.watch.count)
@@ -307,6 +315,7 @@ class ScriptSteps(ScriptEnd):
                       "or several losses): a step here is one optimizer step, and its loss the "
                       "last backward()'s", backwards=self.backwards)
         self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
+        self.held = 0
         self.i = i = i + 1
         self.boundaries += 1
         emitter = self.emitter

@@ -47,3 +47,38 @@ class Validating:
                 self._decided.clear()
             self._decided[compile_id] = validating
         return validating
+
+
+# The validation work a step held: a module put in eval mode, batches from another DataLoader.
+HELD_EVAL, HELD_LOADER = 1, 2
+_WHAT = {HELD_EVAL: "model.eval()", HELD_LOADER: "batches from another DataLoader",
+         HELD_EVAL | HELD_LOADER: "model.eval() and another DataLoader's batches"}
+
+
+class Recurring:
+    """Whether the validation work a step held makes it a gap, kept out of the steady state.
+
+    A validation pass (after an epoch, every N steps, Lightning's sanity check) is occasional: the
+    step that holds it is a gap. Eval work that recurs step after step (a graph network's two
+    eval forwards for its train and validation accuracy, in every iteration; a frozen part put in
+    eval mode each step) belongs to the step: the step holds it in the steady state, its time is
+    the step's eval part (runner/phases.py). Decided at each step's end from the one before, so
+    the live views, the summary and steps.csv read the same ``gap`` flag: a step is a gap when it
+    held work the step before did not (the first of a recurring kind is one), or when its
+    validation work compiled (a one-time cost)."""
+
+    def __init__(self) -> None:
+        self.before = 0  # what the step before held
+        self._said = 0
+
+    def gap(self, i: int, held: int, compiled: bool, note) -> bool:
+        before, self.before = self.before, held
+        if not held:
+            return False
+        if held & ~before or compiled:
+            return True
+        if held & ~self._said:
+            self._said |= held
+            note(f"{_WHAT[held]} in every step since step {i - 1}: work inside the step, measured "
+                 "with it (the model's calls with gradients off as its eval part), not a validation pass")
+        return False

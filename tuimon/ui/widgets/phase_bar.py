@@ -1,5 +1,5 @@
 """A panel's phase bar: where its steady step goes, one line — a stacked bar of the phases'
-shares of the step (data, forward, backward, optimizer, other; a colour each) and their median
+shares of the step (data, forward, backward, optimizer, eval, other; a colour each) and their median
 times beside their names in the same colours ("data 0.02 fwd 2.3 bwd 3.4 opt 0.80 other 0.05
 ms", "fwd ?" for a phase its steps could not see). Live: it redraws with the summary (analysis/stats/
 phases.py computes it; report/phase_text.py words it). Hidden until the run has phases."""
@@ -14,7 +14,7 @@ from tuimon.report.phase_text import medians, shares
 from tuimon.ui.widgets.redraw import update
 
 COLORS = {"data": "yellow", "forward": "dodger_blue1", "backward": "medium_purple1",
-          "optimizer": "green3", "other": "grey50"}
+          "optimizer": "green3", "eval": "dark_orange", "other": "grey50"}
 
 
 class PhaseBar(Static):

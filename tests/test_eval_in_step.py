@@ -1,0 +1,178 @@
+"""Issue 33.3: eval forwards inside every step (a graph network's train and validation accuracy,
+pytorch/examples' gcn and gat) are part of the step, its eval phase, not a validation gap; an
+occasional validation pass stays a gap. The rule (runner/script/validation.py's ``Recurring``),
+the eval part (runner/phases.py, the forward timer), the statistics and the words, on synthetic
+events and on a real gcn-style script (tests/scripts/graph_eval.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+import sys
+import time
+
+import torch
+from conftest import SCRIPTS
+from test_end_to_end import runs_of
+from test_phases_stats import phased_events
+
+from tuimon import events
+from tuimon.analysis import summarize
+from tuimon.report import export
+from tuimon.runner.phases import EVAL, FORWARD, OTHER, Timeline
+from tuimon.runner.script.phases import ForwardTimer
+from tuimon.runner.script.validation import HELD_EVAL, HELD_LOADER, Recurring
+
+PY = sys.executable
+
+
+def gaps_of(held: list[int], compiled: set[int] = frozenset()) -> list[int]:
+    """The steps ``Recurring`` calls gaps, for what each step held."""
+    rule, notes = Recurring(), []
+    return [i for i, h in enumerate(held) if rule.gap(i, h, i in compiled, notes.append)]
+
+
+def test_eval_in_every_step_is_no_gap_and_an_occasional_pass_is():
+    # gcn: the first step ends at the first optimizer.step(); every later one holds two evals.
+    assert gaps_of([0] + [HELD_EVAL] * 20) == [1]
+    # A validation pass after each 8-step epoch, from its own loader: each one a gap.
+    epochs = [HELD_EVAL | HELD_LOADER if i and i % 8 == 0 else 0 for i in range(33)]
+    assert gaps_of(epochs) == [8, 16, 24, 32]
+    # An eval every other step never recurs step after step: a gap each time.
+    assert gaps_of([HELD_EVAL if i % 2 else 0 for i in range(10)]) == [1, 3, 5, 7, 9]
+    # Eval in every step, and a pass with its own loader now and then: the pass is a gap.
+    mixed = [0] + [HELD_EVAL] * 15
+    mixed[9] = HELD_EVAL | HELD_LOADER
+    assert gaps_of(mixed) == [1, 9]
+    # A recurring step whose eval compiled (a one-time cost) is kept apart too.
+    assert gaps_of([0] + [HELD_EVAL] * 10, compiled={4}) == [1, 4]
+
+
+def test_the_recurrence_is_said_once():
+    rule, notes = Recurring(), []
+    for i, h in enumerate([0] + [HELD_EVAL] * 5):
+        rule.gap(i, h, False, notes.append)
+    assert len(notes) == 1 and notes[0].startswith("model.eval() in every step since step 1")
+
+
+def test_the_timeline_has_an_eval_part_only_where_a_step_ran_one():
+    clock = [0.0]
+    tl = Timeline()
+    tl.perf = lambda: clock[0]
+    for part, seconds in ((FORWARD, 0.002), (EVAL, 0.003)):
+        tl.acc[part] += seconds
+    tl.acc[0] = tl.acc[2] = tl.acc[3] = 0.001
+    assert tl.end() == (1.0, 2.0, 1.0, 1.0, 3.0)
+    tl.acc[0] = tl.acc[1] = tl.acc[2] = tl.acc[3] = 0.001
+    assert tl.end() == (1.0, 1.0, 1.0, 1.0)  # no eval this step: four parts, as before
+    assert tl.acc == [0.0] * (OTHER + 1)
+
+
+def test_the_trained_modules_calls_with_gradients_off_are_eval_not_forward():
+    def spin(ms):
+        end = time.perf_counter() + ms / 1000.0
+        while time.perf_counter() < end:
+            pass
+
+    class Spinning(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            spin(5.0)
+            return self.fc(x)
+
+    tl, notes = Timeline(), []
+    timer = ForwardTimer(tl, notes.append)
+    model = Spinning()
+    timer.optimizer_made(torch.optim.SGD(model.parameters(), lr=0.1))
+    try:
+        x = torch.randn(3, 4)
+        model(x)  # found at its first call, timed from the next
+        tl.begin()
+        model(x).sum().backward()
+        model.eval()
+        with torch.no_grad():
+            model(x)
+            model(x)
+        ph = tl.end()
+    finally:
+        timer._disarm()
+    assert 5.0 <= ph[FORWARD] < 10.0, ph  # one training forward
+    assert ph[EVAL] >= 10.0, ph  # two eval forwards, not in forward
+
+
+def eval_steps(run: str, mode: str, *, steps: int = 200, gap_every: int = 0) -> list[dict]:
+    """A run whose steps hold forward 6 ms, eval 9 ms (a fifth ph entry) and the rest."""
+    out = phased_events(run, mode, {"data": 0.0, "forward": 6.0, "backward": 4.0, "optimizer": 1.0},
+                        steps=steps, seed=3)
+    for e in out:
+        if e["type"] == events.STEP:
+            e["ph"].append(9000)
+            e["ms"] = round(e["ms"] + 9.0, 4)
+            if gap_every and e["i"] % gap_every == 0:
+                e["gap"] = 1
+    return out
+
+
+def test_the_eval_phase_is_measured_apart_from_forward_and_other():
+    summary = summarize(eval_steps("eager-script", "eager"))
+    (r,) = summary.runs
+    assert r.step_phases["eval"]["median_ms"] == 9.0
+    assert abs(r.step_phases["forward"]["median_ms"] - 6.0) < 0.5
+    assert abs(r.step_phases["other"]["median_ms"] - 0.2) < 0.1  # eval is not in other
+    assert abs(sum(p["share"] for p in r.step_phases.values()) - 1.0) < 1e-6
+    md = export.to_markdown({}, summary)
+    assert "| step: eval (median, p10–p90, share; vs eager) | 9.00 ms" in md
+    text = export.to_csv(eval_steps("eager-script", "eager"), summary)
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert float(row["eval_phase_ms"]) == 9.0
+
+
+def test_a_run_without_eval_has_no_eval_row():
+    md = export.to_markdown({}, summarize(phased_events("eager-fp32", "eager", {"forward": 6.0})))
+    assert "| step: forward" in md and "| step: eval" not in md
+
+
+def test_a_run_whose_steps_were_all_gaps_is_not_said_to_have_ended_in_its_warm_up():
+    evs = eval_steps("eager-script", "eager", steps=150, gap_every=1)
+    evs += eval_steps("default-script", "default", steps=150, gap_every=1)
+    summary = summarize(evs)
+    line = summary.verdict.line
+    assert "150 of its 150 steps held a validation pass" in line, line
+    assert "within its warm-up" not in line
+
+
+def test_a_gcn_style_script_is_measured_with_its_eval_forwards_inside_the_step(tuimon):
+    """The real run: no step after the first with eval is a gap, its eval forwards (two a step,
+    5 ms each spun) are its eval phase and not its forward (one, 5 ms), the summary and
+    steps.csv say so, and tuimon's steps agree with the script's own timer."""
+    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "40", "--", PY,
+                           str(SCRIPTS / "graph_eval.py"), "--spin-ms", "5", "--val-every", "10",
+                           "--nodes", "300")
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["eager-script"]
+    steps = kinds["step"]
+    assert len(steps) == 40
+    assert [s["i"] for s in steps if s.get("gap")] == [1]  # the first eval only
+    assert any("model.eval() in every step since step 1" in w["text"] for w in kinds["warning"])
+    steady = [s for s in steps if s["phase"] == "steady" and not s.get("gap")]
+    assert all(len(s["ph"]) == 5 for s in steady[1:])
+    fwd = statistics.median(s["ph"][1] for s in steady) / 1000
+    ev = statistics.median(s["ph"][4] for s in steady) / 1000
+    assert fwd >= 5.0 and ev >= 10.0, (fwd, ev)
+    assert fwd < 0.8 * ev, (fwd, ev)  # the eval forwards are not in forward
+    summary = json.loads((session / "summary.json").read_text())
+    (row,) = summary["runs"]
+    assert row["measured"] >= 25 and "eval" in row["step_phases"]
+    assert "| step: eval" in (session / "summary.md").read_text()
+    rows = list(csv.DictReader(io.StringIO((session / "steps.csv").read_text())))
+    assert all(r["eval_phase_ms"] for r in rows[2:])
+    # The script ran as without tuimon: its own timer printed at epochs 10, 20 and 30 (the stop
+    # came inside epoch 40's optimizer.step(), before its evals).
+    log = (session / "logs" / "eager-script.log").read_text()
+    assert [x[:11] for x in log.splitlines() if x.startswith("Epoch:")] == [
+        "Epoch: 0010", "Epoch: 0020", "Epoch: 0030"]
