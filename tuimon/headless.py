@@ -17,7 +17,7 @@ from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
 from tuimon.report import files_text, why_text
-from tuimon.report.table import answer_notes, compile_cache, table, top_ops_text, validation_notes
+from tuimon.report.table import answer_notes, compile_cache, compile_notes, table, top_ops_text
 from tuimon.variants import Variant
 
 VALIDATION = " in a validation pass (kept apart from training's)"
@@ -204,7 +204,11 @@ class HeadlessView:
             what = f"{e['frame']}()" if e.get("frame") else "backward"
             cache = compile_cache(e)
             cache = f" ({cache} cache)" if cache in ("warm", "cold") else f" ({cache})" if cache else ""
-            self._say(f"{label}: compiled {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
+            verb = "compiled"
+            if cache == " (failed: ran eager)":  # torch's reason: Dynamo could not compile it
+                verb, why = "could not compile", (e.get("fail_reason") or "").strip().splitlines()
+                cache = f" ({why[0][:200] if why else e.get('failed')}: it runs eager)"
+            self._say(f"{label}: {verb} {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
                       f"{part}{cache}{VALIDATION if e.get('validation') else ''}",
                       style="dim")
         elif kind == events.ARTIFACTS:
@@ -266,7 +270,7 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
-    for note in answer_notes(summary) + validation_notes(summary):
+    for note in answer_notes(summary) + compile_notes(summary):
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     for r in columns(summary):
         for note in r.notes:

@@ -27,6 +27,9 @@ from tuimon import events
 from tuimon.control.runs import PAUSED, Run
 from tuimon.control.schedule import next_turn
 
+CHILDREN = ("its training runs in child processes tuimon does not hook, so it takes no turn: the "
+            "other runs step beside it (its CPU counts as load on their steps)")
+
 
 class Handover:
     """Uses the supervisor's ``_live``, ``_runs``, ``_turn``, ``_last_turn``, ``_exiting``,
@@ -55,6 +58,11 @@ class Handover:
                 what, since = "it is still ending after its last step", r.ended_at
             elif (self.plan.schedule == "interleave" and not r.turned and r.id != self._turn
                   and self._state(r.id) != PAUSED):
+                if r.children:  # no start to wait for: its training runs in unhooked processes
+                    if r.settle_said != CHILDREN:
+                        r.settle_said = CHILDREN
+                        self._record([events.make(events.WARNING, r.id, settle=True, text=CHILDREN)])
+                    continue
                 what, since = "it is still starting", r.child.started
             else:
                 continue
@@ -71,6 +79,20 @@ class Handover:
                 f"{what} {now - since:.0f} s on: the other runs step beside it (its CPU counts as "
                 "load on their steps)"))])
         return False
+
+    def _children(self, r: Run, e: dict) -> None:
+        """A script whose training runs in child processes tuimon does not hook (runner/script/
+        children.py): it never takes a turn, so it is no start to wait for; and once it ended
+        having measured nothing, another round of its variant would measure nothing either: its
+        queued rounds are not run (--repeats, a --steps or --duration shared in rounds)."""
+        r.children = True
+        if not e.get("untimed"):
+            return
+        for run in [x for x in self._queue if self._runs[x].variant == r.variant]:
+            self._record([events.make(events.WARNING, run, text=(
+                f"not run: {r.id}'s training ran in child processes tuimon does not hook, so this "
+                "process of the same variant would measure nothing either"))])
+            self._stop_run(self._runs[run])
 
     def _may_start(self) -> bool:
         """Whether a queued run may start now (``startable`` says which)."""

@@ -98,3 +98,4 @@ class Run:
     turned: bool = False
     ended_at: float | None = None
     settle_said: str | None = None
+    children: bool = False  # a script's training runs in child processes (handover.py)

@@ -27,10 +27,10 @@ from tuimon.report import files_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
+    compile_notes,
     failure_notes,
     profile_note,
     table,
-    validation_notes,
 )
 from tuimon.report.warm_text import start_line, warm_notes
 from tuimon.sessiondir import store
@@ -63,7 +63,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    notes = [f"- {n}" for n in answer_notes(summary) + validation_notes(summary)]
+    notes = [f"- {n}" for n in answer_notes(summary) + compile_notes(summary)]
     notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
     notes += [f"- {n}" if not n.startswith("  ") else n for n in warm_notes(summary)]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]

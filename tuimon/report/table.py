@@ -6,6 +6,14 @@ from __future__ import annotations
 
 from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, speedup_text
 from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
+from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words, re-exported
+    compile_cache,
+    compile_notes,
+    graphs_text,
+    phases_text,
+    top_break_text,
+    validation_text,
+)
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
 from tuimon.report.warm_text import artifacts_text, has_starts, per_start
@@ -227,67 +235,9 @@ def throttle_text(r: RunStats) -> str:
     return f"{r.throttled_share:.0%} of the time ({why})"
 
 
-def phases_text(r: RunStats) -> str:
-    if not r.compiled or not r.compile_phases:
-        return DASH
-    p = r.compile_phases
-    fwd = " · ".join(f"{name} {fmt_s(p[name])}" for name in ("dynamo", "aot", "inductor", "codegen")
-                     if p.get(name))
-    bwd = f"; backward {fmt_s(p['backward'])}" if p.get("backward") else ""
-    return f"{fwd}{bwd}"
-
-
-def graphs_text(r: RunStats) -> str:
-    if r.nothing_compiled:
-        return "nothing compiled"
-    if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
-        return DASH
-    breaks = sum(1 for _ in r.graph_breaks)
-    return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
-            f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}")
-
-
-def validation_text(r: RunStats) -> str:
-    """A script's validation passes' compiles (stats/compiles.py): '2 compiles, grad_mode; batch
-    8 (3.1 s)'; never training's recompiles, compile time or graphs."""
-    if not (r.val_compiles or r.val_words):
-        return DASH
-    n = r.val_compiles
-    text = f"{n} compile{'' if n == 1 else 's'}" if n else "no compile"
-    if r.val_words:
-        text += f", {'; '.join(r.val_words[:4])}"
-    if r.val_compile_s:
-        text += f" ({fmt_s(r.val_compile_s)})"
-    if r.val_limit:
-        text += "; the recompile limit was hit: validation runs eager from then on"
-    return text
-
-
-def validation_notes(summary: SessionSummary) -> list[str]:
-    """One line a variant whose validation passes compiled: kept apart from training's."""
-    return [f"{r.label}: validation: {validation_text(r)}, kept apart: not training's compiles, "
-            "recompiles or compile time" for r in columns(summary) if validation_text(r) != DASH]
-
-
-def top_break_text(r: RunStats) -> str:
-    if not r.graph_breaks:
-        return DASH
-    b = r.graph_breaks[0]
-    reason = b["reason"] if len(b["reason"]) <= 90 else b["reason"][:89] + "…"
-    return f"{b['where']}: {reason}"
-
-
 def cache_text(r: RunStats) -> str:
     """Its caches' hits of lookups, per start (report/warm_text.py)."""
     return per_start(caches_text)(r)
-
-
-def compile_cache(e: dict) -> str:
-    """One ``compile`` event's cache in a word: warm, cold, "no graph" for a frame Dynamo traced
-    without a graph (nothing reached Inductor, so there was no cache to look in), else ""."""
-    if e.get("forward", True) and e.get("graph_ops") == 0:
-        return "no graph"
-    return e["cache"] if e.get("cache") in ("warm", "cold") else ""
 
 
 def _or_na(value, fmt) -> str:

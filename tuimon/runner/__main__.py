@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode != "eager":
             from tuimon.runner.compile_trace import TraceListener
 
-            trace = TraceListener(emitter)
+            trace = TraceListener(emitter, watch)
             trace.install()
             from tuimon.runner.torch_hints import HintListener
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             reason=reason,
             seconds=round(time.monotonic() - started, 3),
             paused_s=round(control.paused_s, 3),
-            compiles=watch.count,
+            compiles=watch.compiled,  # attempts that made a graph (a failed one runs eager)
             graph_breaks=trace.graph_breaks if trace else 0,
             recompiles=trace.recompiles if trace else 0,
             compile_s=round(watch.total_s, 3),

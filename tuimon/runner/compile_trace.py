@@ -11,6 +11,12 @@ validation pass: its events then say ``validation: true``. A training compile of
 only a validation pass had compiled before (Lightning's sanity check runs before the first
 step) is torch's recompile but training's first compile: its recompile event says
 ``after_validation: true``.
+
+A frame Dynamo could not compile (``Unsupported: Attempted to wrap RNN, GRU, or LSTM``) runs
+eager: its compile event says ``failed`` and ``graph: false``, and the graph breaks torch logged
+while it tried are no breaks between graphs (there is none): they are held until the compile's
+metrics and said only for a compile that made its graph. ``watch`` (runner/compile_watch.py)
+hears what came of each frame compile, so the run's counts are of compiles that made a graph.
 """
 
 from __future__ import annotations
@@ -60,9 +66,11 @@ LEGACY_TIMES = {"duration_us": "entire_frame_compile_time_s",
 
 
 class TraceListener(logging.Handler):
-    def __init__(self, emitter) -> None:
+    def __init__(self, emitter, watch=None) -> None:
         super().__init__(level=logging.DEBUG)
         self.emitter = emitter
+        self.watch = watch  # a CompileWatch told what came of each frame compile
+        self._breaks: list[tuple[str | None, dict]] = []  # the compile under way's, until its metrics
         self._stack: list[str] = []  # open known phases, outermost first
         self._shown: str | None = None
         self._said: tuple | None = None  # (phase, compile id) last emitted
@@ -181,10 +189,25 @@ class TraceListener(logging.Handler):
         where = None
         compile_id = m.get("compile_id")
         validation = self._validation(compile_id)
+        failed = m.get("fail_type")
+        # A graph only where Dynamo compiled the frame and found tensor operations in it (a frame
+        # of plain Python makes none); a backward compile is of a graph that exists.
+        graph = not forward or (not failed and m.get("graph_op_count") != 0)
         if forward and compile_id:
             (self._validated if validation else self._trained).add(str(compile_id).split("/")[0])
         if m.get("co_filename") and not m["co_filename"].startswith(OURS):  # not tuimon's wrapper
             where = f"{m['co_filename']}:{m.get('co_firstlineno')}"
+        fail_where = (f"{m['fail_user_frame_filename']}:{m.get('fail_user_frame_lineno')}"
+                      if failed and m.get("fail_user_frame_filename") else None)
+        reason = str(m.get("fail_reason") or "")
+        if forward:
+            self._said_breaks(compile_id, failed)
+            if self.watch is not None:
+                line = reason.strip().splitlines()[0] if reason.strip() else (failed or "")
+                at = os.path.basename((fail_where or where or "?").rsplit(":", 1)[0])
+                line_no = (fail_where or where or "?").rsplit(":", 1)[-1]
+                self.watch.outcome(graph, bool(validation), fell_back=(
+                    f"{m.get('co_name') or 'a frame'}() ({at}:{line_no}): {line}"[:300] if failed else None))
         self.emitter.emit_now(
             events.COMPILE, compile_id=compile_id, forward=forward,
             frame=m.get("co_name"), where=where, seconds=round(total, 4),
@@ -199,10 +222,20 @@ class TraceListener(logging.Handler):
             kernels=kernels if "triton_compile_time_us" in m else None,
             kernel_s=round(s("triton_compile_time_us"), 4) if "triton_compile_time_us" in m else None,
             remote={k.replace("_count", "").replace("inductor_", ""): v for k, v in remote.items()} or None,
-            failed=m.get("fail_type"), fail_reason=m.get("fail_reason"), **validation)
+            graph=graph, failed=failed, fail_reason=reason[:2000] or None, fail_where=fail_where,
+            **validation)
+
+    def _said_breaks(self, compile_id: str | None, failed: str | None) -> None:
+        """The graph breaks held for a frame compile now over: said, unless the compile failed
+        (then they were the failure's own steps, and the frame runs eager whole)."""
+        held, self._breaks = self._breaks, []
+        for break_id, fields in held:
+            if failed and (compile_id is None or break_id in (None, compile_id)):
+                continue
+            self.graph_breaks += 1
+            self.emitter.emit_now(events.GRAPH_BREAK, **fields)
 
     def _graph_break(self, payload: str, compile_id: str | None) -> None:
-        self.graph_breaks += 1
         lines = [line.strip() for line in str(payload).splitlines() if line.strip()]
         loc = LOCATION.search(lines[0]) if lines else None
         reason = next((line.split(":", 1)[1].strip() for line in lines
@@ -211,11 +244,11 @@ class TraceListener(logging.Handler):
             reason = next((line for line in lines if line.startswith("Graph Break Reason:")),
                           lines[1] if len(lines) > 1 else "")
             reason = reason.replace("Graph Break Reason:", "").strip()
-        self.emitter.emit_now(events.GRAPH_BREAK, compile_id=compile_id,
-                              file=loc.group(1) if loc else None,
-                              line=int(loc.group(2)) if loc else None,
-                              reason=reason[:300], detail="\n".join(lines[:12])[:1500],
-                              **self._validation(compile_id))
+        if len(self._breaks) < 64:  # said with the compile's metrics (``_said_breaks``)
+            self._breaks.append((compile_id, dict(
+                compile_id=compile_id, file=loc.group(1) if loc else None,
+                line=int(loc.group(2)) if loc else None, reason=reason[:300],
+                detail="\n".join(lines[:12])[:1500], **self._validation(compile_id))))
 
     def _recompile(self, payload: str, compile_id: str | None) -> None:
         reasons = _json(payload)

@@ -3,9 +3,16 @@
 Uses Dynamo's start/end callbacks (fired for each frame compile and each lazy backward
 compile, never on a cache lookup), so steady-state steps pay nothing.
 
+A compile *start* is an attempt: it disturbs its step whatever comes of it (``count``). What
+came of it is known only from its metrics (runner/compile_trace.py calls ``outcome``): a frame
+Dynamo could not compile (``Unsupported: Attempted to wrap RNN, GRU, or LSTM``) runs eager, and
+one in which it found no tensor operation makes no graph. Neither is a compile in the counts
+this reports (``compiled``, ``train_count``), and a variant whose every attempt ended so
+compiled nothing (``nothing_compiled``, with torch's reason).
+
 A script's validation pass (runner/script/) compiles too (eval mode, no grad): ``validation``,
 when set, says per compile whether it belongs to such a pass; those compiles are counted and
-timed apart (``val_count``, ``val_s``), never as training's.
+timed apart (``val_started``, ``val_count``, ``val_s``), never as training's.
 """
 
 from __future__ import annotations
@@ -16,10 +23,13 @@ import time
 class CompileWatch:
     def __init__(self) -> None:
         self.active = 0
-        self.count = 0  # every compile (a capture that saw one is disturbed, whoever's it was)
-        self.total_s = 0.0
-        self.val_count = 0  # of which in a script's validation pass
+        self.count = 0  # every compile started (a capture that saw one is disturbed, whoever's it was)
+        self.total_s = 0.0  # failed attempts' time too: the run spent it
+        self.val_started = 0  # of which in a script's validation pass
         self.val_s = 0.0
+        self.empty = 0  # training's attempts that made no graph (Dynamo failed, or found no op)
+        self.val_empty = 0
+        self.fell_back: list[str] = []  # the frames that run eager, with torch's reason (bounded)
         self._since = 0.0
         self._in_validation = False  # the outermost compile under way is a validation pass's
         self._in_step_s = 0.0
@@ -38,13 +48,35 @@ class CompileWatch:
         self.installed = True
         return True
 
+    def outcome(self, graph: bool, validation: bool = False, fell_back: str | None = None) -> None:
+        """A frame compile's metrics (after its end callback): whether it made a graph, and if
+        Dynamo could not compile it, what it said (``forward() (main.py:28): Attempted to wrap
+        RNN, GRU, or LSTM``)."""
+        if graph:
+            return
+        if validation:
+            self.val_empty += 1
+        else:
+            self.empty += 1
+        if fell_back and fell_back not in self.fell_back and len(self.fell_back) < 8:
+            self.fell_back.append(fell_back)
+
     def nothing_compiled(self, mode: str) -> str | None:
-        """The warning for a compiled variant in which Dynamo has compiled nothing: it runs as
-        eager, and a comparison with eager compares eager with eager."""
-        if mode == "eager" or self.count or not self.installed:
+        """The warning for a compiled variant whose training Dynamo compiled nothing for: it runs
+        as eager, and a comparison with eager compares eager with eager."""
+        if mode == "eager" or not self.installed or self.train_count:
             return None
         import torch
 
+        if self.fell_back:  # it tried, and torch said why not
+            return (f"nothing was compiled: Dynamo could not compile {self.fell_back[0]}; this "
+                    f"{mode} variant ran eager (torch {torch.__version__})")
+        if self.val_count:
+            return (f"nothing was compiled for training: only its validation passes compiled "
+                    f"({self.val_count}); this {mode} variant trained eager")
+        if self.count:
+            return (f"nothing was compiled: Dynamo found no tensor operation to compile in the "
+                    f"{self.count} frame(s) it was given; this {mode} variant ran eager")
         return (f"nothing was compiled: this {mode} variant ran eager (torch {torch.__version__}; "
                 "Dynamo skipped every frame it was given, or no torch.compile ran)")
 
@@ -56,7 +88,7 @@ class CompileWatch:
             self._in_validation = validation
         self.active += 1
         self.count += 1
-        self.val_count += validation
+        self.val_started += validation
         if self.on_start is not None:
             trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
             self.on_start(compile_id, trigger == "LAZY_BACKWARD")
@@ -73,8 +105,19 @@ class CompileWatch:
                 self._in_step_s += elapsed
 
     @property
+    def compiled(self) -> int:
+        """Compiles that made a graph (a lazy backward's included), training's and validation's."""
+        return self.count - self.empty - self.val_empty
+
+    @property
     def train_count(self) -> int:
-        return self.count - self.val_count
+        """Training's compiles that made a graph."""
+        return self.count - self.val_started - self.empty
+
+    @property
+    def val_count(self) -> int:
+        """A validation pass's compiles that made a graph."""
+        return self.val_started - self.val_empty
 
     @property
     def train_s(self) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuimon import events
+from tuimon.analysis.stats.compiles import fallback, made_graph
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
 
@@ -81,6 +82,8 @@ def apply_run(r: RunStats, e: dict) -> None:
             r.losses_per_step = int(e["backwards"])
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
             r.uncompiled = str(e["uncompiled"])
+        if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)
+            r.untimed = str(e.get("text"))
     elif kind == events.COMPILE:
         _apply_compile(r, e)
     elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
@@ -114,7 +117,10 @@ def apply_run(r: RunStats, e: dict) -> None:
 def _apply_validation(r: RunStats, e: dict) -> None:
     """A validation pass's compile, recompile or graph break: apart from training's."""
     if e["type"] == events.COMPILE:
-        r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+        if made_graph(e):
+            r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+        elif e.get("forward", True):
+            _count(r.compile_failures, fallback(e))
         r.val_compile_s = round((r.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
         reason = e.get("fail_reason") or ""
         if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
@@ -131,12 +137,15 @@ def _add_reasons(found: list[str], e: dict) -> None:
 
 
 def _apply_compile(r: RunStats, e: dict) -> None:
+    """A graph only where the compile made one (stats/compiles.py): a frame Dynamo could not
+    compile runs eager, and is kept as a fallback with torch's reason; its time is still the
+    run's compile time (it was spent)."""
     if e.get("validation"):
         _apply_validation(r, e)
         return
     forward = e.get("forward", True)
     if forward:
-        r.graphs_fwd += 1
+        r.graphs_fwd += made_graph(e)
         for phase, seconds in (e.get("phases") or {}).items():
             r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
     else:
@@ -144,9 +153,8 @@ def _apply_compile(r: RunStats, e: dict) -> None:
         r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
     r.fx_cache_hits += e.get("fx_cache_hits") or 0
     r.fx_cache_misses += e.get("fx_cache_misses") or 0
-    if e.get("failed"):  # e.g. Dynamo's recompile limit: that frame runs eagerly from then on
-        reason = (e.get("fail_reason") or "").strip().splitlines()
-        _count(r.compile_failures, {"failed": e["failed"], "reason": reason[0][:300] if reason else ""})
+    if forward and not made_graph(e) or e.get("failed"):  # ran eager: e.g. Dynamo's recompile limit
+        _count(r.compile_failures, fallback(e))
 
 
 def _count(found: list[dict], item: dict) -> None:

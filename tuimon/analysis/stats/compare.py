@@ -96,6 +96,8 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
 def speedup_text(r: RunStats) -> str:
     if r.speedup is None:
         return DASH
+    if r.nothing_compiled:  # eager against eager: no speedup of compile's to word
+        return "– (nothing compiled: it ran eager)"
     text = f"{r.speedup:.2f}×"
     if r.speedup_lo is not None:
         text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"

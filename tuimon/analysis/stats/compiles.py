@@ -1,5 +1,12 @@
 """What a compiled variant compiled: a script's validation passes' compiles apart from
-training's (their guards in a word each), and a variant that compiled nothing, with why.
+training's (their guards in a word each), the frames Dynamo could not compile (they ran eager),
+and a variant that compiled nothing, with why.
+
+A compile counts only where it made a graph (``made_graph``): a frame compile that failed
+(``Unsupported: Attempted to wrap RNN, GRU, or LSTM``) or found no tensor operation leaves the
+frame running eager, and is kept as a fallback (``fallback``) with torch's reason instead. A
+variant counts as compiled only where compiled graphs ran: with none in training, it compiled
+nothing, and says torch's reason.
 
 The runner marks a validation pass's compile events ``validation: true`` (runner/script/
 validation.py) and says why a compiled variant will compile nothing in a note flagged
@@ -20,6 +27,57 @@ TRAINING = re.compile(r"\.training\b")
 NOTHING = ("no compile ran in this variant: the script called no torch.compile that ran and tuimon "
            "compiled no module; pass --compile-module NAME (a module's class) or call torch.compile "
            "in the script")
+NO_OP = "no tensor operation to compile"  # a frame of plain Python: Dynamo makes no graph of it
+
+
+def made_graph(e: dict) -> bool:
+    """Whether a compile event's compile made a graph: its own word (``graph``), else (sessions
+    recorded before it said so) no failure and not zero graph ops. A backward compile's graph is
+    the one its forward made."""
+    if "graph" in e:
+        return bool(e["graph"])
+    return not e.get("forward", True) or (not e.get("failed") and e.get("graph_ops") != 0)
+
+
+def fallback(e: dict) -> dict:
+    """A forward compile that made no graph, as one row of ``compile_failures``: torch's kind of
+    failure (None for a frame with no tensor operation), its reason's first line, the frame, the
+    line that failed, torch's hints."""
+    lines = [x.strip() for x in str(e.get("fail_reason") or "").strip().splitlines() if x.strip()]
+    where = e.get("fail_where") or e.get("where") or ""
+    item = {"failed": e.get("failed"), "reason": lines[0][:300] if lines else (
+        "" if e.get("failed") else NO_OP)}
+    if e.get("frame") or where:  # older events word the recompile limit alone: rows stay alike
+        item.update(frame=e.get("frame"), where=_short(where),
+                    hints=[x.split(":", 1)[1].strip()[:200] for x in lines if x.startswith("Hint:")][:2])
+    if e.get("validation"):
+        item["validation"] = True
+    return item
+
+
+def _short(where: str) -> str:
+    """'/a/b/main.py:28' -> 'main.py:28'."""
+    path, _, line = where.rpartition(":")
+    return f"{path.rsplit('/', 1)[-1]}:{line}" if path else where
+
+
+def limit_hit(f: dict) -> bool:
+    """A failure that is Dynamo's recompile limit: the frame compiled before (recompiles.py)."""
+    reason = f.get("reason", "").lower()
+    return "recompile limit" in reason or "cache_size_limit" in reason
+
+
+def fell_back(r: RunStats, validation: bool = False) -> list[dict]:
+    """The frames that failed to compile and run eager (training's, or a validation pass's)."""
+    return [f for f in r.compile_failures if bool(f.get("validation")) == validation
+            and f.get("failed") and not limit_hit(f)]
+
+
+def fallback_text(f: dict) -> str:
+    """'Dynamo could not compile forward() (main.py:28): Attempted to wrap RNN, GRU, or LSTM'."""
+    frame = f"{f['frame']}()" if f.get("frame") else "a frame"
+    where = f" ({f['where']})" if f.get("where") else ""
+    return f"Dynamo could not compile {frame}{where}: {f['reason'] or f['failed']}"
 
 
 def reason_word(reason: str) -> str:
@@ -39,13 +97,28 @@ def reason_word(reason: str) -> str:
 
 
 def compile_story(r: RunStats) -> None:
-    """Fills ``val_words`` (the validation passes' failed guards, in words, each once) and
-    ``nothing_compiled`` (why a compiled variant compiled nothing; None when it compiled, or
-    while it may still)."""
+    """Fills ``val_words`` (the validation passes' failed guards, in words, each once),
+    ``fell_back`` (training's frames that ran eager beside compiled ones, in words) and
+    ``nothing_compiled`` (why a compiled variant compiled nothing for training; None when it
+    compiled, or while it may still)."""
     r.val_words = list(dict.fromkeys(reason_word(x) for x in r.val_reasons))
-    r.nothing_compiled = None
-    if not r.compiled or r.graphs_fwd or r.compiles or r.compile_s or r.status in (
-            "queued", "failed", "skipped"):
+    r.nothing_compiled, r.fell_back = None, []
+    if not r.compiled or r.status in ("queued", "failed", "skipped"):
+        return
+    train, val = fell_back(r), fell_back(r, validation=True)
+    if r.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
+        r.fell_back = [fallback_text(f) for f in train]
+        return
+    if train or val:  # Dynamo tried and could not: torch's reason (a validation pass's, if only it tried)
+        r.nothing_compiled = fallback_text((train or val)[0]) + (
+            "" if train else " (tried in eval mode with gradients off; training then ran it eager too)")
+        return
+    tried = [f for f in r.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
+    if tried:
+        frames = ", ".join(dict.fromkeys(f"{f['frame']}()" for f in tried if f.get("frame")))
+        r.nothing_compiled = f"Dynamo found {NO_OP} in {frames or 'the frames it was given'}"
+        return
+    if r.compiles or r.compile_s:
         return
     if r.uncompiled:  # the runner said so as the first step ended
         r.nothing_compiled = r.uncompiled
@@ -54,8 +127,8 @@ def compile_story(r: RunStats) -> None:
 
 
 def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
-    """--repeats: the combined row's validation compiles (summed) and whether it compiled
-    nothing (its first process speaks for it)."""
+    """--repeats: the combined row's validation compiles (summed), whether it compiled nothing
+    (its first process speaks for it), what fell back, and whether it measured nothing at all."""
     if not processes:
         return
     row.val_compiles = sum(r.val_compiles for r in processes)
@@ -68,3 +141,7 @@ def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
     compile_story(row)
     if all(r.nothing_compiled for r in processes):
         row.nothing_compiled = processes[0].nothing_compiled
+    row.fell_back = list(dict.fromkeys(x for r in processes for x in r.fell_back))
+    # Not a compile's, but said with them: a process whose training ran where tuimon does not
+    # hook speaks for its variant (its later rounds are not run: control/handover.py).
+    row.untimed = next((r.untimed for r in processes if r.untimed), None)

@@ -131,7 +131,10 @@ class RunStats:
     recompile_reasons: list[str] = field(default_factory=list)
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
-    compile_failures: list[dict] = field(default_factory=list)  # {failed, reason, count}: the recompile limit
+    # {failed, reason, frame, where, hints, validation?, count}: frames Dynamo could not compile (they
+    # ran eager), the recompile limit, frames with no tensor op (stats/compiles.py)
+    compile_failures: list[dict] = field(default_factory=list)
+    fell_back: list[str] = field(default_factory=list)  # training's frames run eager beside compiled ones
     # A script's validation passes (eval mode and no grad, or another loader; runner/script/
     # validation.py): their compiles, never counted, timed or ranked as training's (stats/compiles.py).
     val_compiles: int = 0
@@ -142,6 +145,7 @@ class RunStats:
     val_limit: bool = False  # a validation pass hit the recompile limit (it runs eager from then)
     uncompiled: str | None = None  # the runner's word: why this compiled variant compiles nothing
     nothing_compiled: str | None = None  # a compiled variant that compiled nothing: why
+    untimed: str | None = None  # a script whose training ran where tuimon does not hook: the line
     # Warm start (stats/warm.py, docs/compile.md#warm-start). A compiled run's start: cold (a
     # fresh, empty cache) | warm (seeded only from compile artifacts: ``seed``, a run or session)
     # | persistent (--cache-dir); a combined row has none, its ``starts`` split its processes.

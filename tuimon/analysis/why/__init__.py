@@ -8,10 +8,10 @@ One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs
 ``syncs`` (scalar reads and device syncs in the model; host work between the step's phases),
 ``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
 eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
-``payoff`` (compile that pays off after the run). ``finding`` holds what they share;
-``report.why_text`` writes the findings for summary.md and the terminal. A variant that
-compiled nothing (stats/compiles.py) gets that one finding: no rule reads compiled graphs
-that never were.
+``payoff`` (compile that pays off after the run), ``fallback`` (frames Dynamo could not
+compile, which ran eager). ``finding`` holds what they share; ``report.why_text`` writes the
+findings for summary.md and the terminal. A variant that compiled nothing (stats/compiles.py)
+gets that one finding, with torch's reason: no rule reads compiled graphs that never were.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.why.bound import input_bound, launch_bound, optimizer_bound, phase_split
 from tuimon.analysis.why.breaks import graph_breaks
 from tuimon.analysis.why.cudagraphs import cudagraphs
+from tuimon.analysis.why.fallback import fallbacks, uncompiled
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy, context
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
 from tuimon.analysis.why.payoff import payoff
-from tuimon.analysis.why.recompiles import recompiles, uncompiled
+from tuimon.analysis.why.recompiles import recompiles
 from tuimon.analysis.why.syncs import host_syncs
 
-RULES = (graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound, optimizer_bound,
-         memory, payoff, op_diff, phase_split)
+RULES = (fallbacks, graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound,
+         optimizer_bound, memory, payoff, op_diff, phase_split)
 # An eager variant: what bounds its step (compile's own rules have nothing to read there).
 EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split)
 
@@ -43,6 +44,8 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
     (what bounds its step: data, optimizer, host, syncs, or compute)."""
     out = []
     for row in columns(summary):
+        if row.untimed and not row.median_ms:  # its training ran where tuimon does not hook:
+            continue  # nothing to diagnose (the verdict says so, stats/verdict.py)
         ctx = context(row, summary)
         findings = []
         if not row.compiled:

@@ -1,7 +1,6 @@
 """Recompiles: the guards that failed (shapes that change, a Python value that changes, ...),
 recompiles in the steady state, and Dynamo's recompile limit, after which the code runs eager;
-training's alone (a script's validation passes compile apart). And a variant that compiled
-nothing at all."""
+training's alone (a script's validation passes compile apart)."""
 
 from __future__ import annotations
 
@@ -77,17 +76,3 @@ def recompiles(ctx: Context) -> list[Finding]:
     if ADVICE["other"] not in advice:
         advice.append(ADVICE["other"])
     return [Finding("recompiles", title, evidence, advice, HIGH if limit or late else MEDIUM)]
-
-
-def uncompiled(ctx: Context) -> list[Finding]:
-    """A compiled variant that compiled nothing ran as eager does: that is the whole story."""
-    r = ctx.row
-    if not r.nothing_compiled:
-        return []
-    evidence = [f"0 compiles in training: {r.label} ran the script's own eager code"]
-    if r.val_compiles:
-        evidence.append(f"{r.val_compiles} compile(s) in its validation passes, none in training")
-    advice = ["--compile-module NAME compiles the first module of class NAME called (the model's "
-              "class, or a block's), optimizer or not",
-              "or call torch.compile(model) in the script: each variant then gets its mode"]
-    return [Finding("uncompiled", f"nothing was compiled — {r.nothing_compiled}", evidence, advice, HIGH)]

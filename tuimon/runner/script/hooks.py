@@ -85,6 +85,7 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.orphan import watch_parent
     from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
     from tuimon.runner.profiling import outer_spans
+    from tuimon.runner.script.children import Children, report_dir
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
     from tuimon.runner.script.steps import ScriptSteps, StopScript
@@ -134,7 +135,7 @@ def _install(cfg: dict) -> None:
     if cfg["mode"] != "eager":
         from tuimon.runner.compile_trace import TraceListener
 
-        run.trace = TraceListener(emitter)
+        run.trace = TraceListener(emitter, watch)
         run.trace.validation = run.validating.compile
         run.trace.install()
         from tuimon.runner.torch_hints import HintListener
@@ -300,7 +301,8 @@ def _install(cfg: dict) -> None:
 
     torch.nn.Module.train = train
 
-    # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers).
+    # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers),
+    # child processes it starts (not hooked: what they train is said, children.py).
     atexit.register(run.finished)
     if warm is not None:  # registered after: runs before run.finished (atexit is last in, first out)
         pid = os.getpid()
@@ -341,6 +343,7 @@ def _install(cfg: dict) -> None:
                     os.close(fd)
 
     os.register_at_fork(after_in_child=forked)
+    run.children = Children(run, emitter, report_dir(cfg)).install()  # after run.finished's atexit
     no_step_s = float(cfg.get("no_step_s") or NO_STEP_S)
     threading.Thread(target=_no_step_watch, args=(run, cfg, no_step_s), daemon=True,
                      name="tuimon-no-step").start()
@@ -395,8 +398,8 @@ def _no_step_watch(run, cfg: dict, seconds: float) -> None:
         return
     from tuimon import events
 
-    text = (f"no optimizer step in {seconds:g} s: tuimon times training loops that call "
-            "optimizer.step()")
+    text = run.children.no_step_text(seconds) or (
+        f"no optimizer step in {seconds:g} s: tuimon times training loops that call optimizer.step()")
     line = events.encode(events.make(events.WARNING, cfg["run"], text=text))
     with contextlib.suppress(OSError):
         os.write(cfg["event_fd"], line.encode())

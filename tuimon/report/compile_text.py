@@ -1,0 +1,89 @@
+"""A compiled variant's compiles in words: the summary table's compile rows (time by phase,
+graphs, validation passes, the top graph break), one ``compile`` event's cache, and the notes on
+what compiled apart from training (validation passes) or not at all (frames Dynamo could not
+compile, which ran eager: analysis/stats/compiles.py). Shared by summary.md, the terminal and
+the TUI."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, SessionSummary, columns
+from tuimon.fmt import DASH, fmt_s
+
+
+def phases_text(r: RunStats) -> str:
+    if not r.compiled or not r.compile_phases:
+        return DASH
+    p = r.compile_phases
+    fwd = " · ".join(f"{name} {fmt_s(p[name])}" for name in ("dynamo", "aot", "inductor", "codegen")
+                     if p.get(name))
+    bwd = f"; backward {fmt_s(p['backward'])}" if p.get("backward") else ""
+    # A variant that compiled nothing spent that time trying.
+    return f"{fwd}{bwd}" + (" (tried: nothing compiled)" if r.nothing_compiled and fwd else "")
+
+
+def graphs_text(r: RunStats) -> str:
+    if r.nothing_compiled:
+        return "nothing compiled"
+    if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
+        return DASH
+    breaks = sum(1 for _ in r.graph_breaks)
+    n = len(r.fell_back)
+    eager = f" · {n} frame{'s' if n != 1 else ''} ran eager" if n else ""
+    return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
+            f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}"
+            f"{eager}")
+
+
+def _val_fell_back(r: RunStats) -> list[dict]:
+    return [f for f in r.compile_failures if f.get("validation") and f.get("failed")
+            and "limit" not in f.get("reason", "").lower()]
+
+
+def validation_text(r: RunStats) -> str:
+    """A script's validation passes' compiles (stats/compiles.py): '2 compiles, grad_mode; batch
+    8 (3.1 s)'; never training's recompiles, compile time or graphs."""
+    failed = _val_fell_back(r)
+    if not (r.val_compiles or r.val_words or failed):
+        return DASH
+    n = r.val_compiles
+    text = f"{n} compile{'' if n == 1 else 's'}" if n else "no compile"
+    if r.val_words:
+        text += f", {'; '.join(r.val_words[:4])}"
+    if r.val_compile_s:
+        text += f" ({fmt_s(r.val_compile_s)})"
+    if failed:
+        f = failed[0]
+        text += (f"; {f['frame'] or 'a frame'}() could not compile ({f['reason'] or f['failed']}): "
+                 "it ran eager")
+    if r.val_limit:
+        text += "; the recompile limit was hit: validation runs eager from then on"
+    return text
+
+
+def compile_notes(summary: SessionSummary) -> list[str]:
+    """One line a variant whose validation passes compiled (kept apart from training's), and
+    one a frame of training that ran eager beside compiled ones, with torch's reason."""
+    out = [f"{r.label}: validation: {validation_text(r)}, kept apart: not training's compiles, "
+           "recompiles or compile time" for r in columns(summary) if validation_text(r) != DASH]
+    for r in columns(summary):
+        out += [f"{r.label}: ran eager, not compiled: {text}" for text in r.fell_back]
+    return out
+
+
+def top_break_text(r: RunStats) -> str:
+    if not r.graph_breaks:
+        return DASH
+    b = r.graph_breaks[0]
+    reason = b["reason"] if len(b["reason"]) <= 90 else b["reason"][:89] + "…"
+    return f"{b['where']}: {reason}"
+
+
+def compile_cache(e: dict) -> str:
+    """One ``compile`` event's cache in a word: warm, cold, "no graph" for a frame Dynamo traced
+    without a graph (nothing reached Inductor, so there was no cache to look in), "failed: ran
+    eager" for a frame Dynamo could not compile, else ""."""
+    if e.get("forward", True) and e.get("failed") and not e.get("graph"):
+        return "failed: ran eager"
+    if e.get("forward", True) and e.get("graph_ops") == 0:
+        return "no graph"
+    return e["cache"] if e.get("cache") in ("warm", "cold") else ""
