@@ -9,7 +9,7 @@ import time
 import warnings
 
 from tuimon.runner.profiling.analysis import analyse
-from tuimon.runner.profiling.event_tree import light_events, no_gc, unlink
+from tuimon.runner.profiling.event_tree import no_gc, read_window, unlink
 from tuimon.runner.profiling.kineto_log import KinetoLog
 from tuimon.runner.profiling.labels import LABEL
 from tuimon.runner.profiling.module_spans import ModuleSpans, block_modules
@@ -44,6 +44,9 @@ class Capture:
         self._trace_bytes = None
         self._export_s = None
         self._events_s = None
+        # The spans the profiler stopped inside (event_tree.spans_left_open); None: not known
+        # (the window never recorded, or reading its events failed).
+        self.left_open: list[str] | None = None
         # Hooks go on when the profiler starts recording (not in the wait steps, which run the
         # loop's plain path and count as normal steps).
         self.modules, self.backward_hooks = self._plan_spans(model, compiled, hook_guards)
@@ -167,7 +170,7 @@ class Capture:
             self._export_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with no_gc():
-            self._events = light_events(prof)
+            self._events, self.left_open = read_window(prof)
         self._events_s = time.perf_counter() - t0
 
     def close(self) -> None:

@@ -62,15 +62,22 @@ def unlink(evs: list[Ev]) -> None:
 
 def light_events(prof) -> list[Ev]:
     """The events of a finished window, nested per thread (parent, children, self time)."""
+    return read_window(prof)[0]
+
+
+def read_window(prof) -> tuple[list[Ev], list[str] | None]:
+    """``light_events``, and the names of the spans the window left open (``spans_left_open``;
+    None where torch gives no kineto events to tell)."""
     try:
         raw = prof.profiler.kineto_results.events()
     except AttributeError:  # no kineto results: torch's own (slower) parse
         return nest([Ev(e.name, e.time_range.start, e.time_range.end, e.thread,
                         getattr(e.device_type, "name", "CPU") == "CPU",
-                        bool(getattr(e, "is_user_annotation", False))) for e in prof.events()])
+                        bool(getattr(e, "is_user_annotation", False))) for e in prof.events()]), None
     # torch 2.4's kineto events have no is_hidden_event() nor is_user_annotation(): none is
     hidden = _method(raw, "is_hidden_event")
     annotation = _method(raw, "is_user_annotation")
+    left_open = spans_left_open(raw)
     raw = [k for k in raw if not (k.is_async() or hidden(k)
                                   or k.start_thread_id() != k.end_thread_id())]
     # Nanoseconds since the epoch do not fit a float at ns precision: count from the first event
@@ -82,7 +89,19 @@ def light_events(prof) -> list[Ev]:
         out.append(Ev(k.name(), start / 1000.0, (start + k.duration_ns()) / 1000.0, k.start_thread_id(),
                       k.device_type().name == "CPU", annotation(k), k.correlation_id(),
                       k.linked_correlation_id()))
-    return nest(link(out))
+    return nest(link(out)), left_open
+
+
+def spans_left_open(raw: list) -> list[str]:
+    """Names of the CPU spans that began while the profiler recorded and had not ended when it
+    stopped: torch never wrote their end, so their end thread is 0. Each still holds a pointer
+    into the stopped session's event queue, freed with it, and torch writes its end there when it
+    ends with another session recording on that thread (docs/profiler.md: the crash under
+    capture). A script's window stops at a boundary inside optimizer.step(), so the span of its
+    last step, ``Optimizer.step#...``, is open; anything else is a span that outlives the step."""
+    return [k.name() for k in raw  # the rare case first: one call an event
+            if k.end_thread_id() == 0 and k.start_thread_id() != 0 and not k.is_async()
+            and k.device_type().name == "CPU"]
 
 
 def _method(raw: list, name: str):

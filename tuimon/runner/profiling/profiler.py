@@ -25,6 +25,15 @@ from tuimon.runner.refs import weak
 AUTO = Options(wait=0, warmup=1, active=2, backward=False)
 AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, AUTO_MIN_STEPS = 10, 5, 4, 30
 
+# A span that began while a capture recorded and ends while the next one records has torch write
+# its end into the first capture's freed memory (torch's thread-local profiler callback does not
+# check which session the span began in): heap corruption, a crash much later (docs/profiler.md,
+# the crash under capture). A script's step boundary runs inside optimizer.step(), in torch's
+# ``Optimizer.step#...`` span, which the last step of a window opened: that span ends when this
+# optimizer.step() returns, so no capture opens at the boundary where one closed. A span that
+# outlives the step (a script's own record_function) ends who knows when: no capture opens again.
+BOUNDARY_SPAN = "Optimizer.step#"
+
 
 class Profiler:
     """The runner's profiler front: takes requests, opens a Capture at a step boundary, hands the
@@ -59,6 +68,8 @@ class Profiler:
         self._retried = False
         self._auto_options = AUTO  # the retry's window fits the steps a turn held
         self._asked = False  # a capture other than the automatic one was taken
+        self._held_at: int | None = None  # the boundary where a capture closed inside a span
+        self._blocked: str | None = None  # why no capture may open again in this process
         self.outer = False  # a script's: captures name the modules outside the trained one
 
     @property
@@ -83,6 +94,8 @@ class Profiler:
         open and none is asked for (the loop skips the call until then)."""
         due = [x for x in (self.at_step, self._auto[0] if self._auto else None)
                if x is not None and x != math.inf]
+        if self._pending and self._held_at is not None:
+            due.append(self._held_at + 1)
         return min(due) if due else default
 
     def request(self, overrides: dict, source: str = "control") -> None:
@@ -103,12 +116,16 @@ class Profiler:
             self._auto = None  # a capture was asked for: the diagnosis reads that one
         elif self._auto is not None and i >= self._auto[0]:
             self._look(i, compiles)
-        if not self._pending:
-            return None, None
+        if not self._pending or (self._held_at is not None and i <= self._held_at):
+            return None, None  # held: the next boundary, outside the span (BOUNDARY_SPAN)
         t0 = time.perf_counter()
         options, source = self._pending.pop(0)
         self.count += 1
         self._asked = self._asked or source != "auto"
+        if self._blocked is not None:
+            failed = {"state": "failed", "capture": self.count, "notes": [],
+                      "error": f"the profiler did not start: {self._blocked}"}
+            return None, {**failed, "source": source, "quiet": True} if source == "auto" else failed
         # The automatic capture writes no chrome trace: the diagnosis reads the tables only.
         path = (os.path.join(self.out_dir, f"{self.run}-profile{self.count}.json")
                 if self.out_dir and source != "auto" else None)
@@ -179,16 +196,42 @@ class Profiler:
                     cap.spans.remove()
             result = {"capture": cap.number, "state": "failed", "notes": cap.notes,
                       "error": one_line(exc)}
+        held = self._spans_left(cap, result)
         cut = result["state"] != "done" or result.get("partial")
-        if cap.source == "auto" and cut and not self._retried:
+        if cap.source == "auto" and cut and not self._retried and self._blocked is None:
             # Cut short (the end of a turn of the interleaved schedule paused the run): once more,
             # at the next boundary, which after a turn's pause has a whole turn ahead of it, in a
-            # window of as many steps as this turn held (slow steps: one a turn).
+            # window of as many steps as this turn held (slow steps: one a turn). Held off that
+            # boundary (a script's, BOUNDARY_SPAN), it opens a step into the turn: one step less.
             self._retried = True
             self._auto = [0, -1, AUTO_TRIES]
+            room = cap.k - held
             if cap.k < AUTO.steps:
-                self._auto_options = Options(wait=0, warmup=0, active=max(1, min(cap.k, AUTO.active)),
+                self._auto_options = Options(wait=0, warmup=0, active=max(1, min(room, AUTO.active)),
                                              backward=False)
         if cap.source == "auto" and result["state"] == "failed":
             result["quiet"] = True  # nobody asked for it: a note in the summary, no failure said
         return result
+
+    def _spans_left(self, cap: Capture, result: dict) -> bool:
+        """After a capture closed: hold the next one off this boundary (True), or off the rest
+        of the run, by the spans it left open (BOUNDARY_SPAN says why)."""
+        left = cap.left_open
+        if left is None and not cap.active_steps:
+            return False  # it never recorded (a warm-up cut short): no span points into it
+        held = left is None or any(name.startswith(BOUNDARY_SPAN) for name in left)
+        if held:
+            self._held_at = cap.first_step + cap.k  # where it closed: begin_step's i there
+        others = sorted({name for name in left or () if not name.startswith(BOUNDARY_SPAN)})
+        if others:
+            names = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+            self._blocked = (f"{names}, begun inside capture {cap.number}, had not ended when it "
+                             "stopped; ending under another capture, torch would write into the "
+                             "first one's freed memory (docs/profiler.md)")
+            self._auto = None
+            note = f"no further capture in this process: {self._blocked}"
+            if note not in cap.notes:
+                cap.notes.append(note)
+            result["notes"] = cap.notes
+        return held
+
