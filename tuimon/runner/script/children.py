@@ -4,7 +4,7 @@ mnist_hogwild: ``torch.multiprocessing`` workers that train one shared model; a
 
 tuimon hooks the script's own process only: a child started with ``spawn`` or ``forkserver``
 is a new interpreter without tuimon's settings (sitecustomize removed them from the
-environment), and one started with ``fork`` drops the hooks it inherited (hooks.py). Hooking the
+environment), and one started with ``fork`` drops the hooks it inherited (``forked``). Hooking the
 children instead is not sound: tuimon's run is one process with one event and control pipe, and
 a step is its lead optimizer's step; N children stepping one shared model at once (Hogwild) are
 no such run, and their steps cannot be paused, stopped or timed at a boundary of the script's.
@@ -53,6 +53,20 @@ def report_dir(cfg: dict) -> str:
     import tempfile
 
     return tempfile.mkdtemp(prefix="tuimon-children-")
+
+
+def forked(run, emitter, control, sock, cfg: dict) -> None:
+    """In a child forked from the script's process (a DataLoader worker, a child started with the
+    fork method; os.register_at_fork): not the run. Its inherited hooks go quiet and the run's
+    pipes (or a rank's socket) are closed there, so only the script's process speaks for it."""
+    run.enabled = False
+    emitter.fd = None
+    control.fd = control.sock = None
+    fds = (sock.detach(),) if sock is not None else (cfg["event_fd"], cfg.get("control_fd"))
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def run_child(target, report: str, *args, **kwargs):

@@ -85,7 +85,7 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.orphan import watch_parent
     from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
     from tuimon.runner.profiling import outer_spans
-    from tuimon.runner.script.children import Children, report_dir
+    from tuimon.runner.script.children import Children, forked, report_dir
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
     from tuimon.runner.script.steps import ScriptSteps, StopScript
@@ -332,17 +332,7 @@ def _install(cfg: dict) -> None:
 
         signal.signal(signal.SIGINT, interrupted)
 
-    def forked() -> None:  # a DataLoader worker (fork start method) is not the run
-        run.enabled = False
-        emitter.fd = None
-        control.fd = control.sock = None
-        fds = (sock.detach(),) if sock is not None else (cfg["event_fd"], cfg.get("control_fd"))
-        for fd in fds:
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-
-    os.register_at_fork(after_in_child=forked)
+    os.register_at_fork(after_in_child=lambda: forked(run, emitter, control, sock, cfg))
     run.children = Children(run, emitter, report_dir(cfg)).install()  # after run.finished's atexit
     no_step_s = float(cfg.get("no_step_s") or NO_STEP_S)
     threading.Thread(target=_no_step_watch, args=(run, cfg, no_step_s), daemon=True,
