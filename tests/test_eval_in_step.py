@@ -13,6 +13,7 @@ import statistics
 import sys
 import time
 
+import pytest
 import torch
 from conftest import SCRIPTS
 from test_end_to_end import runs_of
@@ -70,24 +71,22 @@ def test_the_timeline_has_an_eval_part_only_where_a_step_ran_one():
     assert tl.acc == [0.0] * (OTHER + 1)
 
 
-def test_the_trained_modules_calls_with_gradients_off_are_eval_not_forward():
-    def spin(ms):
-        end = time.perf_counter() + ms / 1000.0
-        while time.perf_counter() < end:
-            pass
+def test_the_trained_modules_calls_with_gradients_off_are_eval_not_forward(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])  # moves only in forward: 5 ms
 
-    class Spinning(torch.nn.Module):
+    class Timed(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = torch.nn.Linear(4, 2)
 
         def forward(self, x):
-            spin(5.0)
+            clock[0] += 0.005
             return self.fc(x)
 
     tl, notes = Timeline(), []
     timer = ForwardTimer(tl, notes.append)
-    model = Spinning()
+    model = Timed()
     timer.optimizer_made(torch.optim.SGD(model.parameters(), lr=0.1))
     try:
         x = torch.randn(3, 4)
@@ -98,11 +97,14 @@ def test_the_trained_modules_calls_with_gradients_off_are_eval_not_forward():
         with torch.no_grad():
             model(x)
             model(x)
+        model.train()
+        with torch.inference_mode():
+            model(x)
         ph = tl.end()
     finally:
         timer._disarm()
-    assert 5.0 <= ph[FORWARD] < 10.0, ph  # one training forward
-    assert ph[EVAL] >= 10.0, ph  # two eval forwards, not in forward
+    # one training forward; three without gradients (eval mode or not)
+    assert ph[FORWARD] == pytest.approx(5.0) and ph[EVAL] == pytest.approx(15.0), ph
 
 
 def eval_steps(run: str, mode: str, *, steps: int = 200, gap_every: int = 0) -> list[dict]:
@@ -176,3 +178,18 @@ def test_a_gcn_style_script_is_measured_with_its_eval_forwards_inside_the_step(t
     log = (session / "logs" / "eager-script.log").read_text()
     assert [x[:11] for x in log.splitlines() if x.startswith("Epoch:")] == [
         "Epoch: 0010", "Epoch: 0020", "Epoch: 0030"]
+
+
+def test_a_compiled_gcn_style_run_measures_its_steps_and_its_capture_compiles_nothing(tuimon):
+    """Compiled: the eval forwards' first compile (eval mode, no grad) is a validation compile in
+    the one gap step, training's own compile is no recompile of training's, and the automatic
+    capture's spans cost no compile (a global module hook did: outer_spans.py)."""
+    proc, session = tuimon("run", "--headless", "--modes", "default", "--steps", "40", "--", PY,
+                           str(SCRIPTS / "graph_eval.py"), "--nodes", "300")
+    assert proc.returncode == 0, proc.stderr
+    kinds = runs_of(session)[1]["default-script"]
+    assert [s["i"] for s in kinds["step"] if s.get("gap")] == [1]
+    assert {c.get("frame") for c in kinds["compile"]} <= {"forward", None}
+    assert any(c.get("validation") for c in kinds["compile"])
+    (done,) = [p for p in kinds["profile"] if p.get("state") == "done"]
+    assert done["compiles"] == 0 and done["outside"]["modules_named"] is False

@@ -128,3 +128,15 @@ def test_a_frozen_loss_network_run_twice_a_step_is_named_by_why(tuimon):
     assert any("mostly LossNet's forward outside the trained module (2 calls a step)" in t
                for t in titles), titles
     assert not any(t.startswith("host work") for t in titles), titles
+
+
+def test_a_compiled_variants_table_without_module_names_gives_way_to_eagers():
+    unnamed = {**table(0.0, 0.3, 0.02), "modules": [], "modules_named": False}
+    unnamed["ops"] = [{"name": "aten::conv2d", "calls": 20.0, "ms": 1.0, "share": 0.3}]
+    alone = finding(run_with("default-fp32", "default", unnamed, seed=2), "default/fp32")
+    assert alone.title == ("other: 31% of the step, mostly tensor ops outside the trained module "
+                           "(aten::conv2d)")
+    assert "does not name other modules" in text(alone)
+    both = run_with("eager-fp32", "eager", table(0.25, 0.03, 0.02)) + run_with(
+        "default-fp32", "default", unnamed, seed=2)
+    assert "LossNet's forward outside the trained module" in finding(both, "default/fp32").title

@@ -32,10 +32,14 @@ def outside_phases(ctx: Context, frac: float, ms: float) -> list[Finding]:
                          "modules and ops outside the trained module"], INFO, ms)]
     table, whose = found
     mods, ops = table.get("modules") or [], table.get("ops") or []
+    named = table.get("modules_named", True)
     kinds = {"modules": table.get("modules_share") or 0.0, "ops": table.get("ops_share") or 0.0,
              "host": table.get("host_share") or 0.0}
     kind = max(kinds, key=kinds.get)
-    evidence = [first, f"in {whose}: " + _split(mods, ops, kinds)]
+    evidence = [first, f"in {whose}: " + _split(mods, ops, kinds, named)]
+    if not named:
+        evidence.append("a compiled variant's capture does not name other modules (a global module "
+                        "hook would recompile its graphs): their ops count among the ops")
     if kind == "host":
         return [_host(ctx, frac, ms, evidence, ops)]
     if kind == "modules" and mods:
@@ -52,7 +56,8 @@ def outside_phases(ctx: Context, frac: float, ms: float) -> list[Finding]:
                   "parameters with requires_grad=False: autograd then keeps nothing for them"]
         return [Finding("other", title, evidence, advice, MEDIUM, ms)]
     names = ", ".join(o["name"] for o in ops[:SHOWN]) or "ops"
-    title = f"other: {frac:.0%} of the step, mostly tensor ops outside any module ({names})"
+    where = "outside any module" if named else "outside the trained module"
+    title = f"other: {frac:.0%} of the step, mostly tensor ops {where} ({names})"
     advice = ["it is the step's own tensor work (a loss, Gram matrices, normalization) outside the "
               "compiled module: move it into the module's forward, or torch.compile the function "
               "that computes it"]
@@ -61,14 +66,16 @@ def outside_phases(ctx: Context, frac: float, ms: float) -> list[Finding]:
 
 def _table(ctx: Context) -> tuple[dict, str] | None:
     """The ``outside`` table of the row's capture, else its eager baseline's (which ran the same
-    code outside the trained module), with whose it is."""
-    for cap, row in ((ctx.capture, ctx.row), (ctx.base_capture, ctx.baseline)):
-        if cap and cap.get("outside") is not None and row is not None:
-            return cap["outside"], f"{row.label}'s {span(cap)}"
-    return None
+    code outside the trained module), with whose it is; one that names the other modules first
+    (a compiled variant's does not: runner/profiling/outer_spans.py)."""
+    found = [(cap["outside"], f"{row.label}'s {span(cap)}")
+             for cap, row in ((ctx.capture, ctx.row), (ctx.base_capture, ctx.baseline))
+             if cap and cap.get("outside") is not None and row is not None]
+    named = [t for t in found if t[0].get("modules_named", True)]
+    return (named or found or [None])[0]
 
 
-def _split(mods: list[dict], ops: list[dict], kinds: dict) -> str:
+def _split(mods: list[dict], ops: list[dict], kinds: dict, named: bool = True) -> str:
     """'Vgg16's forward ×2 a step 31 % of the step (aten::conv2d, aten::relu), MSELoss ×5 2 %;
     ops outside any module 4 % (aten::bmm ×4, aten::div ×6); no op running (Python) 8 %'"""
     parts = []
@@ -77,7 +84,8 @@ def _split(mods: list[dict], ops: list[dict], kinds: dict) -> str:
                           + (f" ({', '.join(m['ops'][:2])})" if m.get("ops") else "") for m in mods[:SHOWN])
         parts.append(named + " of the captured step")
     if ops:
-        parts.append(f"ops outside any module {kinds['ops']:.0%} ("
+        where = "outside any module" if named else "outside the trained module"
+        parts.append(f"ops {where} {kinds['ops']:.0%} ("
                      + ", ".join(f"{o['name']} ×{o['calls']:g}" for o in ops[:SHOWN]) + ")")
     parts.append(f"no op running (Python on the host) {kinds['host']:.0%}")
     return "; ".join(parts)

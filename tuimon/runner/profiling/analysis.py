@@ -21,7 +21,7 @@ def _ms(us: float, steps: int) -> float:
 
 
 def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
-            steps: int | None = None, outer: bool = False) -> dict:
+            steps: int | None = None, outer: bool = False, outer_modules: bool = True) -> dict:
     """The pane's tables from the nested events of the active steps (see ``light_events``).
 
     Times are per step (means over the active steps); ``share`` is of the mean step. A window
@@ -81,7 +81,7 @@ def analyse(evs: list[Ev], module_names: list[str] = (), backward: bool = False,
     if graphs is not None:
         out["compiled_graphs"] = graphs
     if outer:  # a script's: what ran outside the trained module and the step's phases
-        out["outside"] = outside(steps, n, window_us)
+        out["outside"] = outside(steps, n, window_us, named=outer_modules)
     out["syncs"] = find_syncs(cpu, spans, n)
     out["sync_count"] = round(sum(s["count"] for s in out["syncs"] if not s["ours"]), 2)
     return out

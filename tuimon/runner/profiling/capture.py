@@ -52,8 +52,10 @@ class Capture:
         self.modules, self.backward_hooks = self._plan_spans(model, compiled, hook_guards)
         self.spans: ModuleSpans | None = None
         # A script's outermost module calls as spans (outer_spans.py): what ran outside the
-        # trained module, named in the event's ``outside`` table.
+        # trained module, named in the event's ``outside`` table. Not on a compiled variant: a
+        # global module hook recompiles its graphs, or is compiled as a frame of its own.
         self.outer = outer
+        self.outer_modules = not compiled
         self.outer_spans: OuterSpans | None = None
         activities = [ProfilerActivity.CPU]
         if device_type == "cuda" and torch.cuda.is_available():
@@ -107,7 +109,7 @@ class Capture:
         if self.recording and self.spans is None and self.modules and self.prof is not None:
             self.spans = ModuleSpans(self.modules, self.backward_hooks)
         if self.recording and self.outer and self.outer_spans is None and self.prof is not None:
-            self.outer_spans = OuterSpans()
+            self.outer_spans = OuterSpans(modules=self.outer_modules)
             self.outer_spans.install()
 
     # -- per step, called by the loop --
@@ -204,7 +206,7 @@ class Capture:
         with no_gc():
             tables = analyse(self._events, module_names=[name for name, _ in self.modules],
                              backward=self.backward_hooks, steps=len(self.active_steps),
-                             outer=self.outer)
+                             outer=self.outer, outer_modules=self.outer_modules)
             unlink(self._events)
         build_s = time.perf_counter() - t0
         partial = len(self.active_steps) < self.options.active

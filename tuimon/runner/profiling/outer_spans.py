@@ -7,10 +7,12 @@ While the profiler records a window's steps, a global forward pre-hook and forwa
 nested calls, per thread). The trained module's own calls open ``module: NAME (trained)`` from
 its forward wrapper (runner/script/phases.py), which runs even when the module was compiled in
 place (no global hook sees that call); the modules it calls are inside it, not spans of their
-own. Inside a compiled frame the hooks do nothing (``is_compiling`` first: Dynamo never traces
-them, and ignores hooks added after it compiled: no recompile, tested). Once the window is
-over the hooks are removed and ``active`` is None: what is left on the hot path is the trained
-wrapper's one check of it.
+own. Only on a variant that compiles nothing: with a compiled module a global module hook costs
+compiles inside the window (Dynamo guards on them where it inlines ``_call_impl``, and compiles
+a hook run under its frame callback as a frame of its own: both seen on a gcn-like script), so
+there only the trained module's calls and the optimizer are spans, and the other modules' ops
+count as ops outside any module. Once the window is over the hooks are removed and ``active``
+is None: what is left on the hot path is the trained wrapper's one check of it.
 
 ``optimizer.step()`` gets a ``tuimon: optimizer`` label too, from tuimon's own optimizer hooks
 (runner/script/hooks.py: ``stepping`` / ``stepped``), closed before the step ends there:
@@ -44,9 +46,10 @@ def module_name(module) -> str:
 
 
 class OuterSpans:
-    def __init__(self) -> None:
+    def __init__(self, modules: bool = True) -> None:
         import torch
 
+        self.modules = modules  # the global module hooks (not on a compiled variant)
         self._enter = torch.ops.profiler._record_function_enter_new
         self._exit = torch.ops.profiler._record_function_exit._RecordFunction
         self._compiling = torch.compiler.is_compiling
@@ -59,8 +62,9 @@ class OuterSpans:
         import torch
 
         hooks = torch.nn.modules.module
-        self._handles = [hooks.register_module_forward_pre_hook(self._pre),
-                         hooks.register_module_forward_hook(self._post, always_call=True)]
+        if self.modules:
+            self._handles = [hooks.register_module_forward_pre_hook(self._pre),
+                             hooks.register_module_forward_hook(self._post, always_call=True)]
         warnings.filterwarnings("ignore", message=_HOOK_WARNING)
         self._filter = warnings.filters[0]
         active = self

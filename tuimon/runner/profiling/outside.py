@@ -9,6 +9,8 @@ left is the step's "other", and it is one of three things:
 - ``modules``: an outermost module call that is not the trained module's (``module: Vgg16``: a
   frozen loss network's forward, a teacher, ``nn.MSELoss``), with the ops it ran most;
 - ``ops``: an op called outside every module (``aten::bmm`` of a Gram matrix, ``aten::item``);
+  on a compiled variant, whose capture spans no other module (``modules_named`` false), the
+  other modules' ops too;
 - ``host_ms``: time covered by no event at all: Python between ops (the loop's own code,
   logging, a metric computed in Python).
 A record_function of the script's own (or torch's, e.g. ``Optimizer.zero_grad``) is looked
@@ -41,8 +43,10 @@ def _phase(name: str) -> bool:
     return name.startswith((LABEL, *PHASE_SPANS)) or (name.startswith(MODULE) and name.endswith(TRAINED))
 
 
-def outside(steps: list[Ev], n: int, window_us: float) -> dict:
-    """The ``outside`` table of the active steps ``steps`` (their ``ProfilerStep`` events)."""
+def outside(steps: list[Ev], n: int, window_us: float, named: bool = True) -> dict:
+    """The ``outside`` table of the active steps ``steps`` (their ``ProfilerStep`` events).
+    ``named``: other modules' calls were spans (not on a compiled variant: outer_spans.py); else
+    their ops count as ops outside any module (``modules_named`` says so)."""
     modules: dict[str, list] = {}  # name -> [calls, µs, {op: µs}]
     ops: dict[str, list[float]] = {}  # name -> [calls, µs]
     host = [0.0]
@@ -79,7 +83,7 @@ def outside(steps: list[Ev], n: int, window_us: float) -> dict:
     out_ops = [_row(name, calls, us, n, window_us) for name, (calls, us) in top[:TOP_OPS]]
     modules_us = sum(row[1] for row in modules.values())
     ops_us = sum(row[1] for row in ops.values())
-    return {"modules": out_mods, "ops": out_ops, "modules_ms": _ms(modules_us, n),
+    return {"modules": out_mods, "ops": out_ops, "modules_named": named, "modules_ms": _ms(modules_us, n),
             "ops_ms": _ms(ops_us, n), "host_ms": _ms(host[0], n),
             "modules_share": round(modules_us / window_us, 4), "ops_share": round(ops_us / window_us, 4),
             "host_share": round(host[0] / window_us, 4)}
