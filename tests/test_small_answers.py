@@ -97,3 +97,14 @@ def test_a_module_compiled_through_tuimons_wrapper_is_named_for_the_module(tuimo
     compiles = [e for e in runs_of(session)[1]["default-script"].get("compile", []) if e.get("forward")]
     assert compiles and compiles[0]["frame"] == "Sequential", compiles
     assert compiles[0]["where"] is None  # tuimon's wrapper is no place in the user's code
+
+
+def test_a_warm_start_counts_the_backward_graphs_it_loaded():
+    """A forward compile that hit the AOTAutograd cache brings its backward graph with it (no lazy
+    backward compile follows): "2 fwd + 0 bwd graphs" would say no backward was compiled."""
+    evs = run_events("default-fp32", "default", "fp32", [8.0] * 40, first_ms=900.0)
+    for k in range(2):
+        evs.insert(3, events.make(events.COMPILE, "default-fp32", compile_id=f"{k}/0", forward=True,
+                                  seconds=0.5, graph_ops=10, phases={}, aot_cache_hits=1))
+    r = summarize(evs).runs[0]
+    assert (r.graphs_fwd, r.graphs_bwd) == (2, 2)

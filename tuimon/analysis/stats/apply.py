@@ -146,6 +146,9 @@ def _apply_compile(r: RunStats, e: dict) -> None:
     forward = e.get("forward", True)
     if forward:
         r.graphs_fwd += made_graph(e)
+        # An AOTAutograd cache hit brings its backward graph with it: no lazy backward compile
+        # follows (a warm start's "2 fwd + 0 bwd graphs" would say no backward was compiled).
+        r.graphs_bwd += bool(made_graph(e) and e.get("aot_cache_hits"))
         for phase, seconds in (e.get("phases") or {}).items():
             r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
     else:

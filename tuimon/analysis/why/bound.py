@@ -129,8 +129,8 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
     b = ctx.baseline
     p = r.step_phases["optimizer"]
     if r.compiled and b is not None and b is not r and p.get("speedup") is not None:
-        evidence.append(f"against {b.label}: optimizer's median {fmt_ms(b.step_phases['optimizer']['median_ms'])} "
-                        f"→ {fmt_ms(p['median_ms'])} "
+        before = fmt_ms(b.step_phases["optimizer"]["median_ms"])
+        evidence.append(f"against {b.label}: optimizer's median {before} → {fmt_ms(p['median_ms'])} "
                         f"({_ratio(p)})" + ("" if mine else ": torch.compile compiles the model's "
                                              "forward and backward, not optimizer.step(), unless asked"))
     elif not r.compiled:
