@@ -108,3 +108,24 @@ def test_a_warm_start_counts_the_backward_graphs_it_loaded():
                                   seconds=0.5, graph_ops=10, phases={}, aot_cache_hits=1))
     r = summarize(evs).runs[0]
     assert (r.graphs_fwd, r.graphs_bwd) == (2, 2)
+
+
+def test_the_compile_pane_counts_graphs_not_attempts():
+    import io
+
+    from rich.console import Console
+
+    from tuimon.ui.model import RunLive
+    from tuimon.ui.widgets.compile_pane import render
+
+    live = RunLive("default-script", "default", "script")
+    live.compiles.append({"compile_id": "0/0", "forward": True, "frame": "forward", "seconds": 0.4,
+                          "graph": False, "failed": "Unsupported",
+                          "fail_reason": "Attempted to wrap RNN, GRU, or LSTM"})
+    live.compiles.append({"compile_id": "1/0", "forward": True, "frame": "head", "seconds": 1.2,
+                          "graph_ops": 4, "graph": True})
+    console = Console(width=140, file=io.StringIO(), record=True)
+    console.print(render(live, None))
+    text = console.export_text()
+    assert "1 compile, 1.6 s in all · 1 tried that made no graph (ran eager)" in text, text
+    assert "eager: forward()" in text

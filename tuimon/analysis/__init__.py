@@ -21,6 +21,7 @@ from tuimon.analysis.read import load_session
 from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, summarize
 from tuimon.analysis.stats.change import Change, change_text
 from tuimon.analysis.stats.compare import speedup_text
+from tuimon.analysis.stats.compiles import made_graph
 from tuimon.analysis.stats.live import (
     group_figures,
     loss_gap_ready,
@@ -45,7 +46,7 @@ __all__ = [
     "Comparison", "RunStats", "Session", "SessionSummary", "StepSeries", "VariantDiff",
     "VariantWhy", "axis_range", "busy", "cache_counts", "change_text", "columns",
     "compare_sessions", "diagnose", "group_figures", "guard", "is_measured", "label",
-    "load_session", "load_text", "loss_gap_ready", "not_yet", "open_session", "own_time_spread",
+    "load_session", "load_text", "loss_gap_ready", "made_graph", "not_yet", "open_session", "own_time_spread",
     "rank_names", "recent_median",
     "speedup_text", "step_kind", "step_split", "summarize",
 ]

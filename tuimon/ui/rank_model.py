@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tuimon import events
+from tuimon.analysis import made_graph
 
 RANK_SERIES = 120  # points per rank: a rank row's plot is a few dozen columns wide
 
@@ -60,8 +61,8 @@ def rank_event(ranks: dict[int, RankLive], e: dict) -> RankLive:
     elif kind == events.RUN_STARTED:
         rank.host, rank.local_rank = e.get("host"), e.get("local_rank")
         rank.device = e.get("device")
-    elif kind == events.COMPILE and e.get("forward", True):
-        rank.compiles += 1
+    elif kind == events.COMPILE and e.get("forward", True) and made_graph(e):
+        rank.compiles += 1  # graphs made: a frame Dynamo could not compile ran eager
     elif kind == events.RECOMPILE and not (e.get("validation") or e.get("after_validation")):
         rank.recompiles += 1  # training's (a validation pass's are kept apart)
     elif kind == events.GRAPH_BREAK:

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tuimon.analysis import RunStats
+from tuimon.analysis import RunStats, made_graph
 from tuimon.fmt import fmt_s
 from tuimon.report.table import cache_text, compile_cache
 from tuimon.report.warm_text import artifacts_text, per_start
@@ -89,7 +89,10 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
         return Group(title, Text("no compile finished yet" + (
             f" · now: {live.compile_phase}" if live.compile_phase else ""), style="dim"))
     total = sum(c.get("seconds") or 0 for c in compiles)
-    head = Text(f"{len(compiles)} compiles, {fmt_s(total)} in all")
+    eager = sum(1 for c in compiles if not made_graph(c))  # tried, no graph: the frame ran eager
+    made = len(compiles) - eager
+    head = Text(f"{made} compile{'' if made == 1 else 's'}, {fmt_s(total)} in all"
+                + (f" · {eager} tried that made no graph (ran eager)" if eager else ""))
     if r is not None:
         head.append(f" · cache {cache_text(r)}")
     table = Table(box=None, pad_edge=False, expand=False, show_edge=False)
@@ -105,6 +108,8 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
             graph += f" {c['where'].rsplit('/', 1)[-1]}"
         if c.get("validation"):  # a script's validation pass: not training's (stats/compiles.py)
             graph = f"val: {graph}"
+        if not made_graph(c):
+            graph = f"eager: {graph}"
         table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
                       str(c.get("guards") or "–"), compile_cache(c))
