@@ -107,6 +107,30 @@ def test_the_trained_modules_calls_with_gradients_off_are_eval_not_forward(monke
     assert ph[FORWARD] == pytest.approx(5.0) and ph[EVAL] == pytest.approx(15.0), ph
 
 
+def test_the_cuda_clock_splits_out_eval_only_in_a_step_that_marked_it():
+    from test_units import FakeCuda, FakeEvent
+
+    from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
+    from tuimon.runner.timing import CudaClock
+
+    FakeEvent.recorded, FakeEvent.completed_upto, FakeEvent.syncs = [], -1, 0
+    col = [None] * 4
+    clock = CudaClock(FakeCuda, ph_col=col, mask=3)  # every event 2.5 ms after the one before
+    clock.start()
+    for part in (OTHER, EVAL, EVAL, FORWARD, BACKWARD, OPTIMIZER):  # each ends a stretch
+        clock.mark(part)
+    clock.stop(unseen=(DATA,))
+    clock.start()
+    for part in (FORWARD, BACKWARD, OPTIMIZER):
+        clock.mark(part)
+    clock.stop(unseen=(DATA,))
+    FakeEvent.completed_upto = len(FakeEvent.recorded)
+    clock.ready()
+    assert col[0] == (None, 2.5, 2.5, 2.5, 5.0)
+    assert col[1] == (None, 2.5, 2.5, 2.5)  # no eval this step: four parts
+    assert FakeEvent.syncs == 0
+
+
 def eval_steps(run: str, mode: str, *, steps: int = 200, gap_every: int = 0) -> list[dict]:
     """A run whose steps hold forward 6 ms, eval 9 ms (a fifth ph entry) and the rest."""
     out = phased_events(run, mode, {"data": 0.0, "forward": 6.0, "backward": 4.0, "optimizer": 1.0},
