@@ -9,7 +9,7 @@ import random
 from tuimon import events
 from tuimon.analysis import summarize
 from tuimon.report.export import to_markdown
-from tuimon.report.table import other_load_text, processes_text
+from tuimon.report.table import other_load_text, processes_text, table
 
 
 def round_events(run: str, mode: str, k: int, ms: float, t0: float, load: float, rng) -> list[dict]:
@@ -82,6 +82,10 @@ def test_every_round_busy_is_a_busy_machine_not_a_winner():
     assert summary.verdict.kind == "unreliable"
     assert "the machine was busy" in summary.verdict.line
     assert other_load_text(variant(summary, "eager")).endswith("— busy")
+    # The table's speedup says what the verdict says (issue 33, HF run_clm: untagged under load).
+    header, rows = table(summary)
+    speedup = next(row for row in rows if row[0] == "speedup vs eager")
+    assert speedup[header.index("default/fp32")].endswith("— unreliable: the machine was busy")
 
 
 def test_an_interval_too_wide_to_tell_is_said_so_with_what_it_rests_on():

@@ -127,6 +127,9 @@ def answer_notes(summary: SessionSummary) -> list[str]:
     if v is not None:
         out += [f"{d['label']}: {'' if d.get('uncompiled') else 'not a candidate: '}{d['reason']}"
                 for d in v.disqualified]
+        out += [f"{u['label']}: losses not weighed: {u['ref']}'s own losses swing by {u['spread']:.0%} of "
+                f"its first loss over the steps compared, more than their gap ({u['gap']:+.0%}) and "
+                "--loss-tolerance: the gap says nothing of compile" for u in v.unweighed]
         # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
         said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
         out += [f"unreliable: {x}" for x in v.reasons if x not in said]
@@ -254,16 +257,33 @@ GPU_ROWS = [
 ]
 
 
+def busy_speedup(summary: SessionSummary):
+    """The speedup cell, tagged like the verdict when the machine was busy throughout: a speedup
+    the verdict calls unreliable must not read as a fact beside it (issue 33: HF run_clm's
+    "0.08× (95 % CI 0.03–0.21)" under load, untagged while the verdict said busy)."""
+    tag = " — unreliable: the machine was busy" if summary.busy and not summary.quiet_only else ""
+
+    def text(r: RunStats) -> str:
+        out = speedup_text(r)
+        if tag and r.speedup is not None and r.baseline and r.baseline != r.label \
+                and "unreliable" not in out and not r.nothing_compiled:
+            out += tag
+        return out
+
+    return text
+
+
 def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     """The blog-post table: header and rows, shared by markdown and the terminal."""
     runs = columns(summary)
+    speedup = busy_speedup(summary)
     rows = [
         ("status", status_text),
         ("steps measured", measured_text),
         ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
          f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
         ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
-        ("speedup vs eager", speedup_text),
+        ("speedup vs eager", speedup),
         ("compile / warm-up time", per_start(compile_text)),
         ("compile pays off after", per_start(breakeven_text)),
         ("compile time by phase", per_start(phases_text)),
@@ -283,7 +303,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     if summary.variants:
         rows.insert(3, ("median step per process", processes_text))
     if summary.axes:
-        rows.insert(rows.index(("speedup vs eager", speedup_text)) + 1, ("vs axis baseline", axis_text))
+        rows.insert(rows.index(("speedup vs eager", speedup)) + 1, ("vs axis baseline", axis_text))
     at = next(k for k, (name, _) in enumerate(rows) if name == "compile / warm-up time")
     rows[at:at] = part_rows(summary)  # where the step goes, and what compile did to each part
     if any(r.faults_per_step is not None for r in runs):

@@ -30,5 +30,11 @@ def loss_gap(r: RunStats, rows: dict[str, RunStats], losses: dict[str, dict[int,
     if len(common) < 2 or theirs[common[0]] == 0:
         return
     tail = common[len(common) - max(1, len(common) // 4):]
+    scale = abs(theirs[common[0]])
     gap = statistics.fmean(mine[i] for i in tail) - statistics.fmean(theirs[i] for i in tail)
-    r.loss_gap = gap / abs(theirs[common[0]])  # > 0: the variant's losses end higher
+    r.loss_gap = gap / scale  # > 0: the variant's losses end higher
+    # How far the reference's own losses swing over that quarter: a gap no wider than its own
+    # swings says nothing of compile (imagenet at lr 0.1 on random data: eager's loss went from
+    # 0.5 to 52 while a compiled variant was disqualified for ending 89 % lower).
+    ends = [theirs[i] for i in tail]
+    r.loss_ref_spread = (max(ends) - min(ends)) / scale

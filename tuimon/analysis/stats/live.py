@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
+from tuimon.analysis.stats.candidates import MIN_STEADY
 from tuimon.analysis.stats.rows import RunStats
-from tuimon.analysis.stats.verdict import MIN_STEADY
 
 MIN_LOSS_STEPS = 10  # steps two runs share before their losses' gap means anything
 

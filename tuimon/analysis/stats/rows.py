@@ -99,6 +99,7 @@ class RunStats:
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
     loss_ref: str | None = None  # the run its losses are checked against (stats/agreement.py)
     loss_gap: float | None = None  # end-loss gap to loss_ref, as a share of loss_ref's first loss
+    loss_ref_spread: float | None = None  # loss_ref's own swing over the same steps, same scale
     loss_nonfinite: int = 0  # steps whose loss was NaN or inf (recorded as null)
     common_steps: int = 0
     wall_s: float | None = None
