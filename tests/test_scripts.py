@@ -56,7 +56,8 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
         assert len(kinds["run_started"]) == 1  # the DataLoader workers said nothing
         assert kinds["run_started"][0]["precision"] == "script"
         # Taking turns: the script's own timers see the waits inside optimizer.step().
-        assert any("the script waits inside optimizer.step()" in n for n in kinds["run_started"][0]["notes"])
+        assert any("the script waits at its step boundary (inside optimizer.step()" in n
+                   for n in kinds["run_started"][0]["notes"])
         steps = kinds["step"]
         assert [s["i"] for s in steps] == list(range(130))
         assert kinds["finished"][0]["reason"] == "steps"

@@ -161,9 +161,10 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
 
 
 # Said in each run's run_started when a script's variants take turns (the interleaved schedule).
-TURN_NOTE = ("taking turns, the script waits inside optimizer.step() (for its first turn: at its "
-             "first batch) while other variants step: its own timers count those waits, tuimon's "
-             "step times do not")
+TURN_NOTE = ("taking turns, the script waits at its step boundary (inside optimizer.step(), or "
+             "backward() when it has no optimizer; for its first turn: where it first shows "
+             "training, usually its first batch) while other variants step: its own timers count "
+             "those waits, tuimon's step times do not")
 
 
 def turn_notes(settings: dict, schedule: str, runs: int) -> None:

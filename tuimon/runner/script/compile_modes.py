@@ -118,7 +118,7 @@ class CompileModes:
 
     def _undo_auto(self, target) -> None:
         if self.auto_done and target is self.auto_compiled:
-            target._compiled_call_impl = None  # the script compiles it itself: its call wins
+            object.__setattr__(target, "_compiled_call_impl", None)  # the script compiles it: its call wins
             self.say(f"the script compiles {type(target).__name__} itself: tuimon's compile undone")
             self.auto_done, self._auto = False, None
 
@@ -171,7 +171,9 @@ class CompileModes:
 
     def _compile(self, module, which: str) -> None:
         self._remove_hook()
-        module._compiled_call_impl = self._orig_compile(_compilable_call(module), mode=self.mode)
+        # On this module alone (a wrapper's __setattr__ may copy it onto the module it wraps).
+        object.__setattr__(module, "_compiled_call_impl",
+                           self._orig_compile(_compilable_call(module), mode=self.mode))
         self.auto_done, self._auto = True, weak(module)
         self._told(module)
         what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"

@@ -143,7 +143,8 @@ def _install(cfg: dict) -> None:
         HintListener(emitter).install()
 
     def compiling(compile_id: str, backward: bool = False) -> None:
-        run.activity()
+        if not run.started and not run.validating.compile(compile_id):  # an eval pass's compile
+            run.activity()  # before training (nanoGPT's iter-0 eval) does not start step 0 there
         if run.enabled:
             emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
             if run.started:  # the step's end says the phase again: the compile is over
@@ -157,7 +158,7 @@ def _install(cfg: dict) -> None:
     def optimizer_init(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
         if run.enabled:
-            run.optimizer_made()
+            run.leader.made()
             modes.optimizer_made(self)
             forward.optimizer_made(self)
 
@@ -166,7 +167,7 @@ def _install(cfg: dict) -> None:
     run.make_profiler = lambda: _profiler(cfg, run)
 
     def first_step() -> None:
-        modes.first_step(run.optimizers)  # a compiled variant that compiles nothing says why
+        modes.first_step(run.leader.optimizers)  # a compiled variant that compiles nothing says why
         forward.give_up()  # no trained module found to time: said once
         if run.profiler is not None:  # module spans need the model: known by now, if ever
             run.profiler.model = modes.auto_compiled
@@ -177,7 +178,7 @@ def _install(cfg: dict) -> None:
         modes.retarget(optimizer)
         forward.retarget(optimizer)
 
-    run.lead_changed = lead_changed
+    run.leader.changed = lead_changed
 
     stepping_now: list = []  # the optimizer steps under way (one inside another: a wrapper's)
     compiles = [watch.count]  # the compile count forward.check() last saw

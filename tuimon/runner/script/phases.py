@@ -152,7 +152,7 @@ class ForwardTimer:
 
         timed_call.inner = inner
         self._wrapper = weakref.ref(timed_call)
-        module._compiled_call_impl = timed_call
+        _slot(module, timed_call)
 
     def check(self) -> None:
         """At a step boundary after a compile (the hooks ask then, or while ``looking``): the
@@ -173,7 +173,7 @@ class ForwardTimer:
         if module is not None and params <= {id(p) for p in module.parameters()}:
             return  # the same model, a new optimizer
         if module is not None and module._compiled_call_impl is (wrapper := self.wrapper):
-            module._compiled_call_impl = wrapper.inner  # a model kept, no longer trained
+            _slot(module, wrapper.inner)  # a model kept, no longer trained
         self._disarm()
         self._module = self._wrapper = None
         self._params, self._gave_up, self._retargeted = None, False, True
@@ -187,5 +187,13 @@ class ForwardTimer:
         if model is None or model is not self.module:
             return
         if model._compiled_call_impl is (wrapper := self.wrapper):
-            model._compiled_call_impl = wrapper.inner
+            _slot(model, wrapper.inner)
         self._module = self._wrapper = None
+
+
+def _slot(module, call) -> None:
+    """Put ``call`` in this module's ``_compiled_call_impl`` slot, on it alone. A wrapper module
+    may forward attribute sets to the module it wraps: Lightning Fabric's ``_FabricModule`` copies
+    the slot onto the user's model, whose call then ran the wrapper's timed call again, forever
+    (a RecursionError at the first forward, only under tuimon)."""
+    object.__setattr__(module, "_compiled_call_impl", call)

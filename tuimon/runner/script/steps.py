@@ -28,9 +28,9 @@ from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
 from tuimon.runner.phases import DATA, Timeline
-from tuimon.runner.refs import weak
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
+from tuimon.runner.script.lead import TAKEN, Lead
 from tuimon.runner.script.validation import HELD_EVAL, HELD_LOADER, Recurring, Validating
 from tuimon.runner.steps import LossReader, StepRing, _emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
@@ -38,8 +38,6 @@ from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
 from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
-
-FALLBACK_BACKWARDS = 64  # backward() calls without an optimizer step: time steps by backward
 
 
 class StopScript(KeyboardInterrupt):
@@ -73,11 +71,6 @@ class ScriptSteps(ScriptEnd):
         self.failed = False
         self.i = 0  # steps recorded so far
         self.boundaries = 0
-        # The optimizer whose step ends a step, weakly (one the script lets go, its state with
-        # it, is freed as without tuimon; the next optimizer stepped leads then).
-        self._lead = None
-        self.optimizers = 0  # torch.optim optimizers made so far
-        self.by_backward = False  # no optimizer steps: a step is one backward() to the next
         self.module = None  # the trained module, when compile_modes found it
         self.ring = StepRing(RING, pre=self.ident is not None)
         self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
@@ -99,7 +92,8 @@ class ScriptSteps(ScriptEnd):
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
         self.recurring = Recurring()  # whether the validation work a step held makes it a gap
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
-        self.lead_changed = None  # called with a new lead optimizer (runner/script/hooks.py)
+        # Which call ends a step: the lead optimizer's step(), or backward() (lead.py).
+        self.leader = Lead(self.note)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self._compiles = 0
@@ -158,41 +152,26 @@ class ScriptSteps(ScriptEnd):
             self.loss = self.losses.capture(self.i, root.detach())
             if guard.on:
                 guard.theirs()
-        if self._lead is not None:
-            return
-        if not self.by_backward and (
-                (self.optimizers == 0 and self.backwards >= 2) or self.backwards >= FALLBACK_BACKWARDS):
-            self.by_backward = True
-            what = ("no torch.optim optimizer was made" if self.optimizers == 0
-                    else f"{self.backwards} backward() calls without an optimizer step")
-            self.note(f"{what}: steps are timed from one backward() to the next (tuimon finds steps "
-                      "by torch.optim optimizers' step())")
-        if self.by_backward:
+        if self.leader.backward(self.backwards):
             self.boundary()
 
-    def optimizer_made(self) -> None:
-        self.optimizers += 1
-
-    @property
-    def lead(self):
-        return self._lead() if self._lead is not None else None
-
     def optimizer_stepped(self, optimizer) -> None:
-        if not self.enabled or self.by_backward:
+        if not self.enabled:
             return
-        ref = self._lead  # inline: a property is one call more, every step
-        lead = ref() if ref is not None else None
-        if lead is None:
-            changed = self._lead is not None  # the lead was let go: a second training
-            lead, self._lead = optimizer, weak(optimizer)
-            if changed and self.lead_changed is not None:
-                self.lead_changed(optimizer)
-        if optimizer is lead:
+        leader = self.leader
+        ref = leader.ref  # the common case inline: the lead stepped, nothing else to weigh
+        if ref is not None and ref() is optimizer and not leader.others and not leader.by_backward:
+            self.boundary()
+            return
+        ended = leader.stepped(optimizer, self.i)
+        if ended == TAKEN:
+            self.gap = True  # this step held the old lead's last work and the new one's first steps
+        if ended is not None:
             self.boundary()
 
     def step_skipped(self, optimizer) -> None:
         """GradScaler skipped ``optimizer.step()`` (inf/NaN gradients): still a step's end."""
-        if self.enabled and not self.by_backward and (self.lead is None or optimizer is self.lead):
+        if self.enabled and self.leader.skipped(optimizer):
             self.note("GradScaler skipped optimizer.step() (inf/NaN gradients): such a step "
                       "still ends at scaler.step()")
             self.optimizer_stepped(optimizer)
@@ -309,7 +288,7 @@ class ScriptSteps(ScriptEnd):
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
-        if self.backwards > 1 and not self.by_backward and not self._accum_said:
+        if self.backwards > 1 and not self.leader.by_backward and not self._accum_said and self.boundaries:
             self._accum_said = True
             self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
                       "or several losses): a step here is one optimizer step, and its loss the "
