@@ -242,7 +242,7 @@ def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
     proc, session = tuimon(str(TEST_RECIPES / "slow_steps.py"), "--modes", "eager",
                            "--precision", "fp32,amp", "--schedule", "interleave", "--repeats", "3",
                            "--turn-steps", "5", "--steps", "30", "--set", "sleep_ms=2")
-    assert proc.returncode == 0, proc.stderr  # --steps 30 a variant: 10 a process
+    assert proc.returncode == 0, proc.stderr  # --steps 30: round 1 runs 30, rounds 2 and 3 10 each
     evs, runs = runs_of(session)
     rounds = {e["run"]: e["replicate"] for e in evs if e["type"] == "run_queued"}
     assert sorted(rounds.values()) == [1, 1, 2, 2, 3, 3]
@@ -251,10 +251,10 @@ def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
     order = [rounds[e["run"]] for e in steps]
     assert order == sorted(order)
     for run in rounds:
-        assert [s["i"] for s in runs[run]["step"]] == list(range(10))
+        assert [s["i"] for s in runs[run]["step"]] == list(range(30 if rounds[run] == 1 else 10))
     summary = json.loads((session / "summary.json").read_text())
     assert [v["label"] for v in summary["variants"]] == ["eager/fp32", "eager/amp"]
-    assert all(len(v["processes"]) == 3 and v["steps"] == 30 for v in summary["variants"])
+    assert all(len(v["processes"]) == 3 and v["steps"] == 50 for v in summary["variants"])
     md = (session / "summary.md").read_text()
     assert "median step per process" in md and "in 3 processes" in md
     assert "eager/amp #3" in proc.stdout  # the headless view has a row per process

@@ -225,7 +225,8 @@ def test_a_checkpoint_that_was_there_before_the_session(tuimon, project):
     ckpt = project / "checkpoints" / "checkpoint.pt"
     torch.save({"model": torch.nn.Linear(8, 1).state_dict(), "epoch": 7, "pid": 0}, ckpt)
     before = tree(project)
-    # Two processes (--repeats 2) share the 24 steps: 12 each, 3 epochs of 4 steps. --out
+    # Two processes (--repeats 2): round 1 runs the 24 steps (6 epochs of 4 steps), round 2 12
+    # (3 epochs). --out
     # relative to the user's directory: what tuimon hands a run is absolute all the same
     # (the profiler's trace lands in the session, not in the run's own directory).
     _, session = run_in(tuimon, project, "resume.py", "--modes", "eager", "--repeats", "2",
@@ -233,16 +234,18 @@ def test_a_checkpoint_that_was_there_before_the_session(tuimon, project):
                         "--profile-window", "0,0,1")
     assert tree(project) == {**before, "train.py": tree(project)["train.py"]}  # byte-identical
     assert len(list((session / "profiles").glob("*.json"))) == 2
-    _, runs = runs_of(session)
+    evs, runs = runs_of(session)
+    rounds = {e["run"]: e["replicate"] for e in evs if e["type"] == "run_queued"}
     summary = json.loads((session / "summary.json").read_text())
     outputs = {o["run"]: o for o in summary["files"]["outputs"]}
     assert len(runs) == 2 and set(outputs) == set(runs)
     for run, kinds in runs.items():
+        last = 12 if rounds[run] == 1 else 9  # resumed at epoch 7: 6 epochs, or 3
         log = (session / "logs" / f"{run}.log").read_text()
         assert "resumed from epoch 7" in log  # the user's checkpoint, not the other run's
         here = Path(outputs[run]["dir"])
         state = torch.load(here / "checkpoints" / "checkpoint.pt")
-        assert state["epoch"] == 9 and state["pid"] == kinds["run_started"][0]["pid"]
+        assert state["epoch"] == last and state["pid"] == kinds["run_started"][0]["pid"]
         assert (here / "train.log").read_text().startswith("an earlier run\nepoch 8 ")
         assert {f["path"] for f in outputs[run]["files"]} == {
             "checkpoints/checkpoint.pt", "train.log", "runs/exp/metrics.json"}

@@ -316,6 +316,7 @@ def test_an_automatic_capture_cut_short_is_taken_once_more():
     turns: one), and quietly: nobody asked for it, so no "profile 1 failed" line."""
     class Cut:  # what a window paused by the end of a turn hands back
         source, number, spans, notes, k = "auto", 1, None, [], 1
+        left_open = []  # the spans the window stopped inside (none here: a recipe's boundary)
 
         def close(self):
             pass
@@ -345,6 +346,7 @@ def test_the_automatic_capture_through_begin_step(monkeypatch):
         def __init__(self, number, options, source, first_step, **kw):
             self.number, self.options, self.source, self.k = number, options, source, 3
             self.notes, self.modules, self.spans, self.trace = [], [], None, kw["trace_path"]
+            self.left_open = []
 
         def prepare(self):
             pass

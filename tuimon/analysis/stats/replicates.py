@@ -36,6 +36,12 @@ def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
     return {row.run: row for row in (_combined(g, out) for g in groups.values())}
 
 
+# Probe samples (one a second by default) a process's load must rest on before its round is left
+# out: a process of 10 steps of 2.5 ms falls in one sample period, whose load may be anything
+# (another round's processes exiting); left out, it took a quiet round with it.
+BUSY_SAMPLES = 3
+
+
 def busy_rounds(runs: list[RunStats]) -> dict[int, str]:
     """{round: why} for the rounds to leave out: those in which a measured process stepped under
     other processes' load, when at least one round had none; {} when no round, or every round,
@@ -44,7 +50,7 @@ def busy_rounds(runs: list[RunStats]) -> dict[int, str]:
     for r in runs:
         if r.median_ms and r.replicate is not None:
             rounds.setdefault(r.replicate, []).append(r)
-    busy_ones = {k: [r for r in rs if busy(r)] for k, rs in rounds.items()}
+    busy_ones = {k: [r for r in rs if busy(r) and r.samples >= BUSY_SAMPLES] for k, rs in rounds.items()}
     busy_ones = {k: rs for k, rs in busy_ones.items() if rs}
     if not busy_ones or len(busy_ones) == len(rounds):
         return {}
