@@ -129,3 +129,26 @@ def test_the_compile_pane_counts_graphs_not_attempts():
     text = console.export_text()
     assert "1 compile, 1.6 s in all · 1 tried that made no graph (ran eager)" in text, text
     assert "eager: forward()" in text
+
+
+def test_a_round_that_never_started_is_not_run_and_a_run_that_never_stepped_met_no_load():
+    """mnist_hogwild's variants: round 1 measured nothing (its training ran in child processes),
+    rounds 2 and 3 were not run. The combined row read "stopped" and its never-stepping round 1
+    showed the machine's load "while it stepped"."""
+    evs = [events.make(events.SESSION_STARTED, schedule="interleave", repeats=3)]
+    for k in (1, 2, 3):
+        run = "eager-script" + ("" if k == 1 else f"-{k}")
+        evs.append(events.make(events.RUN_QUEUED, run, mode="eager", precision="script", replicate=k,
+                               repeats=3))
+        if k == 1:
+            evs.append(events.make(events.RUN_STARTED, run, mode="eager", precision="script",
+                                   device="cpu"))
+            evs += [{"type": "sample", "t": 1000.0 + s, "system": {"foreign_cores": 1.4},
+                     "runs": {run: {"cpu_percent": 60.0}}, "devices": []} for s in range(5)]
+            evs.append(events.make(events.FINISHED, run, reason="script ended"))
+        else:
+            evs.append(events.make(events.FINISHED, run, reason="stopped"))
+    s = summarize(evs)
+    row = s.variants[0]
+    assert row.status == "done" and [p["status"] for p in row.processes] == ["done", "not run", "not run"]
+    assert row.foreign_cores is None and s.runs[0].foreign_cores is None

@@ -57,7 +57,9 @@ def apply_run(r: RunStats, e: dict) -> None:
             if e.get(key) is not None:
                 setattr(r, key, max(getattr(r, key) or 0, e[key]))
     elif kind == events.FINISHED:
-        if r.status != "failed":  # a job's other node may finish after one failed (merge.py)
+        if r.status == "queued":  # ended before it started: a round not run (children.py), a stop
+            r.status = "not run"
+        elif r.status != "failed":  # a job's other node may finish after one failed (merge.py)
             r.status = "stopped" if e.get("reason") == "stopped" else "done"
         r.compiles = e.get("compiles", r.compiles)
         if e.get("compile_s") is not None and r.compiled:

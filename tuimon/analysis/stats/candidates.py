@@ -78,6 +78,8 @@ def _unmeasured(r: RunStats) -> str:
         return f"failed: {r.error}" if r.error else "failed"
     if r.untimed:  # runner/script/children.py: steps tuimon could not see, not a warm-up
         return f"measured nothing: {r.untimed}"
+    if r.status == "not run":
+        return "was not run (stopped before it started)"
     if r.busy_dropped:
         return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped:,} of its steps "
                 "measured under other processes' load; measure on a quieter machine")

@@ -21,7 +21,8 @@ def probe_stats(r: RunStats, run_steps: list[dict], samples: list[dict], pauses:
     r.samples = len(mine)
     if not mine:
         return
-    foreign_stats(r, mine, quiet_only, own)
+    if run_steps:  # other processes' load "while it stepped": a run that never stepped has none
+        foreign_stats(r, mine, quiet_only, own)
     host = [v for _, v in mine]
     r.cpu_mean = mean_of([v.get("cpu_percent") for v in host])
     r.cpu_max = max_of([v.get("cpu_percent") for v in host])

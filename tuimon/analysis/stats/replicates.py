@@ -78,7 +78,7 @@ def _combined(group: list[RunStats], left_out: dict[int, str]) -> RunStats:
                     if r.replicate in left_out]
     timed = [r for r in group if r.replicate not in left_out]  # what its step time rests on
     row.processes = [_process(r) for r in timed]
-    statuses = {r.status for r in group}
+    statuses = {r.status for r in group if r.status != "not run"} or {"not run"}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
     row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)
     for key in ("device", "device_name", "params", "batch_size", "warmup_auto"):
