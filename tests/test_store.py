@@ -151,9 +151,10 @@ def test_headless_file_too_large_stops_the_runs_with_one_line(tuimon, tmp_path):
     assert not any(e.get("run") == "eager-amp" and e["type"] == "run_started" for e in evs)
     meta = store.read_meta(session)
     assert meta["status"] == "failed" and "File too large" in meta["error"]
-    # The final summary counts the events that never reached the file (the stop, the end).
+    # The final summary counts the events that never reached the file (the stop, the end); the
+    # queued run never started, so it is 'not run' rather than 'stopped'.
     summary = json.loads((session / "summary.json").read_text())
-    assert [r["status"] for r in summary["runs"]] == ["stopped", "stopped"]
+    assert [r["status"] for r in summary["runs"]] == ["stopped", "not run"]
     assert any("File too large" in w for w in summary["warnings"])
     again, _ = tuimon("summary", str(session), "--format", "json")
     assert again.returncode == 0 and again.stderr == ""
