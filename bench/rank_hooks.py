@@ -119,7 +119,7 @@ def launch(args: argparse.Namespace) -> None:
 def rank_main() -> None:
     import torch
     import torch.distributed as dist
-    from script_hooks import found, patched_names, put, timed_steps  # bench/: this script's dir
+    from script_hooks import found, hook_settings, patched_names, put, timed_steps  # bench/
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -130,9 +130,9 @@ def rank_main() -> None:
     bare = patched_names()
     from tuimon.runner.script import hooks
 
-    hooks.start(json.dumps({"run": "bench", "mode": "eager", "precision": "script", "seed": None,
-                            "launcher": "torchrun", "role": "rank", "channel": cfg["path"],
-                            "token": cfg["token"], "no_step_s": 1e9}))
+    hooks.start(hook_settings(run="bench", mode="eager", precision="script", seed=None,
+                              launcher="torchrun", role="rank", channel=cfg["path"],
+                              token=cfg["token"], no_step_s=1e9))
     hooked = patched_names()
     model = DistributedDataParallel(torch.nn.Linear(64, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.0)

@@ -96,14 +96,23 @@ def install(bare: dict, checkout: str | None = None) -> dict:
     from tuimon.runner.script import hooks
 
     devnull = os.open(os.devnull, os.O_WRONLY)
-    hooks.start(json.dumps({"run": "bench", "mode": "eager", "precision": "script",
-                            "event_fd": devnull, "control_fd": None, "seed": None,
-                            "no_step_s": 1e9}))
+    hooks.start(hook_settings(run="bench", mode="eager", precision="script", event_fd=devnull,
+                              seed=None, no_step_s=1e9))
     names = patched_names()
     if checkout is not None:
         sys.path.remove(checkout)
         _forget_tuimon()
     return names
+
+
+def hook_settings(**flat) -> str:
+    """A run's settings as the supervisor hands them to the hooks, from the tuimon imported now
+    (tuimon/settings.py); an older checkout's hooks read the same names as one flat JSON."""
+    try:
+        from tuimon.settings import RunSettings
+    except ImportError:
+        return json.dumps(flat)
+    return RunSettings.make(**flat).to_json()
 
 
 def _forget_tuimon() -> None:

@@ -166,10 +166,13 @@ def run_runner(out: Path) -> dict:
     env, record = faults_env(out)
     events_path = Path(tempfile.mkstemp(prefix="runner-", suffix=".jsonl", dir=out)[1])
     with open(events_path, "w") as f:
-        cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(RECIPE), "--run-id", "bare",
-               "--steps", str(WARMUP + TIMED), "--warmup", str(WARMUP), "--event-fd", str(f.fileno())]
-        subprocess.run(cmd, cwd=ROOT, check=True, pass_fds=(f.fileno(),), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, env=env)
+        from tuimon.settings import RunSettings  # the supervisor's way: the settings in its env
+
+        settings = RunSettings.make(recipe=str(RECIPE), run="bare", steps=WARMUP + TIMED,
+                                    warmup=str(WARMUP), event_fd=f.fileno())
+        subprocess.run([sys.executable, "-m", "tuimon.runner"], cwd=ROOT, check=True,
+                       pass_fds=(f.fileno(),), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={**env, **settings.environ()})
     with open(events_path) as f:
         events = [json.loads(line) for line in f]
     ms = [e["ms"] for e in events if e["type"] == "step" and e["i"] >= WARMUP]

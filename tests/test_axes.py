@@ -12,6 +12,7 @@ from tuimon.cli.args import budget_arg, horizon_arg, seconds_of
 from tuimon.cli.sweep import skip
 from tuimon.control import channel, daemon
 from tuimon.control.supervisor import Plan
+from tuimon.settings import RunSettings
 from tuimon.variants import Variant, choices, product
 
 
@@ -61,10 +62,12 @@ def test_a_variant_with_axes_crosses_the_socket_and_the_plan_file():
     v = Variant("default", "amp", (("width", "512"),))
     assert channel.decode_arg(json.loads(json.dumps(channel.encode_arg(v)))) == v
     assert channel.decode_arg({"mode": "eager", "precision": "fp32"}) == Variant("eager", "fp32")
-    plan = Plan(recipe=__file__, variants=[v, Variant("eager", "fp32")],
+    plan = Plan(RunSettings.make(recipe=__file__, steps=40, knobs=(("depth", "2"),), profile_at=5),
+                variants=[v, Variant("eager", "fp32")],
                 answer={"axes": {"width": ["256", "512"]}, "sweep": True}, deadline_s=60.0)
     back = daemon.plan_from_dict(json.loads(json.dumps(daemon.plan_to_dict(plan))))
     assert back.variants == plan.variants and back.answer == plan.answer and back.deadline_s == 60.0
+    assert back.settings == plan.settings  # the runs' settings, through plan.json whole
 
 
 def test_a_script_gets_its_knobs_in_its_command_or_its_environment():

@@ -18,6 +18,7 @@ from test_end_to_end import runs_of
 from tests import fake_pynvml as fake
 from tuimon.analysis.stats.load import BUSY_CORES
 from tuimon.probes.gpu import GpuProbe
+from tuimon.report.trust_text import busy_text
 from tuimon.runner.turns import Turns
 
 NOISY = str(TEST_RECIPES / "noisy_turns.py")
@@ -174,6 +175,6 @@ def test_a_foreign_gpu_process_makes_the_session_busy_and_names_it():
                                      for run in ("eager-fp32", "default-fp32")}))
         evs[-1]["t"] = 1000.0 + k
     summary = summarize(evs)
-    assert summary.busy == ("the machine was busy: other processes used ~0.1 cores (GPU: pid 4242 "
+    assert busy_text(summary.busy) == ("the machine was busy: other processes used ~0.1 cores (GPU: pid 4242 "
                             "at 35 %) while these steps ran; times are slower than on a quiet machine")
     assert all(r.foreign_gpu_pids == [4242] for r in summary.runs)

@@ -10,6 +10,7 @@ from tuimon import events
 from tuimon.analysis import summarize
 from tuimon.report.export import to_markdown
 from tuimon.report.table import other_load_text, processes_text, table
+from tuimon.report.verdict_text import line
 
 
 def round_events(run: str, mode: str, k: int, ms: float, t0: float, load: float, rng) -> list[dict]:
@@ -64,7 +65,7 @@ def test_a_busy_round_is_left_out_of_every_variant_and_said():
     assert [p["round"] for p in eager.processes] == [2, 3]
     assert 2.2 < eager.median_ms < 2.6  # round 1's 216 ms step left out
     v = summary.verdict
-    assert v.kind == "stay", v.line  # the same speed: within noise, and said with a sane interval
+    assert v.kind == "stay", line(v)  # the same speed: within noise, and said with a sane interval
     c = v.candidates[0]
     assert 0.9 < c["lo"] < 1.0 < c["hi"] < 1.1, c
     md = to_markdown({}, summary)
@@ -80,7 +81,7 @@ def test_every_round_busy_is_a_busy_machine_not_a_winner():
     summary = summarize(demo((1.0, 1.1, 0.9), slow=1.0))
     assert not variant(summary, "eager").left_out
     assert summary.verdict.kind == "unreliable"
-    assert "the machine was busy" in summary.verdict.line
+    assert "the machine was busy" in line(summary.verdict)
     assert other_load_text(variant(summary, "eager")).endswith("— busy")
     # The table's speedup says what the verdict says (issue 33, HF run_clm: untagged under load).
     header, rows = table(summary)
@@ -93,5 +94,5 @@ def test_an_interval_too_wide_to_tell_is_said_so_with_what_it_rests_on():
     left out, and the verdict says it cannot tell rather than "stay eager"."""
     evs = [e for e in demo((0.0, 0.0, 0.0)) if e["type"] != "sample"]
     v = summarize(evs).verdict
-    assert v.kind == "none" and v.line.startswith("Verdict: cannot tell — default/fp32 runs at"), v.line
-    assert "it rests on" in v.line
+    assert v.kind == "none" and line(v).startswith("Verdict: cannot tell — default/fp32 runs at"), line(v)
+    assert "it rests on" in line(v)

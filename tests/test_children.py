@@ -18,6 +18,8 @@ from test_stats import run_events
 
 from tuimon import events
 from tuimon.analysis.stats import summarize
+from tuimon.report.verdict_text import disqualified
+from tuimon.report.verdict_text import line as verdict_line
 from tuimon.runner.script.children import Children, run_child, skipped, target_name
 
 PY = sys.executable
@@ -114,8 +116,9 @@ def test_the_verdict_says_the_one_line_not_a_warm_up():
         evs += one
     s = summarize(evs)
     assert s.verdict.kind == "none"
-    assert s.verdict.line == f"Verdict: no answer: eager/script, the reference, measured nothing: {line}"
-    assert "warm-up" not in json.dumps(s.verdict.disqualified)
+    assert verdict_line(s.verdict) == ("Verdict: no answer: eager/script, the reference, measured nothing: "
+                                       f"{line}")
+    assert "warm-up" not in json.dumps(disqualified(s.verdict))
 
 
 def test_a_hogwild_script_is_answered_in_one_line_and_not_run_again(tuimon):

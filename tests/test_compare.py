@@ -15,10 +15,12 @@ import pytest
 from conftest import SCRIPTS, TEST_RECIPES
 
 from tuimon import cli, events
-from tuimon.analysis.compare import compare_sessions, guard, open_session
+from tuimon.analysis.compare import compare_sessions, open_session
 from tuimon.analysis.stats import RunStats
 from tuimon.analysis.stats.change import median_change, spread_change
 from tuimon.analysis.stats.noise import ASSUMED, FLOOR_SD, Noise, pooled
+from tuimon.report.compare_text import guard_lines as guard
+from tuimon.report.compare_text import note_text
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 PY = sys.executable
@@ -152,7 +154,8 @@ def test_variants_match_by_mode_precision_and_varying_axes(tmp_path):
         meta={"torch": "2.15.0"})
     c = compare_sessions([open_session(a, "A"), open_session(b, "B")])
     assert [v.label for v in c.variants] == ["eager/fp32 · width=256", "eager/fp32 · width=512"]
-    assert c.left_out == ["default/fp32 · width=256: only in A", "default/amp · width=256: only in B"]
+    assert [note_text(n) for n in c.left_out] == ["default/fp32 · width=256: only in A",
+                                                  "default/amp · width=256: only in B"]
     assert ("torch", ["2.14.1", "2.15.0"]) in c.differences
     same, slower = (v.median[1] for v in c.variants)
     assert not same.significant and abs(same.pct) < 2

@@ -24,6 +24,7 @@ from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.runner.control import EOF, Control
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore
+from tuimon.settings import RunSettings
 from tuimon.variants import Variant
 
 SLOW = TEST_RECIPES / "slow_steps.py"
@@ -44,9 +45,9 @@ class Live:
                  interval=None, stop_line_s=3.0):
         self.store = SessionStore.create(path, "control")
         self.events: list[dict] = []
-        args = ["--device", "cpu", "--warmup", "0", "--steps", str(steps),
-                "--set", f"sleep_ms={sleep_ms}"]
-        plan = Plan(SLOW, variants, schedule, args, interval=interval, stop_line_s=stop_line_s)
+        settings = RunSettings.make(recipe=str(SLOW), device="cpu", warmup="0", steps=steps,
+                                    knobs=(("sleep_ms", str(sleep_ms)),))
+        plan = Plan(settings, variants, schedule, interval=interval, stop_line_s=stop_line_s)
         self.sup = Supervisor(self.store, plan, self.events.extend)
         self.status: list[str] = []
         self.thread = threading.Thread(target=lambda: self.status.append(self.sup.run(keep_open=True)))
@@ -122,13 +123,14 @@ def test_control_check_costs_microseconds():
     assert Control(None).poll() is None and Control(None).wait() == EOF
 
 
-def spawn_runner(*args: str):
+def spawn_runner(**settings):
+    """``python -m tuimon.runner`` as the supervisor starts it: its settings in its environment."""
     event_r, event_w = os.pipe()
     control_r, control_w = os.pipe()
-    cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", str(SLOW), "--run-id", "r",
-           "--device", "cpu", "--warmup", "0", "--event-fd", str(event_w),
-           "--control-fd", str(control_r), *args]
-    proc = subprocess.Popen(cmd, pass_fds=(event_w, control_r), stdout=subprocess.DEVNULL)
+    settings = RunSettings.make(recipe=str(SLOW), run="r", device="cpu", warmup="0",
+                                event_fd=event_w, control_fd=control_r, **settings)
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon.runner"], pass_fds=(event_w, control_r),
+                            stdout=subprocess.DEVNULL, env={**os.environ, **settings.environ()})
     os.close(event_w)
     os.close(control_r)
     got: list[dict] = []
@@ -150,7 +152,7 @@ def wait_for(predicate, timeout=30.0):
 
 
 def test_runner_duration_does_not_count_paused_time_and_eof_means_stop():
-    proc, control, got, reader = spawn_runner("--duration", "1.5", "--set", "sleep_ms=20")
+    proc, control, got, reader = spawn_runner(duration=1.5, knobs=(("sleep_ms", "20"),))
     wait_for(lambda: any(e["type"] == "step" for e in got))
     os.write(control, b"pause\n")
     wait_for(lambda: any(e.get("phase") == "paused" for e in got))
@@ -164,7 +166,7 @@ def test_runner_duration_does_not_count_paused_time_and_eof_means_stop():
     os.close(control)
 
     # The parent closing its end (dying) stops a running runner at a step boundary.
-    proc, control, got, reader = spawn_runner("--steps", "100000", "--set", "sleep_ms=20")
+    proc, control, got, reader = spawn_runner(steps=100000, knobs=(("sleep_ms", "20"),))
     wait_for(lambda: any(e["type"] == "step" for e in got))
     os.close(control)
     assert proc.wait(30) == 0
@@ -329,7 +331,7 @@ def test_kept_open_until_close_which_ends_everything(live):
 
 def test_unknown_runs_are_refused_and_close_before_run_starts_nothing(tmp_path):
     session = SessionStore.create(tmp_path, "control")
-    sup = Supervisor(session, Plan(SLOW, [FP32], interval=None))
+    sup = Supervisor(session, Plan(RunSettings.make(recipe=str(SLOW)), [FP32], interval=None))
     for call in (sup.stop, sup.pause, sup.resume, sup.restart):
         with pytest.raises(KeyError):
             call("nope")
@@ -353,9 +355,9 @@ def test_a_run_without_steps_is_flagged_hung_and_dump_writes_its_stacks(tmp_path
     from tuimon.variants import Variant
 
     store = SessionStore.create(tmp_path, "hang")
-    plan = Plan(TEST_RECIPES / "slow_steps.py", [Variant("eager", "fp32")], "sequential",
-                ["--steps", "4", "--set", "sleep_ms=2500", "--warmup", "0"], interval=None,
-                hang_s=1.0)
+    settings = RunSettings.make(recipe=str(TEST_RECIPES / "slow_steps.py"), steps=4, warmup="0",
+                                knobs=(("sleep_ms", "2500"),))
+    plan = Plan(settings, [Variant("eager", "fp32")], "sequential", interval=None, hang_s=1.0)
     sup = Supervisor(store, plan)
     done = threading.Thread(target=sup.run, daemon=True)
     done.start()

@@ -22,6 +22,7 @@ from test_phases_stats import phased_events
 from tuimon import events
 from tuimon.analysis import summarize
 from tuimon.report import export
+from tuimon.report.verdict_text import line as verdict_line
 from tuimon.runner.phases import EVAL, FORWARD, OTHER, Timeline
 from tuimon.runner.script.phases import ForwardTimer
 from tuimon.runner.script.validation import HELD_EVAL, HELD_LOADER, Recurring
@@ -167,7 +168,7 @@ def test_a_run_whose_steps_were_all_gaps_is_not_said_to_have_ended_in_its_warm_u
     evs = eval_steps("eager-script", "eager", steps=150, gap_every=1)
     evs += eval_steps("default-script", "default", steps=150, gap_every=1)
     summary = summarize(evs)
-    line = summary.verdict.line
+    line = verdict_line(summary.verdict)
     assert "150 of its 150 steps held a validation pass" in line, line
     assert "within its warm-up" not in line
 

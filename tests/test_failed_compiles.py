@@ -19,8 +19,10 @@ from test_stats import run_events
 
 from tuimon import events
 from tuimon.analysis.stats import summarize
-from tuimon.analysis.why import diagnose
+from tuimon.report.compile_text import fallback_text, nothing_text
 from tuimon.report.table import breakeven_text, compile_notes, graphs_text, speedup_text
+from tuimon.report.verdict_text import line
+from tuimon.report.why_text import worded
 from tuimon.runner.compile_trace import TraceListener
 from tuimon.runner.compile_watch import CompileWatch
 
@@ -142,12 +144,12 @@ def test_a_variant_whose_only_compile_failed_compiled_nothing():
     s = summarize(sessions([compile_event("default-script", "0/0", failed="Unsupported")]))
     r = next(r for r in s.runs if r.run == "default-script")
     why = f"Dynamo could not compile forward() (main.py:28): {RNN}"
-    assert r.graphs_fwd == 0 and r.nothing_compiled == why
+    assert r.graphs_fwd == 0 and nothing_text(r.nothing_compiled) == why
     assert graphs_text(r) == "nothing compiled" and breakeven_text(r) == "– (nothing compiled)"
     assert speedup_text(r) == "– (nothing compiled: it ran eager)"
     assert s.verdict.kind == "none" and s.verdict.winner is None
-    assert s.verdict.line == f"Verdict: no answer: nothing was compiled in default/script — {why}."
-    (v,) = [v for v in diagnose(s) if v.compiled]
+    assert line(s.verdict) == f"Verdict: no answer: nothing was compiled in default/script — {why}."
+    (v,) = [v for v in worded(s) if v.compiled]
     (f,) = v.findings
     assert f.rule == "uncompiled" and f.title == f"nothing was compiled — {why}"
     assert any("allow_rnn=True" in a for a in f.advice), f.advice
@@ -159,14 +161,14 @@ def test_a_failed_compile_recorded_before_events_said_graph_is_no_graph_either()
     del old["graph"], old["fail_where"]
     (_, r) = summarize(sessions([old])).runs
     assert r.graphs_fwd == 0
-    assert r.nothing_compiled == f"Dynamo could not compile forward() (main.py:22): {RNN}"
+    assert nothing_text(r.nothing_compiled) == f"Dynamo could not compile forward() (main.py:22): {RNN}"
 
 
 def test_frames_that_made_no_graph_are_no_compile():
     """Dynamo compiled frames of plain Python (zero graph ops): nothing reached a backend."""
     (_, r) = summarize(sessions([compile_event("default-script", "0/0", graph_ops=0)])).runs
     assert r.graphs_fwd == 0
-    assert r.nothing_compiled == "Dynamo found no tensor operation to compile in forward()"
+    assert nothing_text(r.nothing_compiled) == "Dynamo found no tensor operation to compile in forward()"
 
 
 def test_some_frames_compiled_and_one_fell_back_says_which_and_why():
@@ -174,11 +176,12 @@ def test_some_frames_compiled_and_one_fell_back_says_which_and_why():
                             compile_event("default-script", "1/0", frame="head")], compiles_finished=1))
     r = next(r for r in s.runs if r.run == "default-script")
     assert r.graphs_fwd == 1 and r.nothing_compiled is None
-    assert r.fell_back == [f"Dynamo could not compile encode() (main.py:28): {RNN}"]
+    assert [fallback_text(f) for f in r.fell_back] == [
+        f"Dynamo could not compile encode() (main.py:28): {RNN}"]
     assert graphs_text(r).endswith("· 1 frame ran eager")
     assert f"default/script: ran eager, not compiled: Dynamo could not compile encode() (main.py:28): {RNN}" \
         in compile_notes(s)
-    (v,) = [v for v in diagnose(s) if v.compiled]
+    (v,) = [v for v in worded(s) if v.compiled]
     (f,) = [f for f in v.findings if f.rule == "fallback"]
     assert f.title == "1 frame ran eager beside 1 compiled graph: Dynamo could not compile encode()"
 
@@ -194,9 +197,9 @@ def test_only_a_validation_pass_tried_and_failed():
                                           reason=sparse, fail_where="/w/main.py:104")]))
     r = next(r for r in s.runs if r.run == "default-script")
     assert r.val_compiles == 0 and r.graphs_fwd == 0
-    assert r.nothing_compiled == ("Dynamo could not compile forward() (main.py:58): Attempted to wrap "
-                                  "sparse Tensor (tried in eval mode with gradients off; training then "
-                                  "ran it eager too)")
+    assert nothing_text(r.nothing_compiled) == (
+        "Dynamo could not compile forward() (main.py:58): Attempted to wrap sparse Tensor (tried in eval "
+        "mode with gradients off; training then ran it eager too)")
     assert s.verdict.kind == "none"
 
 

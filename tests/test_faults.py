@@ -14,6 +14,8 @@ from tuimon.analysis.stats import summarize
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.fmt import fmt_count
 from tuimon.report.table import table
+from tuimon.report.trust_text import unreliable_text
+from tuimon.report.verdict_text import line
 
 ALLOC = str(TEST_RECIPES / "alloc_each_step.py")
 
@@ -48,7 +50,7 @@ def test_runs_that_fault_alike_compare_as_usual():
     evs += with_faults(run_events("d", "default", "fp32", [18.0] * 60), 3100)
     s = by_label(summarize(evs))
     assert s["eager/fp32"].faults_per_step == 3000 and s["default/fp32"].faults_per_step == 3100
-    assert not s["default/fp32"].faults_differ and s["default/fp32"].unreliable is None
+    assert not s["default/fp32"].faults_differ and not s["default/fp32"].doubts
 
 
 def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
@@ -59,9 +61,9 @@ def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
     summary = summarize(evs)
     d = by_label(summary)["default/fp32"]
     assert d.faults_differ
-    assert "page faults differed: 9.2k a step in eager/fp32, 2.3k in default/fp32" in d.unreliable
-    assert "--pin-malloc" in d.unreliable
-    assert summary.verdict.kind == "unreliable" and "--pin-malloc" in summary.verdict.line
+    assert "page faults differed: 9.2k a step in eager/fp32, 2.3k in default/fp32" in unreliable_text(d)
+    assert "--pin-malloc" in unreliable_text(d)
+    assert summary.verdict.kind == "unreliable" and "--pin-malloc" in line(summary.verdict)
     header, rows = table(summary)
     cells = dict((row[0], row[1:]) for row in rows)
     assert cells["page faults per step"] == ["9.2k", "2.3k"]

@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from conftest import SCRIPTS, TEST_RECIPES, wait_for
 from test_end_to_end import runs_of
@@ -17,11 +16,14 @@ from test_stats import run_events
 from tests import fake_pynvml as fake
 from tuimon import events
 from tuimon.analysis.stats import summarize
-from tuimon.analysis.stats.load import load_text
+from tuimon.analysis.stats.load import load_figures
 from tuimon.control.handover import Handover
-from tuimon.control.runs import Plan, Run
+from tuimon.control.runs import Plan, Run, RunTable
 from tuimon.control.sampler import Sampler
+from tuimon.control.schedule import Schedule
 from tuimon.probes import GpuProbe
+from tuimon.report.trust_text import load_words, row_notes, unreliable_text
+from tuimon.settings import RunSettings
 from tuimon.variants import Variant
 
 
@@ -74,56 +76,59 @@ class FakeChild:
         return self.linger
 
 
-class Loop(Handover):
-    """The supervisor's fields the handover reads, and nothing else."""
+class Loop:
+    """The schedule of turns and the handover, as the supervisor owns them, over fake children."""
 
     def __init__(self, schedule: str, settle_s: float = 60.0) -> None:
-        self.plan = Plan(Path("r.py"), [], schedule, settle_s=settle_s)
-        self._live, self._runs, self._exiting = {}, {}, {}
-        self._turn = self._last_turn = None
-        self._sampler, self.recorded, self.states = None, [], {}
+        plan = Plan(RunSettings(), [], schedule, settle_s=settle_s)
+        self.table, self.recorded = RunTable(), []
+        self.handover = Handover(plan, self.table, self.recorded.extend, stop=None)
+        self.schedule = Schedule(plan, self.table, self.handover)
 
     def add(self, run: str, started: float | None = None) -> Run:
-        r = self._runs[run] = self._live[run] = Run(run, Variant("eager", "fp32"))
+        r = self.table.runs[run] = self.table.live[run] = Run(run, Variant("eager", "fp32"))
         r.child = FakeChild(time.monotonic() if started is None else started)
         return r
 
-    def _record(self, batch):
-        self.recorded += batch
-
-    def _state(self, run):
-        return self.states.get(run)
+    def may_start(self) -> bool:
+        self.table.queue[:] = ["next"]  # a run waits to start
+        self.table.runs["next"] = Run("next", Variant("eager", "fp32"))
+        try:
+            return bool(self.schedule.startable()[0])
+        finally:
+            del self.table.queue[:], self.table.runs["next"]
 
 
 def test_the_turn_waits_for_a_build_an_end_and_an_exit_each_at_most_settle_s():
     loop = Loop("interleave")
     a, b = loop.add("a"), loop.add("b")
     a.waiting_turn = True
-    loop._pass_turn()
-    assert loop._turn is None  # b still builds
+    loop.schedule.pass_turn()
+    assert loop.schedule.holder is None  # b still builds
     b.waiting_turn = True
-    loop._pass_turn()
-    assert loop._turn == "a" and a.child.sent == ["resume"]
-    assert not loop._may_start()  # a steps: nothing starts beside it
+    loop.schedule.pass_turn()
+    assert loop.schedule.holder == "a" and a.child.sent == ["resume"]
+    assert not loop.may_start()  # a steps: nothing starts beside it
     a.ended = True  # a said it finished; its process still runs
-    loop._pass_turn()
-    assert loop._turn is None and b.child.sent == []
-    del loop._live["a"]  # reaped, but a DataLoader worker of its group still runs
+    loop.schedule.pass_turn()
+    assert loop.schedule.holder is None and b.child.sent == []
+    del loop.table.live["a"]  # reaped, but a DataLoader worker of its group still runs
     a.child.linger = True
-    loop._exited(a)
-    loop._pass_turn()
-    assert loop._turn is None and loop._may_start()  # no one steps: a build may start
+    loop.handover.exited(a)
+    loop.schedule.pass_turn()
+    assert loop.schedule.holder is None and loop.may_start()  # no one steps: a build may start
     a.child.linger = False
-    loop._pass_turn()
-    assert loop._turn == "b" and not loop._exiting
+    loop.schedule.pass_turn()
+    assert loop.schedule.holder == "b" and not loop.handover.exiting()
     # Past settle_s the turns go on, said once.
     late = Loop("interleave", settle_s=5.0)
     c = late.add("c")
     late.add("d", started=time.monotonic() - 10.0)  # building for 10 s
     for _ in range(2):
-        c.waiting_turn, late._turn = True, None
-        late._pass_turn()
-        assert late._turn == "c"
+        c.waiting_turn = True
+        late.schedule.over("c")
+        late.schedule.pass_turn()
+        assert late.schedule.holder == "c"
     assert [e["text"] for e in late.recorded] == [
         "it is still starting 10 s on: the other runs step beside it (its CPU counts as load on "
         "their steps)"]
@@ -132,17 +137,17 @@ def test_the_turn_waits_for_a_build_an_end_and_an_exit_each_at_most_settle_s():
 def test_sequential_waits_for_the_last_runs_processes_and_parallel_for_nothing():
     loop = Loop("sequential")
     a = loop.add("a")
-    del loop._live["a"]
+    del loop.table.live["a"]
     a.child.linger = True
-    loop._exited(a)
-    assert not loop._may_start()
+    loop.handover.exited(a)
+    assert not loop.may_start()
     a.child.linger = False
-    assert loop._may_start() and not loop._exiting
+    assert loop.may_start() and not loop.handover.exiting()
     side_by_side = Loop("parallel")
     e = side_by_side.add("e")
     e.child.linger = True
-    side_by_side._exited(e)
-    assert side_by_side._may_start() and not side_by_side._exiting
+    side_by_side.handover.exited(e)
+    assert side_by_side.may_start() and not side_by_side.handover.exiting()
 
 
 def test_interleave_gives_no_turn_while_a_variant_still_builds(tuimon):
@@ -205,25 +210,34 @@ def rows(evs):
     return {r.run: r for r in summarize(evs).runs}
 
 
+def notes(r, quiet_only: bool = False) -> list[str]:
+    """A row's notes in report/trust_text.py's words."""
+    return row_notes(r, quiet_only)
+
+
+def load_text(r) -> str:
+    return load_words(load_figures(r))
+
+
 def test_a_few_steps_beside_the_sessions_other_runs_are_kept_out_and_said():
     r = rows(interleaved({33: 1.2, 34: 1.2, 35: 1.2}))
     a = r["a"]
     assert a.own_dropped == 3 and a.median_ms == 10.0 and a.p90_ms == 10.0
     assert ("other runs of this session used ~1.2 cores during 3 of its steps: kept out of its "
-            "steady state") in a.notes
+            "steady state") in notes(a)
     assert a.own_cores is not None and a.own_cores < 0.05  # the kept steps' load
-    assert r["b"].own_dropped == 0 and not r["b"].notes
+    assert r["b"].own_dropped == 0 and not notes(r["b"])
 
 
 def test_many_steps_beside_them_stay_and_count_as_load():
     r = rows(interleaved({k: 1.2 for k in range(10, 40)}))
     a, b = r["a"], r["b"]
     assert a.own_dropped == 0 and a.p90_ms == 50.0
-    assert any("during 30 of its steps: too many to keep out" in n for n in a.notes), a.notes
+    assert any("during 30 of its steps: too many to keep out" in n for n in notes(a)), notes(a)
     assert a.own_cores > 0.5
     assert load_text(a).startswith("~0.") and "of them other runs of this session" in load_text(a)
     assert a.load_differs or b.load_differs  # b's neighbours were quiet: not comparable
-    text = (b.unreliable or "") + (a.unreliable or "")
+    text = (unreliable_text(b) or "") + (unreliable_text(a) or "")
     assert "other runs of this session" in text, text
 
 
@@ -232,12 +246,12 @@ def test_with_quiet_only_every_step_beside_them_is_kept_out():
     evs[0]["quiet_only"] = True
     a = rows(evs)["a"]
     assert a.own_dropped == 30 and a.median_ms == 10.0
-    assert any("(--quiet-only)" in n for n in a.notes)
+    assert any("(--quiet-only)" in n for n in notes(a, quiet_only=True))
 
 
 def test_parallel_runs_are_not_load_on_each_other():
     r = rows(interleaved({k: 1.2 for k in range(10, 40)}, schedule="parallel"))
-    assert r["a"].own_cores is None and r["a"].own_dropped == 0 and not r["a"].notes
+    assert r["a"].own_cores is None and r["a"].own_dropped == 0 and not notes(r["a"])
 
 
 def test_an_old_session_without_stepping_says_nothing_of_its_runs():

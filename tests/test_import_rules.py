@@ -231,3 +231,211 @@ def test_views_never_recompute_a_statistic():
     found += [("tuimon.headless", mod) for _, mod in _imports(TUIMON / "headless.py")
               if mod.split(".")[0] in ("statistics", "numpy", "scipy")]
     assert found == []
+
+
+def test_web_never_imports_the_command_line():
+    """The browser side stands beside the TUI, below the command line: cli/serve.py starts it,
+    it never reaches back up (a tab opens its session as attach does, through ui/sources.py)."""
+    graph = import_graph()
+    assert "tuimon.web.tab" in graph
+    wrong = sorted((m, d) for m, deps in graph.items() if _under(m, "tuimon.web")
+                   for d in deps if _under(d, "tuimon.cli"))
+    assert wrong == []
+
+
+# ---- one settings contract: a run's defaults are written once, in tuimon/settings.py ------------
+# Names that stand for a run setting outside the record (a flag's dest, a parameter) -> the
+# settings constant that holds its default.
+RUN_DEFAULTS = {"mode": "MODE", "precision": "PRECISION", "seed": "SEED", "device": "DEVICE",
+                "warmup": "WARMUP", "turn": "TURN_S", "turn_s": "TURN_S", "repeats": "AUTO_REPEATS",
+                "profile_window": "PROFILE_WINDOW", "window": "PROFILE_WINDOW",
+                "profile_backward": "PROFILE_BACKWARD", "no_step_s": "NO_STEP_S"}
+
+
+def _literal(node: ast.AST):
+    """The value of a literal default (a constant, or a tuple / list of constants); None else."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return None
+
+
+def run_default_copies(root: Path) -> list[tuple[str, str]]:
+    """(module, what) for every run default written outside tuimon/settings.py under ``root``:
+    a module constant named as a settings constant with its value; a parameter, class field or
+    argparse flag named as a run setting whose literal default is that setting's; the profile
+    window's numbers anywhere; an argparse parser in the runner."""
+    import dataclasses
+
+    from tuimon import settings
+
+    constants = {k: v for k, v in vars(settings).items() if k.isupper() and not k.startswith("_")}
+    defaults = {name: constants[const] for name, const in RUN_DEFAULTS.items()}
+    for kind in (settings.RunSettings, *settings.GROUPS.values()):
+        for f in dataclasses.fields(kind):
+            if f.name not in settings.GROUPS and f.default not in (None, False, 0, "", ()):
+                defaults.setdefault(f.name, f.default)
+    window = settings.PROFILE_WINDOW
+    found = []
+    for path in root.rglob("*.py"):
+        name = module_name(path) if root == TUIMON else str(path.relative_to(root))
+        if path.name == "settings.py" and path.parent == root:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if "runner" in path.parts and path.name == "__main__.py" or "script" in path.parts:
+            found += [(name, f"import {mod}") for _, mod in _imports(path) if mod == "argparse"]
+        for node in tree.body:  # module constants
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = getattr(node.targets[0], "id", None)
+                if target in constants and _literal(node.value) == constants[target]:
+                    found.append((name, f"{target} = {ast.unparse(node.value)}"))
+        for node in ast.walk(tree):
+            pairs = []  # (the name a default is given to, the default's node)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                positional = [*args.posonlyargs, *args.args]
+                named = [a.arg for a in positional[len(positional) - len(args.defaults):]]
+                pairs += list(zip(named, args.defaults, strict=True))
+                pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                          if d is not None]
+            elif isinstance(node, ast.ClassDef):
+                pairs += [(n.target.id, n.value) for n in node.body if isinstance(n, ast.AnnAssign)
+                          and isinstance(n.target, ast.Name) and n.value is not None]
+            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument"
+                  and node.args and isinstance(node.args[0], ast.Constant)):
+                dest = str(node.args[0].value).lstrip("-").replace("-", "_")
+                pairs += [(dest, k.value) for k in node.keywords if k.arg == "default"]
+            elif isinstance(node, ast.Constant) and node.value == window_text(window):
+                found.append((name, repr(node.value)))
+            elif isinstance(node, ast.Tuple) and _literal(node) == window:
+                found.append((name, ast.unparse(node)))
+            found += [(name, f"{key}={ast.unparse(value)}") for key, value in pairs
+                      if key in defaults and _literal(value) is not None
+                      and _literal(value) in (defaults[key], _text(defaults[key]))]
+    return sorted(set(found))
+
+
+def window_text(window: tuple[int, ...]) -> str:
+    return ",".join(map(str, window))
+
+
+def _text(value):
+    """A tuple of numbers as a flag writes it ("1,2,3"); anything else as it is."""
+    return window_text(value) if isinstance(value, tuple) else value
+
+
+def test_no_module_but_the_settings_defines_a_run_default():
+    """Each default of a run is written once, in tuimon/settings.py: the CLI's flags, the plan,
+    the supervisor, the recipe runner and the script hooks take it from there."""
+    assert run_default_copies(TUIMON) == []
+
+
+def test_the_default_check_finds_a_copy(tmp_path):
+    """The check can fail: a flag with its own default, a constant copied, the window's numbers."""
+    (tmp_path / "flags.py").write_text(
+        'NO_STEP_S = 60.0\n'
+        'def parser(p):\n'
+        '    p.add_argument("--profile-window", default="1,2,3")\n'
+        '    p.add_argument("--seed", type=int, default=0)\n'
+        'def start(steps, warmup="auto"):\n'
+        '    return (1, 2, 3)\n')
+    found = {what for _, what in run_default_copies(tmp_path)}
+    assert found == {"NO_STEP_S = 60.0", "profile_window='1,2,3'", "'1,2,3'", "warmup='auto'",
+                     "seed=0", "(1, 2, 3)"}
+
+
+# ---- the walk: one setting from the command line to the child (docs/development.md) ----------
+def room_of(module: str) -> str:
+    """A module's room: its top-level package or module under tuimon."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "tuimon"
+
+
+def room_floors() -> dict[str, int]:
+    """Each room's floor: one above the highest room it imports (the leaves: 0)."""
+    rooms: dict[str, set[str]] = {}
+    for m, deps in import_graph().items():
+        rooms.setdefault(room_of(m), set()).update(room_of(d) for d in deps if d != "tuimon")
+    for r, deps in rooms.items():
+        deps.discard(r)
+        deps.discard("tuimon")
+    assert circles(rooms) == []  # no arrow runs back up between rooms (web/ -> cli/ did)
+    floors: dict[str, int] = {}
+
+    def floor(r: str) -> int:
+        if r not in floors:
+            floors[r] = 1 + max((floor(d) for d in rooms[r]), default=-1)
+        return floors[r]
+
+    for r in rooms:
+        floor(r)
+    return floors
+
+
+def walks(text: str) -> dict[str, list[str]]:
+    """The walks written in docs/development.md: title -> its rooms in order."""
+    found: dict[str, list[str]] = {}
+    title = None
+    for line in text.splitlines():
+        if line.startswith("    walk: "):
+            title = line[len("    walk: "):].split("  ")[0]
+            found[title] = []
+        elif title is not None and line.startswith("      ") and not line.startswith("       "):
+            found[title].append(line.split()[0])
+        elif title is not None and not line.startswith("       "):
+            title = None
+    return found
+
+
+def test_the_walk_from_the_command_line_to_the_child_climbs_back_up_at_most_3_times():
+    floors = room_floors()
+    written = walks((TUIMON.parent / "docs" / "development.md").read_text(encoding="utf-8"))
+    assert {"a recipe's --steps 300", "a script's --steps 300", "a recipe's --profile-window 0,1,2",
+            "a script's --profile-window 0,1,2"} <= set(written)
+    for title, rooms in written.items():
+        assert rooms[0] == "cli" and rooms[-1] == "runner", title
+        assert set(rooms) <= set(floors), (title, set(rooms) - set(floors))
+        climbs = sum(floors[b] > floors[a] for a, b in zip(rooms, rooms[1:], strict=False))
+        assert climbs <= 3, (title, [(r, floors[r]) for r in rooms])
+
+
+# ---- the supervisor by composition (control/) ---------------------------------------------------
+def fields_of(cls: ast.ClassDef) -> set[str]:
+    """A class's fields: its annotated names, and every ``self.X = ...`` in its methods."""
+    names = {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for t in targets:
+            for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(e, ast.Attribute) and getattr(e.value, "id", None) == "self":
+                    names.add(e.attr)
+    return names
+
+
+def composition_faults(files: dict[str, Path]) -> list[tuple[str, str, str]]:
+    """(module, where, what) for a mixin, a reach into another object's private name, or a class
+    of more than 40 fields."""
+    found = []
+    for name, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b) for b in node.bases]
+                found += [(name, node.name, f"base {b}") for b in bases
+                          if not (b == "Child" or b.endswith(("Error", "Exception")))]
+                if len(fields := fields_of(node)) > 40:
+                    found.append((name, node.name, f"{len(fields)} fields"))
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") \
+                    and getattr(node.value, "id", None) not in ("self", "cls", "os", "sys"):
+                found.append((name, ast.unparse(node), "another's private name"))
+    return found
+
+
+def test_the_supervisor_is_composed_of_objects_that_keep_to_their_own_names():
+    """control/: no mixin (a class's only bases are Exception types, or Child for a job's child,
+    which extends it); no object reads or writes another's private names (``x._y`` only on
+    self or cls); no class over 40 fields."""
+    files = _files("tuimon.control")
+    assert {"tuimon.control.supervisor", "tuimon.control.stopping"} <= set(files)
+    assert composition_faults(files) == []

@@ -13,8 +13,9 @@ from conftest import RECIPES
 from test_compare import fake_session
 from test_stats import noisy, run_events
 
-from tuimon.analysis import compare_sessions, guard, summarize
+from tuimon.analysis import compare_sessions, summarize
 from tuimon.analysis.stats.noise import ASSUMED, Noise, detectable_pct, pooled, processes_for
+from tuimon.report.compare_text import guard_lines as guard
 
 TWO_SPEEDS = 0.2  # this VM runs a process at one of two speeds, about ±20 % apart
 

@@ -8,14 +8,15 @@ import re
 
 from test_phases_stats import phased_events
 
-from tuimon.analysis import diagnose, summarize
+from tuimon.analysis import summarize
 from tuimon.fmt import fmt_ratio
 from tuimon.report.export import to_markdown
-from tuimon.report.why_text import top_lines
+from tuimon.report.why_text import top_lines, worded
 
 
 def whys(*runs) -> dict:
-    return {v.label: v for v in diagnose(summarize([e for r in runs for e in r]))}
+    """Each variant's findings, in report/why_text.py's words."""
+    return {v.label: v for v in worded(summarize([e for r in runs for e in r]))}
 
 
 def rules(v) -> dict:
@@ -122,7 +123,7 @@ def test_the_summary_and_the_terminal_say_the_eager_diagnosis():
     assert "## Why compile did not help, and what bounds each step" in md
     assert "### eager/fp32 (not compiled): what bounds its step" in md
     assert "1. **input-bound: 40% of each step waits for data** (high)" in md
-    assert top_lines(diagnose(summary))[0] == "why eager/fp32 (not compiled): what bounds its step:"
+    assert top_lines(summary)[0] == "why eager/fp32 (not compiled): what bounds its step:"
 
 
 def test_a_data_bound_script_is_named_input_bound_with_its_share(tuimon):

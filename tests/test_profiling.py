@@ -6,6 +6,7 @@ through the CLI (--profile-at) and through the supervisor's ``profile`` control 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -20,6 +21,7 @@ from torch import nn
 from tuimon import events
 from tuimon import recipe as contract
 from tuimon.analysis.stats import is_measured, summarize
+from tuimon.cli.args import window_arg
 from tuimon.control.supervisor import Plan, Supervisor, check_profile_options
 from tuimon.report import table
 from tuimon.runner import loop
@@ -35,11 +37,11 @@ from tuimon.runner.profiling import (
     link,
     nest,
     parse_command,
-    parse_window,
 )
 from tuimon.runner.profiling.kineto_log import KinetoLog
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore
+from tuimon.settings import RunSettings
 from tuimon.variants import Variant
 
 TINY = RECIPES / "tiny_mlp.py"
@@ -300,9 +302,10 @@ def test_options_and_control_lines():
             Options().merged(bad)
         with pytest.raises(ValueError):
             check_profile_options(bad)
-    assert parse_window("0,1,2") == (0, 1, 2)
-    with pytest.raises(ValueError):
-        parse_window("1,2")
+    assert window_arg("0,1,2") == (0, 1, 2)  # --profile-window, parsed once by the CLI
+    for bad in ("1,2", "1,2,0", "a,b,c"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            window_arg(bad)
     emitter = ListEmitter()
     loop._profile_request('profile {"active": 0}', emitter, Profiler(device_type="cpu", model=None,
                                                                     compiled=False))
@@ -391,9 +394,9 @@ def test_profile_at_through_the_cli(tuimon):
 def test_profile_control_command_through_the_supervisor(tmp_path):
     s = SessionStore.create(tmp_path, "profile")
     got: list[dict] = []
-    plan = Plan(TEST_RECIPES / "slow_steps.py", [Variant("eager", "fp32")], "sequential",
-                ["--device", "cpu", "--warmup", "0", "--steps", "100000", "--set", "sleep_ms=10",
-                 "--no-auto-profile"], interval=None)
+    settings = RunSettings.make(recipe=str(TEST_RECIPES / "slow_steps.py"), device="cpu", warmup="0",
+                                steps=100000, knobs=(("sleep_ms", "10"),), auto_profile=False)
+    plan = Plan(settings, [Variant("eager", "fp32")], "sequential", interval=None)
     sup = Supervisor(s, plan, got.extend)
     status: list[str] = []
     thread = threading.Thread(target=lambda: status.append(sup.run(keep_open=True)))

@@ -15,13 +15,14 @@ import pytest
 from tuimon import events
 from tuimon.analysis import load_session
 from tuimon.analysis.stats import summarize
-from tuimon.analysis.stats.stragglers import divergence, own_times, rank_names
+from tuimon.analysis.stats.stragglers import divergence, own_times
 from tuimon.cli.args import UsageError
 from tuimon.cli.jobs import check_jobs
 from tuimon.cli.run_flags import run_parser
 from tuimon.cli.script import check_command
 from tuimon.control.job_child import JobChild
 from tuimon.report import export
+from tuimon.report.rank_text import divergence_line, rank_names
 from tuimon.sessiondir import merge
 from tuimon.torchrun import TorchrunError, is_torchrun, parse
 
@@ -198,7 +199,7 @@ def test_steps_held_by_a_catch_up_are_kept_apart():
 
 def test_compiles_that_differ_between_ranks_are_named():
     row = job_row(job_events(compile_at={0: [0], 1: [0, 70]}))
-    assert row.compile_divergence == ["step 70 compiled on rank 1 only"]
+    assert [divergence_line(d) for d in row.compile_divergence] == ["step 70 compiled on rank 1 only"]
     assert "compiles diverge across ranks: step 70" in export.to_markdown({}, summarize(
         job_events(compile_at={0: [0], 1: [0, 70]})))
     # A rank still behind the step where another compiled is no divergence (yet).

@@ -17,7 +17,9 @@ from test_why_rules import capture, findings, rows, session
 
 from tuimon import events
 from tuimon.analysis.stats import summarize
-from tuimon.analysis.stats.compiles import reason_word
+from tuimon.analysis.stats.compiles import guard_kind
+from tuimon.report.compile_text import guard_word
+from tuimon.report.verdict_text import disqualified
 from tuimon.runner.script.compile_modes import CompileModes
 from tuimon.runner.script.validation import Validating
 
@@ -101,7 +103,7 @@ def test_lightnings_sanity_check_compile_is_not_a_training_recompile():
     ]
     (r,) = summarize(evs).runs
     assert r.recompiles == 0 and r.graphs_fwd == 1 and r.val_compiles == 1 and r.val_recompiles == 1
-    assert r.val_words == ["grad_mode", "batch 8"]
+    assert [guard_word(g) for g in r.val_guards] == ["grad_mode", "batch 8"]
     assert r.compile_phases == {"dynamo": 0.1, "codegen": 0.7}
 
 
@@ -116,10 +118,13 @@ def test_training_compile_in_a_warmup_gap_is_still_warmup():
 
 
 def test_guards_in_a_word():
-    assert reason_word("0/0: GLOBAL_STATE changed: grad_mode ") == "grad_mode"
-    assert reason_word("0/1: tensor 'x' size mismatch at index 0. expected 64, actual 8") == "batch 8"
-    assert reason_word("tensor 'x' size mismatch at index 1. expected 35, actual 34") == "size 34 at dim 1"
-    assert reason_word("0/0: L['self'].training == True  # m.py:3") == "train/eval mode"
+    def word(reason: str) -> str:
+        return guard_word(guard_kind(reason))
+
+    assert word("0/0: GLOBAL_STATE changed: grad_mode ") == "grad_mode"
+    assert word("0/1: tensor 'x' size mismatch at index 0. expected 64, actual 8") == "batch 8"
+    assert word("tensor 'x' size mismatch at index 1. expected 35, actual 34") == "size 34 at dim 1"
+    assert word("0/0: L['self'].training == True  # m.py:3") == "train/eval mode"
 
 
 # ---- point 4: a variant that compiled nothing --------------------------------------------------
@@ -225,5 +230,5 @@ def test_the_verdict_names_a_variant_that_compiled_nothing_beside_one_that_did()
         evs.append(e)
     v = summarize(evs).verdict
     assert v.winner == "default/script"
-    (nothing,) = [d for d in v.disqualified if d["label"] == "max-autotune-no-cudagraphs/script"]
+    (nothing,) = [d for d in disqualified(v) if d["label"] == "max-autotune-no-cudagraphs/script"]
     assert nothing["uncompiled"] == "x" and nothing["reason"] == "nothing was compiled — x"

@@ -21,6 +21,7 @@ from tuimon.cli.script import check_command
 from tuimon.control.child import log_tail
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir.store import SessionStore
+from tuimon.settings import RunSettings
 from tuimon.variants import SCRIPT, Variant
 
 PY = sys.executable  # the interpreter with torch (a user runs the python on their PATH)
@@ -202,7 +203,8 @@ def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
     from tuimon.runner.script.steps import ScriptSteps
 
     watch = CompileWatch()
-    run = ScriptSteps({"mode": "default", "precision": "script"}, Emitter(None, "r"), Control(None), watch)
+    run = ScriptSteps(RunSettings.make(mode="default", precision="script"), Emitter(None, "r"),
+                      Control(None), watch)
     run._booted -= 5.0  # started 5 s ago
     watch._start()
     assert run.no_step_yet(2.0) is None  # compiling for 5 s: not known yet
@@ -332,10 +334,10 @@ class ScriptLive(Live):
 def test_pause_resume_restart_and_stop_a_script(tmp_path, inductor_cache):
     """The TUI's keys on a script run, through the supervisor's API (as the TUI calls it)."""
     command = [PY, script("plain_loop.py"), "--workers", "0", "--epochs", "1000"]
-    settings = {**check_command(command), "steps": None, "duration": None, "warmup": 1, "seed": 0,
-                "auto_compile": True}
-    plan = Plan(Path(command[1]), [Variant("eager", SCRIPT)], "sequential", [],
-                cache_dir=inductor_cache, interval=None, script=settings)
+    found = check_command(command)
+    settings = RunSettings.make(command=tuple(command), script=found["script"], name=found["name"])
+    plan = Plan(settings, [Variant("eager", SCRIPT)], "sequential", cache_dir=inductor_cache,
+                interval=None)
     live = ScriptLive(tmp_path, plan)
     run = "eager-script"
     live.wait_steps(run, 20)

@@ -10,6 +10,7 @@ import pytest
 from tuimon import events
 from tuimon.analysis.stats import percentile, summarize
 from tuimon.report import export, table
+from tuimon.report.trust_text import unreliable_text
 
 
 def run_events(run, mode, precision, step_ms, *, warmup=3, first_ms=None, compile_at=(),
@@ -266,7 +267,7 @@ def test_a_recompile_in_steady_state_flags_the_run():
     ms = [10.0] * 300
     ms[200] = 400.0
     r = summarize(run_events("d", "default", "fp32", ms, compile_at=(200,))).runs[0]
-    assert r.unreliable and "step 200" in r.unreliable
+    assert [d.code for d in r.doubts] == ["recompiled"] and "step 200" in unreliable_text(r)
     assert "unreliable" in export.to_markdown({}, summarize(run_events("d", "default", "fp32", ms,
                                                                        compile_at=(200,))))
 

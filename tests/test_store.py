@@ -23,6 +23,7 @@ from tuimon.control import channel
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore, StoreWriteError
+from tuimon.settings import RunSettings
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import RemoteSource
 from tuimon.variants import Variant
@@ -63,8 +64,8 @@ def test_events_are_on_disk_within_a_second_while_a_session_runs(tmp_path, monke
 
     monkeypatch.setattr(os, "fsync", fsync)
     s = SessionStore.create(tmp_path, "sync")
-    plan = Plan(Path(SLOW), [Variant("eager", "fp32")], runner_args=[
-        "--device", "cpu", "--warmup", "0", "--steps", "60", "--set", "sleep_ms=50"], interval=None)
+    plan = Plan(RunSettings.make(recipe=str(SLOW), device="cpu", warmup="0", steps=60,
+                                 knobs=(("sleep_ms", "50"),)), [Variant("eager", "fp32")], interval=None)
     sup = Supervisor(s, plan)
     thread = threading.Thread(target=sup.run)
     thread.start()

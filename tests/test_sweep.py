@@ -96,12 +96,15 @@ def test_a_budget_shares_the_time_between_the_runs(tuimon):
 
 
 def test_a_steady_duration_leaves_compiles_aside(tmp_path, inductor_cache):
-    """runner --steady-duration (a sweep's runs): --duration counts stepping time, not the compile."""
+    """steady_duration (a sweep's runs): --duration counts stepping time, not the compile."""
+    from tuimon.settings import RunSettings
+
     event_r, event_w = os.pipe()
-    cmd = [sys.executable, "-m", "tuimon.runner", "--recipe", TINY, "--run-id", "r", "--mode", "default",
-           "--device", "cpu", "--duration", "1.5", "--steady-duration", "--event-fd", str(event_w)]
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    proc = subprocess.Popen(cmd, pass_fds=(event_w,), env=env, stdout=subprocess.DEVNULL)
+    settings = RunSettings.make(recipe=TINY, run="r", mode="default", device="cpu", duration=1.5,
+                                steady_duration=True, event_fd=event_w)
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache), **settings.environ()}
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon.runner"], pass_fds=(event_w,), env=env,
+                            stdout=subprocess.DEVNULL)
     os.close(event_w)
     with os.fdopen(event_r, "rb") as f:
         got = [json.loads(line) for line in f]

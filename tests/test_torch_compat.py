@@ -181,11 +181,14 @@ def test_the_recipe_runner_in_another_torch(python, tmp_path):
     """`python -m tuimon.runner` (what `tuimon RECIPE` starts, with tuimon's own interpreter)
     started in the other one: a compiled variant of tiny_mlp, its events on a pipe, a relative
     Inductor cache."""
+    from tuimon.settings import RunSettings
+
     read, write = os.pipe()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_CACHE_DIR": "cache"}
-    proc = subprocess.Popen([python, "-m", "tuimon.runner", "--recipe", str(RECIPES / "tiny_mlp.py"),
-                             "--run-id", "default-fp32", "--mode", "default", "--steps", "4",
-                             "--no-auto-profile", "--event-fd", str(write)],
+    settings = RunSettings.make(recipe=str(RECIPES / "tiny_mlp.py"), run="default-fp32",
+                                mode="default", steps=4, auto_profile=False, event_fd=write)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_CACHE_DIR": "cache",
+           **settings.environ()}
+    proc = subprocess.Popen([python, "-m", "tuimon.runner"],
                             cwd=tmp_path, env=env, pass_fds=(write,), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     os.close(write)

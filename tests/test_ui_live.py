@@ -10,15 +10,18 @@ from conftest import RECIPES, TEST_RECIPES, until
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir import store as store_mod
 from tuimon.sessiondir.store import SessionStore
+from tuimon.settings import RunSettings
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import LiveSource
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.variants import product
 
 
-def make_app(tmp_path, recipe, modes, precisions, args, cache, schedule="parallel"):
+def make_app(tmp_path, recipe, modes, precisions, settings, cache, schedule="parallel"):
+    """``settings``: the runs' (tuimon/settings.py), as keywords."""
     store = SessionStore.create(tmp_path / "sessions", "live")
-    plan = Plan(recipe, product(modes, precisions), schedule, args, cache_dir=cache, interval=0.5)
+    plan = Plan(RunSettings.make(recipe=str(recipe), **settings), product(modes, precisions),
+                schedule, cache_dir=cache, interval=0.5)
     return TuimonApp(LiveSource(Supervisor(store, plan))), store
 
 
@@ -33,7 +36,7 @@ def descendants() -> list[psutil.Process]:
 
 async def test_keys_change_the_runs_and_quit_leaves_nothing_behind(tmp_path, inductor_cache):
     app, store = make_app(tmp_path, TEST_RECIPES / "slow_steps.py", ["eager"], ["fp32"],
-                          ["--steps", "100000", "--set", "sleep_ms=20", "--warmup", "1"],
+                          {"steps": 100000, "knobs": (("sleep_ms", "20"),), "warmup": "1"},
                           inductor_cache)
     async with app.run_test(size=(160, 45)) as pilot:
         await until(app, pilot, lambda: app.model.runs.get("eager-fp32")
@@ -89,7 +92,7 @@ async def test_keys_change_the_runs_and_quit_leaves_nothing_behind(tmp_path, ind
 
 async def test_m_restarts_the_focused_panel_as_the_next_compile_mode(tmp_path, inductor_cache):
     app, store = make_app(tmp_path, RECIPES / "tiny_mlp.py", ["eager"], ["fp32"],
-                          ["--steps", "200000"], inductor_cache)
+                          {"steps": 200000}, inductor_cache)
     async with app.run_test(size=(120, 32)) as pilot:
         await until(app, pilot, lambda: app.model.runs.get("eager-fp32")
                     and app.model.runs["eager-fp32"].steps > 50, what="eager steps")

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from tuimon.control.supervisor import Plan, Supervisor
 from tuimon.sessiondir.store import SessionStore
+from tuimon.settings import RunSettings
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import LiveSource
 from tuimon.ui.widgets.profiler_pane import ProfilerPane, render
@@ -17,8 +18,9 @@ from tuimon.variants import product
 
 async def test_p_captures_and_the_pane_shows_top_ops_and_a_comparison(tmp_path, inductor_cache):
     store = SessionStore.create(tmp_path, "prof")
-    plan = Plan(RECIPES / "tiny_mlp.py", product(["eager"], ["fp32", "amp"]), "parallel",
-                ["--steps", "200000", "--no-auto-profile"], cache_dir=inductor_cache, interval=None)
+    settings = RunSettings.make(recipe=str(RECIPES / "tiny_mlp.py"), steps=200000, auto_profile=False)
+    plan = Plan(settings, product(["eager"], ["fp32", "amp"]), "parallel", cache_dir=inductor_cache,
+                interval=None)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
 
     async with app.run_test(size=(140, 50)) as pilot:

@@ -16,8 +16,11 @@ from test_stats import run_events
 
 from tuimon import events
 from tuimon.analysis.stats import summarize
-from tuimon.analysis.stats.verdict import _as_fast, decide, fmt_span
+from tuimon.analysis.stats.point import point
+from tuimon.analysis.stats.verdict import _as_fast, decide
+from tuimon.fmt import fmt_span
 from tuimon.report import export
+from tuimon.report.verdict_text import disqualified, line, reasons
 
 STEPS = 400
 LOSS = [2.0 * 0.995 ** i for i in range(STEPS)]
@@ -66,7 +69,7 @@ def test_a_clear_winner_is_named_with_its_interval_and_when_compile_pays_off():
     # 20 s of compile (less eager's nothing) at ~3 ms a step saved: ~6,700 steps in.
     assert v.breakeven_s == pytest.approx(20 + 6700 * 0.0072, rel=0.05)
     assert v.saving == pytest.approx(0.3, abs=0.01)
-    assert v.line.startswith(f"Verdict: use default/amp — {v.speedup:.2f}× eager/fp32 (95 % CI "
+    assert line(v).startswith(f"Verdict: use default/amp — {v.speedup:.2f}× eager/fp32 (95 % CI "
                              f"{v.speedup_lo:.2f}–{v.speedup_hi:.2f}), compile pays off after "
                              f"{fmt_span(v.breakeven_s)}; a longer training run saves up to 30 %")
     assert [c["label"] for c in v.candidates] == ["default/fp32", "eager/amp", "default/amp"]
@@ -78,7 +81,7 @@ def test_nothing_faster_beyond_noise_says_stay_eager():
                   variant("eager", "amp", 11.0, seed=3))
     v = summarize(evs).verdict
     assert v.kind == "stay" and v.winner is None
-    assert v.line.startswith("Verdict: stay eager: no variant is faster beyond noise — the closest, "
+    assert line(v).startswith("Verdict: stay eager: no variant is faster beyond noise — the closest, "
                              "default/fp32, runs at 1.0")
 
 
@@ -87,23 +90,26 @@ def test_recompiles_in_steady_state_make_it_unreliable_instead_of_a_winner():
                   variant("default", "fp32", 7.0, seed=2, compile_s=5, compile_at=(200, 300)))
     v = summarize(evs).verdict
     assert v.kind == "unreliable" and v.winner is None
-    assert v.line.startswith("Verdict: unreliable, no winner named — default/fp32: default-fp32-1: 2 "
+    assert line(v).startswith("Verdict: unreliable, no winner named — default/fp32: default-fp32-1: 2 "
                              "step(s) recompiled after warm-up")
-    assert v.line.endswith("Fix the recompiles (see the notes), then measure again.")
+    assert line(v).endswith("Fix the recompiles (see the notes), then measure again.")
     assert [c["label"] for c in v.candidates] == ["default/fp32"]  # figures kept for other readers
 
 
 def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
     summary = summarize(session(*FOUR))
-    busy = replace(summary, busy="the machine was busy: other processes used ~1.5 cores")
+    busy = replace(summary, busy=point("busy", load={"cores": 1.5, "own": None, "pids": [], "sm": None}))
     v = decide(busy)
-    assert v.kind == "unreliable" and "the machine was busy" in v.line and "--quiet-only" in v.line
+    assert v.kind == "unreliable" and "the machine was busy" in line(v) and "--quiet-only" in line(v)
     assert decide(replace(busy, quiet_only=True)).kind == "use"  # --quiet-only kept the busy steps out
-    rows = [replace(r, unreliable="other processes used ~0.1 cores during eager/amp's steps, ~1.0 "
-                    "core during default/amp's", load_differs=True) if r.label == "default/amp" else r
+    differs = point("load_differs", base="eager/amp", base_load={"cores": 0.1, "pids": []},
+                    label="default/amp", load={"cores": 1.0, "pids": []})
+    rows = [replace(r, doubts=[differs], load_differs=True) if r.label == "default/amp" else r
             for r in summary.variants]
     v = decide(replace(summary, variants=rows))
-    assert v.kind == "unreliable" and v.reasons == [f"default/amp: {rows[3].unreliable}"]
+    assert v.kind == "unreliable" and reasons(v) == [
+        "default/amp: other processes used ~0.1 cores during eager/amp's steps, ~1.0 core during "
+        "default/amp's"]
 
 
 def test_too_few_steady_steps_name_no_winner():
@@ -115,17 +121,17 @@ def test_too_few_steady_steps_name_no_winner():
     assert sorted(r.measured for r in summary.runs) == [6, 8]
     v = summary.verdict
     assert v.kind == "none" and v.winner is None
-    assert v.line == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
+    assert line(v) == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
                       "20 each are needed): run longer: at least --steps 23")
     running = decide(replace(summary, runs=[replace(r, status="running") for r in summary.runs]))
-    assert running.kind == "pending" and running.line.startswith("Verdict: waiting for more steady steps")
+    assert running.kind == "pending" and line(running).startswith("Verdict: waiting for more steady steps")
     # The reference and one candidate have enough: the short one is set aside, the other weighed.
     # (Three processes of 8 steady steps each are 24: the count is the variant's, over its processes.)
     v = summarize(session(variant("eager", "fp32", 10.0, seed=1),
                           variant("default", "fp32", 8.0, seed=2, compile_s=5),
                           variant("eager", "amp", 5.0, seed=3, n_steps=11, processes=1))).verdict
     assert v.kind == "use" and v.winner == "default/fp32"
-    assert v.disqualified == [{"label": "eager/amp", "run": "eager-amp", "reason": "only 8 steady "
+    assert disqualified(v) == [{"label": "eager/amp", "run": "eager-amp", "reason": "only 8 steady "
                                "steps (20 are needed to weigh it): run longer"}]
 
 
@@ -137,11 +143,11 @@ def test_a_horizon_flips_the_winner():
     short = summarize(evs, answer={"horizon": {"steps": 5000}}).verdict
     assert short.kind == "use" and short.winner == "eager/amp"
     assert short.horizon_saving_s == pytest.approx(5000 * 0.0102 - 5000 * 0.00918, rel=0.05)
-    assert short.line.startswith("Verdict: use eager/amp for 5,000 steps of training — ")
-    assert "default/amp is faster per step (1.4" in short.line and "pays off only after" in short.line
+    assert line(short).startswith("Verdict: use eager/amp for 5,000 steps of training — ")
+    assert "default/amp is faster per step (1.4" in line(short) and "pays off only after" in line(short)
     hours = summarize(evs, answer={"horizon": {"seconds": 7200}}).verdict
     assert hours.winner == "default/amp" and hours.horizon_steps == pytest.approx(7200 / 0.0102, rel=0.03)
-    assert hours.line.startswith("Verdict: use default/amp for 2 h of training — 1 h 2")
+    assert line(hours).startswith("Verdict: use default/amp for 2 h of training — 1 h 2")
     assert hours.horizon_saving == pytest.approx(1 - 7.14 / 10.2, abs=0.02)
 
 
@@ -150,7 +156,7 @@ def test_a_short_horizon_keeps_eager_when_only_compiled_variants_are_faster():
                   variant("default", "fp32", 8.0, seed=2, compile_s=60))
     v = summarize(evs, answer={"horizon": {"steps": 1000}}).verdict
     assert v.kind == "stay" and v.winner is None
-    assert v.line.startswith("Verdict: stay eager for 1,000 steps: no compile pays off that soon — "
+    assert line(v).startswith("Verdict: stay eager for 1,000 steps: no compile pays off that soon — "
                              "default/fp32 is 1.2")
     assert summarize(evs, answer={"horizon": {"steps": 10**6}}).verdict.winner == "default/fp32"
 
@@ -163,9 +169,9 @@ def test_a_horizon_saving_within_noise_keeps_eager():
     s = summarize(evs)
     assert s.verdict.winner == "default/fp32" and s.verdict.speedup_lo > 1.0
     v = summarize(evs, answer={"horizon": {"steps": 8000}}).verdict
-    assert v.kind == "stay", v.line
-    assert v.line.startswith("Verdict: stay eager for 8,000 steps: default/fp32 would save ")
-    assert "but that is within noise — at the slow end of its 95 % interval" in v.line
+    assert v.kind == "stay", line(v)
+    assert line(v).startswith("Verdict: stay eager for 8,000 steps: default/fp32 would save ")
+    assert "but that is within noise — at the slow end of its 95 % interval" in line(v)
 
 
 def test_a_loss_mismatch_disqualifies_the_variant_with_the_reason():
@@ -177,7 +183,7 @@ def test_a_loss_mismatch_disqualifies_the_variant_with_the_reason():
                   variant("eager", "amp", 9.0, seed=3, losses=[x * 1.01 for x in LOSS]))
     v = summarize(evs).verdict
     assert v.winner == "eager/amp"  # within the tolerance: a 1 % drift of amp is fine
-    why = {d["label"]: d["reason"] for d in v.disqualified}
+    why = {d["label"]: d["reason"] for d in disqualified(v)}
     assert why["default/fp32"].startswith("its losses end 25 % of the first loss above eager/fp32's "
                                           "(tolerance 5 %")
     assert why["max-autotune-no-cudagraphs/fp32"] == "its loss turned NaN or inf (750 steps)"  # 3 processes
@@ -197,7 +203,7 @@ def test_a_gap_inside_the_references_own_swings_disqualifies_nothing():
                   variant("default", "fp32", 6.0, seed=2, compile_s=5))
     s = summarize(evs)
     v = s.verdict
-    assert not v.disqualified and v.winner == "default/fp32", v.line
+    assert not v.disqualified and v.winner == "default/fp32", line(v)
     assert v.unweighed and v.unweighed[0]["label"] == "default/fp32"
     md = export.to_markdown({}, s)
     assert "- default/fp32: losses not weighed: eager/fp32's own losses swing by" in md
@@ -214,21 +220,21 @@ def test_failures_skips_and_runs_not_measured_yet():
     v = s.verdict
     assert v.winner == "default/fp32"
     assert [x["label"] for x in v.skipped] == ["reduce-overhead/fp32", "max-autotune/fp32"]
-    assert v.disqualified == [{"label": "default/amp", "run": "default-amp",
+    assert disqualified(v) == [{"label": "default/amp", "run": "default-amp",
                                "reason": "failed: RuntimeError: boom"}]
     assert next(r for r in s.runs if r.mode == "max-autotune").status == "skipped"
     running = session(variant("eager", "fp32", 10.0, seed=1),
                       [events.make(events.RUN_QUEUED, "default-fp32", mode="default", precision="fp32")])
-    assert summarize(running).verdict.line.endswith("(so far: 1 variant(s) not in steady state yet)")
+    assert line(summarize(running).verdict).endswith("(so far: 1 variant(s) not in steady state yet)")
     queued = events.make(events.RUN_QUEUED, "eager-fp32", mode="eager", precision="fp32")
     waiting = summarize(session([queued]))
-    assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in waiting.verdict.line
+    assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in line(waiting.verdict)
     assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
     quiet = summarize(session(*FOUR))  # --quiet-only kept out every step of the reference
     rows = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
             for r in quiet.variants]
     v = decide(replace(quiet, variants=rows))
-    assert v.kind == "none" and v.line == (
+    assert v.kind == "none" and line(v) == (
         "Verdict: no answer: eager/fp32, the reference, has no steady state left: --quiet-only kept "
         "out all 1,200 of its steps measured under other processes' load; measure on a quieter machine")
 
@@ -249,7 +255,7 @@ def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():
     assert rows["eager/fp32 · bs=32"].axis_baseline is None
     v = s.verdict
     assert v.reference == "eager/fp32 · bs=32" and v.per_sample
-    assert v.winner == "default/fp32 · bs=64" and "per sample" in v.line
+    assert v.winner == "default/fp32 · bs=64" and "per sample" in line(v)
     assert v.speedup == pytest.approx((10 / 32) / (15 / 64), rel=0.03)
     header, table = export.table(s)
     assert header[1:] == list(rows) and any(row[0] == "vs axis baseline" for row in table)
@@ -287,7 +293,7 @@ def test_repeats_are_weighed_per_step_not_per_sample():
     # batch-size axis into a plain --repeats session and weighs per sample.
     s = summarize(repeats_session(("eager", "fp32", 10.0, 0), ("default", "fp32", 8.0, 5)))
     v = s.verdict
-    assert not v.per_sample and "per sample" not in v.line, v.line
+    assert not v.per_sample and "per sample" not in line(v), line(v)
     eager, default = s.variants
     assert v.speedup == pytest.approx(eager.median_ms / default.median_ms, rel=1e-9)
 
@@ -300,7 +306,7 @@ def test_a_recipes_loss_mismatch_disqualifies_even_when_its_first_loss_differs_a
     evs = session(variant("eager", "fp32", 10.0, seed=1), variant("eager", "amp", 9.5, seed=3),
                   variant("default", "amp", 6.0, seed=4, compile_s=5, losses=off))
     v = summarize(evs).verdict
-    assert v.winner == "eager/amp", v.line
+    assert v.winner == "eager/amp", line(v)
     assert [d["label"] for d in v.disqualified] == ["default/amp"]
     # A script that does not seed itself starts elsewhere: its losses are not checked.
     script = session(variant("eager", "script", 10.0, seed=1),
@@ -321,12 +327,12 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     loaded = decide(with_(**{"eager/fp32": {"foreign_cores": 1.5}, "default/fp32": {"foreign_cores": 1.5},
                              "eager/amp": {"foreign_cores": 0.0}, "default/amp": {"foreign_cores": 0.0}}))
     assert loaded.kind == "unreliable" and loaded.winner is None
-    assert loaded.reasons == [
+    assert reasons(loaded) == [
         "eager/amp: other processes used ~1.5 cores during eager/fp32's steps, ~0.0 cores during eager/amp's",
         "default/amp: other processes used ~1.5 cores during eager/fp32's steps, ~0.0 cores during "
         "default/amp's"]
     md = export.to_markdown({}, replace(summary, verdict=loaded))
-    assert f"- unreliable: {loaded.reasons[1]}" in md  # "the notes give all"
+    assert f"- unreliable: {reasons(loaded)[1]}" in md  # "the notes give all"
     # Page faults are weighed between single processes (several: their spread is in the interval).
     single = summarize(session(*[variant(*args, seed=k, compile_s=c, processes=1) for k, (*args, c) in
                                  enumerate((("eager", "fp32", 10.0, 0), ("default", "fp32", 8.0, 5),
@@ -339,8 +345,8 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0},
                              "default/fp32": {"faults_per_step": 9000.0},
                              "eager/amp": {"faults_per_step": 0.0}, "default/amp": {"faults_per_step": 0.0}}))
-    assert faulty.kind == "unreliable" and "page faults differed" in faulty.line
-    assert "--pin-malloc" in faulty.line
+    assert faulty.kind == "unreliable" and "page faults differed" in line(faulty)
+    assert "--pin-malloc" in line(faulty)
     alike = decide(with_(**{label: {"foreign_cores": 0.2, "faults_per_step": 10.0}
                             for label in ("eager/fp32", "default/fp32", "eager/amp", "default/amp")}))
     assert alike.kind == "use"
@@ -354,9 +360,22 @@ def test_a_variant_as_fast_is_named_only_when_it_warms_up_clearly_sooner():
              "default-fp32": {"speedup": 1.249, "lo": 1.24, "hi": 1.258}}
     for theirs, named in ((5.0, True), (2.96, False), (2.8, False)):  # against 3.0 s
         winner, other = row("default-amp", 20.0 if named else 3.0), row("default-fp32", theirs)
-        text = _as_fast(winner, [winner, other], found)
-        assert ("default/fp32, 1.25×, is as fast within noise and warms up in 5.0 s instead of "
-                "20.0 s" in text) if named else text == "", (theirs, text)
+        alike = _as_fast(winner, [winner, other], found)
+        assert (alike == {"label": "default/fp32", "overhead_s": 5.0, "winner_overhead_s": 20.0}) if named \
+            else alike is None, (theirs, alike)
     beyond = dict(found, **{"default-fp32": {"speedup": 1.1, "lo": 1.09, "hi": 1.11}})
     assert _as_fast(row("default-amp", 20.0), [row("default-amp", 20.0), row("default-fp32", 5.0)],
-                    beyond) == ""  # slower beyond noise: not named
+                    beyond) is None  # slower beyond noise: not named
+
+
+def test_the_as_fast_variant_is_worded_beside_the_winner():
+    from tuimon.analysis import Verdict
+
+    v = Verdict("use", "use", reference="eager/fp32", winner="default/amp", speedup=1.25, speedup_lo=1.24,
+                speedup_hi=1.26, breakeven_s=30.0, saving=0.2, payoff=point("after", at_once=False),
+                candidates=[{"label": "default/amp", "speedup": 1.25, "lo": 1.24, "hi": 1.26},
+                            {"label": "default/fp32", "speedup": 1.249, "lo": 1.24, "hi": 1.258}],
+                as_fast={"label": "default/fp32", "overhead_s": 5.0, "winner_overhead_s": 20.0})
+    assert line(v) == ("Verdict: use default/amp — 1.25× eager/fp32 (95 % CI 1.24–1.26), compile pays off "
+                       "after 30.0 s; a longer training run saves up to 20 % of its time (default/fp32, "
+                       "1.25×, is as fast within noise and warms up in 5.0 s instead of 20.0 s).")

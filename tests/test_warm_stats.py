@@ -15,14 +15,16 @@ import pytest
 from test_stats import run_events
 
 from tuimon import events
-from tuimon.analysis import compare_sessions, guard
+from tuimon.analysis import compare_sessions
 from tuimon.analysis.compare.sessions import Session
-from tuimon.analysis.stats import summarize
-from tuimon.analysis.stats.cache_miss import miss_reasons
+from tuimon.analysis.stats import cache_miss, summarize
 from tuimon.cli import budget, doctor_caches
 from tuimon.control.warm import ARTIFACTS, BUNDLE, CACHE, WarmStarts
 from tuimon.envvars import ARTIFACTS as ARTIFACTS_ENV
+from tuimon.report.compare_text import guard_lines as guard
+from tuimon.report.miss_text import miss_text
 from tuimon.report.table import table
+from tuimon.report.verdict_text import line
 from tuimon.runner.cache_trace import CacheTrace
 from tuimon.runner.warm_start import WarmStart
 from tuimon.variants import Variant
@@ -85,13 +87,13 @@ def test_the_verdict_gives_the_break_even_for_both_starts_and_start_weighs_the_h
     v = summarize(warm_session()).verdict
     assert v.kind == "use" and v.winner == "default/fp32"
     assert v.breakeven_warm_s < 30 < 200 < v.breakeven_s  # wall time: overhead, then steps
-    assert "cold, " in v.line and v.line.split("compile pays off after ")[1].split(";")[0].endswith(" warm")
+    assert "cold, " in line(v) and line(v).split("compile pays off after ")[1].split(";")[0].endswith(" warm")
     # 5,000 steps: a cold compile (40 s) does not pay off, a warm one (4 s) does.
     cold = summarize(warm_session(horizon={"steps": 5000})).verdict
-    assert cold.kind == "stay" and cold.line.startswith("Verdict: stay eager for 5,000 steps:")
+    assert cold.kind == "stay" and line(cold).startswith("Verdict: stay eager for 5,000 steps:")
     warm = summarize(warm_session(horizon={"steps": 5000}, start="warm")).verdict
     assert warm.kind == "use" and warm.winner == "default/fp32"
-    assert "5,000 steps of training, starting warm" in warm.line
+    assert "5,000 steps of training, starting warm" in line(warm)
 
 
 def test_summary_start_overrides_the_sessions_own(tmp_path):
@@ -137,6 +139,11 @@ def lookup(compile_id="0/0", cache="fx", state="miss", key="k1", width=256, conf
             "parts": {"gm": f"g{width}", "example_inputs[0]": f"i{width}", "torch_version": "t"},
             "briefs": {"example_inputs[0]": f"float32[{width}, 64] cpu"}, "config": config,
             "config_parts": {"inductor_config[max_autotune]": config}, **more}
+
+
+def miss_reasons(*args) -> list[str]:
+    """Why a warm start missed, in report/miss_text.py's words."""
+    return [miss_text(p) for p in cache_miss.miss_reasons(*args)]
 
 
 def test_a_miss_is_explained_by_the_key_parts_and_the_facts_that_differ():
@@ -298,11 +305,12 @@ def test_the_compile_pane_shows_the_start_and_the_variants_cold_and_warm():
 def test_warm_adds_a_warm_round_of_the_compiled_variants_when_a_variant_runs_in_one_process():
     from tuimon.control.runs import Plan
     from tuimon.control.warm import initial_rounds
+    from tuimon.settings import RunSettings
 
     eager, default = Variant("eager", "fp32"), Variant("default", "fp32")
-    plan = Plan(Path("r.py"), [eager, default], warm={"extra": True})
+    plan = Plan(RunSettings.make(recipe="r.py"), [eager, default], warm={"extra": True})
     assert initial_rounds(plan) == [(eager, 1), (default, 1), (default, 2)]
     plan.warm = {}
     assert initial_rounds(plan) == [(eager, None), (default, None)]
-    plan.repeats = 2
+    plan.settings = plan.settings.but(repeats=2)
     assert initial_rounds(plan) == [(eager, 1), (default, 1), (eager, 2), (default, 2)]

@@ -15,7 +15,8 @@ from test_end_to_end import runs_of
 from test_phases_stats import phased_events
 
 from tuimon import events
-from tuimon.analysis import diagnose, summarize
+from tuimon.analysis import summarize
+from tuimon.report.why_text import worded
 from tuimon.runner.profiling.event_tree import Ev, nest
 from tuimon.runner.profiling.outside import outside
 
@@ -44,7 +45,7 @@ def run_with(run: str, mode: str, outside_table: dict | None, seed: int = 1) -> 
 
 
 def finding(evs: list[dict], label: str):
-    (f,) = [f for v in diagnose(summarize(evs)) if v.label == label for f in v.findings
+    (f,) = [f for v in worded(summarize(evs)) if v.label == label for f in v.findings
             if f.rule in ("other", "syncs")]
     return f
 

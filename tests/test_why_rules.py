@@ -12,7 +12,7 @@ from tuimon.analysis.stats import RunStats, SessionSummary
 from tuimon.analysis.why import diagnose
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM
 from tuimon.report.export import to_json, to_markdown
-from tuimon.report.why_text import top_lines
+from tuimon.report.why_text import top_lines, worded
 from tuimon.runner.profiling import Ev, Options, analyse, link, nest
 from tuimon.runner.profiling.profiler import AUTO, AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, Profiler
 from tuimon.runner.torch_hints import HintListener, classify
@@ -49,7 +49,8 @@ def rows(device: str = "cpu", mode: str = "default", **fields) -> tuple[RunStats
 
 
 def findings(summary: SessionSummary, rule: str | None = None):
-    (v,) = [v for v in diagnose(summary) if v.compiled]  # an eager row may have its own entry
+    """The compiled variant's findings, in report/why_text.py's words."""
+    (v,) = [v for v in worded(summary) if v.compiled]  # an eager row may have its own entry
     return [f for f in v.findings if rule is None or f.rule == rule]
 
 
@@ -201,7 +202,7 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
     comp, eager = rows(mean_data_ms=4.0, recompiles=1, recompile_reasons=["0/0: x == 1"],
                        graph_breaks=[{"where": "m.py:3", "reason": "print", "hint": None, "count": 2}])
     summary = session(comp, eager)
-    (v,) = diagnose(summary)
+    (v,) = worded(summary)
     assert [f.rule for f in v.findings] == ["input_bound", "graph_breaks", "recompiles"]
     assert v.speedup.startswith("1.00× eager/fp32 (95 % CI 0.90–1.10), within noise") and not v.helped
     md = to_markdown({}, summary)
@@ -211,16 +212,18 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
     assert "   - try: logging or printing inside forward breaks the graph" in why
     doc = json.loads(to_json({}, summary))
     assert [f["rule"] for f in doc["why"][0]["findings"]] == ["input_bound", "graph_breaks", "recompiles"]
-    lines = top_lines(diagnose(summary), n=2)
+    lines = top_lines(summary, n=2)
     assert lines[0].startswith("why default/fp32: 1.00×") and lines[-1].startswith("  and 1 more")
     # No compiled variant: no section at all.
     eager_only = SessionSummary([eager])
     assert diagnose(eager_only) == [] and "## Why" not in to_markdown({}, eager_only)
     alone, _ = rows()  # no eager run: no speedup to judge by, the findings still come
     alone.graph_breaks = [{"where": "m.py:3", "reason": "print", "hint": None, "count": 1}]
-    (v,) = diagnose(SessionSummary([alone]))
-    assert top_lines([v])[0] == "why default/fp32: no speedup measured (no eager run of its precision " \
-                                "finished steps):" and v.findings[0].rule == "graph_breaks"
+    alone_summary = SessionSummary([alone])
+    (v,) = diagnose(alone_summary)
+    assert top_lines(alone_summary)[0] == ("why default/fp32: no speedup measured (no eager run of its "
+                                           "precision finished steps):")
+    assert v.findings[0].rule == "graph_breaks"
 
 
 def test_a_rule_that_fails_is_said_and_costs_nothing_else(monkeypatch):
@@ -231,7 +234,7 @@ def test_a_rule_that_fails_is_said_and_costs_nothing_else(monkeypatch):
 
     monkeypatch.setattr(why, "RULES", (broken, *why.RULES))
     comp, eager = rows(mean_data_ms=4.0)
-    (v,) = why.diagnose(session(comp, eager))
+    (v,) = worded(session(comp, eager))
     assert [f.rule for f in v.findings] == ["input_bound", "internal"]
     assert v.findings[1].title == "the broken rule failed: KeyError: 'split'"
 

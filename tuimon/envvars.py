@@ -8,18 +8,15 @@ SUPERVISOR_PID = "TUIMON_SUPERVISOR_PID"
 # warn | error, set by tests and bench (hidden): the runner checks that its own per-step work
 # never syncs with the GPU (runner/syncdebug.py).
 SYNC_DEBUG = "TUIMON_SYNC_DEBUG"
-# A script run (`tuimon run -- python train.py`): the run's settings as JSON, read (and removed,
-# so the script's own child processes stay unhooked) by the sitecustomize in runner/script/boot.
-SCRIPT = "TUIMON_SCRIPT"
+# Every run's settings (tuimon/settings.py), as JSON: read and removed by the recipe runner, or
+# by the sitecustomize in runner/script/boot before a script runs (so the script's own child
+# processes stay unhooked). torchrun's workers inherit it: a job's ranks find their channel there.
+SETTINGS = "TUIMON_SETTINGS"
 # Seconds before a script run says it has not stepped an optimizer (hidden; tests shorten it).
 NO_STEP_S = "TUIMON_NO_STEP_S"
 # Seconds a torchrun whose ranks here all ended may wait at its exit before tuimon ends it
 # (control/job_runs.py EXIT_WAIT_S; hidden, tests shorten it).
 EXIT_WAIT_S = "TUIMON_EXIT_WAIT_S"
-# A recipe's ranks (`tuimon RECIPE --nproc N`): {"path", "token"} of the session's rank socket,
-# as JSON; torchrun's workers inherit it (runner/rank_link.py). A script's ranks get the same in
-# TUIMON_SCRIPT.
-RANKS = "TUIMON_RANKS"
 # --pin-malloc, set by the supervisor in every run's environment (torchrun's workers inherit it):
 # glibc's malloc thresholds fixed alike in every run. Blocks below 256 MiB come from the heap, and
 # up to 1 GiB freed at its top stays with the process, so a step reuses its buffers rather than

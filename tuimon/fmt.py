@@ -86,3 +86,27 @@ def fmt_ratio(speedup: float, lo: float | None = None, hi: float | None = None) 
     if hi <= 1.0:
         return f"{text} (95 % CI {1 / hi:.2f}–{1 / lo:.2f}× slower)"
     return f"{text} (95 % CI {words(lo)} to {words(hi)}: within noise)"
+
+
+def fmt_span(s: float | None) -> str:
+    """A length of time that reads right from seconds to days: 45.3 s, 6.1 min, 38 min, 2 h 5 min."""
+    if s is None:
+        return DASH
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{s / 60:.1f} min" if s < 600 else f"{s / 60:.0f} min"
+    hours, minutes = divmod(round(s / 60), 60)
+    return f"{hours} h" if minutes == 0 else f"{hours} h {minutes} min"
+
+
+def fmt_pct(share: float) -> str:
+    """A share as a percentage: '30 %', and below 1 % one decimal: '0.4 %'."""
+    return f"{share * 100:.0f} %" if abs(share) >= 0.01 else f"{share * 100:.1f} %"
+
+
+def fmt_short(ms: float) -> str:
+    """A time in ms as a bare number, as few digits as it needs: 12, 3.4, 0.56, 0.004."""
+    if ms >= 10:
+        return f"{ms:.0f}"
+    return f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}" if ms >= 0.01 else f"{ms:.3f}"

@@ -14,10 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.analysis import SessionSummary, columns, diagnose, is_measured, recent_median
+from tuimon.analysis import SessionSummary, columns, is_measured, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import files_text, why_text
+from tuimon.report import files_text, verdict_text, why_text
 from tuimon.report.table import answer_notes, compile_cache, compile_notes, table, top_ops_text
+from tuimon.report.trust_text import busy_text, row_notes, unreliable_text
 from tuimon.variants import Variant
 
 VALIDATION = " in a validation pass (kept apart from training's)"
@@ -263,8 +264,8 @@ class HeadlessView:
 
 def print_summary(console: Console, summary: SessionSummary) -> None:
     header, rows = table(summary)
-    if summary.verdict is not None:  # the answer first (stats/verdict.py)
-        console.print(summary.verdict.line, style="bold", highlight=False, markup=False,
+    if summary.verdict is not None:  # the answer first (stats/verdict.py, in report/verdict_text.py's words)
+        console.print(verdict_text.line(summary.verdict), style="bold", highlight=False, markup=False,
                       soft_wrap=True)  # one line, for grep and logs, however long
     t = Table(*header, title="tuimon summary", title_justify="left")
     for row in rows:
@@ -273,13 +274,13 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for note in answer_notes(summary) + compile_notes(summary):
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     for r in columns(summary):
-        for note in r.notes:
+        for note in row_notes(r, summary.quiet_only):
             console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)
-        if r.unreliable:
-            console.print(f"unreliable: {r.label}: {r.unreliable}", style="yellow", highlight=False)
+        if r.doubts:
+            console.print(f"unreliable: {r.label}: {unreliable_text(r)}", style="yellow", highlight=False)
     if summary.busy:
-        console.print(f"note: {summary.busy}", style="bold yellow", highlight=False)
-    for line in why_text.top_lines(diagnose(summary)):
+        console.print(f"note: {busy_text(summary.busy)}", style="bold yellow", highlight=False)
+    for line in why_text.top_lines(summary):
         console.print(line, style="bold" if line.startswith("why ") else None, highlight=False, markup=False)
     for line, warns in files_text.lines(summary.files):
         console.print(line, style="bold yellow" if warns else None, highlight=False, markup=False,

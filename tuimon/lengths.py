@@ -7,7 +7,8 @@ short batch's recompile, its own code after the loop. Cut in K parts, none of th
 (issue 33.7). Rounds 2..K each run a K-th of it: enough for a steady state whose median measures
 the spread between processes (analysis/stats/noise.py), at the length every process ran before.
 
-A leaf: the CLI, the supervisor, the recipe runner and a script's hooks all ask here.
+A leaf: the CLI asks here, and the run's settings (tuimon/settings.py ``Length.this_process``)
+for the supervisor, the recipe runner and a script's hooks.
 """
 
 from __future__ import annotations

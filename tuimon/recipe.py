@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuimon.settings import SEED
+
 # Used when a recipe's DEFAULTS says nothing about a knob and the command line is silent too.
 FALLBACK_DEFAULTS = {
     "cpu": {"batch_size": 16, "image_size": 64, "steps": 50},
@@ -70,7 +72,7 @@ class Config:
     device: str  # "cpu", "cuda", "cuda:1", ...
     batch_size: int
     image_size: int
-    seed: int = 0
+    seed: int = SEED
     extra: dict[str, str] = field(default_factory=dict)  # --set key=value pairs, as strings
 
     @property

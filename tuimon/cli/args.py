@@ -93,7 +93,9 @@ def key_value(text: str) -> str:
     return text
 
 
-def window_arg(text: str) -> str:
+def window_arg(text: str) -> tuple[int, int, int]:
+    """--profile-window ``"1,2,3"`` -> (wait, warmup, active): the one parse of it (the runs'
+    settings hold the numbers, tuimon/settings.py)."""
     try:
         wait, warmup, active = (int(x) for x in text.split(","))
     except ValueError:
@@ -101,7 +103,7 @@ def window_arg(text: str) -> str:
             f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
     if wait < 0 or warmup < 0 or active < 1:
         raise argparse.ArgumentTypeError(f"expected WAIT >= 0, WARMUP >= 0 and ACTIVE >= 1, got {text!r}")
-    return f"{wait},{warmup},{active}"
+    return wait, warmup, active
 
 
 UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": DAY}

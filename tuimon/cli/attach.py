@@ -11,6 +11,9 @@ from tuimon.cli.args import DEFAULT_OUT, Parser, UsageError, fps_arg
 from tuimon.cli.detached import print_detached
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from tuimon.sessiondir import listing, store
+from tuimon.ui.sources import open_source
+
+__all__ = ["attach_command", "attach_parser", "open_source", "resolve_session"]
 
 
 def attach_parser() -> Parser:
@@ -38,29 +41,6 @@ def resolve_session(session: str | None, out: str) -> Path:
     if latest is None:
         raise UsageError(f"no tuimon session in {out}")
     return latest.path
-
-
-def open_source(path: Path):
-    """(RemoteSource, None) when the session's daemon answers; otherwise (ReplaySource, the
-    note that says why it is read-only)."""
-    from tuimon.control.channel import ChannelError, CommandError
-    from tuimon.ui.sources import RemoteSource, ReplaySource
-
-    try:
-        return RemoteSource(path), None
-    except (ChannelError, CommandError):
-        pass
-    meta = store.read_meta(path)
-    state = listing.state_of(meta)
-    if state == listing.RUNNING:
-        note = (f"this session runs in pid {(meta.get('owner') or {}).get('pid')} without a control "
-                "channel (headless): read-only, following it")
-    elif state == listing.STALE:
-        note = ("this session's supervisor is gone without finishing (killed?): read-only, "
-                "showing what was recorded")
-    else:
-        note = f"this session has ended ({state}): read-only, as replay"
-    return ReplaySource(path), note
 
 
 def attach_command(args: argparse.Namespace) -> int:

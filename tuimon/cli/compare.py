@@ -64,8 +64,8 @@ def compare_command(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from tuimon.analysis import compare_sessions, guard, open_session
-    from tuimon.report.compare_text import print_rich, to_json, to_markdown
+    from tuimon.analysis import compare_sessions, open_session
+    from tuimon.report.compare_text import guard_lines, print_rich, to_json, to_markdown
 
     try:
         sessions = [open_session(path, string.ascii_uppercase[k]) for k, path in enumerate(paths)]
@@ -76,7 +76,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if not comparison.variants:
         have = "; ".join(f"{s.letter}: {', '.join(_labels(s)) or 'no run'}" for s in sessions)
         raise UsageError(f"no variant in common with A (matched by mode, precision and axis values): {have}")
-    failures, cannot, unjudged = guard(comparison, args.fail_if_slower, args.fail_if_compile_slower)
+    failures, cannot, unjudged = guard_lines(comparison, args.fail_if_slower, args.fail_if_compile_slower)
     if args.format == "md":
         sys.stdout.write(to_markdown(comparison, failures, unjudged, cannot))
     elif args.format == "json":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from tuimon.cli.args import UsageError
+from tuimon.settings import Program
 
 SEQUENTIAL_NOTE = ("a job over several nodes: the variants run one after the other (--schedule "
                    "sequential), so that every node runs the same variant at the same time "
@@ -24,7 +25,7 @@ def explicit(argv: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in argv)
 
 
-def check_jobs(args: argparse.Namespace, options: list[str], script: dict | None) -> list[str]:
+def check_jobs(args: argparse.Namespace, options: list[str], script: Program | None) -> list[str]:
     """UsageError for what a job cannot do; the notes to print. May set ``args.schedule``."""
     nproc = getattr(args, "nproc", None)
     if script is not None and nproc is not None:
@@ -33,7 +34,7 @@ def check_jobs(args: argparse.Namespace, options: list[str], script: dict | None
     if nproc is not None and args.device.startswith("cuda:"):
         raise UsageError("--device cuda:N and --nproc do not go together: each rank takes the GPU of "
                          "its local rank (--device cuda); CUDA_VISIBLE_DEVICES picks the GPUs")
-    if script is None or script.get("launcher") != "torchrun" or (script.get("nnodes") or 1) <= 1:
+    if script is None or not script.is_job or (script.nnodes or 1) <= 1:
         return []
     if args.duration is not None:
         raise UsageError("--duration with a job over several nodes: each node would stop at its own "

@@ -10,6 +10,7 @@ import platform
 import signal
 import socket
 import sys
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -20,13 +21,22 @@ from tuimon.cli.args import (
     UsageError,
 )
 from tuimon.cli.jobs import check_jobs
-from tuimon.cli.run_flags import AUTO_REPEATS
-from tuimon.cli.script import script_settings, turn_notes
+from tuimon.cli.script import script_hooks, script_program
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
 from tuimon.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from tuimon.lengths import covered
 from tuimon.recipe import RecipeError, check_recipe_file
+from tuimon.settings import (
+    AUTO_REPEATS,
+    PROFILE_BACKWARD,
+    Length,
+    Profiling,
+    Program,
+    RunSettings,
+    ScriptHooks,
+    window_text,
+)
 from tuimon.variants import PRECISIONS, SCRIPT, parse_list, parse_modes, product
 
 DEMO = Path(__file__).parent.parent / "demo_recipe.py"  # tuimon/demo_recipe.py
@@ -47,19 +57,19 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     if args.detach and args.headless:
         raise UsageError("--detach and --headless do not go together (--detach runs in the background)")
     share_processes(args, command)
-    script = None
+    script = None  # a script's Program: what runs, checked
     if command is None and args.compile_module is not None:
         raise UsageError("--compile-module is a script option: a recipe's compiled variants "
                          "compile the model its build() returns")
     if command is not None:
         if args.recipe is not None:
             raise UsageError(f"give a recipe or a command after --, not both ({args.recipe})")
-        script = script_settings(args, command, fixed, axes)
+        script = script_program(args, command, fixed, axes)
         precisions = [SCRIPT]
     for note in check_jobs(args, argv[:argv.index("--")] if "--" in argv else argv, script):
         print(f"tuimon: note: {note}", file=sys.stderr)
     if script is not None:
-        recipe = Path(script["script"] or command[0])
+        recipe = Path(script.script or command[0])
     elif args.recipe is None:
         recipe = DEMO
     else:
@@ -97,15 +107,17 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
                          f"{len(variants) * args.repeats} runs: at most {MAX_PROCESSES} in a "
                          "session (interleaved, every one holds its model at once); give fewer "
                          "--modes, --precision or --set values")
-    name = script["name"] if script else ("demo" if args.recipe is None else recipe.stem)
+    name = script.name if script else ("demo" if args.recipe is None else recipe.stem)
     try:
         store = SessionStore.create(args.out, name)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    runner_args = runner_flags(args, fixed)
+    settings = run_settings(args, script or Program(recipe=str(recipe)), fixed,
+                            len(variants) * args.repeats)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
+    meta["run_settings"] = settings.to_dict()  # as every run's child gets it (its own fields aside)
     if script is not None:
-        meta["command"] = script["command"]
+        meta["command"] = list(script.command)
     here_facts(meta, recipe, warm)  # the recipe's hash; beside --cache-from's facts
     try:
         store.write_meta(meta)
@@ -114,13 +126,10 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
 
     interval = None if args.no_probes else args.interval
-    if script is not None:
-        turn_notes(script, args.schedule, len(variants) * args.repeats)
-    plan = Plan(recipe, variants, args.schedule, runner_args, cache_dir, interval=interval,
+    plan = Plan(settings, variants, args.schedule, cache_dir, interval=interval,
                 torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
                 quiet_only=args.quiet_only, hang_s=args.hang_timeout,
-                env=dict(PIN_MALLOC) if args.pin_malloc else {},
-                repeats=args.repeats, script=script, nproc=args.nproc, answer=answer,
+                env=dict(PIN_MALLOC) if args.pin_malloc else {}, answer=answer,
                 deadline_s=deadline, warm=warm)
     console = Console()
     if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
@@ -206,28 +215,23 @@ def use_tui(args: argparse.Namespace) -> bool:
     return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def runner_flags(args: argparse.Namespace, fixed: dict[str, str]) -> list[str]:
-    """Every run's flags; the --set axes' values are each variant's own (control/child.py)."""
-    flags = ["--device", args.device, "--seed", str(args.seed), "--warmup", str(args.warmup)]
-    for opt in ("steps", "duration", "batch_size", "image_size"):
-        value = getattr(args, opt)
-        if value is not None:
-            flags += ["--" + opt.replace("_", "-"), str(value)]
-    if getattr(args, "steady_duration", False):  # tuimon sweep --budget: compiles aside
-        flags.append("--steady-duration")
-    for key, value in fixed.items():
-        flags += ["--set", f"{key}={value}"]
-    if args.profile_at is not None:
-        flags += ["--profile-at", str(args.profile_at)]
-    if args.profile_window != "1,2,3":
-        flags += ["--profile-window", args.profile_window]
-    if args.profile_backward:
-        flags += ["--profile-backward", args.profile_backward]
-    if args.no_auto_capture:
-        flags.append("--no-auto-profile")
-    if args.repeats > 1:  # round 1 runs it all, the others a K-th (tuimon/lengths.py)
-        flags += ["--share", str(args.repeats)]
-    return flags
+def run_settings(args: argparse.Namespace, program: Program, fixed: dict[str, str],
+                 runs: int) -> RunSettings:
+    """Every run's settings, built once (tuimon/settings.py); the supervisor adds each run's own
+    (its id, variant, round, turns). ``runs``: the session's processes."""
+    nproc = getattr(args, "nproc", None)
+    if nproc:  # a recipe as N ranks under torchrun
+        program = replace(program, launcher="torchrun", nproc=nproc)
+    return RunSettings(
+        program=program, knobs=tuple(fixed.items()), warmup=str(args.warmup), seed=args.seed,
+        device=args.device, batch_size=args.batch_size, image_size=args.image_size,
+        # The whole length: round 1's; rounds 2..K a K-th of it (tuimon/lengths.py).
+        length=Length(steps=args.steps, duration=args.duration, repeats=args.repeats,
+                      steady_duration=bool(getattr(args, "steady_duration", False))),
+        profile=Profiling(profile_at=args.profile_at, profile_window=args.profile_window,
+                          profile_backward=args.profile_backward or PROFILE_BACKWARD,
+                          auto_profile=not args.no_auto_capture),
+        hooks=script_hooks(args, args.schedule, runs) if program.is_script else ScriptHooks())
 
 
 def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
@@ -237,6 +241,13 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         except metadata.PackageNotFoundError:
             return None
 
+    settings = {k: getattr(args, k) for k in (
+        "steps", "duration", "warmup", "batch_size", "image_size", "seed", "device", "schedule",
+        "turn", "turn_steps", "quiet_only", "pin_malloc", "repeats", "set", "nproc", "interval",
+        "horizon", "loss_tolerance", "no_probes", "fps", "torch_trace", "profile_at",
+        "profile_window", "profile_backward", "no_auto_capture", "warm", "cold", "cache_from",
+        "warm_from", "start")}
+    settings["profile_window"] = window_text(args.profile_window)  # as older sessions wrote it
     return {
         "name": name,
         "tuimon": __version__,
@@ -244,16 +255,7 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "cwd": os.getcwd(),
         "recipe": str(recipe),
         "variants": [{"run": v.run_id, **v.fields()} for v in variants],
-        "settings": {k: getattr(args, k) for k in ("steps", "duration", "warmup", "batch_size",
-                                                  "image_size", "seed", "device", "schedule",
-                                                  "turn", "turn_steps", "quiet_only", "pin_malloc", "repeats",
-                                                  "set",
-                                                  "nproc",
-                                                  "interval", "horizon", "loss_tolerance",
-                                                  "no_probes", "fps",
-                                                  "torch_trace", "profile_at", "profile_window",
-                                                  "profile_backward", "no_auto_capture",
-                                                  "warm", "cold", "cache_from", "warm_from", "start")},
+        "settings": settings,  # the flags as given (the runs' own: "run_settings")
         "cache": cache_text(cache_dir),
         "host": socket.gethostname(),
         "platform": platform.platform(),

@@ -19,11 +19,8 @@ from tuimon.cli.args import (
     window_arg,
 )
 from tuimon.cli.warm import add_flags as add_warm_flags
+from tuimon.settings import AUTO_REPEATS, DEVICE, PRECISION, PROFILE_WINDOW, SEED, TURN_S, WARMUP, window_text
 from tuimon.variants import MODES, OPT
-
-# Processes a variant by default: the spread between processes is measured (stats/noise.py),
-# pooled over the variants; 3 a variant give two variants 4 degrees of freedom (t = 2.8).
-AUTO_REPEATS = 3
 
 
 def run_parser() -> Parser:
@@ -46,20 +43,21 @@ def run_parser() -> Parser:
     p.add_argument("--compile-optimizer", action="store_true",
                    help=f"race each compiled mode also with its optimizer step compiled (MODE{OPT}: "
                    "torch.compile leaves optimizer.step() alone unless asked)")
-    p.add_argument("--precision", default="fp32",
+    p.add_argument("--precision", default=PRECISION,
                    help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
                    "fp16+GradScaler on CUDA) (default: fp32)")
     p.add_argument("--steps", type=limited("steps"),
                    help="steps per variant (default: the recipe's, for its device)")
     p.add_argument("--duration", type=limited("duration"), metavar="SECONDS",
                    help="time limit per variant; with --steps, whichever comes first")
-    p.add_argument("--warmup", type=warmup_arg, default="auto", metavar="STEPS|auto",
+    p.add_argument("--warmup", type=warmup_arg, default=WARMUP, metavar="STEPS|auto",
                    help="steps kept out of the steady state: 'auto' finds where step times settle "
                    "(MSER-5 on the step times), a number fixes it (default: auto)")
     p.add_argument("--batch-size", type=limited("batch-size"), help="override the recipe's batch size")
     p.add_argument("--image-size", type=limited("image-size"), help="override the recipe's image size")
-    p.add_argument("--seed", type=limited("seed"), default=0, help="seed for model and data (default: 0)")
-    p.add_argument("--device", type=device_arg, default="auto",
+    p.add_argument("--seed", type=limited("seed"), default=SEED,
+                   help=f"seed for model and data (default: {SEED})")
+    p.add_argument("--device", type=device_arg, default=DEVICE,
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
                    default="interleave",
@@ -67,10 +65,10 @@ def run_parser() -> Parser:
                    "jobs hit all alike (default; every variant's process is alive at once); "
                    "sequential: one variant after the other (one model in memory at a time); "
                    "parallel: all at once")
-    p.add_argument("--turn", type=limited("turn"), default=3.0, metavar="SECONDS",
+    p.add_argument("--turn", type=limited("turn"), default=TURN_S, metavar="SECONDS",
                    help="seconds of stepping per turn with --schedule interleave, counted from the "
                    "turn's first step, compiles aside; at most a quarter of --steps / --duration, "
-                   "so every variant gets 4 turns or more (default: 3)")
+                   f"so every variant gets 4 turns or more (default: {TURN_S:g})")
     p.add_argument("--turn-steps", type=limited("turn-steps"), metavar="N",
                    help="steps per turn instead of --turn seconds")
     p.add_argument("--quiet-only", action="store_true",
@@ -125,8 +123,9 @@ def run_parser() -> Parser:
     p.add_argument("--profile-at", type=limited("profile-at"), metavar="STEP",
                    help="capture a torch.profiler window in every run from step STEP (chrome traces "
                    "go to the session's profiles/)")
-    p.add_argument("--profile-window", type=window_arg, default="1,2,3", metavar="WAIT,WARMUP,ACTIVE",
-                   help="steps of a capture: skipped, recorded and dropped, kept (default: 1,2,3)")
+    p.add_argument("--profile-window", type=window_arg, default=PROFILE_WINDOW,
+                   metavar="WAIT,WARMUP,ACTIVE", help="steps of a capture: skipped, recorded and "
+                   f"dropped, kept (default: {window_text(PROFILE_WINDOW)})")
     p.add_argument("--profile-backward", nargs="?", const="eager", choices=("eager", "all"),
                    metavar="eager|all",
                    help="label each block's backward in captures: eager variants (default when "

@@ -13,11 +13,13 @@ import argparse
 import os
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from tuimon.axes import baseline, for_script
 from tuimon.cli.args import UsageError
 from tuimon.envvars import NO_STEP_S
+from tuimon.settings import DEVICE, PRECISION, Program, ScriptHooks
 from tuimon.torchrun import TorchrunError, is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
@@ -113,18 +115,18 @@ def _shebang(path: str) -> str | None:
     return first.decode("utf-8", "replace") if first.startswith(b"#!") and b"python" in first else None
 
 
-def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[str, str] | None = None,
-                    axes: dict[str, list[str]] | None = None) -> dict:
-    """The checked command and what the hooks need (runner/script/); UsageError for a flag
-    that a script owns itself. ``fixed`` / ``axes``: the --set knobs (the command is checked
-    with every axis at its baseline value)."""
-    if args.device != "auto":
+def script_program(args: argparse.Namespace, command: list[str], fixed: dict[str, str] | None = None,
+                   axes: dict[str, list[str]] | None = None) -> Program:
+    """The checked command, as the run's settings name what runs; UsageError for a flag that a
+    script owns itself. ``fixed`` / ``axes``: the --set knobs (the command is checked with every
+    axis at its baseline value)."""
+    if args.device != DEVICE:
         raise UsageError("--device: a script picks its own device (CUDA_VISIBLE_DEVICES chooses "
                          "the GPU it sees)")
     for flag, value in (("--batch-size", args.batch_size), ("--image-size", args.image_size)):
         if value is not None:
             raise UsageError(f"{flag} is a recipe's option; a script takes its own flags after --")
-    if [p.strip() for p in args.precision.split(",") if p.strip()] != ["fp32"]:
+    if [p.strip() for p in args.precision.split(",") if p.strip()] != [PRECISION]:
         raise UsageError("--precision: a script owns its autocast, tuimon does not toggle it "
                          "(leave --precision out; the variants differ in compile mode)")
     module = args.compile_module
@@ -135,29 +137,21 @@ def script_settings(args: argparse.Namespace, command: list[str], fixed: dict[st
         raise UsageError("--compile-module and --no-auto-compile do not go together (one says "
                          "what to compile, the other to compile nothing)")
     knobs = {**(fixed or {}), **baseline(axes or {})}
-    found = {**check_command(for_script(command, knobs)[0]), "command": command}
-    settings = {
-        **found,
-        "set": dict(fixed or {}),
-        "steps": args.steps,  # the whole length: round 1's (tuimon/lengths.py)
-        "duration": args.duration,
-        "repeats": args.repeats,
-        "warmup": 1 if args.warmup == "auto" else int(args.warmup),
-        "warmup_text": str(args.warmup),
-        "seed": args.seed,
-        "auto_compile": not args.no_auto_compile,
-        "compile_module": module,
-        "profile_at": args.profile_at,
-        "profile_window": args.profile_window,
-        "profile_backward": args.profile_backward or "off",
-        "auto_profile": not args.no_auto_capture,
-        # Each run's files kept apart in a mirror of this directory (control/files.py).
-        "cwd": os.getcwd(),
-        "in_place": bool(getattr(args, "in_place", False)),
-    }
+    found = check_command(for_script(command, knobs)[0])
+    # Each run's files kept apart in a mirror of this directory (control/files.py).
+    return Program(command=tuple(command), script=found["script"], name=found["name"],
+                   cwd=os.getcwd(), in_place=bool(getattr(args, "in_place", False)),
+                   launcher=found.get("launcher"), nproc=found.get("nproc"),
+                   nnodes=found.get("nnodes"))
+
+
+def script_hooks(args: argparse.Namespace, schedule: str, runs: int) -> ScriptHooks:
+    """What only a script's hooks read; ``runs``: the session's processes."""
+    hooks = ScriptHooks(auto_compile=not args.no_auto_compile, compile_module=args.compile_module,
+                        notes=turn_notes(schedule, runs))
     if os.environ.get(NO_STEP_S):  # hidden, for tests: the no-optimizer-step note's delay
-        settings["no_step_s"] = float(os.environ[NO_STEP_S])
-    return settings
+        hooks = replace(hooks, no_step_s=float(os.environ[NO_STEP_S]))
+    return hooks
 
 
 # Said in each run's run_started when a script's variants take turns (the interleaved schedule).
@@ -167,7 +161,6 @@ TURN_NOTE = ("taking turns, the script waits at its step boundary (inside optimi
              "those waits, tuimon's step times do not")
 
 
-def turn_notes(settings: dict, schedule: str, runs: int) -> None:
+def turn_notes(schedule: str, runs: int) -> tuple[str, ...]:
     """The note a script's own timers need when its variants take turns (``runs``: processes)."""
-    if schedule == "interleave" and runs > 1:
-        settings["notes"] = [*settings.get("notes", []), TURN_NOTE]
+    return (TURN_NOTE,) if schedule == "interleave" and runs > 1 else ()

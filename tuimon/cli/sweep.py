@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from tuimon.cli.args import Parser, UsageError, budget_arg
+from tuimon.settings import Program
 from tuimon.variants import MODES, PRECISIONS, Variant
 
 CPU_SAME = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
@@ -65,9 +66,10 @@ def sweep_command(args: argparse.Namespace, argv: list[str], command: list[str] 
 
 
 def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, recipe: Path,
-            script: dict | None, cache: str) -> tuple[list[Variant], float | None]:
+            script: Program | None, cache: str) -> tuple[list[Variant], float | None]:
     """The variants that can run here, the others in ``answer["skipped"]``; with --budget,
-    each run's --duration and the deadline."""
+    each run's --duration (``args``: the runs' settings are built from them next) and the
+    deadline."""
     from tuimon.cli import budget
 
     facts = device_facts("auto" if script is not None else args.device)
@@ -83,7 +85,7 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
     say += [f"skipped: {s['label']}: {s['reason']}" for s in skipped]
     deadline = None
     if args.budget is not None:
-        key = {"command": script["command"]} if script is not None else {"recipe": str(recipe)}
+        key = {"command": list(script.command)} if script is not None else {"recipe": str(recipe)}
         key["cache"] = cache  # a warm cache's compiles say nothing of a cold one's
         try:
             warm_rounds = not args.cold and cache.startswith("fresh")  # rounds 2..K start warm
@@ -95,8 +97,6 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
         # A variant's share of the stepping time: round 1 runs the most of it (tuimon/lengths.py).
         full = plan["full_s"]
         args.duration, args.steady_duration = full, True
-        if script is not None:
-            script.update(duration=full, steady_duration=True)
         deadline = args.budget
         say.append(f"budget {args.budget / 60:.1f} min: {plan['text']}")
     for line in say:

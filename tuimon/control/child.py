@@ -1,32 +1,31 @@
 """One runner child process: spawned with an event pipe and a control pipe, read by a thread.
 
-The child writes JSON lines on ``--event-fd`` (stdout and stderr go to its log file) and reads
-``pause`` / ``resume`` / ``stop`` lines on ``--control-fd``. The parent holds the only write end
-of the control pipe, so if the parent dies the child reads EOF and stops by itself. Each child
-gets its own process group: a Ctrl-C in the terminal reaches the supervisor alone, and a signal
-to the group also reaches Inductor's compiler children.
+The child writes JSON lines on its event fd (stdout and stderr go to its log file) and reads
+``pause`` / ``resume`` / ``stop`` lines on its control fd (both named in its settings). The
+parent holds the only write end of the control pipe, so if the parent dies the child reads EOF
+and stops by itself. Each child gets its own process group: a Ctrl-C in the terminal reaches
+the supervisor alone, and a signal to the group also reaches Inductor's compiler children.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 
 from tuimon import axes, events
-from tuimon.envvars import RANKS as RANKS_ENV
-from tuimon.envvars import SCRIPT, SUPERVISOR_PID
+from tuimon.envvars import SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER, plain
+from tuimon.settings import Process, RunSettings
 from tuimon.torchrun import recipe_command
-from tuimon.variants import Variant
 
 # The directory of the sitecustomize that loads tuimon's hooks into a script (a path, not an
 # import: the parent side never imports the runner).
@@ -44,16 +43,15 @@ class Child:
         self.started = time.monotonic()
 
     @classmethod
-    def spawn(cls, run: str, variant: Variant, *, recipe: Path, runner_args: list[str],
-              threads: int | None, cache: Path, log_path: Path, deliver: Deliver,
-              torch_trace: Path | None = None, script: dict | None = None,
-              job: dict | None = None, env_extra: dict | None = None, cwd: str | None = None,
-              **child) -> Child:
-        """``script``: the user's own command and its settings (a script run); else the recipe
-        runner, ``python -m tuimon.runner``. ``job``: a torchrun job ({"path", "token" of the
-        session's rank socket; "command": the script's command, its port moved; "nproc": a
-        recipe's ranks}): the process spawned is torchrun, and its workers are the ranks (they
-        connect to the rank socket). ``cwd``: where it starts (a script run's own directory,
+    def spawn(cls, settings: RunSettings, *, cache: Path, log_path: Path, deliver: Deliver,
+              torch_trace: Path | None = None, job: dict | None = None,
+              env_extra: dict | None = None, cwd: str | None = None, **child) -> Child:
+        """``settings``: the run's own (tuimon/settings.py), handed over whole as JSON in its
+        environment with this process's ends of its pipes added: the recipe runner
+        (``python -m tuimon.runner``) or the user's own command (a script run) reads them
+        back. ``job``: a torchrun job ({"path", "token"} of the session's rank socket): the
+        process spawned is torchrun, and its workers are the ranks (they inherit the settings
+        and connect to the rank socket). ``cwd``: where it starts (a script run's own directory,
         control/files.py), else here; every path handed to it is absolute, so it means the same
         there. ``child``: the keywords of ``cls``."""
         event_r, event_w = os.pipe()
@@ -62,39 +60,30 @@ class Child:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": cache,
                SUPERVISOR_PID: str(os.getpid()),
                "TRITON_CACHE_DIR": os.path.join(cache, "triton"), **(env_extra or {})}
-        if script is None:
-            args = ["--recipe", str(recipe), "--run-id", run, "--mode", variant.mode,
-                    "--precision", variant.precision, *runner_args]
-            for key, value in variant.axes:  # the variant's axis values: cfg.extra, as --set
-                args += ["--set", f"{key}={value}"]
-            if threads:
-                args += ["--threads", str(threads)]
-            if job is None:
-                cmd = [sys.executable, "-m", "tuimon.runner", *args,
-                       "--event-fd", str(event_w), "--control-fd", str(control_r)]
-            else:  # torchrun starts the ranks; each finds its channel in TUIMON_RANKS
-                cmd = recipe_command(job["nproc"], args)
-                env[RANKS_ENV] = json.dumps({"path": job["path"], "token": job["token"]})
+        program = settings.program
+        if job is None:
+            process = Process(event_fd=event_w, control_fd=control_r)
+        else:  # a rank's events go to its own connection (runner/rank_link.py)
+            process = Process(channel=job["path"], token=job["token"])
+        if not program.is_script:
+            cmd = ([sys.executable, "-m", "tuimon.runner"] if job is None
+                   else recipe_command(program.nproc, []))
         else:
             # --set knobs: {key} in the command, else an environment variable (tuimon/axes.py)
-            cmd, knobs = axes.for_script(script["command"] if job is None else job["command"],
-                                         {**script.get("set", {}), **variant.axis_values})
+            cmd, knobs = axes.for_script(list(program.command), {**dict(settings.knobs),
+                                                                 **dict(settings.axes)})
             env.update(knobs)
             if cwd is not None and os.sep in cmd[0] and not os.path.isabs(cmd[0]):
                 # ./train.py, venv/bin/python: the program the user named, from their directory
-                cmd = [os.path.normpath(os.path.join(script.get("cwd") or os.getcwd(), cmd[0])),
-                       *cmd[1:]]
-            settings = {**script, "command": cmd, "run": run, "mode": variant.mode,
-                        "precision": variant.precision, "event_fd": event_w, "control_fd": control_r}
-            if job is not None:  # torchrun's agent hands these on to its workers (runner/script)
-                settings.update(channel=job["path"], token=job["token"])
+                cmd = [os.path.normpath(os.path.join(program.cwd or os.getcwd(), cmd[0])), *cmd[1:]]
+            program = replace(program, command=tuple(cmd))
             # The hooks load before the script through a sitecustomize first on the path, and
             # find this tuimon behind it.
             path = [str(BOOT), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]
-            env.update({"PYTHONPATH": os.pathsep.join(p for p in path if p),
-                        SCRIPT: json.dumps(settings)})
-            if threads:
-                env["OMP_NUM_THREADS"] = str(threads)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
+            if settings.threads:
+                env["OMP_NUM_THREADS"] = str(settings.threads)
+        env.update(replace(settings, program=program, process=process).environ())
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
             env["TORCH_TRACE"] = os.path.abspath(torch_trace)
         try:
@@ -111,9 +100,9 @@ class Child:
             os.close(control_r)
         # A child that does not read (still building) must never block the supervisor's loop.
         os.set_blocking(control_w, False)
-        threading.Thread(target=read_events, args=(run, event_r, deliver), daemon=True,
-                         name=f"tuimon-read-{run}").start()
-        return cls(run, proc, control_w, **child)
+        threading.Thread(target=read_events, args=(settings.run, event_r, deliver), daemon=True,
+                         name=f"tuimon-read-{settings.run}").start()
+        return cls(settings.run, proc, control_w, **child)
 
     def send(self, command: str) -> bool:
         """Write one control line; False when the child is gone or its pipe is full."""

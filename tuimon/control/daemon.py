@@ -53,6 +53,7 @@ from tuimon.exit_codes import EXIT_STORE
 from tuimon.report import export
 from tuimon.sessiondir import listing, store
 from tuimon.sessiondir.store import SessionStore, StoreWriteError, write_json_atomic
+from tuimon.settings import RunSettings
 from tuimon.variants import Variant
 
 PLAN = "plan.json"
@@ -68,10 +69,14 @@ class DaemonError(Exception):
 
 # ---- the plan, as a file --------------------------------------------------------------------
 def plan_to_dict(plan: Plan) -> dict:
-    """Every Plan field; Paths as strings, Variants as {mode, precision, axes}."""
+    """Every Plan field; Paths as strings, Variants as {mode, precision, axes}, the runs'
+    settings in their own form (tuimon/settings.py)."""
     out = {}
     for f in dataclasses.fields(plan):
         value = getattr(plan, f.name)
+        if isinstance(value, RunSettings):
+            out[f.name] = value.to_dict()
+            continue
         if isinstance(value, list):
             value = [channel.encode_arg(v) for v in value]
         out[f.name] = channel.encode_arg(value)
@@ -86,6 +91,8 @@ def plan_from_dict(data: dict) -> Plan:
         value = data[f.name]
         if f.name == "variants":
             value = [Variant.from_fields(v) for v in value]
+        elif f.name == "settings":
+            value = RunSettings.from_dict(value)
         elif value is not None and "Path" in str(f.type):
             value = Path(value)
         kwargs[f.name] = value

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.mirror import inside, link_entries, materialise
+from tuimon.settings import Program
 
 FILES = "files"  # the session's subdirectory: one mirror per run
 MAX_LISTED = 100  # a run's outputs named in its event (the largest first); the rest counted
@@ -25,12 +26,12 @@ MAX_WALK = 20_000  # entries a listing or a snapshot visits at most
 SKIP = {".git", "__pycache__"}  # not watched: git's and Python's own bookkeeping
 
 
-def apart(script: dict) -> list[str]:
+def apart(program: Program) -> list[str]:
     """The directories whose files a run sees through its mirror and writes into its own: the
     working directory, and the script's own directory when it lies elsewhere."""
-    dirs = [os.path.realpath(script["cwd"])]
-    if script.get("script"):
-        home = os.path.dirname(os.path.realpath(script["script"]))
+    dirs = [os.path.realpath(program.cwd)]
+    if program.script:
+        home = os.path.dirname(os.path.realpath(program.script))
         if not any(inside(home, d) for d in dirs):
             dirs.append(home)
     return dirs
@@ -141,14 +142,14 @@ class Apart:
     directory (``spawn``), what it wrote (``exited``), and the user's directories before the
     first run (``start``) against after the last (``end``). Off for recipes and ``--in-place``."""
 
-    def __init__(self, session: Path, script: dict | None, record) -> None:
-        self.on = bool(script) and not script.get("in_place") and bool(script.get("cwd"))
+    def __init__(self, session: Path, program: Program, record) -> None:
+        self.on = program.is_script and not program.in_place and bool(program.cwd)
         self.session = Path(session)
         self.record = record  # the supervisor's: a run whose mirror cannot be built says so
         if not self.on:
             return
-        self.cwd = os.path.realpath(script["cwd"])
-        self.dirs = apart(script)
+        self.cwd = os.path.realpath(program.cwd)
+        self.dirs = apart(program)
         self.hide = hidden(self.session, self.cwd)
         self._before: tuple[dict, set] | None = None
 
@@ -156,11 +157,11 @@ class Apart:
         if self.on:
             self._before = snapshot(self.dirs, self.hide)
 
-    def spawn(self, run: str, script: dict) -> tuple[dict, str | None]:
-        """The script's settings with its ``files`` (runner/script/files.py), and the working
-        directory to start it in (None: the user's own)."""
+    def spawn(self, run: str) -> tuple[dict | None, str | None]:
+        """The run's ``files`` setting (runner/script/files.py; None: not kept apart), and the
+        working directory to start it in (None: the user's own)."""
         if not self.on:
-            return script, None
+            return None, None
         root = mirror_root(self.session, run)
         try:
             cwd = build(root, self.cwd, self.hide)
@@ -168,10 +169,10 @@ class Apart:
             self.record([events.make(events.WARNING, run, text=(
                 f"its files are not kept apart: cannot make its own directory in {root} "
                 f"({exc.strerror or exc}); it runs in {self.cwd} and writes there"))])
-            return script, None
+            return None, None
         files = {"root": root, "apart": self.dirs, "hide": sorted(self.hide),
                  "exempt": [os.path.realpath(self.session)]}
-        return {**script, "files": files}, cwd
+        return files, cwd
 
     def exited(self, run: str) -> list[dict]:
         root = mirror_root(self.session, run)

@@ -1,4 +1,4 @@
-"""Torchrun jobs in a session: a mixin of ``Supervisor``, on its loop thread.
+"""Torchrun jobs in a session: ``Jobs``, which the supervisor owns, on its loop thread.
 
 A run is a job when its command is torchrun (``tuimon run -- torchrun ...``) or its recipe runs
 as N ranks (``--nproc N``): the supervisor spawns torchrun, whose workers connect to the
@@ -15,13 +15,17 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from tuimon import envvars, events
 from tuimon.control.child import log_tail
 from tuimon.control.job_child import JobChild
 from tuimon.control.rank_hub import RankHub
-from tuimon.control.runs import DONE, FAILED, PAUSED, RUNNING, STOPPED, Run
-from tuimon.lengths import process_length
+from tuimon.control.runs import DONE, PAUSED, RUNNING, STOPPED, Plan, Run, RunTable
+from tuimon.control.schedule import Schedule
+from tuimon.control.stopping import Stopper
+from tuimon.settings import RunSettings, Turns
 from tuimon.torchrun import is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
@@ -31,75 +35,79 @@ RANK = "rank"  # the inbox's kind for the rank socket's news
 EXIT_WAIT_S = 20.0
 
 
-class JobRuns:
-    """Uses the supervisor's plan, runs, live runs, inbox, store, ``_record`` / ``_state`` /
-    ``_set_state`` / ``_stop_everything`` and the turn it holds."""
+@dataclass
+class _Job:
+    """What the supervisor keeps of one job beside its ``JobChild``."""
+
+    port_offset: int  # its rendezvous port's offset (torchrun.py)
+    active_s: float = 0.0  # seconds it stepped (its --duration)
+    ranks_done_at: float | None = None  # when every rank here had ended and exited
+    exit_wait_said: bool = False  # ... and that torchrun still waits at its exit, said
+
+
+class Jobs:
+    """The session's torchrun jobs: spawned (``spawn``), steered by their ranks' news (``news``)
+    and every tick (``tick``), ended at torchrun's exit (``end``). ``failed(r, e)``: a run
+    failed; ``news``: where the rank socket's news go (the supervisor's inbox, tagged ``RANK``);
+    ``first``: the plan's first runs, whose ports follow their variants' order."""
+
+    def __init__(self, plan: Plan, table: RunTable, record, schedule: Schedule, stopper: Stopper,
+                 *, failed: Callable[[Run, dict], None], news: Callable, log_path: Callable,
+                 first: list[str]) -> None:
+        self.plan, self.table, self.record = plan, table, record
+        self.schedule, self.stopper, self.failed = schedule, stopper, failed
+        self._news, self._log_path, self._first = news, log_path, first
+        self.on = plan.program.is_job
+        self._hub: RankHub | None = None
+        self._last_tick: float | None = None
+        self._jobs: dict[str, _Job] = {}
 
     # ---- starting ----------------------------------------------------------------------------
-    def _is_job(self) -> bool:
-        script = self.plan.script
-        return bool(self.plan.nproc) or bool(script and script.get("launcher") == "torchrun")
-
-    def _spawn_job(self, r: Run, threads: int | None, runner_args: list[str], script: dict | None,
-                   **spawn) -> JobChild:
-        if self._rank_hub is None:
-            self._rank_hub = RankHub(lambda *news: self._inbox.put((RANK, *news)))
+    def spawn(self, r: Run, settings: RunSettings, **spawn) -> JobChild:
+        if self._hub is None:
+            self._hub = RankHub(self._news)
         plan = self.plan
         interleave = plan.schedule == "interleave"
-        r.port_offset = self._port_offset(r)
-        job = {"path": self._rank_hub.path, "token": self._rank_hub.token(r.id),
-               "nproc": plan.nproc}
-        local_world = plan.nproc
-        if script is not None:
-            torchrun = parse_torchrun(script["command"], is_torchrun(script["command"], True) or 1)
-            job["command"] = torchrun.with_port_offset(r.port_offset)
+        port = self._port_offset(r)
+        self._jobs[r.id] = _Job(port)
+        job = {"path": self._hub.path, "token": self._hub.token(r.id)}
+        local_world = settings.program.nproc
+        if settings.program.is_script:
+            command = list(settings.program.command)
+            torchrun = parse_torchrun(command, is_torchrun(command, True) or 1)
+            settings = replace(settings, program=replace(
+                settings.program, command=tuple(torchrun.with_port_offset(port))))
             local_world = torchrun.nproc
-            if (note := torchrun.port_text(r.port_offset)) is not None:
-                self._record([events.make(events.WARNING, r.id, text=note, note=True)])
-            # Turns and --duration are the supervisor's (every rank at the same step).
-            script = {**script, "turns": 0, "turn_s": 0.0, "turn_first": interleave, "duration": None}
-        else:
-            runner_args = _without(runner_args, ("--duration", "--turns", "--turn-seconds"))
-            if interleave:
-                runner_args = [*runner_args, "--turn-first"]
+            if (note := torchrun.port_text(port)) is not None:
+                self.record([events.make(events.WARNING, r.id, text=note, note=True)])
+        # Turns and --duration are the supervisor's (every rank at the same step).
+        settings = replace(settings, length=replace(settings.length, duration=None),
+                           turns=Turns(turn_first=interleave))
         cap = None
-        steps = self._steps_limit(r)
+        steps = self._length(r)[0]
         if interleave and not plan.turn_steps and steps:
             cap = max(1, -(-steps // 4))  # as runner/turns.py: 4 turns at least
         return JobChild.spawn(
-            r.id, r.variant, runner_args=runner_args, threads=threads, script=script, job=job,
-            local_world=local_world, turn_steps=plan.turn_steps if interleave else None,
-            turn_cap=cap, turns=interleave, steps=steps, **spawn)
+            settings, job=job, local_world=local_world,
+            turn_steps=plan.turn_steps if interleave else None, turn_cap=cap, turns=interleave,
+            steps=steps, **spawn)
 
     def _port_offset(self, r: Run) -> int:
         """The plan's variants: their place in it (every node alike); a run added later: the
-        lowest offset no live or queued job holds."""
-        first = [run for run, _, _ in self._initial]
-        if r.id in first:
+        lowest offset no live job holds."""
+        if r.id in self._first:
             return self.plan.variants.index(r.variant)
-        held = {x.port_offset for x in self._runs.values() if x is not r and x.port_offset is not None
-                and (x.id in self._live or x.id in self._queue)}
+        held = {self._jobs[x].port_offset for x in self.table.live if x in self._jobs and x != r.id}
         return next(k for k in range(len(held) + 1) if k not in held)
 
     def _length(self, r: Run) -> tuple[int | None, float | None]:
         """The run's (steps, duration): round 1 the whole length, rounds 2..K a K-th of it
         (tuimon/lengths.py)."""
-        if self.plan.script is not None:
-            asked = self.plan.script.get("steps"), self.plan.script.get("duration")
-        else:
-            asked = (_value(self.plan.runner_args, "--steps", int),
-                     _value(self.plan.runner_args, "--duration", float))
-        return process_length(*asked, self.plan.repeats, r.replicate)
-
-    def _steps_limit(self, r: Run) -> int | None:
-        return self._length(r)[0]
-
-    def _duration_limit(self, r: Run) -> float | None:
-        return self._length(r)[1]
+        return replace(self.plan.settings.length, round=r.replicate).this_process()
 
     # ---- the rank socket's news ------------------------------------------------------------------
-    def _rank_news(self, kind: str, run: str, rank: int, *rest) -> None:
-        r = self._runs.get(run)
+    def news(self, kind: str, run: str, rank: int, *rest) -> None:
+        r = self.table.runs.get(run)
         job = r.child if r is not None and isinstance(r.child, JobChild) else None
         if job is None:
             if kind == "hello":
@@ -111,7 +119,7 @@ class JobRuns:
             batch = rest[0]
             for e in batch:
                 e["run"], e["rank"] = run, rank  # the supervisor decides who said it
-            self._record(batch)
+            self.record(batch)
             for e in batch:
                 job.event(rank, e)
                 self._note_rank(r, job, e)
@@ -119,9 +127,9 @@ class JobRuns:
             rs = job.rank(rank)
             job.gone(rank)
             if not rs.ended:  # torchrun ended it (another rank failed), or it died
-                self._record([events.make(events.RUN_EXITED, run, rank=rank, said=False)])
+                self.record([events.make(events.RUN_EXITED, run, rank=rank, said=False)])
             elif all(x.ended and x.gone for x in job.ranks.values()) and len(job.ranks) >= job.expected():
-                r.ranks_done_at = time.monotonic()  # every rank here ended, its process gone
+                self._jobs[run].ranks_done_at = time.monotonic()  # every rank ended, gone
         self._check_job(r, job)
 
     def _note_rank(self, r: Run, job: JobChild, e: dict) -> None:
@@ -138,60 +146,56 @@ class JobRuns:
                 r.last_step = r.stepping_since = now
                 if not compiling and job.turn_clock is not None:
                     job.turn_clock = now  # a compile is not a turn
-            if e.get("phase") != "paused" and self._state(r.id) == PAUSED:
-                self._set_state(r.id, RUNNING)  # resumed
+            if e.get("phase") != "paused" and self.table.state(r.id) == PAUSED:
+                self.table.set_state(r.id, RUNNING)  # resumed
                 r.last_step = r.stepping_since = now
         elif kind == events.FINISHED and r.deadline is not None and not job.live_ranks():
             # Every rank said it stopped: torchrun and its workers take a while to exit (a
             # process group to destroy, compile workers to join); no SIGINT meanwhile.
             r.deadline = max(r.deadline, now + self.plan.stop_grace_s)
         elif kind == events.FAILED:
-            if r.id not in self.failed_runs:
-                self.failed_runs.append(r.id)
-                self._set_state(r.id, FAILED)
-            if e.get("stage") == "build" and self.build_failure is None:
-                self.build_failure = e
-                self._stop_everything()  # the same script fails the same way in every variant
+            self.failed(r, e)  # a build failure: the same script fails alike in every variant
 
     def _check_job(self, r: Run, job: JobChild) -> None:
+        state = self.table.state(r.id)
         if job.settled is not None and not r.ended:  # a pause or resume over a turn's wait
-            if job.intent == "pause" and self._state(r.id) != PAUSED:
-                self._set_state(r.id, PAUSED)
+            if job.intent == "pause" and state != PAUSED:
+                self.table.set_state(r.id, PAUSED)
                 r.waiting_turn = False
-            elif job.intent == "turn" and self._state(r.id) == PAUSED:
-                self._set_state(r.id, RUNNING)
+            elif job.intent == "turn" and state == PAUSED:
+                self.table.set_state(r.id, RUNNING)
                 r.waiting_turn = True
         for outcome in job.check(time.monotonic()):
             if outcome[0] == "catch_up":
-                self._record([events.make(events.CONTROL, r.id, action="catch_up",
-                                          first=outcome[1], last=outcome[2])])
+                self.record([events.make(events.CONTROL, r.id, action="catch_up",
+                                         first=outcome[1], last=outcome[2])])
             elif outcome[2] == "turn":
                 r.waiting_turn = True
-                if self._turn == r.id:
-                    self._turn = None
+                self.schedule.over(r.id)
             elif outcome[2] == "pause":
-                self._set_state(r.id, PAUSED)
+                self.table.set_state(r.id, PAUSED)
 
-    def _tick_jobs(self, now: float) -> None:
+    def tick(self, now: float) -> None:
         """Every loop tick: a job's turn ends after --turn seconds of stepping (compiles aside);
         --duration stops it (the stepping time, pauses and turn waits aside); catch-ups due."""
-        dt, self._jobs_tick = now - (self._jobs_tick or now), now
+        dt, self._last_tick = now - (self._last_tick or now), now
         plan = self.plan
-        for r in list(self._live.values()):
+        for r in list(self.table.live.values()):
             job = r.child
             if not isinstance(job, JobChild) or r.ended:
                 continue
+            mine = self._jobs[r.id]
             stepping = (r.stepping and not r.waiting_turn and job.settled is None
-                        and self._state(r.id) != PAUSED
-                        and (plan.schedule != "interleave" or self._turn == r.id))
+                        and self.table.state(r.id) != PAUSED
+                        and (plan.schedule != "interleave" or self.schedule.holder == r.id))
             if stepping:
-                r.active_s += dt
+                mine.active_s += dt
             if (stepping and plan.schedule == "interleave" and not plan.turn_steps
                     and job.intent is None and not job.compiling and job.turn_clock is not None
                     and now - job.turn_clock >= plan.turn_s):
                 job.schedule("turn")
-            duration = self._duration_limit(r)
-            if (duration is not None and r.active_s >= duration and not r.stop_asked
+            duration = self._length(r)[1]
+            if (duration is not None and mine.active_s >= duration and not r.stop_asked
                     and r.deadline is None):
                 job.schedule("stop", "duration")
                 r.deadline = now + plan.stop_line_s + job.lead_time()
@@ -203,32 +207,37 @@ class JobRuns:
         over several nodes it waits at its exit barrier for the other nodes' launchers (up to
         torch's 300 s; a node whose rank died at its exit never comes). Nothing is left to
         measure or save here, so tuimon ends the wait (SIGINT, as a stop) and says so."""
-        if r.ranks_done_at is None or r.exit_wait_said or r.stop_asked:
+        mine = self._jobs[r.id]
+        if mine.ranks_done_at is None or mine.exit_wait_said or r.stop_asked:
             return  # (a stop asked for has its own deadlines: control/stopping.py)
-        if now - r.ranks_done_at < float(os.environ.get(envvars.EXIT_WAIT_S) or EXIT_WAIT_S):
+        if now - mine.ranks_done_at < float(os.environ.get(envvars.EXIT_WAIT_S) or EXIT_WAIT_S):
             return
-        r.exit_wait_said = True
+        mine.exit_wait_said = True
         world = max((rs.hello.get("world_size") or 0 for rs in job.ranks.values()), default=0)
         where = ("waited for the other nodes' launchers at its exit barrier (a node whose rank "
                  "failed at its exit never arrives)" if world > job.expected() else "had not exited")
-        self._record([events.make(events.WARNING, r.id, note=True, text=(
-            f"every rank here ended {now - r.ranks_done_at:.0f} s ago and torchrun still {where}: "
+        self.record([events.make(events.WARNING, r.id, note=True, text=(
+            f"every rank here ended {now - mine.ranks_done_at:.0f} s ago and torchrun still {where}: "
             "tuimon ended it (every step was measured)"))])
         if not r.escalation:
-            self._escalate_run(r)
+            self.stopper.escalate_run(r)
 
     def rank_pids(self) -> dict[str, dict[int, int]]:
         """Run -> {rank: pid} of the live jobs' ranks (read by the sampler's thread)."""
-        return {run: r.child.rank_pids() for run, r in list(self._live.items())
+        return {run: r.child.rank_pids() for run, r in list(self.table.live.items())
                 if isinstance(r.child, JobChild)}
 
+    def close(self) -> None:
+        if self._hub is not None:
+            self._hub.close()
+
     # ---- the end ---------------------------------------------------------------------------------
-    def _job_end(self, r: Run, rc: int) -> list[dict]:
+    def end(self, r: Run, rc: int) -> list[dict]:
         """torchrun has exited: the job's own finished or failed event (no rank)."""
         job: JobChild = r.child
         ranks = job.ranks
         failures = sorted((rs.failed for rs in ranks.values() if rs.failed), key=lambda e: e["t"])
-        tail = log_tail(self.store.log_path(r.id), 25)
+        tail = log_tail(self._log_path(r.id), 25)
         if failures:
             first = failures[0]
             others = _fate(ranks, first["rank"])
@@ -259,7 +268,7 @@ class JobRuns:
         if reason == events.SCRIPT_ENDED and rc != 0:
             reason = "stopped"
         r.ended = True
-        self._set_state(r.id, STOPPED if reason == "stopped" else DONE)
+        self.table.set_state(r.id, STOPPED if reason == "stopped" else DONE)
         said = [rs.finished for rs in ranks.values() if rs.finished]
         figures = {k: max(e[k] for e in said if e.get(k) is not None)
                    for k in ("seconds", "paused_s", "compiles", "compile_s")
@@ -272,13 +281,8 @@ class JobRuns:
 
     def _job_failed(self, r: Run, **fields) -> list[dict]:
         r.ended = True
-        if r.id not in self.failed_runs:
-            self.failed_runs.append(r.id)
-        self._set_state(r.id, FAILED)
         e = events.make(events.FAILED, r.id, **fields)
-        if fields.get("stage") == "build" and self.build_failure is None:
-            self.build_failure = e
-            self._stop_everything()
+        self.failed(r, e)
         return [e]
 
 
@@ -322,19 +326,3 @@ def _root_cause(tail: str) -> tuple[int | None, int | None]:
     """torchrun's own report of the first failed worker: (rank, exit code)."""
     m = _ROOT.search(tail)
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
-
-
-def _value(args: list[str], flag: str, kind):
-    return kind(args[args.index(flag) + 1]) if flag in args[:-1] else None
-
-
-def _without(args: list[str], flags: tuple[str, ...]) -> list[str]:
-    out, skip = [], False
-    for word in args:
-        if skip:
-            skip = False
-        elif word in flags:
-            skip = True
-        else:
-            out.append(word)
-    return out

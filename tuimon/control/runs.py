@@ -1,13 +1,15 @@
-"""What a session runs: the ``Plan`` (variants, schedule, limits), the loop thread's record of
-each run, the states a run goes through, and the profile options the supervisor checks before
-it sends them (no torch here; the runner checks again)."""
+"""What a session runs: the ``Plan`` (the runs' settings, variants, schedule, limits), each run's
+record and the table of them, the states a run goes through, and the profile options the
+supervisor checks before it sends them (no torch here; the runner checks again)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.control.child import Child
+from tuimon.settings import TURN_S, Program, RunSettings
 from tuimon.variants import Variant
 
 PROFILES = "profiles"  # the session's subdirectory for profiler captures' chrome traces
@@ -32,24 +34,20 @@ QUEUED, RUNNING, PAUSED, DONE, FAILED, STOPPED = "queued", "running", "paused", 
 
 @dataclass
 class Plan:
-    recipe: Path
+    # Every run's settings (tuimon/settings.py): what runs, its length, seed, profiler, ...; the
+    # supervisor derives each run's own at its start (its id, variant, round, turns).
+    settings: RunSettings
     variants: list[Variant]
-    schedule: str = "sequential"  # or "parallel"
-    runner_args: list[str] = field(default_factory=list)  # --steps, --seed, ... for every run
+    schedule: str = "sequential"  # or "parallel", "interleave"
     cache_dir: Path | None = None  # None: a fresh Inductor cache per run (honest cold compile)
     stop_grace_s: float = 10.0  # after SIGINT, before SIGKILL
     interval: float | None = 1.0  # probe sampling period, seconds; None: no probes
     stop_line_s: float = 3.0  # after a stop line, before SIGINT (a step that does not end)
     torch_trace: bool = False  # also write torch's structured trace (TORCH_TRACE) for tlparse
     turn_steps: int | None = None  # interleaved schedule: steps a run takes per turn, or
-    turn_s: float = 3.0  # (turn_steps None) seconds it steps per turn (runner/turns.py)
+    turn_s: float = TURN_S  # (turn_steps None) seconds it steps per turn (runner/turns.py)
     quiet_only: bool = False  # keep steps measured under other processes' load out (stats)
     hang_s: float | None = 600.0  # warn when a stepping run sends no step for this long
-    repeats: int = 1  # processes per variant, run in rounds (every variant once per round)
-    # A script run (`tuimon run -- CMD`): command, script, name and the runner's settings (steps,
-    # duration, seed, warm-up, profiler, auto_compile, set) for runner/script/; None: a recipe.
-    script: dict | None = None
-    nproc: int | None = None  # a recipe's variant as this many ranks under torchrun (DDP)
     # What the verdict needs to know, recorded in session_started: axes (key -> values, the
     # first the baseline), horizon, loss_tolerance; a sweep's sweep, budget and skipped variants.
     answer: dict = field(default_factory=dict)
@@ -62,6 +60,16 @@ class Plan:
     # from: dir | bundle (what a warm start is seeded from); source: --cache-from's cache_source
     # event fields (control/cache_source.py), None without it.
     warm: dict = field(default_factory=dict)
+
+    @property
+    def repeats(self) -> int:
+        """Processes per variant, run in rounds (every variant once per round)."""
+        return self.settings.length.repeats
+
+    @property
+    def program(self) -> Program:
+        """What runs: a recipe, or a script's command (``program.is_script``), as a job or not."""
+        return self.settings.program
 
 
 @dataclass
@@ -87,15 +95,61 @@ class Run:
     compiling: bool = False
     stepping_since: float | None = None  # since when it may step without a break (the sampler)
     hung_said: bool = False
-    ranks_done_at: float | None = None  # a torchrun job: when every rank here had ended and exited
-    exit_wait_said: bool = False  # ... and that torchrun still waits at its exit, said
     steps_seen: bool = False
     script_end: dict | None = None  # a script's finished event, held until its exit code is known
-    port_offset: int | None = None  # a torchrun job: its rendezvous port's offset (torchrun.py)
-    active_s: float = 0.0  # a torchrun job: seconds it stepped (its --duration, control/job_runs.py)
-    # The handover (control/handover.py): it was ready for its turns (no longer starting); when
-    # its end was seen; the wait past Plan.settle_s said.
-    turned: bool = False
-    ended_at: float | None = None
-    settle_said: str | None = None
-    children: bool = False  # a script's training runs in child processes (handover.py)
+
+
+class RunTable:
+    """The session's runs: each one's record (``runs``), the queue in start order (``queue``) and
+    the runs with a process (``live``), all the loop thread's (the sampler's thread reads
+    ``live`` as a snapshot); and each run's state and variant, read from any thread (the TUI's,
+    the daemon's) under the lock. Once closed, no run is added."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Run] = {}
+        self.queue: list[str] = []
+        self.live: dict[str, Run] = {}
+        self._lock = threading.Lock()
+        self._states: dict[str, str] = {}
+        self._variants: dict[str, Variant] = {}
+        self._closed = False
+
+    def allocate(self, variant: Variant) -> str:
+        """A run id unique in the session: the variant's, then -2, -3, ... (queued from now)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the session is closed")
+            run, n = variant.run_id, 1
+            while run in self._states:
+                n += 1
+                run = f"{variant.run_id}-{n}"
+            self._states[run] = QUEUED
+            self._variants[run] = variant
+            return run
+
+    def forget(self, run: str) -> None:
+        """A run allocated but never queued (the session ended first)."""
+        with self._lock:
+            self._states.pop(run, None)
+
+    def variant_of(self, run: str) -> Variant:
+        with self._lock:
+            if run not in self._variants:
+                raise KeyError(f"no run {run!r} in this session")
+            return self._variants[run]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def state(self, run: str) -> str | None:
+        with self._lock:
+            return self._states.get(run)
+
+    def set_state(self, run: str, state: str) -> None:
+        with self._lock:
+            self._states[run] = state
+
+    def states(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._states)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuimon.analysis import PHASES, Change, VariantDiff, speedup_text
+from tuimon.analysis import PHASES, Change, VariantDiff
 from tuimon.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms, fmt_rate, fmt_s
 from tuimon.report.table import (
     cache_text,
@@ -15,6 +15,7 @@ from tuimon.report.table import (
     graphs_text,
     measured_text,
     other_load_text,
+    speedup_text,
 )
 
 

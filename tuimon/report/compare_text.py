@@ -1,5 +1,6 @@
-"""A comparison as Markdown, JSON or rich tables on a terminal. Text only: the changes come from
-``analysis.compare``, the figures' cells from ``compare_figures``."""
+"""A comparison as Markdown, JSON or rich tables on a terminal, and the regression guard's
+judgements in words. Text only: the changes and judgements come from ``analysis.compare``, the
+figures' cells from ``compare_figures``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,82 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tuimon.analysis import Comparison, VariantDiff, change_text
+from tuimon.analysis import Change, Comparison, Point, VariantDiff, guard
 from tuimon.report.compare_figures import figures
+from tuimon.report.trust_text import doubt_text
+
+
+def change_text(c: Change | None, kind: str = "time") -> str:
+    """'+12.3 % (95 % CI +8.1 to +16.6 %), slower' / '-0.4 % (...), within noise' / '+5.0 %'."""
+    if c is None:
+        return ""
+    text = f"{c.pct:+.1f} %"
+    if c.lo is None:
+        return text
+    text += f" (95 % CI {(c.lo - 1) * 100:+.1f} to {(c.hi - 1) * 100:+.1f} %)"
+    if not c.significant:
+        return text + ", within noise"
+    words = {"time": ("slower", "faster"), "size": ("more", "less")}.get(kind, ("up", "down"))
+    return text + f", {words[0] if c.ratio > 1 else words[1]}"
+
+
+def note_text(n: Point) -> str:
+    """A session's note, or a variant left out of the comparison (analysis/compare/sessions.py)."""
+    f = n.figures
+    if n.code == "restarted":
+        return (f"{f['label']}: {f['runs']} runs in {f['letter']}; compared {f['run']}, its last run "
+                "that measured steps")
+    if n.code == "same_recording":
+        return (f"{f['letter']} is the same recording as A: nothing changed between them, and the "
+                "guard judges nothing")
+    if n.code == "only_in":
+        return f"{f['label']}: only in {', '.join(f['letters'])}"
+    raise KeyError(n.code)
+
+
+def plan_text(p: Point) -> str:
+    """'these sessions tell a change of 31 % or more; 7 processes a side would tell 10 % (run both
+    with --repeats 7)'."""
+    f = p.figures
+    out = f"these sessions tell a change of {f['least']:.0f} % or more" if f["least"] is not None else ""
+    pct = f["pct"]
+    if p.code == "processes":
+        more = f"{f['k']} processes a side would tell {pct:g} % (run both with --repeats {f['k']})"
+    elif p.code == "zero":
+        more = "no number of processes tells 0 %"
+    elif p.code == "session":
+        more = (f"between two sessions no number of processes tells {pct:g} % (each session's own "
+                f"level, ±{f['session_pct']:.0f} % assumed, --session-spread): race "
+                "both in one session (an axis: --set impl=old,new), where rounds are paired")
+    else:
+        more = f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one"
+    return f"{out}; {more}" if out else more
+
+
+def judgement_text(j: Point) -> str:
+    """One of the guard's judgements (analysis/compare/changes.py guard)."""
+    f = j.figures
+    who = f"{f['label']} in {f['letter']} vs A" + (" (unreliable: other processes' load differed)"
+                                                   if f["shaky"] else "")
+    if j.code == "no_interval":
+        return f"{who}: no interval for the median step (too few steady steps)"
+    if j.code == "slower":
+        return f"{who}: median step {change_text(f['change'])}, more than --fail-if-slower {f['pct']:g} %"
+    if j.code == "cannot_tell":
+        return (f"{who}: cannot tell whether the median step got more than {f['pct']:g} % slower: "
+                f"{change_text(f['change'])}; " + plan_text(f["plan"]))
+    return (f"{who}: {f['start']} compile time {change_text(f['change'])}, more than "
+            f"--fail-if-compile-slower {f['pct']:g} %")
+
+
+def guard_lines(c: Comparison, slower_pct: float | None, compile_pct: float | None
+                ) -> tuple[list[str], list[str], list[str]]:
+    """The regression guard's (failures, what cannot be told, what could not be judged), in words."""
+    return tuple([judgement_text(j) for j in found] for found in guard(c, slower_pct, compile_pct))
+
+
+def _notes(c: Comparison, unjudged) -> list[str]:
+    return [*map(note_text, c.left_out), *map(note_text, c.notes), *[f"not judged: {u}" for u in unjudged]]
 
 
 def cells(v: VariantDiff, sep: str = ", ") -> list[tuple[str, list[str]]]:
@@ -50,7 +125,7 @@ def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = (
         out += ["", f"### {v.label}", "", "| | " + " | ".join(s.letter for s in c.sessions) + " |",
                 "|" + "---|" * (len(c.sessions) + 1)]
         out += [f"| {name} | " + " | ".join(_md(x) for x in row) + " |" for name, row in cells(v)]
-    notes = [*c.left_out, *c.notes, *[f"not judged: {u}" for u in unjudged]]
+    notes = _notes(c, unjudged)
     if notes:
         out += ["", "Notes:", *[f"- {n}" for n in notes]]
     if failures:
@@ -81,12 +156,13 @@ def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
             "warm_compile_s": [(r.starts.get("warm") or {}).get("compile_s") if r is not None else None
                                for r in v.rows],
             "warm_compile_change": [m.to_dict() if m else None for m in v.warm_compile],
-            "unreliable": v.unreliable,
+            "unreliable": [doubt_text(x) if x is not None else None for x in v.unreliable],
             "detectable_pct": [None if x is None else round(x, 2) for x in v.detectable],
             "metrics": [{"name": m.name, "values": m.values,
                          "changes": [x.to_dict() if x else None for x in m.changes]} for m in figures(v)],
         } for v in c.variants],
-        "left_out": c.left_out, "notes": c.notes, "unjudged": list(unjudged),
+        "left_out": [note_text(n) for n in c.left_out], "notes": [note_text(n) for n in c.notes],
+        "unjudged": list(unjudged),
         "noise": c.noise.to_dict() if c.noise is not None else None,
         "guard": {"failed": bool(failures), "failures": list(failures), "cannot_tell": list(cannot)},
     }
@@ -112,7 +188,7 @@ def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudg
         for name, row in cells(v, "\n"):
             t.add_row(Text(name), *(Text(x) for x in row))
         console.print(t)
-    for note in [*c.left_out, *c.notes, *[f"not judged: {u}" for u in unjudged]]:
+    for note in _notes(c, unjudged):
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     console.print(f"spread between processes: {noise_text(c)}", highlight=False, markup=False)
     for f in failures:
@@ -159,6 +235,6 @@ def headline(c: Comparison) -> list[str]:
             if hot is not None:
                 parts.append(f"warm compile time {change_text(hot)}")
             if shaky:
-                parts.append(f"unreliable: {shaky}")
+                parts.append(f"unreliable: {doubt_text(shaky)}")
             out.append(f"{v.label}, {s.letter} vs A: " + "; ".join(parts))
     return out

@@ -6,8 +6,48 @@ the TUI."""
 
 from __future__ import annotations
 
-from tuimon.analysis import RunStats, SessionSummary, columns
+from tuimon.analysis import Point, RunStats, SessionSummary, columns, fell_back
 from tuimon.fmt import DASH, fmt_s
+
+# Why a compiled variant compiled nothing when no compile ran at all (stats/compiles.py none_ran).
+NOTHING = ("no compile ran in this variant: the script called no torch.compile that ran and tuimon "
+           "compiled no module; pass --compile-module NAME (a module's class) or call torch.compile "
+           "in the script")
+
+
+def fallback_text(f: dict) -> str:
+    """'Dynamo could not compile forward() (main.py:28): Attempted to wrap RNN, GRU, or LSTM'."""
+    frame = f"{f['frame']}()" if f.get("frame") else "a frame"
+    where = f" ({f['where']})" if f.get("where") else ""
+    return f"Dynamo could not compile {frame}{where}: {f['reason'] or f['failed']}"
+
+
+def nothing_text(why: Point) -> str:
+    """Why a compiled variant compiled nothing for training (stats/compiles.py compile_story)."""
+    if why.code == "failed":  # Dynamo tried and could not: torch's reason
+        return fallback_text(why.get("failure")) + (
+            " (tried in eval mode with gradients off; training then ran it eager too)"
+            if why.get("validation") else "")
+    if why.code == "no_op":
+        frames = ", ".join(f"{frame}()" for frame in why.get("frames")) or "the frames it was given"
+        return f"Dynamo found no tensor operation to compile in {frames}"
+    if why.code == "runner":  # the runner's own words
+        return why.get("text")
+    return NOTHING
+
+
+def guard_word(g: Point) -> str:
+    """A validation pass's failed guard in a few words: 'grad_mode', 'batch 8', 'size 12 at dim
+    1', 'train/eval mode', else the guard itself (stats/compiles.py guard_kind)."""
+    if g.code == "global":
+        return g.get("names")
+    if g.code == "batch":
+        return f"batch {g.get('size')}"
+    if g.code == "size":
+        return f"size {g.get('size')} at dim {g.get('dim')}"
+    if g.code == "mode":
+        return "train/eval mode"
+    return g.get("text")
 
 
 def phases_text(r: RunStats) -> str:
@@ -34,21 +74,16 @@ def graphs_text(r: RunStats) -> str:
             f"{eager}")
 
 
-def _val_fell_back(r: RunStats) -> list[dict]:
-    return [f for f in r.compile_failures if f.get("validation") and f.get("failed")
-            and "limit" not in f.get("reason", "").lower()]
-
-
 def validation_text(r: RunStats) -> str:
     """A script's validation passes' compiles (stats/compiles.py): '2 compiles, grad_mode; batch
     8 (3.1 s)'; never training's recompiles, compile time or graphs."""
-    failed = _val_fell_back(r)
-    if not (r.val_compiles or r.val_words or failed):
+    failed = fell_back(r, validation=True)
+    if not (r.val_compiles or r.val_guards or failed):
         return DASH
     n = r.val_compiles
     text = f"{n} compile{'' if n == 1 else 's'}" if n else "no compile"
-    if r.val_words:
-        text += f", {'; '.join(r.val_words[:4])}"
+    if r.val_guards:
+        text += f", {'; '.join(guard_word(g) for g in r.val_guards[:4])}"
     if r.val_compile_s:
         text += f" ({fmt_s(r.val_compile_s)})"
     if failed:
@@ -66,7 +101,7 @@ def compile_notes(summary: SessionSummary) -> list[str]:
     out = [f"{r.label}: validation: {validation_text(r)}, kept apart: not training's compiles, "
            "recompiles or compile time" for r in columns(summary) if validation_text(r) != DASH]
     for r in columns(summary):
-        out += [f"{r.label}: ran eager, not compiled: {text}" for text in r.fell_back]
+        out += [f"{r.label}: ran eager, not compiled: {fallback_text(f)}" for f in r.fell_back]
     return out
 
 

@@ -18,12 +18,11 @@ from tuimon.analysis import (
     STEP_PARTS,
     SessionSummary,
     columns,
-    diagnose,
     load_session,
     step_kind,
     step_split,
 )
-from tuimon.report import files_text, why_text
+from tuimon.report import files_text, summary_json, verdict_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
@@ -32,6 +31,7 @@ from tuimon.report.table import (
     profile_note,
     table,
 )
+from tuimon.report.trust_text import busy_text, round_text, row_notes, unreliable_text
 from tuimon.report.warm_text import start_line, warm_notes
 from tuimon.sessiondir import store
 
@@ -40,7 +40,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     header, rows = table(summary)
     out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
     if summary.verdict is not None:  # the answer first (stats/verdict.py)
-        out += [summary.verdict.line, ""]
+        out += [verdict_text.line(summary.verdict), ""]
     if meta:
         what = (f"- script: `{shlex.join(meta['command'])}`" if meta.get("command")
                 else f"- recipe: `{meta.get('recipe', '?')}`")
@@ -59,12 +59,12 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                                           "--pin-malloc fixes its thresholds alike in every run)"))
         out.append("")
     if summary.busy:
-        out += [f"**Note: {summary.busy}.**", ""]
+        out += [f"**Note: {busy_text(summary.busy)}.**", ""]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     notes = [f"- {n}" for n in answer_notes(summary) + compile_notes(summary)]
-    notes += [f"- {r.label}: {n}" for r in columns(summary) for n in r.notes]
+    notes += [f"- {r.label}: {n}" for r in columns(summary) for n in row_notes(r, summary.quiet_only)]
     notes += [f"- {n}" if not n.startswith("  ") else n for n in warm_notes(summary)]
     notes += [f"- {profile_note(r, p)}" for r in summary.runs for p in r.profiles]
     if summary.gpu_available is False:
@@ -74,15 +74,15 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     notes += [f"- warning: {w}" for w in summary.warnings]
     for r in summary.runs:
         notes += failure_notes(r) + rank_notes(r)
-    left = dict.fromkeys(p["why"] for v in summary.variants for p in v.left_out)
+    left = dict.fromkeys(round_text(p["why"]) for v in summary.variants for p in v.left_out)
     notes += [f"- {why}: left out of every variant's step time (the other rounds were quiet)"
               for why in left]
     for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
                   for b in r.graph_breaks[1:]]
         notes += [f"- {r.label}: recompile: {reason}" for reason in r.recompile_reasons]
-        if r.unreliable:
-            notes.append(f"- {r.label}: unreliable: {r.unreliable}")
+        if r.doubts:
+            notes.append(f"- {r.label}: unreliable: {unreliable_text(r)}")
     if summary.unreadable_lines:
         notes.append(f"- {summary.unreadable_lines} unreadable line(s) in events.jsonl were skipped")
     if notes:
@@ -102,7 +102,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                     "between processes: --repeats 3 or more measures that.")
     if any(r.profiled_steps for r in summary.runs):
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
-    if why := why_text.markdown(diagnose(summary)):
+    if why := why_text.markdown(summary):
         out += ["", *why]
     if files := files_text.markdown(summary.files):
         out += ["", *files]
@@ -134,8 +134,7 @@ def device_line(summary: SessionSummary) -> str:
 
 
 def to_json(meta: dict, summary: SessionSummary) -> str:
-    why = [v.to_dict() for v in diagnose(summary)]
-    return json.dumps({"meta": meta, **summary.to_dict(), "why": why}, indent=2, default=str) + "\n"
+    return json.dumps(summary_json.document(meta, summary), indent=2, default=str) + "\n"
 
 
 # ``phase`` is the runner's (warmup / steady); ``kind`` what the statistics make of the step

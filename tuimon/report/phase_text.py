@@ -6,7 +6,7 @@ The numbers come from analysis/stats/phases.py; only their wording is here."""
 from __future__ import annotations
 
 from tuimon.analysis import PART_SHORT, STEP_PARTS, RunStats, SessionSummary, columns
-from tuimon.fmt import DASH, fmt_ms
+from tuimon.fmt import DASH, fmt_ms, fmt_short
 
 # The order compile's effect is told in: the parts it may speed up first.
 SPEEDUP_ORDER = ("forward", "backward", "optimizer", "data")
@@ -62,14 +62,8 @@ def medians(r: RunStats) -> list[tuple[str, str, str]]:
         if name in r.phases_missing:
             out.append((name, PART_SHORT[name], "?"))
         elif name in r.step_phases:
-            out.append((name, PART_SHORT[name], _number(r.step_phases[name]["median_ms"])))
+            out.append((name, PART_SHORT[name], fmt_short(r.step_phases[name]["median_ms"])))
     return out
-
-
-def _number(ms: float) -> str:
-    if ms >= 10:
-        return f"{ms:.0f}"
-    return f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}" if ms >= 0.01 else f"{ms:.3f}"
 
 
 def shares(r: RunStats) -> list[tuple[str, float]]:

@@ -4,7 +4,7 @@ the statistics (analysis/stats/ranks.py); nothing is computed here but their wor
 
 from __future__ import annotations
 
-from tuimon.analysis import PART_SHORT, RunStats, own_time_spread, rank_names
+from tuimon.analysis import PART_SHORT, Point, RunStats, own_time_spread
 from tuimon.fmt import DASH, fmt_ms
 
 PER_RANK_CELL = 8  # up to this many ranks, the table names each one's median
@@ -33,15 +33,36 @@ def per_rank_text(r: RunStats) -> str:
         return DASH
     if len(rows) <= PER_RANK_CELL:
         return " · ".join(f"r{x['rank']} {fmt_ms(x['median_ms'])}"
-                          + (f" (own {fmt_ms(x['own_ms'])})" if _waited(x) else "") for x in rows)
+                          + (f" (own {fmt_ms(x['own_ms'])})" if x.get("waited") else "") for x in rows)
     fastest, middle, slowest = own_time_spread(rows)
     return (f"own time: fastest r{fastest['rank']} {fmt_ms(fastest['own_ms'])} · median "
             f"{fmt_ms(middle)} · slowest r{slowest['rank']} {fmt_ms(slowest['own_ms'])}")
 
 
-def _waited(x: dict) -> bool:
-    """A rank whose own time is well below its step: it spent the rest waiting for others."""
-    return x.get("own_ms") is not None and x["own_ms"] < 0.95 * x["median_ms"]
+def rank_names(ranks: list[int]) -> str:
+    """'rank 3', 'ranks 0, 2–7'"""
+    ranks = sorted(ranks)
+    parts, k = [], 0
+    while k < len(ranks):
+        j = k
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(str(ranks[k]) if j == k else f"{ranks[k]}{',' if j == k + 1 else '–'}"
+                     f"{' ' if j == k + 1 else ''}{ranks[j]}")
+        k = j + 1
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(parts)}"
+
+
+COUNTED = {"graphs": "graphs compiled", "breaks": "graph breaks", "recompiles": "recompiles"}
+
+
+def divergence_line(d: Point) -> str:
+    """'graphs compiled: rank 1: 3, ranks 0, 2–7: 2', 'step 70 compiled on rank 1 only (why)'."""
+    if d.code == "counts":
+        groups = ", ".join(f"{rank_names(ranks)}: {v}" for ranks, v in d.get("groups"))
+        return f"{COUNTED[d.get('what')]}: {groups}"
+    why = f" ({d.get('why')})" if d.get("why") else ""
+    return f"step {d.get('step')} compiled on {rank_names(d.get('ranks'))} only{why}"
 
 
 def skew_text(r: RunStats) -> str:
@@ -68,7 +89,7 @@ def straggler_text(r: RunStats) -> str:
 def divergence_text(r: RunStats) -> str:
     if not r.world_size:
         return DASH
-    return "; ".join(r.compile_divergence) if r.compile_divergence else "none"
+    return "; ".join(map(divergence_line, r.compile_divergence)) if r.compile_divergence else "none"
 
 
 RANK_ROWS = [
@@ -92,7 +113,7 @@ def rank_notes(r: RunStats) -> list[str]:
     if r.stragglers:
         out.append(f"- {r.label}: straggler {straggler_text(r)}; the others wait for it in each "
                    "step's collective (DDP's gradient all-reduce)")
-    out += [f"- {r.label}: compiles diverge across ranks: {d}" for d in r.compile_divergence]
+    out += [f"- {r.label}: compiles diverge across ranks: {divergence_line(d)}" for d in r.compile_divergence]
     return out
 
 

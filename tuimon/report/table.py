@@ -4,7 +4,7 @@ TUI, which format a number only through here (and ``fmt``)."""
 
 from __future__ import annotations
 
-from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_text, speedup_text
+from tuimon.analysis import RunStats, SessionSummary, busy, columns, load_figures
 from tuimon.fmt import DASH, fmt_bytes, fmt_count, fmt_loss, fmt_ms, fmt_rate, fmt_s, short_name
 from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words, re-exported
     compile_cache,
@@ -16,6 +16,8 @@ from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words
 )
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
+from tuimon.report.trust_text import load_words, reason_text
+from tuimon.report.verdict_text import disqualified
 from tuimon.report.warm_text import artifacts_text, has_starts, per_start
 from tuimon.report.warm_text import cache_text as caches_text
 
@@ -45,6 +47,25 @@ def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
         tail = tail[fatal:][:3 * lines] if fatal is not None else tail[-lines:]
         out += ["", "  ```", *(f"  {line}" for line in tail), "  ```", ""]
     return out
+
+
+def speedup_text(r: RunStats) -> str:
+    if r.speedup is None:
+        return DASH
+    if r.nothing_compiled:  # eager against eager: no speedup of compile's to word
+        return "– (nothing compiled: it ran eager)"
+    text = f"{r.speedup:.2f}×"
+    if r.speedup_lo is not None:
+        text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
+        if r.within_noise:
+            text += ", within noise"
+    if r.load_differs:
+        text += " — unreliable: other processes' load differed"
+    elif r.faults_differ:
+        text += " — unreliable: page faults differed"
+    elif r.doubts:
+        text += " — unreliable"
+    return text
 
 
 def breakeven_text(r: RunStats) -> str:
@@ -126,13 +147,14 @@ def answer_notes(summary: SessionSummary) -> list[str]:
     out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
     if v is not None:
         out += [f"{d['label']}: {'' if d.get('uncompiled') else 'not a candidate: '}{d['reason']}"
-                for d in v.disqualified]
+                for d in disqualified(v)]
         out += [f"{u['label']}: losses not weighed: {u['ref']}'s own losses swing by {u['spread']:.0%} of "
                 f"its first loss over the steps compared, more than their gap ({u['gap']:+.0%}) and "
                 "--loss-tolerance: the gap says nothing of compile" for u in v.unweighed]
         # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
-        said = {summary.busy} | {f"{r.label}: {r.unreliable}" for r in columns(summary) if r.unreliable}
-        out += [f"unreliable: {x}" for x in v.reasons if x not in said]
+        doubted = {r.label: r.doubts for r in columns(summary) if r.doubts}
+        out += [f"unreliable: {reason_text(x)}" for x in v.reasons
+                if x != summary.busy and doubted.get(x.get("label")) != x.get("doubts")]
     out += noise_notes(summary)
     b = summary.budget
     if b:
@@ -168,7 +190,7 @@ def other_load_text(r: RunStats) -> str:
     """Other processes' load during the run's steady steps (a noisy neighbour)."""
     if r.foreign_cores is None and not r.foreign_gpu_pids:
         return DASH
-    text = load_text(r) + (" — busy" if busy(r) else "")
+    text = load_words(load_figures(r)) + (" — busy" if busy(r) else "")
     if r.left_out:  # the rounds its step time rests on; a busy round was left out
         text += " (its quiet rounds; " + ", ".join(
             f"round {p['round']}: {_load_words(p)}" for p in r.left_out) + ", left out)"
@@ -266,7 +288,7 @@ def busy_speedup(summary: SessionSummary):
     def text(r: RunStats) -> str:
         out = speedup_text(r)
         if tag and r.speedup is not None and r.baseline and r.baseline != r.label \
-                and "unreliable" not in out and not r.nothing_compiled:
+                and not (r.load_differs or r.faults_differ or r.doubts) and not r.nothing_compiled:
             out += tag
         return out
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tuimon.analysis import RunStats, SessionSummary, cache_counts, columns
 from tuimon.fmt import DASH, fmt_bytes, fmt_s
+from tuimon.report.miss_text import miss_text
 
 
 def as_start(r: RunStats, start: str) -> RunStats:
@@ -98,7 +99,7 @@ def warm_notes(summary: SessionSummary) -> list[str]:
             what = "missed" if any(cache_counts(warm.cache, c).get("miss") for c in ("fx", "aot")) \
                 else "compiled again"
             out.append(f"{r.label}: the warm start {what} ({cache_text(warm)}):")
-            out += [f"  - {reason}" for reason in r.miss_reasons]
+            out += [f"  - {miss_text(reason)}" for reason in r.miss_reasons]
     return out
 
 

@@ -1,9 +1,14 @@
-"""The diagnosis as text: the "Why" section of summary.md and the headless output's top lines.
-The TUI's pane (ui/widgets/why_pane.py) draws the same findings with rich."""
+"""The diagnosis in words: each variant's findings (analysis/why: codes and figures) worded once
+(``worded``), for the "Why" section of summary.md, summary.json's ``why``, the headless output's
+top lines and the TUI's pane (ui/widgets/why_pane.py draws the same words with rich)."""
 
 from __future__ import annotations
 
-from tuimon.analysis import HIGH, MEDIUM, VariantWhy
+from dataclasses import asdict, dataclass, field
+
+from tuimon.analysis import HIGH, MEDIUM, Finding, RunStats, SessionSummary, VariantWhy, columns, diagnose
+from tuimon.report.table import speedup_text
+from tuimon.report.why_words import say
 
 SEVERITY = {HIGH: "high", MEDIUM: "medium"}
 
@@ -11,7 +16,64 @@ SEVERITY = {HIGH: "high", MEDIUM: "medium"}
 HEADING = "## Why compile did not help, and what bounds each step"
 
 
-def headline(v: VariantWhy) -> str:
+@dataclass
+class Said:
+    """A finding in words: its title (what holds the variant back), evidence and what to try."""
+
+    rule: str
+    title: str
+    evidence: list[str]
+    advice: list[str]
+    severity: int
+    cost_ms: float | None
+    code: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class VariantSaid:
+    run: str
+    label: str
+    speedup: str | None  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"; None: no baseline
+    helped: bool
+    findings: list[Said] = field(default_factory=list)
+    compiled: bool = True
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "label": self.label, "compiled": self.compiled,
+                "speedup": self.speedup, "helped": self.helped,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def said(f: Finding) -> Said:
+    return Said(f.rule, say(f.what), [say(p) for p in f.evidence], [say(p) for p in f.advice],
+                f.severity, f.cost_ms, f.code)
+
+
+def speed(row: RunStats | None) -> str | None:
+    """A compiled variant's speedup against its baseline, in words (None: none measured)."""
+    if row is None:
+        return None
+    if row.nothing_compiled:  # no speedup to weigh: two eager runs
+        return "nothing was compiled: it ran eager"
+    if row.speedup is None:
+        return None
+    return speedup_text(row).replace("×", f"× {row.baseline}", 1)
+
+
+def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> list[VariantSaid]:
+    """Every diagnosed variant's findings in words (``whys``: diagnose(summary), if done already)."""
+    rows = {r.run: r for r in columns(summary)}
+    out = []
+    for v in diagnose(summary) if whys is None else whys:
+        speedup = speed(rows.get(v.run)) if v.compiled else None
+        out.append(VariantSaid(v.run, v.label, speedup, v.helped, [said(f) for f in v.findings], v.compiled))
+    return out
+
+
+def headline(v: VariantSaid) -> str:
     if not v.compiled:
         return f"{v.label} (not compiled): what bounds its step"
     if v.speedup is None:
@@ -20,8 +82,9 @@ def headline(v: VariantWhy) -> str:
     return f"{v.label}: {v.speedup} — {verb}"
 
 
-def markdown(whys: list[VariantWhy]) -> list[str]:
+def markdown(summary: SessionSummary) -> list[str]:
     """The 'Why' section (empty without a variant to diagnose)."""
+    whys = worded(summary)
     if not whys:
         return []
     out = [HEADING, ""]
@@ -41,10 +104,10 @@ def markdown(whys: list[VariantWhy]) -> list[str]:
     return out
 
 
-def top_lines(whys: list[VariantWhy], n: int = 3) -> list[str]:
+def top_lines(summary: SessionSummary, n: int = 3) -> list[str]:
     """For the terminal: each variant's headline and its first findings' titles."""
     out = []
-    for v in whys:
+    for v in worded(summary):
         out.append(f"why {headline(v)}:")
         out += [f"  {k}. {f.title}" for k, f in enumerate(v.findings[:n], 1)]
         if len(v.findings) > n:
@@ -52,3 +115,8 @@ def top_lines(whys: list[VariantWhy], n: int = 3) -> list[str]:
         if not v.findings:
             out.append("  no finding in what tuimon recorded")
     return out
+
+
+def as_json(summary: SessionSummary) -> list[dict]:
+    """summary.json's ``why``: each variant's findings in words, with their codes."""
+    return [v.to_dict() for v in worded(summary)]

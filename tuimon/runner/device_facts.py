@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from tuimon.settings import DEVICE
+
 
 def device_facts(requested: str) -> dict:
     try:
@@ -39,5 +41,5 @@ def device_facts(requested: str) -> dict:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(prog="python -m tuimon.runner.device_facts")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default=DEVICE)
     print(json.dumps(device_facts(p.parse_args().device)))

@@ -15,8 +15,6 @@ import json
 import os
 import socket
 
-from tuimon.envvars import RANKS as RANKS_ENV
-
 # torchrun's worker environment: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK
 # (the node's rank), TORCHELASTIC_RUN_ID (the rendezvous id: one per job), MASTER_ADDR/PORT.
 
@@ -53,12 +51,3 @@ def connect(path: str, token: str, run: str, ident: dict) -> socket.socket:
         sock.close()
         raise
     return sock
-
-
-def from_env() -> tuple[dict, dict] | None:
-    """A recipe's rank: (its channel settings, its identity), or None outside a job."""
-    raw = os.environ.get(RANKS_ENV)
-    ident = identity()
-    if not raw or ident is None:
-        return None
-    return json.loads(raw), ident

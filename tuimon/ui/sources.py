@@ -264,6 +264,31 @@ class JobSource:
         return self.path / "logs" / f"{run}.log"
 
 
+def open_source(path: Path):
+    """The TUI's source for one session, as attach and a browser tab open it: (RemoteSource,
+    None) when the session's daemon answers; otherwise (ReplaySource, the note that says why it
+    is read-only)."""
+    from tuimon.control.channel import ChannelError, CommandError
+    from tuimon.sessiondir import listing
+    from tuimon.sessiondir import store as store_
+
+    try:
+        return RemoteSource(path), None
+    except (ChannelError, CommandError):
+        pass
+    meta = store_.read_meta(path)
+    state = listing.state_of(meta)
+    if state == listing.RUNNING:
+        note = (f"this session runs in pid {(meta.get('owner') or {}).get('pid')} without a control "
+                "channel (headless): read-only, following it")
+    elif state == listing.STALE:
+        note = ("this session's supervisor is gone without finishing (killed?): read-only, "
+                "showing what was recorded")
+    else:
+        note = f"this session has ended ({state}): read-only, as replay"
+    return ReplaySource(path), note
+
+
 def _lines(chunk: str, rest: str) -> tuple[list[dict], str]:
     """Whole lines' events from ``rest + chunk``, and the line still being written."""
     lines = (rest + chunk).split("\n")

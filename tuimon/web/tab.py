@@ -16,8 +16,6 @@ import signal
 import sys
 import threading
 
-from tuimon.cli.args import fps_arg
-
 
 def watch_parent(every: float = 0.5) -> None:
     """SIGTERM this process once its parent (the server) is gone: Textual's web driver turns
@@ -35,12 +33,12 @@ def watch_parent(every: float = 0.5) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tuimon.web.tab")
     p.add_argument("session")
-    p.add_argument("--fps", type=fps_arg, default=4.0)
+    p.add_argument("--fps", type=float, default=4.0)  # tuimon serve checked it (cli/serve.py)
     args = p.parse_args(argv)
 
-    from tuimon.cli.attach import open_source
     from tuimon.sessiondir import store
     from tuimon.ui.app import TuimonApp
+    from tuimon.ui.sources import open_source
 
     if (why := store.check_session(args.session)) is not None:
         print(f"tuimon: error: {why}", file=sys.stderr)  # the server's console shows it

@@ -12,7 +12,6 @@ from tuimon.analysis.compare.settings import differences
 from tuimon.analysis.stats import RunStats
 from tuimon.analysis.stats.change import (
     Change,
-    change_text,
     load_differs,
     loss_drift,
     median_change,
@@ -27,6 +26,7 @@ from tuimon.analysis.stats.noise import (
     pooled,
     processes_for,
 )
+from tuimon.analysis.stats.point import Point, point
 
 PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
 SIZES = ("peak_rss", "cuda_peak_allocated", "vram_max")  # measured once per process
@@ -38,7 +38,7 @@ class VariantDiff:
     rows: list[RunStats | None]  # per session (None: not in that session)
     median: list[Change | None]
     compile: list[Change | None]  # cold against cold (a session before warm starts: every process)
-    unreliable: list[str | None]  # per session: other processes' load differed from A's
+    unreliable: list[Point | None]  # per session: other processes' load differed from A's
     phases: dict[str, list[Change | None]] = field(default_factory=dict)  # compile phase -> changes
     sizes: dict[str, list[Change | None]] = field(default_factory=dict)  # RunStats attribute -> changes
     drift: list[tuple[float | None, int]] = field(default_factory=list)  # loss vs A: (max |Δ|, steps)
@@ -56,11 +56,11 @@ class Comparison:
     sessions: list[Session]
     differences: list[tuple[str, list[str]]]
     variants: list[VariantDiff]
-    left_out: list[str]
+    left_out: list[Point]  # only_in: a variant not matched
     noise: Noise | None = None  # the spread between processes, pooled over every session's variants
 
     @property
-    def notes(self) -> list[str]:
+    def notes(self) -> list[Point]:
         return [n for s in self.sessions for n in s.notes]
 
 
@@ -69,9 +69,8 @@ def compare_sessions(sessions: list[Session], session_sd: float = SESSION_SD) ->
     the machine's state, which two sessions need not share."""
     key_rows(sessions)
     for s in sessions[1:]:
-        if same_recording(sessions[0], s) and not any("same recording" in n for n in s.notes):
-            s.notes.append(f"{s.letter} is the same recording as A: nothing changed between them, "
-                           "and the guard judges nothing")
+        if same_recording(sessions[0], s) and not any(n.code == "same_recording" for n in s.notes):
+            s.notes.append(point("same_recording", letter=s.letter))  # the guard judges nothing
     keys, left_out = matched(sessions)
     # One spread for all: every session's processes of every variant, about their own variant's.
     noise = replace(pooled([r for s in sessions for r in s.summary.variants]), session_sd=session_sd)
@@ -131,8 +130,11 @@ def _loss_drift(sessions: list[Session], rows: list[RunStats | None]) -> list[tu
 
 
 def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
-          ) -> tuple[list[str], list[str], list[str]]:
-    """(failures, what cannot be told, what could not be judged at all).
+          ) -> tuple[list[Point], list[Point], list[Point]]:
+    """(failures, what cannot be told, what could not be judged at all), each a point naming the
+    variant (``label``), the session (``letter``) and whether its load differed from A's
+    (``shaky``): ``slower``, ``compile_slower`` (``start``: cold or warm), ``cannot_tell`` (with
+    its ``plan``), ``no_interval``.
 
     A median step fails when its change is beyond noise and above ``slower_pct``. When it is not
     but its interval still reaches above ``slower_pct``, the sessions *cannot tell*: they could
@@ -148,42 +150,33 @@ def guard(c: Comparison, slower_pct: float | None, compile_pct: float | None
                                                  v.unreliable[1:], v.detectable[1:], warm, strict=True):
             if s.letter in same:  # A read twice: nothing changed, nothing to judge
                 continue
-            who = f"{v.label} in {s.letter} vs A" + (" (unreliable: other processes' load differed)"
-                                                      if shaky else "")
+            who = {"label": v.label, "letter": s.letter, "shaky": shaky is not None}
             if slower_pct is not None and m is not None:
-                if m.significant is None:
-                    unjudged.append(f"{who}: no interval for the median step (too few steady steps)")
+                if m.significant is None:  # too few steady steps
+                    unjudged.append(point("no_interval", **who))
                 elif m.significant and m.pct > slower_pct:
-                    failures.append(f"{who}: median step {change_text(m)}, more than "
-                                    f"--fail-if-slower {slower_pct:g} %")
+                    failures.append(point("slower", **who, change=m, pct=slower_pct))
                 elif (m.hi - 1.0) * 100.0 > slower_pct:
-                    cannot.append(f"{who}: cannot tell whether the median step got more than "
-                                  f"{slower_pct:g} % slower: {change_text(m)}; "
-                                  + plan_text(c.noise, least, slower_pct,
-                                              len(c.sessions) * len(c.variants)))
+                    told = plan(c.noise, least, slower_pct, len(c.sessions) * len(c.variants))
+                    cannot.append(point("cannot_tell", **who, change=m, pct=slower_pct, plan=told))
             for start, change in (("cold", comp), ("warm", hot)):  # cold with cold, warm with warm
                 if compile_pct is not None and change is not None and change.significant is not False \
                         and change.pct > compile_pct:
-                    failures.append(f"{who}: {start} compile time {change_text(change)}, more than "
-                                    f"--fail-if-compile-slower {compile_pct:g} %")
+                    failures.append(point("compile_slower", **who, start=start, change=change,
+                                          pct=compile_pct))
     return failures, cannot, unjudged
 
 
-def plan_text(noise: Noise | None, least: float | None, pct: float, variants: int = 2) -> str:
-    """'these sessions tell a change of 31 % or more; 7 processes a side would tell 10 % (run both
-    with --repeats 7)'."""
-    out = f"these sessions tell a change of {least:.0f} % or more" if least is not None else ""
+def plan(noise: Noise | None, least: float | None, pct: float, variants: int = 2) -> Point:
+    """What these sessions can tell (``least``: the least change, %) and what would tell ``pct``:
+    ``processes`` (``k`` a side), ``zero`` (no count tells 0 %), ``session`` (each session's own
+    level, ``session_pct``, is what no process count averages away), ``never`` (not even 20)."""
     k = processes_for(noise, pct, variants) if noise is not None and pct > 0 else None
     if k:
-        more = f"{k} processes a side would tell {pct:g} % (run both with --repeats {k})"
-    elif pct <= 0:
-        more = "no number of processes tells 0 %"
-    elif noise is not None and noise.session_sd and processes_for(replace(noise, session_sd=0.0), pct,
-                                                                  variants):
-        # Each session's own level (--session-spread) is what no process count averages away.
-        more = (f"between two sessions no number of processes tells {pct:g} % (each session's own "
-                f"level, ±{noise.session_pct:.0f} % assumed, --session-spread): race "
-                "both in one session (an axis: --set impl=old,new), where rounds are paired")
-    else:
-        more = f"even 20 processes a side would not tell {pct:g} % on this machine: look for a quieter one"
-    return f"{out}; {more}" if out else more
+        return point("processes", least=least, k=k, pct=pct)
+    if pct <= 0:
+        return point("zero", least=least, pct=pct)
+    if noise is not None and noise.session_sd \
+            and processes_for(replace(noise, session_sd=0.0), pct, variants):
+        return point("session", least=least, pct=pct, session_pct=noise.session_pct)
+    return point("never", least=least, pct=pct)

@@ -15,6 +15,7 @@ from pathlib import Path
 from tuimon import events
 from tuimon.analysis.read import load_session
 from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import columns
 
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
@@ -29,7 +30,7 @@ class Session:
     summary: SessionSummary
     axes: dict[str, dict[str, str]] = field(default_factory=dict)  # row's run -> its axis values
     rows: dict[Key, RunStats] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Point] = field(default_factory=list)  # restarted, same_recording (report/compare_text.py)
 
     @property
     def name(self) -> str:
@@ -85,9 +86,9 @@ def key_rows(sessions: list[Session]) -> None:
         for key, rows in found.items():
             measured = [r for r in rows if r.median_ms] or rows
             s.rows[key] = measured[-1]
-            if len(rows) > 1:
-                s.notes.append(f"{label(key)}: {len(rows)} runs in {s.letter}; compared "
-                               f"{measured[-1].run}, its last run that measured steps")
+            if len(rows) > 1:  # compared: its last run that measured steps
+                s.notes.append(point("restarted", label=label(key), runs=len(rows), letter=s.letter,
+                                     run=measured[-1].run))
 
 
 def label(key: Key) -> str:
@@ -95,9 +96,9 @@ def label(key: Key) -> str:
     return f"{mode}/{precision}" + "".join(f" · {k}={v}" for k, v in axes)
 
 
-def matched(sessions: list[Session]) -> tuple[list[Key], list[str]]:
+def matched(sessions: list[Session]) -> tuple[list[Key], list[Point]]:
     """The keys in the baseline and in at least one other session, in the baseline's order; and
-    a line for each variant left out (in one session only, or not in the baseline)."""
+    each variant left out (``only_in``: in one session only, or not in the baseline)."""
     base, others = sessions[0], sessions[1:]
     keys = [k for k in base.rows if any(k in s.rows for s in others)]
     left = []
@@ -105,5 +106,5 @@ def matched(sessions: list[Session]) -> tuple[list[Key], list[str]]:
         for k in s.rows:
             if k not in keys:
                 where = [x.letter for x in sessions if k in x.rows]
-                left.append(f"{label(k)}: only in {', '.join(where)}")
+                left.append(point("only_in", label=label(k), letters=where))
     return keys, list(dict.fromkeys(left))

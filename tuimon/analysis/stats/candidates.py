@@ -1,7 +1,8 @@
 """Who the verdict weighs (stats/verdict.py): the reference (what the user runs today), each
 variant as a candidate or not — failed, diverged, losses off its reference's, too few steady
-steps — with the reason, whether a comparison can be trusted at all (``reliability``), and the
-least run length that would give an answer (``longer``)."""
+steps — with the reason, whether a comparison can be trusted at all (``reliability``), what to
+do when it cannot (``remedy``), and the least run length that would give an answer
+(``longer``). Every reason is a Point (a code and its figures); report/verdict_text.py words it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 
 from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.axes import baseline
 from tuimon.variants import SCRIPT
@@ -18,10 +20,6 @@ REFERENCE_PRECISIONS = ("fp32", "script")
 # tell warm-up from steady state (steady_state.mser5 looks for none), and the median's interval
 # is little more than the range of the few steps there are (all from a turn or two).
 MIN_STEADY = 20
-
-
-def pct(share: float) -> str:
-    return f"{share * 100:.0f} %" if abs(share) >= 0.01 else f"{share * 100:.1f} %"
 
 
 def weighed_rows(summary: SessionSummary) -> list[RunStats]:
@@ -43,52 +41,57 @@ def reference_of(summary: SessionSummary, rows: list[RunStats]) -> RunStats | No
     return eager[0] if eager else None
 
 
-def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | None = None) -> list[str]:
-    """Why a comparison of these rows cannot be trusted, one reason each (none: it can). With
+def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | None = None) -> list[Point]:
+    """Why a comparison of these rows cannot be trusted, one reason each (none: it can): the
+    session's ``busy`` point, and ``row`` points (a row's ``label`` and its ``doubts``). With
     ``ref``, the rows are weighed against it: a row whose own comparison was with another eager
     run (another precision or axis values) is checked against ``ref`` too."""
     reasons = []
     if summary.busy and not summary.quiet_only:
         reasons.append(summary.busy)
     for r in rows:
-        if r.unreliable:
-            reasons.append(f"{r.label}: {r.unreliable}")
+        if r.doubts:
+            reasons.append(point("row", label=r.label, doubts=list(r.doubts)))
         if ref is None or r is ref or r.baseline == ref.label:
             continue
         gaps = [load_gap(r, ref)]
         if not (r.processes or ref.processes):  # --repeats: the processes' spread is the interval
             gaps.append(faults_gap(r, ref, summary.pin_malloc))
-        reasons += [f"{r.label}: {gap}" for gap in gaps if gap]
+        reasons += [point("row", label=r.label, doubts=[gap]) for gap in gaps if gap]
     return reasons
 
 
-def advice(reasons: list[str], pinned: bool | None = None) -> str:
-    if any("recompile" in r for r in reasons):
-        return "Fix the recompiles (see the notes), then measure again"
-    if any("page faults differed" in r for r in reasons):
-        if pinned:
-            return "Measure again with --repeats 3 or more (the allocator was pinned already)"
-        return "Measure again with --pin-malloc (the same allocator thresholds in every run)"
-    return "Measure again on a quiet machine, or with --quiet-only"
+def doubt_codes(reasons: list[Point]) -> set[str]:
+    """The codes of every doubt under the reasons (a row's), and the session's own."""
+    return {d.code for x in reasons for d in x.get("doubts", [x])}
 
 
-def _unmeasured(r: RunStats) -> str:
-    """Why a run that ended has no steady state, in words."""
+def remedy(reasons: list[Point], pinned: bool | None = None) -> str:
+    """What to do when the comparison cannot be trusted: ``fix_recompiles``, ``pin_malloc``
+    (page faults differed), ``repeats`` (they differed with the allocator pinned already), or
+    ``quiet`` (other processes' load)."""
+    found = doubt_codes(reasons)
+    if "recompiled" in found:
+        return "fix_recompiles"
+    if "faults_differ" in found:
+        return "repeats" if pinned else "pin_malloc"
+    return "quiet"
+
+
+def unmeasured(r: RunStats) -> Point:
+    """Why a run that ended has no steady state: ``failed`` (its error), ``untimed`` (steps tuimon
+    could not see: the runner's line), ``busy_dropped`` (--quiet-only kept out every step),
+    ``gaps`` (most of its steps held a validation pass; ``all``: every one), ``warmup`` (it
+    ended, or was ``stopped``, within its warm-up)."""
     if r.status == "failed":
-        return f"failed: {r.error}" if r.error else "failed"
+        return point("failed", error=r.error)
     if r.untimed:  # runner/script/children.py: steps tuimon could not see, not a warm-up
-        return f"measured nothing: {r.untimed}"
-    if r.status == "not run":
-        return "was not run (stopped before it started)"
+        return point("untimed", text=r.untimed)
     if r.busy_dropped:
-        return (f"has no steady state left: --quiet-only kept out all {r.busy_dropped:,} of its steps "
-                "measured under other processes' load; measure on a quieter machine")
+        return point("busy_dropped", steps=r.busy_dropped)
     if r.gap_steps and 2 * r.gap_steps >= r.steps:  # not warm-up: validation passes kept apart
-        rest = "" if r.gap_steps >= r.steps else ", the rest within its warm-up"
-        return (f"has no steady state: {r.gap_steps:,} of its {r.steps:,} steps held a validation "
-                f"pass (model.eval() or another DataLoader's batches), kept apart{rest}")
-    return f"has no steady state: it {'was stopped' if r.status == 'stopped' else 'ended'} after " \
-           f"{r.steps} step{'s' if r.steps != 1 else ''}, within its warm-up"
+        return point("gaps", gaps=r.gap_steps, steps=r.steps, all=r.gap_steps >= r.steps)
+    return point("warmup", steps=r.steps, stopped=r.status == "stopped")
 
 
 def swinging(r: RunStats, tolerance: float) -> bool:
@@ -97,27 +100,28 @@ def swinging(r: RunStats, tolerance: float) -> bool:
     return (r.loss_ref_spread or 0.0) > max(tolerance, abs(r.loss_gap or 0.0))
 
 
-def _disqualify(r: RunStats, ref: RunStats, tolerance: float) -> str | None:
+def disqualify(r: RunStats, ref: RunStats, tolerance: float) -> Point | None:
+    """``failed``, ``nonfinite`` (its loss turned NaN or inf where the reference's did not), or
+    ``loss_gap`` (its losses end further from its loss reference's than the tolerance)."""
     if r.status == "failed":
-        return f"failed: {r.error}" if r.error else "failed"
+        return point("failed", error=r.error)
     if r.loss_nonfinite and not ref.loss_nonfinite:
-        return f"its loss turned NaN or inf ({r.loss_nonfinite} steps)"
+        return point("nonfinite", steps=r.loss_nonfinite)
     # Only a script may start from other losses (it seeds itself, or not): a recipe is seeded, and
     # amp's numerics can move a compiled variant's first loss by more than loss_comparable allows.
     unseeded = r.precision == SCRIPT and r.loss_comparable is False
     if r.loss_gap is not None and not unseeded and not swinging(r, tolerance) \
             and abs(r.loss_gap) > tolerance:
-        where = "above" if r.loss_gap > 0 else "below"
-        return (f"its losses end {pct(abs(r.loss_gap))} of the first loss {where} {r.loss_ref}'s "
-                f"(tolerance {pct(tolerance)}, --loss-tolerance)")
+        return point("loss_gap", gap=r.loss_gap, ref=r.loss_ref, tolerance=tolerance)
     return None
 
 
-def longer(rows: list[RunStats], runs: list[RunStats]) -> str:
-    """The least length that would give each of ``rows`` MIN_STEADY steady steps, in the words of
-    what set it ('run at least --steps 90', '--duration 75', or the script's own end). Each
-    process keeps its warm-up (its steps less its steady ones); with K processes round 1 runs the
-    whole length and the others a K-th of it (tuimon/lengths.py)."""
+def longer(rows: list[RunStats], runs: list[RunStats]) -> Point:
+    """The least length that would give each of ``rows`` MIN_STEADY steady steps, by what set it:
+    ``duration`` (seconds, ~steps), ``own_end`` (the script ended on its own: ~steps), ``steps``,
+    or ``any`` (no length would tell: most steps held a validation pass). Each process keeps its
+    warm-up (its steps less its steady ones); with K processes round 1 runs the whole length
+    and the others a K-th of it (tuimon/lengths.py)."""
     by_id = {r.run: r for r in runs}
     need, seconds, own_end = 0, 0.0, False
     for row in rows:
@@ -134,10 +138,9 @@ def longer(rows: list[RunStats], runs: list[RunStats]) -> str:
         elif full.length_steps is None and full.precision == SCRIPT:
             own_end = True
     if not need:
-        return "run longer (--steps or --duration)"
+        return point("any")
     if seconds:
-        return f"run longer: at least --duration {math.ceil(seconds):g} (~{need} steps)"
+        return point("duration", seconds=math.ceil(seconds), steps=need)
     if own_end:
-        return (f"the script ended on its own before that: run it for ~{need} steps or more "
-                "(more epochs or data)")
-    return f"run longer: at least --steps {need}"
+        return point("own_end", steps=need)
+    return point("steps", steps=need)

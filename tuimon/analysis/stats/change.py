@@ -19,8 +19,9 @@ from dataclasses import asdict, dataclass
 
 from tuimon import events
 from tuimon.analysis.stats.intervals import t95, welch_df
-from tuimon.analysis.stats.load import load_text, loads_differ
+from tuimon.analysis.stats.load import load_figures, loads_differ
 from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
 
 
@@ -75,13 +76,12 @@ def spread_change(before: list[float], after: list[float]) -> Change | None:
     return Change(ratio, lo, hi, not lo <= 1.0 <= hi)
 
 
-def load_differs(before: RunStats, after: RunStats) -> str | None:
+def load_differs(before: RunStats, after: RunStats) -> Point | None:
     """Other processes' load differed between the two sessions' steps (a noisy neighbour in one
-    of them): the change is unreliable, and this says by how much; None when alike or unknown."""
+    of them): the change is unreliable, with both loads; None when alike or unknown."""
     if not loads_differ(before, after):  # the same thresholds as within a session
         return None
-    return (f"other processes used {load_text(before)} during the baseline's steps, "
-            f"{load_text(after)} during these")
+    return point("sessions_load_differ", base_load=load_figures(before), load=load_figures(after))
 
 
 def step_losses(session_events: list[dict], runs: set[str]) -> dict[int, float]:
@@ -100,17 +100,3 @@ def loss_drift(before: dict[int, float], after: dict[int, float]) -> tuple[float
     if not common:
         return None, 0
     return max(abs(after[i] - before[i]) for i in common), len(common)
-
-
-def change_text(c: Change | None, kind: str = "time") -> str:
-    """'+12.3 % (95 % CI +8.1 to +16.6 %), slower' / '-0.4 % (...), within noise' / '+5.0 %'."""
-    if c is None:
-        return ""
-    text = f"{c.pct:+.1f} %"
-    if c.lo is None:
-        return text
-    text += f" (95 % CI {(c.lo - 1) * 100:+.1f} to {(c.hi - 1) * 100:+.1f} %)"
-    if not c.significant:
-        return text + ", within noise"
-    words = {"time": ("slower", "faster"), "size": ("more", "less")}.get(kind, ("up", "down"))
-    return text + f", {words[0] if c.ratio > 1 else words[1]}"

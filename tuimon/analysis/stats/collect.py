@@ -161,7 +161,7 @@ class Collector:
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
     def summary(self) -> SessionSummary:
-        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings),
+        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings), doubts=list(r.doubts),
                              compile_phases=dict(r.compile_phases),
                              graph_breaks=sorted((dict(b) for b in r.graph_breaks),
                                                  key=lambda b: -b["count"]),
@@ -264,5 +264,5 @@ def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list
     for r in runs.values():
         if r.status == "failed" and r.failure_kind in (OOM_HOST, OOM_CUDA) and r.steps == 0:
             r.status = "skipped"
-            out.append({"label": r.label, "run": r.run, "reason": r.error or "out of memory"})
+            out.append({"label": r.label, "run": r.run, "reason": r.error or r.failure_kind})
     return out

@@ -11,7 +11,6 @@ from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.warm import starts_breakeven
-from tuimon.fmt import DASH
 
 
 def same_round(rows: list[RunStats], r: RunStats) -> RunStats | None:
@@ -91,22 +90,3 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
         base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)
     starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
-
-
-def speedup_text(r: RunStats) -> str:
-    if r.speedup is None:
-        return DASH
-    if r.nothing_compiled:  # eager against eager: no speedup of compile's to word
-        return "– (nothing compiled: it ran eager)"
-    text = f"{r.speedup:.2f}×"
-    if r.speedup_lo is not None:
-        text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
-        if r.within_noise:
-            text += ", within noise"
-    if r.load_differs:
-        text += " — unreliable: other processes' load differed"
-    elif r.faults_differ:
-        text += " — unreliable: page faults differed"
-    elif r.unreliable:
-        text += " — unreliable"
-    return text

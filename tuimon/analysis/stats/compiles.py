@@ -10,8 +10,8 @@ nothing, and says torch's reason.
 
 The runner marks a validation pass's compile events ``validation: true`` (runner/script/
 validation.py) and says why a compiled variant will compile nothing in a note flagged
-``uncompiled``; collect.py folds them into the row, and ``compile_story`` words them once the
-run's events are in.
+``uncompiled``; collect.py folds them into the row, and ``compile_story`` sorts them once the
+run's events are in (report/compile_text.py words them).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from __future__ import annotations
 import re
 import statistics
 
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
 
 SIZE = re.compile(r"size mismatch at index (\d+)\. expected (\d+), actual (\d+)")
 GLOBAL = re.compile(r"GLOBAL_STATE changed: ([\w ,]+)")
 TRAINING = re.compile(r"\.training\b")
-NOTHING = ("no compile ran in this variant: the script called no torch.compile that ran and tuimon "
-           "compiled no module; pass --compile-module NAME (a module's class) or call torch.compile "
-           "in the script")
-NO_OP = "no tensor operation to compile"  # a frame of plain Python: Dynamo makes no graph of it
+# A frame of plain Python: Dynamo makes no graph of it. The reason its compile_failures row holds
+# (summary.json keeps it as it was); report/compile_text.py words the frames.
+NO_OP = "no tensor operation to compile"
 
 
 def made_graph(e: dict) -> bool:
@@ -73,57 +73,52 @@ def fell_back(r: RunStats, validation: bool = False) -> list[dict]:
             and f.get("failed") and not limit_hit(f)]
 
 
-def fallback_text(f: dict) -> str:
-    """'Dynamo could not compile forward() (main.py:28): Attempted to wrap RNN, GRU, or LSTM'."""
-    frame = f"{f['frame']}()" if f.get("frame") else "a frame"
-    where = f" ({f['where']})" if f.get("where") else ""
-    return f"Dynamo could not compile {frame}{where}: {f['reason'] or f['failed']}"
-
-
-def reason_word(reason: str) -> str:
-    """A failed guard in a few words: 'grad_mode', 'batch 8' (dimension 0 became 8), 'size 12
-    at dim 1', 'train/eval mode', else the guard itself, shortened."""
+def guard_kind(reason: str) -> Point:
+    """A failed guard by kind: ``global`` (torch's names: grad_mode), ``batch`` (dimension 0
+    became ``size``), ``size`` (at ``dim``), ``mode`` (train/eval), else ``guard`` (the guard
+    itself, shortened)."""
     first = reason.strip().splitlines()[0] if reason.strip() else ""
     first = re.sub(r"^\d+/\d+:\s*", "", first)
     if m := GLOBAL.search(first):
-        return m.group(1).strip()
+        return point("global", names=m.group(1).strip())
     if m := SIZE.search(first):
         index, actual = m.group(1), m.group(3)
-        return f"batch {actual}" if index == "0" else f"size {actual} at dim {index}"
+        return point("batch", size=actual) if index == "0" else point("size", size=actual, dim=index)
     if TRAINING.search(first):
-        return "train/eval mode"
+        return point("mode")
     guard = first.split("  # ")[0].strip()
-    return guard if len(guard) <= 60 else guard[:59] + "…"
+    return point("guard", text=guard if len(guard) <= 60 else guard[:59] + "…")
 
 
 def compile_story(r: RunStats) -> None:
-    """Fills ``val_words`` (the validation passes' failed guards, in words, each once),
-    ``fell_back`` (training's frames that ran eager beside compiled ones, in words) and
-    ``nothing_compiled`` (why a compiled variant compiled nothing for training; None when it
-    compiled, or while it may still)."""
-    r.val_words = list(dict.fromkeys(reason_word(x) for x in r.val_reasons))
+    """Fills ``val_guards`` (the validation passes' failed guards by kind, each once),
+    ``fell_back`` (training's frames that ran eager beside compiled ones) and ``nothing_compiled``
+    (why a compiled variant compiled nothing for training; None when it compiled, or while it
+    may still): ``failed`` (Dynamo tried and could not: the first failure, and whether only a
+    validation pass tried), ``no_op`` (the frames it found no tensor operation in), ``runner``
+    (the runner's own words, as the first step ended), ``none_ran`` (no compile ran at all)."""
+    r.val_guards = list(dict.fromkeys(guard_kind(x) for x in r.val_reasons))
     r.nothing_compiled, r.fell_back = None, []
     if not r.compiled or r.status in ("queued", "failed", "skipped"):
         return
     train, val = fell_back(r), fell_back(r, validation=True)
     if r.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
-        r.fell_back = [fallback_text(f) for f in train]
+        r.fell_back = [dict(f) for f in train]
         return
     if train or val:  # Dynamo tried and could not: torch's reason (a validation pass's, if only it tried)
-        r.nothing_compiled = fallback_text((train or val)[0]) + (
-            "" if train else " (tried in eval mode with gradients off; training then ran it eager too)")
+        r.nothing_compiled = point("failed", failure=dict((train or val)[0]), validation=not train)
         return
     tried = [f for f in r.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
     if tried:
-        frames = ", ".join(dict.fromkeys(f"{f['frame']}()" for f in tried if f.get("frame")))
-        r.nothing_compiled = f"Dynamo found {NO_OP} in {frames or 'the frames it was given'}"
+        frames = list(dict.fromkeys(f["frame"] for f in tried if f.get("frame")))
+        r.nothing_compiled = point("no_op", frames=frames)
         return
     if r.compiles or r.compile_s:
         return
     if r.uncompiled:  # the runner said so as the first step ended
-        r.nothing_compiled = r.uncompiled
+        r.nothing_compiled = point("runner", text=r.uncompiled)
     elif r.compile_s == 0.0 and r.status in ("done", "stopped") and r.median_ms:
-        r.nothing_compiled = NOTHING  # it said it compiled for 0 s, and reached a steady state
+        r.nothing_compiled = point("none_ran")  # it said it compiled for 0 s, and reached a steady state
 
 
 def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
@@ -141,7 +136,16 @@ def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
     compile_story(row)
     if all(r.nothing_compiled for r in processes):
         row.nothing_compiled = processes[0].nothing_compiled
-    row.fell_back = list(dict.fromkeys(x for r in processes for x in r.fell_back))
+    row.fell_back = _once([x for r in processes for x in r.fell_back])
     # Not a compile's, but said with them: a process whose training ran where tuimon does not
     # hook speaks for its variant (its later rounds are not run: control/handover.py).
     row.untimed = next((r.untimed for r in processes if r.untimed), None)
+
+
+def _once(failures: list[dict]) -> list[dict]:
+    """Each failure once (several processes fail alike), in order."""
+    out: list[dict] = []
+    for f in failures:
+        if f not in out:
+            out.append(f)
+    return out

@@ -18,8 +18,8 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
-from tuimon.fmt import fmt_count, fmt_ms
 
 # A fault's cost assumed when weighing a difference: between the 0.75 µs a fault of a step that
 # writes 64 MiB of fresh pages (tests/recipes/alloc_each_step.py) and the 3.8 µs a fault of timm
@@ -50,12 +50,7 @@ class FaultTrack:
     def per_step(self) -> float | None:
         return statistics.median(self.rates) if self.rates else None
 
-# Faults that differ although every run had the same glibc thresholds (--pin-malloc, the default).
-PINNED = ("although every run had the same allocator thresholds (--pin-malloc): another allocator "
-          "preloaded (jemalloc, tcmalloc) or not glibc; --repeats 3 or more puts that luck in the interval")
-
-
-def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> str | None:
+def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> Point | None:
     """How their fault rates differed, when by more than DIFFERS of a step (at FAULT_US a
     fault): enough to spoil comparing ``r`` with ``base``."""
     if r is base or r.faults_per_step is None or base.faults_per_step is None or not base.median_ms:
@@ -63,10 +58,9 @@ def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> str |
     gap_ms = abs(r.faults_per_step - base.faults_per_step) * FAULT_US / 1000.0
     if gap_ms <= DIFFERS * base.median_ms:
         return None
-    return (f"page faults differed: {fmt_count(base.faults_per_step)} a step in {base.label}, "
-            f"{fmt_count(r.faults_per_step)} in {r.label} (≥ {fmt_ms(gap_ms)} a step at "
-            f"{FAULT_US:g} µs a fault): part of the difference is memory allocation, not compile; "
-            + (PINNED if pinned else "--pin-malloc runs every variant with the same allocator thresholds"))
+    # ``pinned``: every run had the same glibc thresholds (--pin-malloc), and they differ all the same
+    return point("faults_differ", base=base.label, base_rate=base.faults_per_step, label=r.label,
+                 rate=r.faults_per_step, gap_ms=gap_ms, fault_us=FAULT_US, pinned=bool(pinned))
 
 
 def compare_faults(r: RunStats, base: RunStats, pinned: bool | None = None) -> None:

@@ -35,12 +35,12 @@ def group_figures(owns: list[float], medians: list[float], losses: list[float],
             "cpu_mean": statistics.fmean(cpus) if cpus else None}
 
 
-def not_yet(r: RunStats, base: RunStats | None) -> str | None:
-    """Why a live speedup of ``r`` against ``base`` means nothing yet ("not yet: 6 of 20 steady
-    steps"), or None once both have the steady steps the verdict weighs (issue 33.11: a session
-    starting read "0.70× (CI 0.00–1570.14)")."""
+def not_yet(r: RunStats, base: RunStats | None) -> tuple[int, int] | None:
+    """(steady steps, the steps the verdict weighs) while a live speedup of ``r`` against ``base``
+    means nothing yet (the strip: "not yet: 6 of 20 steady steps"), or None once both have them
+    (issue 33.11: a session starting read "0.70× (CI 0.00–1570.14)")."""
     few = min(r.measured, base.measured if base is not None else r.measured)
-    return f"not yet: {few} of {MIN_STEADY} steady steps" if few < MIN_STEADY else None
+    return (few, MIN_STEADY) if few < MIN_STEADY else None
 
 
 def loss_gap_ready(r: RunStats) -> bool:

@@ -17,12 +17,14 @@ how many); more than that stay, counted as load (busy, unreliable).
 
 from __future__ import annotations
 
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, max_of, mean_of
 
 BUSY_CORES = 0.5  # other processes using more than this much CPU: the machine is not the run's
 DIFFERS_CORES = 0.5  # a baseline and a variant whose neighbours differ by more: not comparable
 BUSY_SM = 10  # % SM of other processes on the run's GPU
 OWN_DROP_SHARE = 0.1  # steps that met the session's other runs' load: kept out when this few
+OWN_NAMED = 0.05  # cores of the session's own other runs worth naming in a load's words
 
 
 def busy_sample(s: dict, v: dict) -> bool:
@@ -77,32 +79,17 @@ def busy(r: RunStats) -> bool:
     return (load_cores(r) or 0.0) > BUSY_CORES or (r.foreign_gpu_sm or 0) > BUSY_SM
 
 
-def cores_text(cores: float) -> str:
-    return f"~{cores:.1f} core{'' if round(cores, 1) == 1 else 's'}"
+def load_figures(r: RunStats) -> dict:
+    """Other processes' load while it stepped, for its words (report/load_text.py): every other
+    process's cores, the share that was the session's own other runs (named only from 0.05
+    core), and on its GPU the other processes and their SM %."""
+    return {"cores": load_cores(r), "own": r.own_cores if (r.own_cores or 0.0) >= OWN_NAMED else None,
+            "pids": list(r.foreign_gpu_pids), "sm": r.foreign_gpu_sm}
 
 
-def load_text(r: RunStats) -> str:
-    """'~1.0 core (GPU: pid 4242 at 35 %)', '~1.3 cores (~1.2 of them other runs of this
-    session)': other processes' load, the part that was tuimon's own named."""
-    cores, parts = load_cores(r), []
-    if (r.own_cores or 0.0) >= 0.05:
-        parts.append(f"~{r.own_cores:.1f} of them other runs of this session")
-    if r.foreign_gpu_pids:
-        pids = ", ".join(str(p) for p in r.foreign_gpu_pids)
-        sm = f" at {r.foreign_gpu_sm:.0f} %" if r.foreign_gpu_sm is not None else ""
-        parts.append(f"GPU: pid {pids}{sm}")
-    if cores is None:
-        return ", ".join(parts)
-    return cores_text(cores) + (f" ({', '.join(parts)})" if parts else "")
-
-
-def own_note(steps: int, cores: float, dropped: bool, quiet_only: bool) -> str:
-    """The steps that met the session's other runs' load, and what became of them."""
-    said = f"other runs of this session used {cores_text(cores)} during {steps} of its steps"
-    if dropped:
-        return said + (": kept out of its steady state" + (" (--quiet-only)" if quiet_only else ""))
-    return (said + f": too many to keep out (more than {OWN_DROP_SHARE:.0%} of its steady steps), "
-            "they count as load")
+def own_load(steps: int, cores: float, dropped: bool) -> dict:
+    """The steps that met the session's other runs' load, and whether they were kept out."""
+    return {"steps": steps, "cores": cores, "dropped": dropped, "share": OWN_DROP_SHARE}
 
 
 def loads_differ(a: RunStats, b: RunStats) -> bool:
@@ -114,12 +101,12 @@ def loads_differ(a: RunStats, b: RunStats) -> bool:
             or abs((a.foreign_gpu_sm or 0) - (b.foreign_gpu_sm or 0)) > BUSY_SM)
 
 
-def load_gap(r: RunStats, base: RunStats) -> str | None:
+def load_gap(r: RunStats, base: RunStats) -> Point | None:
     """How their neighbours differed, when by enough to spoil comparing ``r`` with ``base``."""
     if r is base or not loads_differ(r, base):
         return None
-    return (f"other processes used {load_text(base)} during {base.label}'s steps, "
-            f"{load_text(r)} during {r.label}'s")
+    return point("load_differs", base=base.label, base_load=load_figures(base), label=r.label,
+                 load=load_figures(r))
 
 
 def compare_load(r: RunStats, base: RunStats) -> None:
@@ -131,16 +118,16 @@ def compare_load(r: RunStats, base: RunStats) -> None:
 
 
 def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:
+    """Every run stepped beside other processes' load (``busy``, with the worst run's load), or
+    --quiet-only kept the steps they met out (``busy_dropped``)."""
     dropped = sum(r.busy_dropped for r in runs)
     if dropped:
-        summary.busy = (f"other processes loaded the machine during {dropped} steps; --quiet-only "
-                        "kept them out of the steady state")
+        summary.busy = point("busy_dropped", steps=dropped)
         return
     measured = [r for r in runs if r.median_ms and r.foreign_cores is not None]
     if measured and all(busy(r) for r in measured):
         worst = max(measured, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
-        summary.busy = (f"the machine was busy: other processes used {load_text(worst)} while these "
-                        "steps ran; times are slower than on a quiet machine")
+        summary.busy = point("busy", load=load_figures(worst))
 
 
 def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:

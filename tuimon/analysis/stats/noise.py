@@ -30,6 +30,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from tuimon.analysis.stats.intervals import Z95, log_se, t95
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
 
 # σ of a process's log median assumed when a session measured none (one process a variant): the
@@ -194,27 +195,27 @@ def ratio_interval(base: RunStats, r: RunStats, ratio: float, noise: Noise) -> t
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
-def ratio_basis(base: RunStats, r: RunStats, noise: Noise) -> str:
-    """What ``ratio_interval`` rests on, in words, for the note beside a verdict (issue 33.9: the
-    note said "±4.1 % within a round" while the interval beside the verdict came from the
-    processes' own step noise, wider by far): 'the spread within a round (±4.1 %), paired',
-    'the processes' own step noise (their steps spread more than the processes do)', 'the spread
-    between processes (±8.0 %), unpaired', 'an assumed ±10 % between processes (one process a
-    variant)'."""
+def ratio_basis(base: RunStats, r: RunStats, noise: Noise) -> Point:
+    """What ``ratio_interval`` rests on, for the note beside a verdict (issue 33.9: the note said
+    "±4.1 % within a round" while the interval beside the verdict came from the processes' own
+    step noise, wider by far): ``own_noise_rounds`` (the processes' own step noise, more than
+    their rounds differ), ``paired`` (the spread within a round, ``pct``), ``assumed`` (one
+    process a variant, ``pct``), ``own_noise`` (more than the processes differ), ``unpaired``
+    (the spread between processes, ``pct``)."""
     if _paired(base, r, noise) is not None:
         within = [x.within_log_se for x in (base, r)]
         floor = sum(w * w for w in within) if None not in within else 0.0
         if floor > 2 * noise.round_sd ** 2 / len(_by_round(base)):
-            return "the processes' own step noise (their steps spread more than their rounds differ)"
-        return f"the spread within a round (±{noise.round_pct:.1f} %), each round's processes paired"
+            return point("own_noise_rounds")
+        return point("paired", pct=noise.round_pct)
     if not noise.measured:
-        return f"an assumed ±{noise.pct:.0f} % between processes (one process a variant)"
+        return point("assumed", pct=noise.pct)
     va, vb = row_variance(base, noise), row_variance(r, noise)
     floors = [x.within_log_se for x in (base, r)]
     if None not in (va, vb) and None not in floors and (
             va + vb <= sum(f * f for f in floors) * 1.0001):
-        return "the processes' own step noise (their steps spread more than the processes do)"
-    return f"the spread between processes (±{noise.pct:.1f} %), unpaired"
+        return point("own_noise")
+    return point("unpaired", pct=noise.pct)
 
 
 def t80(df: int) -> float:

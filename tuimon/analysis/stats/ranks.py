@@ -34,6 +34,7 @@ from tuimon.analysis.stats.stragglers import (
 
 MAX_PENDING = 4096  # step indices waiting for a rank, at most: past it, the oldest joins as is
 LIVE_SAMPLES = 600  # probe samples kept per rank by a live view (its whole run for an export)
+WAITED = 0.95  # a rank whose own time is below this share of its step spent the rest waiting
 # A live view (bounded) redoes the ranks' medians and stragglers at most this often, and never
 # more than a tenth of the time (64 ranks x 4 096 steps take ~0.8 s on the CI machine).
 REFRESH_S = 1.0
@@ -64,6 +65,7 @@ class RankStats:
     median_ms: float | None = None  # its step time over the job's steady state
     p90_ms: float | None = None
     own_ms: float | None = None  # its step less its waits for slower ranks (stragglers.py)
+    waited: bool = False  # its own time well below its step (WAITED): the rest waited for others
     pre_ms: float | None = None  # from the step's start to its last backward()
     slower_pct: float | None = None  # a straggler: own time over the other ranks', %
     straggler_since: int | None = None
@@ -248,6 +250,8 @@ class JobFold:
             stat.recompiles, stat.compile_s, stat.peak_rss = row.recompiles, row.compile_s, row.peak_rss
             for key, value in medians.get(r, {}).items():
                 setattr(stat, key, value)
+            stat.waited = stat.own_ms is not None and stat.median_ms is not None \
+                and stat.own_ms < WAITED * stat.median_ms
             if r in slow:
                 stat.slower_pct, stat.straggler_since = slow[r]["slower_pct"], slow[r]["since"]
             self._probes(stat, samples_from)

@@ -18,8 +18,9 @@ import math
 import statistics
 
 from tuimon.analysis.stats.intervals import log_se
-from tuimon.analysis.stats.load import busy, load_cores, load_text
+from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -42,8 +43,9 @@ def combine_replicates(runs: list[RunStats]) -> dict[str, RunStats]:
 BUSY_SAMPLES = 3
 
 
-def busy_rounds(runs: list[RunStats]) -> dict[int, str]:
-    """{round: why} for the rounds to leave out: those in which a measured process stepped under
+def busy_rounds(runs: list[RunStats]) -> dict[int, Point]:
+    """{round: why (busy_round: the load its busiest process met)} for the rounds to leave out:
+    those in which a measured process stepped under
     other processes' load, when at least one round had none; {} when no round, or every round,
     was busy."""
     rounds: dict[int, list[RunStats]] = {}
@@ -57,8 +59,7 @@ def busy_rounds(runs: list[RunStats]) -> dict[int, str]:
     out = {}
     for k, rs in busy_ones.items():
         worst = max(rs, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
-        out[k] = (f"round {k} stepped beside other processes' load ({load_text(worst)} during "
-                  f"{worst.label}'s steps)")
+        out[k] = point("busy_round", round=k, label=worst.label, load=load_figures(worst))
     return out
 
 
@@ -68,7 +69,7 @@ def _process(r: RunStats) -> dict:
             "busy": busy(r)}
 
 
-def _combined(group: list[RunStats], left_out: dict[int, str]) -> RunStats:
+def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     group = sorted(group, key=lambda r: r.replicate or 0)
     first = group[0]
     k = len(group)
@@ -83,7 +84,7 @@ def _combined(group: list[RunStats], left_out: dict[int, str]) -> RunStats:
     row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)
     for key in ("device", "device_name", "params", "batch_size", "warmup_auto"):
         setattr(row, key, getattr(first, key))
-    row.notes = list(first.notes)
+    row.notes, row.own_load = list(first.notes), first.own_load
     row.steps = sum(r.steps for r in group)
     row.measured = sum(r.measured for r in timed)
     row.warmup_steps = sum(r.warmup_steps for r in timed)
@@ -94,7 +95,9 @@ def _combined(group: list[RunStats], left_out: dict[int, str]) -> RunStats:
     row.recompiles = sum(r.recompiles for r in group)
     row.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.recompile_reasons))
     row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
-    row.unreliable = next((f"{r.run}: {r.unreliable}" for r in timed if r.unreliable), None)
+    doubted = next((r for r in timed if r.doubts), None)  # its first doubted process speaks for it
+    row.doubts = [Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts] \
+        if doubted else []
     row.graph_breaks, row.compile_phases = first.graph_breaks, first.compile_phases
     row.compile_failures, row.cudagraphs = first.compile_failures, first.cudagraphs
     row.graphs_fwd, row.graphs_bwd = first.graphs_fwd, first.graphs_bwd

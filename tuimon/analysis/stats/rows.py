@@ -8,6 +8,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tuimon.analysis.stats.point import Point
 from tuimon.axes import text as axes_text
 
 # A variant whose losses end further than this from its reference's (as a share of the
@@ -25,7 +26,8 @@ class RunStats:
     replicate: int | None = None  # --repeats: which of the variant's processes (1..K)
     # A combined row (--repeats): the processes its step time rests on, {run, round, median_ms,
     # steps, measured, status, load, busy} each; and those left out of it (a round under other
-    # processes' load while other rounds were quiet: stats/replicates.py), each with its ``why``.
+    # processes' load while other rounds were quiet: stats/replicates.py), each with its ``why``
+    # (a Point: busy_round).
     processes: list[dict] = field(default_factory=list)
     left_out: list[dict] = field(default_factory=list)
     device: str | None = None
@@ -35,7 +37,9 @@ class RunStats:
     cuda: str | None = None
     params: int | None = None
     batch_size: int | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the runner's own (run_started)
+    # Steps that met the session's other runs' load (stats/load.py): {steps, cores, dropped, share}
+    own_load: dict | None = None
     steps: int = 0
     measured: int = 0
     # The length this process was asked to run (run_started: its round's share, tuimon/lengths.py);
@@ -72,13 +76,15 @@ class RunStats:
     foreign_gpu_sm: float | None = None  # other processes on its GPUs: SM % (mean)
     foreign_gpu_mem: int | None = None  # ... their memory (max, bytes)
     foreign_gpu_pids: list[int] = field(default_factory=list)
-    load_differs: bool = False  # its neighbours differed from its baseline's (unreliable says how)
+    load_differs: bool = False  # its neighbours differed from its baseline's (doubts say how)
     busy_dropped: int = 0  # --quiet-only: steady steps kept out for other processes' load
     own_cores: float | None = None  # the session's other runs' CPU while it stepped (mean, cores)
     own_dropped: int = 0  # steady steps kept out for the session's other runs' load (stats/load.py)
     faults_per_step: float | None = None  # minor page faults a steady step (stats/faults.py)
-    faults_differ: bool = False  # its fault rate differed from its baseline's (unreliable says how)
-    unreliable: str | None = None  # why the numbers should not be trusted (recompiles in steady state)
+    faults_differ: bool = False  # its fault rate differed from its baseline's (doubts say how)
+    # Why its numbers should not be trusted: recompiled (in steady state), load_differs,
+    # faults_differ; a combined row's are its first doubted process's (``process`` names it).
+    doubts: list[Point] = field(default_factory=list)
     baseline: str | None = None
     # Against the same mode and precision at the axes' baseline values (stats/axes.py); per
     # sample when the two differ in samples per step (a batch-size axis).
@@ -135,17 +141,17 @@ class RunStats:
     # {failed, reason, frame, where, hints, validation?, count}: frames Dynamo could not compile (they
     # ran eager), the recompile limit, frames with no tensor op (stats/compiles.py)
     compile_failures: list[dict] = field(default_factory=list)
-    fell_back: list[str] = field(default_factory=list)  # training's frames run eager beside compiled ones
+    fell_back: list[dict] = field(default_factory=list)  # training's frames run eager beside compiled ones
     # A script's validation passes (eval mode and no grad, or another loader; runner/script/
     # validation.py): their compiles, never counted, timed or ranked as training's (stats/compiles.py).
     val_compiles: int = 0
     val_compile_s: float | None = None
     val_recompiles: int = 0
     val_reasons: list[str] = field(default_factory=list)  # the guards that failed, torch's words
-    val_words: list[str] = field(default_factory=list)  # ... in a few words: grad_mode, batch 8
+    val_guards: list[Point] = field(default_factory=list)  # ... by kind, each once: grad_mode, batch 8
     val_limit: bool = False  # a validation pass hit the recompile limit (it runs eager from then)
     uncompiled: str | None = None  # the runner's word: why this compiled variant compiles nothing
-    nothing_compiled: str | None = None  # a compiled variant that compiled nothing: why
+    nothing_compiled: Point | None = None  # a compiled variant that compiled nothing: why
     untimed: str | None = None  # a script whose training ran where tuimon does not hook: the line
     # Warm start (stats/warm.py, docs/compile.md#warm-start). A compiled run's start: cold (a
     # fresh, empty cache) | warm (seeded only from compile artifacts: ``seed``, a run or session)
@@ -161,7 +167,7 @@ class RunStats:
     # start -> {processes, compile_s, overhead_s, first_step_ms, phases, cache, breakeven_steps,
     # breakeven_s, breakeven_never}: cold and warm side by side (a run: its own start alone)
     starts: dict[str, dict] = field(default_factory=dict)
-    miss_reasons: list[str] = field(default_factory=list)  # why a warm start missed, one a line
+    miss_reasons: list[Point] = field(default_factory=list)  # why a warm start missed (cache_miss.py)
     cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
     # Profiler captures (``profile`` events, done or failed), in order; each gains
     # ``recorded_median_ms``: the median step time of the steps it recorded (from step events).
@@ -175,7 +181,7 @@ class RunStats:
     ranks: list[dict] = field(default_factory=list)  # RankStats as dicts, by rank
     skew_pct: float | None = None  # slowest rank's median own time vs the median rank's, %
     stragglers: list[dict] = field(default_factory=list)  # {rank, slower_pct, slower_ms, since, steps}
-    compile_divergence: list[str] = field(default_factory=list)
+    compile_divergence: list[Point] = field(default_factory=list)  # stragglers.divergence
     # Where a steady step goes (stats/phases.py): data, forward, backward, optimizer, other ->
     # {median_ms, p10_ms, p90_ms, mean_ms, share (of the mean step), ci_lo, ci_hi; against its
     # eager baseline: speedup, speedup_lo, speedup_hi}; the phases its steps could not see.
@@ -196,9 +202,9 @@ class RunStats:
     def compiled(self) -> bool:
         return self.mode != "eager"
 
-    def distrust(self, why: str) -> None:
-        """One more reason its numbers should not be trusted (they add up, "; " apart)."""
-        self.unreliable = why if self.unreliable is None else f"{self.unreliable}; {why}"
+    def distrust(self, why: Point) -> None:
+        """One more reason its numbers should not be trusted (they add up)."""
+        self.doubts.append(why)
 
 
 @dataclass
@@ -213,7 +219,7 @@ class SessionSummary:
     quiet_only: bool = False  # --quiet-only: steps under other processes' load kept out
     pin_malloc: bool | None = None  # every run had the same glibc thresholds (None: not said)
     schedule: str | None = None  # interleave, sequential or parallel (None: not recorded)
-    busy: str | None = None  # every run stepped beside other processes' load: says how much
+    busy: Point | None = None  # every run stepped beside other processes' load (stats/load.py)
     # What the verdict weighs (session_started; `tuimon summary --horizon` may override them).
     axes: dict[str, list[str]] = field(default_factory=dict)  # --set axes; first value: baseline
     horizon: dict | None = None  # {"steps": N} or {"seconds": S}: how long the user will train

@@ -8,7 +8,8 @@ import math
 import statistics
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
-from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_note
+from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
+from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.rows import RunStats
 
 HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at most half of them)
@@ -27,7 +28,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     out of the steady state and counted in ``busy_dropped``. ``own``: the periods (start, end,
     cores) in which the session's other runs loaded the machine beside this run's steps; steps
     ending in them are kept out (``own_dropped``) when they are few (stats/load.py) or with
-    --quiet-only, and a note says so either way. Returns the steady steps."""
+    --quiet-only, and ``own_load`` says so either way. Returns the steady steps."""
     r.steps = total
     if not run_steps:
         return []
@@ -52,7 +53,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
         if met:
             dropped = quiet_only or len(met) <= OWN_DROP_SHARE * len(candidates)
             cores = statistics.fmean(own[k][2] for _, k in met)
-            r.notes.append(own_note(len(met), cores, dropped, quiet_only))
+            r.own_load = own_load(len(met), cores, dropped)
             if dropped:
                 out = {id(s) for s, _ in met}
                 candidates = [s for s in candidates if id(s) not in out]
@@ -90,8 +91,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     # of that pass, not training steps whose shapes or guards keep changing.
     late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from and not s.get("gap")]
     if late:
-        r.unreliable = (f"{len(late)} step(s) recompiled after warm-up (first at step {late[0]['i']}): "
-                        "shapes or guards keep changing")
+        r.distrust(point("recompiled", steps=len(late), first=late[0]["i"]))
     return steady
 
 

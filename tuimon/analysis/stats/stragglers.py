@@ -36,6 +36,7 @@ import math
 import statistics
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
+from tuimon.analysis.stats.point import Point, point
 from tuimon.events import OTHER, STEP_PHASES
 
 STRAGGLER_PCT = 5.0  # slower than the others by less than this is noise, whatever the interval
@@ -204,27 +205,27 @@ def _changed(counts: list[int], i: int, k: int, n: int) -> bool:
     return 2 * ratio > CHANGE_PENALTY * math.log(n)
 
 
-def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[str]:
-    """Compiles that differ between ranks, in words: graph counts, graph breaks, recompiles, and
-    steps that compiled on some ranks only. ``ranks``: rank -> {graphs, breaks, recompiles,
-    compile_steps, reasons}. A step counts once every rank has stepped past it (a rank still
-    behind may yet compile there), so a slow start is not a divergence."""
+def divergence(ranks: dict[int, dict], last_i: dict[int, int]) -> list[Point]:
+    """Compiles that differ between ranks: ``counts`` (graphs, breaks or recompiles: rank ->
+    count) and ``step`` (a step that compiled on some ranks only, with the first reason torch
+    gave there). ``ranks``: rank -> {graphs, breaks, recompiles, compile_steps, reasons}. A step
+    counts once every rank has stepped past it (a rank still behind may yet compile there), so
+    a slow start is not a divergence."""
     if len(ranks) < 2:
         return []
     out = []
     settled = min(last_i.get(r, -1) for r in ranks)
-    for key, what in (("graphs", "graphs compiled"), ("breaks", "graph breaks"),
-                      ("recompiles", "recompiles")):
+    for key in ("graphs", "breaks", "recompiles"):
         values = {r: v[key] for r, v in ranks.items()}
         if len(set(values.values())) > 1 and all(last_i.get(r, -1) > _last_compile(ranks)
                                                    for r in ranks):
-            out.append(f"{what}: {_groups(values)}")
+            out.append(point("counts", what=key, groups=_groups(values)))
     steps = sorted({i for v in ranks.values() for i in v["compile_steps"] if i < settled})
     for i in steps:
         on = [r for r, v in ranks.items() if i in v["compile_steps"]]
         if len(on) < len(ranks):
             why = next((ranks[r]["reasons"][0] for r in on if ranks[r]["reasons"]), None)
-            out.append(f"step {i} compiled on {rank_names(on)} only" + (f" ({why})" if why else ""))
+            out.append(point("step", step=i, ranks=on, why=why))
         if len(out) >= 6:
             break
     return out
@@ -234,23 +235,21 @@ def _last_compile(ranks: dict[int, dict]) -> int:
     return max((i for v in ranks.values() for i in v["compile_steps"]), default=-1)
 
 
-def _groups(values: dict[int, int]) -> str:
-    """'rank 1: 3, ranks 0, 2–7: 2'"""
+def _groups(values: dict[int, int]) -> list[tuple[list[int], int]]:
+    """[(ranks, value)], the smallest group first: [([1], 3), ([0, 2, 3], 2)]."""
     by: dict[int, list[int]] = {}
     for r, v in sorted(values.items()):
         by.setdefault(v, []).append(r)
-    return ", ".join(f"{rank_names(rs)}: {v}" for v, rs in sorted(by.items(), key=lambda kv: len(kv[1])))
+    return [(rs, v) for v, rs in sorted(by.items(), key=lambda kv: len(kv[1]))]
 
 
-def rank_names(ranks: list[int]) -> str:
-    """'rank 3', 'ranks 0, 2–7'"""
-    ranks = sorted(ranks)
-    parts, k = [], 0
-    while k < len(ranks):
-        j = k
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        parts.append(str(ranks[k]) if j == k else f"{ranks[k]}{',' if j == k + 1 else '–'}"
-                     f"{' ' if j == k + 1 else ''}{ranks[j]}")
-        k = j + 1
-    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(parts)}"
+def diverging(points: list[Point]) -> set[int]:
+    """The ranks compile divergence names: those a step compiled on alone, and every group but
+    the largest whose counts differ."""
+    out: set[int] = set()
+    for p in points:
+        if p.code == "step":
+            out.update(p.get("ranks"))
+        else:
+            out.update(r for ranks, _ in p.get("groups")[:-1] for r in ranks)
+    return out

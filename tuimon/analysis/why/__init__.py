@@ -1,7 +1,8 @@
 """Why compile did not help, and what bounds each variant's step: rules over what tuimon
-recorded, each finding with its evidence and what to try. A pure function of the session's
-summary (itself a function of its events), so summary.md, the headless output and the TUI's why
-pane (key w) show the same findings.
+recorded, each finding with its evidence and what to try, as data (a code and its figures
+each). A pure function of the session's summary (itself a function of its events), worded once
+by report/why_text.py, so summary.md, summary.json, the headless output and the TUI's why pane
+(key w) show the same findings in the same words.
 
 One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs),
 ``recompiles`` (failed guards, the recompile limit), ``cudagraphs`` (skipped or re-recorded),
@@ -9,15 +10,19 @@ One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs
 ``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
 eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
 ``payoff`` (compile that pays off after the run), ``fallback`` (frames Dynamo could not
-compile, which ran eager). ``finding`` holds what they share; ``report.why_text`` writes the
-findings for summary.md and the terminal. A variant that compiled nothing (stats/compiles.py)
-gets that one finding, with torch's reason: no rule reads compiled graphs that never were.
+compile, which ran eager). ``finding`` holds what they share. A variant that compiled nothing
+(stats/compiles.py) gets that one finding, with torch's reason: no rule reads compiled graphs
+that never were.
+
+A new diagnosis: a rule here (a function of a ``Context`` returning findings), its place in
+``RULES`` (and ``EAGER_RULES`` when it reads eager runs too), and the words of its codes in
+report/why_words/ (docs/development.md, "How to add a diagnosis").
 """
 
 from __future__ import annotations
 
 from tuimon.analysis.stats import SessionSummary
-from tuimon.analysis.stats.compare import speedup_text
+from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.why.bound import input_bound, launch_bound, optimizer_bound, phase_split
 from tuimon.analysis.why.breaks import graph_breaks
@@ -58,18 +63,16 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
             try:
                 findings += rule(ctx)
             except Exception as exc:  # noqa: BLE001 - a rule's bug must never cost the summary files
-                findings.append(Finding("internal", f"the {rule.__name__} rule failed: "
-                                        f"{type(exc).__name__}: {exc}", [], [], INFO))
+                findings.append(Finding("internal", point("internal", rule=rule.__name__,
+                                                          error=type(exc).__name__, message=str(exc)),
+                                        [], [], INFO))
+        for f in findings:
+            f.variant = row.run
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
         if not row.compiled:
             if findings:
-                out.append(VariantWhy(row.run, row.label, None, False, findings, compiled=False))
+                out.append(VariantWhy(row.run, row.label, False, findings, compiled=False))
             continue
-        helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.unreliable
-        speed = None
-        if row.nothing_compiled:  # no speedup to weigh: two eager runs
-            speed = "nothing was compiled: it ran eager"
-        elif row.speedup is not None:
-            speed = speedup_text(row).replace("×", f"× {row.baseline}", 1)
-        out.append(VariantWhy(row.run, row.label, speed, helped, findings))
+        helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.doubts
+        out.append(VariantWhy(row.run, row.label, helped, findings))
     return out

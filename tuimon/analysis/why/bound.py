@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from tuimon.analysis.stats.noise import ratio_interval
 from tuimon.analysis.stats.phases import phase_speedup
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
-from tuimon.fmt import fmt_ms, fmt_ratio
 from tuimon.variants import OPT, compiles_optimizer, model_mode
 
 DATA_SHARE = 0.15  # a step waiting this much of its time for data: compile cannot help that part
@@ -57,20 +57,17 @@ def input_bound(ctx: Context) -> list[Finding]:
         return []
     if frac < DATA_SHARE:
         return []
-    evidence = [f"{r.label} waits {fmt_ms(wait)} for its batch in a {fmt_ms(step)} step ({frac:.0%})"]
-    if ctx.on_gpu and r.step_phases:
-        evidence[0] += ": on the GPU's timeline, the wait it could not hide behind earlier work"
+    # on a GPU's timeline: the wait it could not hide behind earlier work
+    evidence = [point("bound.wait", label=r.label, wait=wait, step=step, share=frac,
+                      timeline=bool(ctx.on_gpu and r.step_phases))]
     if base is not None:
-        evidence.append(f"{b.label}: {fmt_ms(base[0])} of {fmt_ms(base[1])} ({base[2]:.0%})")
-        if r.compiled and base[1] > step and frac > base[2]:
-            evidence.append(f"compile made the rest of the step shorter ({fmt_ms(base[1] - base[0])} → "
-                            f"{fmt_ms(step - wait)}) but not the wait: a faster step waiting on the "
-                            f"same loader, {frac:.0%} of it now against {base[2]:.0%} in {b.label}")
-    advice = ["compile speeds up the model only: a step cannot get shorter than its wait for data",
-              "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
-              "augmentation on the GPU; a cached or pre-decoded data set"]
-    return [Finding("input_bound", f"input-bound: {frac:.0%} of each step waits for data", evidence,
-                    advice, HIGH if frac >= 2 * DATA_SHARE else MEDIUM, wait)]
+        evidence.append(point("bound.base_wait", label=b.label, wait=base[0], step=base[1], share=base[2]))
+        if r.compiled and base[1] > step and frac > base[2]:  # a faster step waiting on the same loader
+            evidence.append(point("bound.same_wait", before=base[1] - base[0], after=step - wait,
+                                  share=frac, base_share=base[2], base=b.label))
+    advice = [point("bound.model_only"), point("bound.loader")]
+    return [Finding("input_bound", point("bound.input", share=frac), evidence, advice,
+                    HIGH if frac >= 2 * DATA_SHARE else MEDIUM, wait)]
 
 
 def launch_bound(ctx: Context) -> list[Finding]:
@@ -80,28 +77,25 @@ def launch_bound(ctx: Context) -> list[Finding]:
     evidence, idle = [], None
     if cap and cap.get("device_busy_ms") is not None and cap.get("step_ms") and ctx.row_timed:
         idle = max(0.0, 1.0 - cap["device_busy_ms"] / cap["step_ms"])
-        evidence.append(f"the GPU ran kernels {fmt_ms(cap['device_busy_ms'])} of a "
-                        f"{fmt_ms(cap['step_ms'])} step: idle {idle:.0%} ({span(cap)})")
+        evidence.append(point("bound.kernels", busy_ms=cap["device_busy_ms"], step_ms=cap["step_ms"],
+                              idle=idle, steps=span(cap)))
     util = r.gpu_util_mean
     if util is not None:
-        evidence.append(f"GPU utilisation (NVML) {util:.0f} % on average")
+        evidence.append(point("bound.util", util=util))
     if not ((idle is not None and idle >= IDLE_SHARE) or (util is not None and util < LOW_UTIL)):
         return []
     gap = share(r, "other")
-    if gap is not None and gap >= GAP_SHARE:
-        evidence.append(f"{gap:.0%} of the step on the GPU's timeline falls between its phases "
-                        "(other): time the GPU waited for the host to launch the next part")
-    if r.cpu_mean is not None and r.cpu_mean >= BUSY_CORE:
-        evidence.append(f"the run's CPU at {r.cpu_mean:.0f} % of a core: the Python thread is saturated")
+    if gap is not None and gap >= GAP_SHARE:  # the GPU waited for the host to launch the next part
+        evidence.append(point("bound.gap", share=gap))
+    if r.cpu_mean is not None and r.cpu_mean >= BUSY_CORE:  # the Python thread is saturated
+        evidence.append(point("bound.cpu", cpu=r.cpu_mean))
     advice = []
     if model_mode(r.mode) != "reduce-overhead":
-        advice.append("mode reduce-overhead replays each graph as one CUDA graph launch")
-    advice += ["a larger batch gives every kernel more work for the same launches",
-               "fewer host-side operations a step: hooks, logging, scalar reads, Python loops over tensors"]
-    frac = f"{idle:.0%}" if idle is not None else f"{100 - util:.0f} %"
+        advice.append(point("bound.reduce_overhead"))
+    advice += [point("bound.batch"), point("bound.host_ops")]
     cost = idle * cap["step_ms"] if idle is not None else None
-    return [Finding("launch_bound", f"launch-bound: the GPU idles {frac} of the step, waiting for the host",
-                    evidence, advice, HIGH if (idle or 0) >= 0.5 else MEDIUM, cost)]
+    what = point("bound.launch", idle=idle, util=util)  # the GPU idles, waiting for the host
+    return [Finding("launch_bound", what, evidence, advice, HIGH if (idle or 0) >= 0.5 else MEDIUM, cost)]
 
 
 def twin(ctx: Context) -> RunStats | None:
@@ -124,54 +118,45 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
         return []
     opt, step = mean_ms(r, "optimizer"), step_ms(r)
     mine = compiles_optimizer(r.mode)
-    evidence = [f"optimizer.step() {fmt_ms(opt)} of a {fmt_ms(step)} step ({frac:.0%})"
-                + (" with the optimizer step compiled" if mine else "")]
+    evidence = [point("bound.optimizer", ms=opt, step=step, share=frac, compiled=mine)]
     b = ctx.baseline
     p = r.step_phases["optimizer"]
     if r.compiled and b is not None and b is not r and p.get("speedup") is not None:
-        before = fmt_ms(b.step_phases["optimizer"]["median_ms"])
-        evidence.append(f"against {b.label}: optimizer's median {before} → {fmt_ms(p['median_ms'])} "
-                        f"({_ratio(p)})" + ("" if mine else ": torch.compile compiles the model's "
-                                             "forward and backward, not optimizer.step(), unless asked"))
-    elif not r.compiled:
-        evidence.append("torch.compile of the model leaves optimizer.step() as it is: a compiled "
-                        "variant keeps this part unless it compiles the optimizer step too")
+        evidence.append(point("bound.optimizer_vs", base=b.label, after=p["median_ms"], ratio=_ratio(p),
+                              before=b.step_phases["optimizer"]["median_ms"], compiled=mine))
+    elif not r.compiled:  # a compiled variant keeps this part unless it compiles the optimizer too
+        evidence.append(point("bound.optimizer_kept"))
     advice = []
     other = twin(ctx)
     if other is not None:
         evidence.append(_raced(ctx, other, mine))
     elif not mine:
-        advice.append(f"race the optimizer step compiled too: --compile-optimizer (mode "
-                      f"{model_mode(r.mode) if r.compiled else 'default'}{OPT})")
-    advice.append("a fused or foreach optimizer: torch.optim.AdamW(..., fused=True) on CUDA, foreach=True")
+        mode = model_mode(r.mode) if r.compiled else "default"
+        advice.append(point("bound.race_optimizer", mode=f"{mode}{OPT}"))
+    advice.append(point("bound.fused"))
     if not mine:
-        advice.append("or compile it by hand: a function that calls opt.step(), under torch.compile")
-    title = f"optimizer-bound: optimizer.step() is {frac:.0%} of the step"
-    return [Finding("optimizer", title, evidence, advice, HIGH if frac >= 0.5 else MEDIUM, opt)]
+        advice.append(point("bound.by_hand"))
+    return [Finding("optimizer", point("bound.optimizer_bound", share=frac), evidence, advice,
+                    HIGH if frac >= 0.5 else MEDIUM, opt)]
 
 
-def _ratio(p: dict) -> str:
-    return fmt_ratio(p["speedup"], p.get("speedup_lo"), p.get("speedup_hi"))
+def _ratio(p: dict) -> tuple:
+    return p["speedup"], p.get("speedup_lo"), p.get("speedup_hi")
 
 
-def _raced(ctx: Context, other: RunStats, mine: bool) -> str:
+def _raced(ctx: Context, other: RunStats, mine: bool) -> Point:
     """The +opt twin's answer: its optimizer phase and its whole step against this row's, with
-    the step ratio's interval (noise.py, as every speedup's)."""
+    the step ratio's interval (noise.py, as every speedup's): ``pays`` (beyond noise), ``not_here``
+    (slower beyond noise), ``noise``."""
     with_opt, without = (ctx.row, other) if mine else (other, ctx.row)
     noise = ctx.summary.noise
     found = phase_speedup(without, with_opt, "optimizer", noise) if noise is not None else None
     step = without.median_ms / with_opt.median_ms
     interval = ratio_interval(without, with_opt, step, noise) if noise is not None else None
-    text = f"{with_opt.label} (its optimizer step compiled too) raced {without.label}: "
-    if found is not None:
-        text += f"optimizer {found[0]:.2f}× faster, "
-    text += f"the whole step {step:.2f}×"
-    if interval is not None:
-        lo, hi = interval
-        verdict = ("compiling the optimizer step pays" if lo > 1.0 else "it does not pay here"
-                   if hi < 1.0 else "no gain beyond noise")
-        text += f" (95 % CI {lo:.2f}–{hi:.2f}): {verdict}"
-    return text
+    lo, hi = interval or (None, None)
+    answer = None if interval is None else "pays" if lo > 1.0 else "not_here" if hi < 1.0 else "noise"
+    return point("bound.raced", with_opt=with_opt.label, without=without.label,
+                 optimizer=found[0] if found is not None else None, step=step, lo=lo, hi=hi, answer=answer)
 
 
 def _eager_optimizer_in_capture(ctx: Context) -> list[Finding]:
@@ -182,16 +167,14 @@ def _eager_optimizer_in_capture(ctx: Context) -> list[Finding]:
     if (not ctx.row.compiled or not ctx.row_timed or not opt or not step
             or opt / step < OPTIMIZER_SHARE or graphs.get("optimizer_ms")):
         return []
-    evidence = [f"optimizer {fmt_ms(opt)} of a {fmt_ms(step)} step ({opt / step:.0%}) in {ctx.row.label}'s "
-                f"{span(cap)}, with no compiled graph inside"]
+    evidence = [point("bound.optimizer_captured", ms=opt, step=step, share=opt / step, label=ctx.row.label,
+                      steps=span(cap))]
     base = ((ctx.base_capture or {}).get("split") or {})
-    if base.get("optimizer_ms") and "base" not in ctx.disturbed:
-        evidence.append(f"{ctx.baseline.label}: optimizer {fmt_ms(base['optimizer_ms'])}: compiling the "
-                        "model left it as it was")
-    advice = [f"compile the optimizer step too: --compile-optimizer (mode {model_mode(ctx.row.mode)}{OPT})",
-              "a fused or foreach optimizer: torch.optim.AdamW(..., fused=True) on CUDA, foreach=True"]
-    return [Finding("optimizer", f"the optimizer step runs eagerly: {opt / step:.0%} of the compiled step",
-                    evidence, advice, MEDIUM, opt)]
+    if base.get("optimizer_ms") and "base" not in ctx.disturbed:  # compiling the model left it as it was
+        evidence.append(point("bound.optimizer_base", label=ctx.baseline.label, ms=base["optimizer_ms"]))
+    advice = [point("bound.compile_optimizer", mode=f"{model_mode(ctx.row.mode)}{OPT}"), point("bound.fused")]
+    return [Finding("optimizer", point("bound.optimizer_eager", share=opt / step), evidence, advice,
+                    MEDIUM, opt)]
 
 
 def phase_split(ctx: Context) -> list[Finding]:
@@ -201,24 +184,20 @@ def phase_split(ctx: Context) -> list[Finding]:
     if not r.step_phases:
         return []
     names = [n for n in ("forward", "backward", "optimizer", "data", "eval", "other") if n in r.step_phases]
-    split = " · ".join(f"{n} {r.step_phases[n]['share']:.0%}" for n in names
-                       if r.step_phases[n].get("share") is not None)
-    evidence = [f"{r.label}'s steady step: {split}"]
-    if r.phases_missing:
-        evidence.append(f"not seen: {', '.join(r.phases_missing)} (in other)")
+    split = [(n, r.step_phases[n]["share"]) for n in names if r.step_phases[n].get("share") is not None]
+    evidence = [point("bound.split", label=r.label, split=split)]
+    if r.phases_missing:  # counted in other
+        evidence.append(point("bound.not_seen", names=list(r.phases_missing)))
     compute = (share(r, "forward") or 0.0) + (share(r, "backward") or 0.0)
     faster = [n for n in names if r.step_phases[n].get("speedup") is not None]
     if r.compiled and b is not None and faster:
-        for n in faster:
-            p = r.step_phases[n]
-            evidence.append(f"{n}: {fmt_ms(b.step_phases[n]['median_ms'])} → {fmt_ms(p['median_ms'])} "
-                            f"({_ratio(p)})")
-        title = "by phase against {}: {}".format(b.label, " · ".join(
-            f"{n} {r.step_phases[n]['speedup']:.2f}×" for n in faster))
-        return [Finding("phases", title, evidence, [], INFO)]
+        evidence += [point("bound.phase", name=n, before=b.step_phases[n]["median_ms"],
+                           after=r.step_phases[n]["median_ms"], ratio=_ratio(r.step_phases[n]))
+                     for n in faster]
+        what = point("bound.by_phase", base=b.label,
+                     speedups=[(n, r.step_phases[n]["speedup"]) for n in faster])
+        return [Finding("phases", what, evidence, [], INFO)]
     if compute < COMPUTE_SHARE:
-        return [Finding("phases", f"where the step goes: {split}", evidence, [], INFO)]
-    advice = ([] if r.compiled else ["forward and backward are what torch.compile speeds up: race a "
-                                     "compiled mode (--modes eager,default)"])
-    return [Finding("phases", f"compute-bound: forward and backward are {compute:.0%} of the step",
-                    evidence, advice, INFO)]
+        return [Finding("phases", point("bound.where", split=split), evidence, [], INFO)]
+    advice = [] if r.compiled else [point("bound.race_compiled")]  # what torch.compile speeds up
+    return [Finding("phases", point("bound.compute", share=compute), evidence, advice, INFO)]

@@ -3,18 +3,16 @@ time a step spends outside compiled code (a capture's ``compiled_graphs`` agains
 
 from __future__ import annotations
 
+from tuimon.analysis.stats.point import point
 from tuimon.analysis.why.finding import HIGH, MEDIUM, Context, Finding, span
-from tuimon.fmt import fmt_ms
 
 SHOWN = 3
-# Advice for reasons torch gives no hint for (or one that needs saying in training terms).
+# Tips for reasons torch gives no hint for (or one that needs saying in training terms): the words
+# in torch's reason -> the tip's code (report/why_words/compiled.py words it).
 PATTERNS = (
-    (("print", "logging", "logger"), "logging or printing inside forward breaks the graph: log "
-     "outside the compiled module, or every N steps"),
-    (("numpy",), "numpy inside forward breaks the graph: use the torch op instead"),
-    (("data-dependent", "data dependent", "nonzero", "dynamic output shape"),
-     "an op whose output shape depends on the data: torch._dynamo.config."
-     "capture_dynamic_output_shape_ops = True, or keep it outside the compiled region"),
+    (("print", "logging", "logger"), "breaks.print"),
+    (("numpy",), "breaks.numpy"),
+    (("data-dependent", "data dependent", "nonzero", "dynamic output shape"), "breaks.data_dependent"),
 )
 
 
@@ -34,31 +32,27 @@ def graph_breaks(ctx: Context) -> list[Finding]:
         return []
     places = len(r.graph_breaks)
     graphs = (cap or {}).get("compiled_graphs")
-    if graphs:
-        title = (f"graph breaks at {places} place{'s' if places > 1 else ''}: each step runs "
-                 f"{graphs['calls']:g} compiled graphs (forward and backward) instead of 2")
-        evidence = [f"{graphs['calls']:g} compiled-graph calls a step, {graphs['graphs']} distinct "
-                    f"({span(cap)})"]
-    else:
-        title = (f"graph breaks at {places} place{'s' if places > 1 else ''}: "
-                 f"{r.graphs_fwd} forward graphs compiled where 1 would do")
-        evidence = [f"{r.graphs_fwd} forward + {r.graphs_bwd} backward graphs compiled"]
-    evidence += [f"break at {b['where']} (×{b['count']}): {b['reason']}" for b in r.graph_breaks[:SHOWN]]
+    if graphs:  # each step runs this many compiled graphs instead of 2
+        what = point("breaks.calls", places=places, calls=graphs["calls"])
+        evidence = [point("breaks.seen", calls=graphs["calls"], graphs=graphs["graphs"], steps=span(cap))]
+    else:  # this many forward graphs compiled where 1 would do
+        what = point("breaks.graphs", places=places, fwd=r.graphs_fwd)
+        evidence = [point("breaks.compiled", fwd=r.graphs_fwd, bwd=r.graphs_bwd)]
+    evidence += [point("breaks.at", where=b["where"], count=b["count"], reason=b["reason"])
+                 for b in r.graph_breaks[:SHOWN]]
     if places > SHOWN:
-        evidence.append(f"and {places - SHOWN} more (the compile pane, key c, lists them all)")
+        evidence.append(point("breaks.more", n=places - SHOWN))
     outside = outside_ms(cap) if ctx.row_timed else None
     share = outside / cap["split"]["step_ms"] if outside is not None and cap["split"].get("step_ms") else None
-    if share is not None:
-        evidence.append(f"{fmt_ms(outside)} a step ({share:.0%}) of forward and backward ran outside "
-                        "compiled graphs: the eager code between them, guard checks, autograd glue")
+    if share is not None:  # the eager code between the graphs, guard checks, autograd glue
+        evidence.append(point("breaks.outside", ms=outside, share=share))
     if graphs and not ctx.row_timed:
         evidence.append(ctx.disturbed["row"])
-    advice = list(dict.fromkeys(f"{b['where']}: {b['hint']}" for b in r.graph_breaks[:SHOWN]
-                                if b.get("hint")))
-    for words, text in PATTERNS:
-        if any(w in b["reason"].lower() for b in r.graph_breaks for w in words) and text not in advice:
-            advice.append(text)
-    advice.append("torch.compile(model, fullgraph=True) stops at the first break with its stack; "
-                  "--torch-trace and tlparse show every break and why")
+    hints = dict.fromkeys((b["where"], b["hint"]) for b in r.graph_breaks[:SHOWN] if b.get("hint"))
+    advice = [point("breaks.hint", where=where, hint=hint) for where, hint in hints]
+    for words, code in PATTERNS:
+        if any(w in b["reason"].lower() for b in r.graph_breaks for w in words):
+            advice.append(point(code))
+    advice.append(point("breaks.fullgraph"))
     high = (share is not None and share >= 0.1) or places > 2
-    return [Finding("graph_breaks", title, evidence, advice, HIGH if high else MEDIUM, outside)]
+    return [Finding("graph_breaks", what, evidence, advice, HIGH if high else MEDIUM, outside)]

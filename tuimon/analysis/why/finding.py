@@ -1,14 +1,15 @@
-"""What a rule of the diagnosis returns (a ``Finding``: what, its evidence, what to try) and what
-it reads (a ``Context``: one variant, for a compiled one its eager baseline, and their profiler
-captures, all from the session's summary)."""
+"""What a rule of the diagnosis returns (a ``Finding``: what it found, its evidence and what to
+try, each as data: a code and its figures, worded by report/why_words/) and what it reads (a
+``Context``: one variant, for a compiled one its eager baseline, and their profiler captures, all
+from the session's summary)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import columns
-from tuimon.fmt import fmt_ms
 
 HIGH, MEDIUM, INFO = 3, 2, 1
 # A captured step this many times the run's quick steps (p10) met something else than the
@@ -19,14 +20,16 @@ DISTURBED = 3.0
 @dataclass
 class Finding:
     rule: str  # the rule family: graph_breaks, recompiles, cudagraphs, syncs, ...
-    title: str  # one line: what holds the variant back
-    evidence: list[str]  # what tuimon measured that says so
-    advice: list[str]  # what to try
+    what: Point  # what holds the variant back (its title): "<family>.<what>" and the figures
+    evidence: list[Point]  # what tuimon measured that says so
+    advice: list[Point]  # what to try
     severity: int = MEDIUM
     cost_ms: float | None = None  # per step, when it can be put in time (ranks findings)
+    variant: str | None = None  # the run id of the row it is about (diagnose sets it)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def code(self) -> str:
+        return self.what.code
 
 
 @dataclass
@@ -36,8 +39,8 @@ class Context:
     capture: dict | None  # its last usable profiler capture
     base_capture: dict | None  # the baseline's
     summary: SessionSummary
-    disturbed: dict[str, str] = field(default_factory=dict)  # "row" / "base": why its capture's
-    # times are not to be trusted (its counts and names still are)
+    disturbed: dict[str, Point] = field(default_factory=dict)  # "row" / "base": why its capture's
+    # times are not to be trusted (its counts and names still are): capture.disturbed
 
     @property
     def row_timed(self) -> bool:
@@ -60,17 +63,11 @@ class Context:
 
 @dataclass
 class VariantWhy:
-    run: str
+    run: str  # the row diagnosed (its speedup, in words, is report's: report/why_text.py)
     label: str
-    speedup: str | None  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"; None: no baseline
     helped: bool  # faster than its baseline beyond noise
     findings: list[Finding] = field(default_factory=list)
     compiled: bool = True  # False: an eager variant, diagnosed for what bounds its step
-
-    def to_dict(self) -> dict:
-        return {"run": self.run, "label": self.label, "compiled": self.compiled,
-                "speedup": self.speedup, "helped": self.helped,
-                "findings": [f.to_dict() for f in self.findings]}
 
 
 def capture_of(row: RunStats, summary: SessionSummary) -> dict | None:
@@ -97,14 +94,13 @@ def context(row: RunStats, summary: SessionSummary) -> Context:
                   capture_of(base, summary) if base is not None else None, summary)
     for which, r, cap in (("row", row, ctx.capture), ("base", base, ctx.base_capture)):
         if cap and r is not None and r.p10_ms and cap.get("step_ms", 0) > DISTURBED * r.p10_ms:
-            ctx.disturbed[which] = (f"{r.label}'s {span(cap)} ran at {fmt_ms(cap['step_ms'])} a step, "
-                                    f"{cap['step_ms'] / r.p10_ms:.0f}× its run's quick steps (p10 "
-                                    f"{fmt_ms(r.p10_ms)}): something else slowed it (other processes, "
-                                    "a compile), so its times are left out")
+            # something else slowed it (other processes, a compile): its times are left out
+            ctx.disturbed[which] = point("capture.disturbed", label=r.label, steps=span(cap),
+                                         step_ms=cap["step_ms"], times=cap["step_ms"] / r.p10_ms,
+                                         p10_ms=r.p10_ms)
     return ctx
 
 
-def span(p: dict) -> str:
-    """'the capture of steps 11–12' for evidence lines."""
-    steps = p.get("active_steps") or []
-    return f"capture of steps {steps[0]}–{steps[-1]}" if steps else "capture"
+def span(p: dict) -> list[int]:
+    """The steps a capture recorded (its evidence names them: 'capture of steps 11–12')."""
+    return list(p.get("active_steps") or [])

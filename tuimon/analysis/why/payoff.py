@@ -3,33 +3,25 @@
 
 from __future__ import annotations
 
+from tuimon.analysis.stats.point import point
 from tuimon.analysis.why.finding import MEDIUM, Context, Finding
-from tuimon.fmt import fmt_s
 
 
 def payoff(ctx: Context) -> list[Finding]:
     r = ctx.row
     if not r.breakeven_steps or r.breakeven_steps <= r.steps or r.compile_s is None:
         return []
-    evidence = [f"compile {fmt_s(r.compile_s)}, warm-up overhead {fmt_s(r.overhead_s)} in all; "
-                f"{r.speedup:.2f}× per step"]
+    evidence = [point("payoff.compile", compile_s=r.compile_s, overhead_s=r.overhead_s, speedup=r.speedup)]
     phases = {k: v for k, v in r.compile_phases.items() if v}
     if phases:
         main = max(phases, key=phases.get)
-        evidence.append(f"most of the compile: {main} {fmt_s(phases[main])}")
+        evidence.append(point("payoff.phase", name=main, s=phases[main]))
     warm = r.starts.get("warm") if "cold" in r.starts else None
     if warm and warm.get("compile_s") is not None:  # measured: what a carried cache buys here
-        evidence.append(f"warm from its compile artifacts: compile {fmt_s(warm['compile_s'])}, "
-                        + ("never pays off" if warm["breakeven_never"] else
-                           f"pays off after {warm['breakeven_steps']:,} steps "
-                           f"(≈ {fmt_s(warm['breakeven_s'])})" if warm["breakeven_steps"] is not None
-                           else "break-even unknown"))
-    advice = [f"for a run longer than {r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)}) compile "
-              "pays off",
-              "a warm start cuts the compile: keep TORCHINDUCTOR_CACHE_DIR between runs, or carry this "
-              "session's artifacts/ to the next (tuimon --cache-from SESSION measures it; "
-              "docs/compile.md#warm-start)"]
-    if r.mode.startswith("max-autotune"):
-        advice.append("max-autotune spends its compile benchmarking kernels: mode default compiles faster")
-    return [Finding("payoff", f"pays off after {r.breakeven_steps:,} steps; this run had {r.steps}",
+        evidence.append(point("payoff.warm", compile_s=warm["compile_s"], never=warm["breakeven_never"],
+                              steps=warm["breakeven_steps"], s=warm["breakeven_s"]))
+    advice = [point("payoff.longer", steps=r.breakeven_steps, s=r.breakeven_s), point("payoff.warm_start")]
+    if r.mode.startswith("max-autotune"):  # its compile benchmarks kernels
+        advice.append(point("payoff.autotune"))
+    return [Finding("payoff", point("payoff.later", steps=r.breakeven_steps, had=r.steps),
                     evidence, advice, MEDIUM)]

@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import re
 
+from tuimon.analysis.stats.compiles import limit_hit
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.why.finding import HIGH, MEDIUM, Context, Finding
-from tuimon.fmt import fmt_s
 
 LOCATION = re.compile(r"([^\s/]+\.py):(\d+)")
 HINT = re.compile(r"\(HINT: (.+?)\)\s*$", re.S)
 
 
-def guard_text(reason: str) -> str:
-    """'1/0: tensor 'x' size mismatch at index 0. expected 8, actual 12' -> the guard, where it
-    is when torch says ('item_in_forward.py:21'), without the compile id."""
+def guard_of(reason: str) -> Point:
+    """'1/0: tensor 'x' size mismatch at index 0. expected 8, actual 12' -> the guard, and where
+    it is when torch says ('item_in_forward.py:21'), without the compile id."""
     first = reason.strip().splitlines()[0] if reason.strip() else ""
     first = re.sub(r"^\d+/\d+:\s*", "", first)
     parts = [p.strip() for p in first.split("  # ") if p.strip()]
     where = next((f"{m.group(1)}:{m.group(2)}" for p in parts[1:] for m in [LOCATION.search(p)] if m), None)
-    guard = parts[0] if parts else first
-    return f"{guard[:160]}" + (f" ({where})" if where else "")
+    return point("recompiles.guard", guard=parts[0] if parts else first, where=where)
 
 
 def kind_of(reason: str) -> str:
+    """What a failed guard says changed: shapes, value, object, or other."""
     low = reason.lower()
     if "size mismatch" in low or "stride mismatch" in low or ("dim" in low and "mismatch" in low):
         return "shapes"
@@ -35,44 +36,26 @@ def kind_of(reason: str) -> str:
     return "other"
 
 
-ADVICE = {
-    "shapes": "input shapes change between steps (a short last batch, variable lengths): pad or bucket "
-              "them, DataLoader(drop_last=True), or mark the dimension dynamic from the start "
-              "(torch._dynamo.mark_dynamic(x, 0), or torch.compile(dynamic=True)) so one graph serves all",
-    "value": "a Python number the forward reads changes between steps: keep it in a tensor (or, for "
-             "a module's int attribute, torch._dynamo.config.allow_unspec_int_on_nn_module = True)",
-    "object": "a different object (a new module, optimizer or closure) reaches the compiled code each "
-              "step: build it once and reuse it",
-    "other": "TORCH_LOGS=recompiles prints every guard that failed, with its line",
-}
-
-
 def recompiles(ctx: Context) -> list[Finding]:
     r = ctx.row
-    limit = [f for f in r.compile_failures if "recompile limit" in f["reason"].lower()
-             or "cache_size_limit" in f["reason"].lower()]
+    limit = [f for f in r.compile_failures if limit_hit(f)]
     if not r.recompiles and not limit:
         return []
     kinds = list(dict.fromkeys(kind_of(x) for x in r.recompile_reasons)) or ["other"]
-    words = {"shapes": "input shapes changed", "value": "a Python value changed",
-             "object": "another object reached the compiled code", "other": "guards failed"}
-    title = (f"{r.recompiles} recompile{'s' if r.recompiles != 1 else ''}: "
-             + ", ".join(words[k] for k in kinds))
-    evidence = [f"{r.compiles} compiles in all, {fmt_s(r.compile_s)} compiling"]
-    if r.val_compiles:
-        evidence[0] += f" (and {r.val_compiles} in validation passes, apart)"
-    evidence += [f"guard failed: {guard_text(x)}" for x in r.recompile_reasons[:3]]
-    advice = [ADVICE[k] for k in kinds]
+    what = point("recompiles.title", n=r.recompiles, kinds=kinds, limit=bool(limit))
+    evidence = [point("recompiles.count", compiles=r.compiles, compile_s=r.compile_s,
+                      val_compiles=r.val_compiles)]
+    evidence += [guard_of(x) for x in r.recompile_reasons[:3]]
+    advice = [point(f"recompiles.{k}") for k in kinds]  # what to do about what changed
     hints = {m.group(1).strip() for x in r.recompile_reasons for m in [HINT.search(x.splitlines()[0])] if m}
-    advice += [f"torch's hint: {h}" for h in sorted(hints)[:2]]
-    late = r.unreliable if r.unreliable and "recompiled after warm-up" in r.unreliable else None
+    advice += [point("torch.hint", text=h) for h in sorted(hints)[:2]]
+    late = any(d.code == "recompiled" for d in r.doubts)  # recompiles in the steady state
     if late:
-        evidence.append(f"in the steady state: {late}")
-    if limit:
-        title += "; the recompile limit was hit: that code runs eagerly from then on"
-        evidence += [f"{f['failed']}: {f['reason']} (×{f['count']})" for f in limit[:2]]
-        advice.append("raise torch._dynamo.config.recompile_limit only when the variants are few and "
-                      "legitimate; better, remove what changes")
-    if ADVICE["other"] not in advice:
-        advice.append(ADVICE["other"])
-    return [Finding("recompiles", title, evidence, advice, HIGH if limit or late else MEDIUM)]
+        evidence.append(point("recompiles.late", doubts=list(r.doubts)))
+    if limit:  # that code runs eagerly from then on
+        evidence += [point("recompiles.limit", failed=f["failed"], reason=f["reason"], count=f["count"])
+                     for f in limit[:2]]
+        advice.append(point("recompiles.raise_limit"))
+    if point("recompiles.other") not in advice:
+        advice.append(point("recompiles.other"))
+    return [Finding("recompiles", what, evidence, advice, HIGH if limit or late else MEDIUM)]

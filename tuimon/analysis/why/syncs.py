@@ -6,11 +6,10 @@ outside any module, or host work: scalar reads, logging between backward and the
 
 from __future__ import annotations
 
+from tuimon.analysis.stats.point import point
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, span
 from tuimon.analysis.why.outside import outside_phases
-from tuimon.fmt import fmt_ms, short_name
 
-KINDS = {"scalar_read": "scalar read", "device_sync": "device sync", "blocking_copy": "blocking copy"}
 OTHER_SHARE = 0.2  # this much of a step outside its phases: worth naming what ran there
 
 
@@ -22,12 +21,6 @@ def in_model(s: dict) -> bool:
     if s.get("kind") in ("device_sync", "blocking_copy"):
         return True
     return s.get("phase") in ("forward", "backward") or bool(s.get("module"))
-
-
-def line(s: dict, who: str) -> str:
-    where = s.get("where") or "?"
-    context = f" in {short_name(s['context'])}" if s.get("context") else ""
-    return f"{s['op']} ×{s['count']:g}/step at {where}{context} ({KINDS.get(s['kind'], s['kind'])}; {who})"
 
 
 def between_phases(ctx: Context) -> tuple[float, float] | None:
@@ -44,8 +37,8 @@ def host_syncs(ctx: Context) -> list[Finding]:
     found = []
     base = ctx.baseline.label if ctx.baseline else ""
     for cap, who in ((ctx.base_capture, base), (ctx.capture, ctx.row.label)):
-        if cap:
-            found += [(s, f"{who}'s {span(cap)}") for s in cap.get("syncs") or [] if in_model(s)]
+        if cap:  # each with whose capture found it
+            found += [(s, {"label": who, "steps": span(cap)}) for s in cap.get("syncs") or [] if in_model(s)]
     between = between_phases(ctx)
     if not found:
         return _between(ctx, between)
@@ -54,30 +47,24 @@ def host_syncs(ctx: Context) -> list[Finding]:
     mine = [s for s in (ctx.capture or {}).get("syncs") or [] if in_model(s)]
     count = sum(s["count"] for s in mine)
     device = any(s.get("kind") != "scalar_read" for s, _ in found)
-    title = (f"{'host syncs' if device else 'scalar reads'} in the model: {named['op']} at "
-             f"{named.get('where')}")
-    if count:
-        title += f", {count:g} a step in {ctx.row.label}"
-    evidence = [line(s, who) for s, who in found[:5]]
-    if not ctx.on_gpu:
-        evidence.append("on this CPU run a scalar read costs little; on a GPU each one makes the host "
-                        "wait for the device, and the next kernels wait for the host")
+    what = point("syncs.model", device=device, op=named["op"], where=named.get("where"), count=count,
+                 label=ctx.row.label)
+    evidence = [point("syncs.sync", op=s["op"], count=s["count"], where=s.get("where"),
+                      context=s.get("context"), kind=s["kind"], **who) for s, who in found[:5]]
+    if not ctx.on_gpu:  # a scalar read costs little here, much on a GPU
+        evidence.append(point("syncs.cpu"))
     if between is not None and between[0] >= OTHER_SHARE / 2:
-        evidence.append(f"{between[0]:.0%} of {ctx.row.label}'s step falls between its phases (other: "
-                        f"{fmt_ms(between[1])}), where a scalar read makes the host wait")
+        evidence.append(point("syncs.between", share=between[0], ms=between[1], label=ctx.row.label))
     breaks = [b for b in ctx.row.graph_breaks if any(w in b["reason"].lower() for w in ("item", "scalar"))]
     if breaks:
-        evidence.append(f"under torch.compile it also breaks the graph: {breaks[0]['where']}")
-    advice = ["keep the value on the device: accumulate in a tensor and read it every N steps or when "
-              "logging, not in every forward",
-              "torch._dynamo.config.capture_scalar_outputs = True lets compile trace .item() without "
-              "a graph break"]
+        evidence.append(point("syncs.breaks", where=breaks[0]["where"]))
+    advice = [point("syncs.keep_on_device"), point("syncs.capture_scalar")]
     if ctx.on_gpu or device:
-        advice.append("torch.cuda.set_sync_debug_mode('warn') names every line that syncs")
+        advice.append(point("syncs.debug_mode"))
     in_step = named.get("phase") in ("forward", "backward")
     severity = HIGH if ctx.on_gpu and device else MEDIUM if in_step else INFO
     cost = (sum(s.get("ms") or 0.0 for s in mine) or None) if ctx.row_timed else None
-    return [Finding("syncs", title, evidence, advice, severity, cost)]
+    return [Finding("syncs", what, evidence, advice, severity, cost)]
 
 
 def _between(ctx: Context, between: tuple[float, float] | None) -> list[Finding]:

@@ -46,8 +46,8 @@ from tuimon.runner.profiling.analysis import analyse, find_syncs
 from tuimon.runner.profiling.capture import Capture
 from tuimon.runner.profiling.event_tree import Ev, light_events, link, nest, unlink
 from tuimon.runner.profiling.module_spans import ModuleSpans, block_modules
-from tuimon.runner.profiling.options import Options, parse_command, parse_window
+from tuimon.runner.profiling.options import Options, parse_command
 from tuimon.runner.profiling.profiler import Profiler
 
 __all__ = ["Capture", "Ev", "ModuleSpans", "Options", "Profiler", "analyse", "block_modules",
-           "find_syncs", "light_events", "link", "nest", "parse_command", "parse_window", "unlink"]
+           "find_syncs", "light_events", "link", "nest", "parse_command", "unlink"]

@@ -1,20 +1,23 @@
 """What a capture is asked for: the window (wait / warm-up / active steps) and backward
-attribution, from ``--profile-window`` or a ``profile [JSON]`` control line. No torch here: the
-supervisor checks the same options before it sends them."""
+attribution, from the run's settings (``--profile-window``, parsed once by the CLI:
+tuimon/settings.py) or a ``profile [JSON]`` control line. No torch here: the supervisor checks
+the same options before it sends them."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
+from tuimon.settings import PROFILE_WINDOW
+
 OPTION_KEYS = ("wait", "warmup", "active", "backward")
 
 
 @dataclass(frozen=True)
 class Options:
-    wait: int = 1
-    warmup: int = 2
-    active: int = 3
+    wait: int = PROFILE_WINDOW[0]
+    warmup: int = PROFILE_WINDOW[1]
+    active: int = PROFILE_WINDOW[2]
     backward: bool | str = False  # False; True: eager variants; "all": compiled ones too
 
     @property
@@ -38,18 +41,6 @@ class Options:
         if values["backward"] == "eager":
             values["backward"] = True
         return Options(**{k: values[k] for k in OPTION_KEYS})
-
-
-def parse_window(text: str) -> tuple[int, int, int]:
-    """``"1,2,3"`` -> (wait, warmup, active); ValueError with a one-line message."""
-    parts = text.split(",")
-    try:
-        wait, warmup, active = (int(p) for p in parts)
-    except ValueError:
-        raise ValueError(f"expected WAIT,WARMUP,ACTIVE (three whole numbers), got {text!r}") from None
-    if wait < 0 or warmup < 0 or active < 1:
-        raise ValueError(f"expected WAIT >= 0, WARMUP >= 0, ACTIVE >= 1, got {text!r}")
-    return wait, warmup, active
 
 
 def parse_command(line: str) -> dict | None:

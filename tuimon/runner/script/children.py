@@ -45,24 +45,24 @@ WRITE_S = 2.0  # a child rewrites its count at most this often (and at its end)
 SKIPPED = ("torch.utils.data", "torch._inductor", "torch._dynamo", "torch.distributed")
 
 
-def report_dir(cfg: dict) -> str:
+def report_dir(settings) -> str:
     """Where the children write their counts: beside the session's profiles (tuimon's own
     directory, which a variant's file routing leaves alone), one directory a run."""
-    if cfg.get("profile_dir"):
-        return os.path.join(os.path.dirname(cfg["profile_dir"]), "children", str(cfg.get("run")))
+    if settings.profile.profile_dir:
+        return os.path.join(os.path.dirname(settings.profile.profile_dir), "children", settings.run)
     import tempfile
 
     return tempfile.mkdtemp(prefix="tuimon-children-")
 
 
-def forked(run, emitter, control, sock, cfg: dict) -> None:
+def forked(run, emitter, control, sock, fds: tuple) -> None:
     """In a child forked from the script's process (a DataLoader worker, a child started with the
     fork method; os.register_at_fork): not the run. Its inherited hooks go quiet and the run's
     pipes (or a rank's socket) are closed there, so only the script's process speaks for it."""
     run.enabled = False
     emitter.fd = None
     control.fd = control.sock = None
-    fds = (sock.detach(),) if sock is not None else (cfg["event_fd"], cfg.get("control_fd"))
+    fds = (sock.detach(),) if sock is not None else fds  # the run's pipes: (event fd, control fd)
     for fd in fds:
         if fd is not None:
             with contextlib.suppress(OSError):

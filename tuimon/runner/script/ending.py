@@ -39,7 +39,7 @@ class ScriptEnd:
         if self.failed:
             return
         if self.compile_asked is not None and self.compile_asked() and (
-                text := self.watch.nothing_compiled(self.cfg["mode"])):
+                text := self.watch.nothing_compiled(self.settings.mode)):
             self.emitter.emit_now(events.WARNING, text=text)
         self.emitter.emit_now(
             events.FINISHED, reason=self.reason or events.SCRIPT_ENDED,

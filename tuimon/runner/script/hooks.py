@@ -14,34 +14,36 @@ from __future__ import annotations
 import atexit
 import contextlib
 import faulthandler
-import json
 import os
 import signal
 import sys
 import threading
 import time
 import traceback
-
-NO_STEP_S = 60.0  # say so when a script has not stepped an optimizer by then
+from dataclasses import replace
 
 
 def start(config: str) -> None:
+    """``config``: the run's settings as the supervisor wrote them (tuimon/settings.py)."""
     from tuimon.runner.torch_env import absolute, absolute_paths
+    from tuimon.settings import RunSettings
 
     absolute_paths()  # before the script can change directory, and before torch reads them
-    cfg = json.loads(config)
-    cfg["profile_dir"] = absolute(cfg.get("profile_dir"))
-    if cfg.get("launcher") == "torchrun" and cfg.get("role") is None:
-        _agent(cfg)  # torchrun's own process: its workers are the ranks
+    s = RunSettings.from_json(config)
+    s = replace(s, profile=replace(s.profile, profile_dir=absolute(s.profile.profile_dir)))
+    ident = None
+    if s.program.is_job and s.process.role is None:
+        _agent(s)  # torchrun's own process: its workers are the ranks
         return
-    if cfg.get("role") == "rank":
+    if s.process.role == "rank":
         from tuimon.runner.rank_link import identity
 
-        cfg["rank_identity"] = identity()
-        if cfg["rank_identity"] is None:
+        ident = identity()
+        if ident is None:
             return  # a helper process of torchrun's interpreter, not one of its workers
+    said_on = {"fd": s.process.event_fd}  # where a failure is said (a rank: its socket, once open)
     try:
-        _install(cfg)
+        _install(s, ident, said_on)
     except Exception as exc:  # noqa: BLE001 - tuimon's fault, not the script's: say it, stop
         from tuimon import events
         from tuimon.runner.torch_env import TorchTooOld
@@ -49,27 +51,28 @@ def start(config: str) -> None:
         said = (str(exc) if isinstance(exc, TorchTooOld)
                 else f"tuimon could not hook this script ({sys.executable}): {type(exc).__name__}: {exc}")
         line = events.encode(events.make(
-            events.FAILED, cfg.get("run"), stage="build", error="HookError", message=said,
+            events.FAILED, s.run, stage="build", error="HookError", message=said,
             traceback=traceback.format_exc()[-4000:]))
-        if cfg.get("event_fd") is not None:
-            os.write(cfg["event_fd"], line.encode())
+        if said_on["fd"] is not None:
+            os.write(said_on["fd"], line.encode())
         print(f"tuimon: {said}", file=sys.stderr)
         os._exit(2)
 
 
-def _agent(cfg: dict) -> None:
+def _agent(s) -> None:
     """In torchrun's elastic agent: hand the settings on to the workers it starts (through the
     environment they inherit, marked as ranks; never the agent's pipes, which they do not
     inherit) and stop with the supervisor. No torch here: the agent only launches."""
-    from tuimon.envvars import SCRIPT
     from tuimon.runner.orphan import watch_parent
 
-    ranks = {k: v for k, v in cfg.items() if k not in ("event_fd", "control_fd")}
-    os.environ[SCRIPT] = json.dumps({**ranks, "role": "rank", "agent_pid": os.getpid()})
+    ranks = replace(s, process=replace(s.process, event_fd=None, control_fd=None, role="rank",
+                                       agent_pid=os.getpid()))
+    os.environ.update(ranks.environ())
     watch_parent()  # SIGINT, as a stop: torchrun then ends its workers with it
 
 
-def _install(cfg: dict) -> None:
+def _install(s, ident: dict | None, said_on: dict) -> None:
+    """Every hook, for the run ``s`` (its settings); ``ident``: a rank's place in its job."""
     import torch
 
     from tuimon.runner.torch_env import check_version
@@ -91,37 +94,38 @@ def _install(cfg: dict) -> None:
     from tuimon.runner.script.steps import ScriptSteps, StopScript
 
     sock = None
-    if cfg.get("rank_identity") is not None:  # a rank: its own channel to the supervisor
+    fds = (s.process.event_fd, s.process.control_fd)  # this process's ends of its pipes
+    if ident is not None:  # a rank: its own channel to the supervisor
         from tuimon.runner.rank_link import connect
 
-        sock = connect(cfg["channel"], cfg["token"], cfg["run"], cfg["rank_identity"])
-        cfg["event_fd"], cfg["control_fd"] = sock.fileno(), None
+        sock = connect(s.process.channel, s.process.token, s.run, ident)
+        fds = (sock.fileno(), None)
+        said_on["fd"] = fds[0]
         watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor
     else:
         watch_parent()
-    emitter = Emitter(cfg["event_fd"], cfg["run"])
-    if cfg.get("files"):  # the run's own directory: its writes kept apart (files.py)
+    emitter = Emitter(fds[0], s.run)
+    if s.hooks.files:  # the run's own directory: its writes kept apart (files.py)
         from tuimon.runner.script.files import FilesApart
 
-        FilesApart(cfg["files"], lambda path, existed: emitter.emit(
+        FilesApart(s.hooks.files, lambda path, existed: emitter.emit(
             events.FILE_WRITTEN, path=path, existed=existed)).install(torch)
-    control = Control(cfg.get("control_fd"), sock=sock)
+    control = Control(fds[1], sock=sock)
     if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     watch = CompileWatch()
     watch.install()
-    run = ScriptSteps(cfg, emitter, control, watch)
+    run = ScriptSteps(s, emitter, control, watch, ident)
     emitter.emit_now(events.PHASE, phase="building")
     if newer:
         emitter.emit(events.WARNING, text=newer, note=True)
-    _seed(cfg.get("seed"), torch)
-    modes = CompileModes(cfg["mode"], cfg.get("auto_compile", True), run.note,
-                         cfg.get("compile_module"))
+    _seed(s.seed, torch)
+    modes = CompileModes(s.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module)
     modes.install()
     run.compile_asked = modes.asked
     watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
     warm = None
-    if cfg["mode"] != "eager":  # compile artifacts: loaded before the script's first compile
+    if s.mode != "eager":  # compile artifacts: loaded before the script's first compile
         from tuimon.runner.warm_start import WarmStart
 
         warm = WarmStart(emitter)
@@ -132,7 +136,7 @@ def _install(cfg: dict) -> None:
     # CPU: each part a span, its three lines inline (no call: see Timeline); CUDA
     # (``timeline.mark`` set once the run starts): ``enter`` / ``leave``, events on the step clock.
     forward = modes.listener = ForwardTimer(timeline, run.note)
-    if cfg["mode"] != "eager":
+    if s.mode != "eager":
         from tuimon.runner.compile_trace import TraceListener
 
         run.trace = TraceListener(emitter, watch)
@@ -164,7 +168,7 @@ def _install(cfg: dict) -> None:
 
     torch.optim.Optimizer.__init__ = optimizer_init
 
-    run.make_profiler = lambda: _profiler(cfg, run)
+    run.make_profiler = lambda: _profiler(s, run)
 
     def first_step() -> None:
         modes.first_step(run.leader.optimizers)  # a compiled variant that compiles nothing says why
@@ -211,7 +215,7 @@ def _install(cfg: dict) -> None:
     # a recompile each step as its counters change). Dynamo runs them as they are instead. The
     # eager variant compiles nothing (torch.compile hands the function back), so its hooks go
     # bare: torch.compiler.disable's wrapper costs a few µs a call, twice a step.
-    bare = cfg["mode"] == "eager"
+    bare = s.mode == "eager"
     optim.register_optimizer_step_pre_hook(stepping if bare else torch.compiler.disable(stepping))
     optim.register_optimizer_step_post_hook(stepped if bare else torch.compiler.disable(stepped))
 
@@ -309,7 +313,7 @@ def _install(cfg: dict) -> None:
         pid = os.getpid()
         atexit.register(lambda: os.getpid() == pid and not run.failed and warm.save(torch))
     original_hook = sys.excepthook
-    script = cfg.get("script")
+    script = s.program.script
 
     def excepthook(kind, exc, tb):
         try:
@@ -333,11 +337,10 @@ def _install(cfg: dict) -> None:
 
         signal.signal(signal.SIGINT, interrupted)
 
-    os.register_at_fork(after_in_child=lambda: forked(run, emitter, control, sock, cfg))
-    run.children = Children(run, emitter, report_dir(cfg)).install()  # after run.finished's atexit
-    no_step_s = float(cfg.get("no_step_s") or NO_STEP_S)
-    threading.Thread(target=_no_step_watch, args=(run, cfg, no_step_s), daemon=True,
-                     name="tuimon-no-step").start()
+    os.register_at_fork(after_in_child=lambda: forked(run, emitter, control, sock, fds))
+    run.children = Children(run, emitter, report_dir(s)).install()  # after run.finished's atexit
+    threading.Thread(target=_no_step_watch, args=(run, s.run, fds[0], s.hooks.no_step_s),
+                     daemon=True, name="tuimon-no-step").start()
 
 
 def _seed(seed, torch) -> None:
@@ -348,20 +351,20 @@ def _seed(seed, torch) -> None:
         seed_everything(torch, seed)
 
 
-def _profiler(cfg: dict, run):
+def _profiler(s, run):
     """The same profiler captures as a recipe's, over the script's steps."""
-    from tuimon.runner.profiling import Options, Profiler, parse_window
+    from tuimon.runner.profiling import Options, Profiler
 
-    wait, warmup, active = parse_window(cfg.get("profile_window") or "1,2,3")
-    backward = {"off": False, "eager": True, "all": "all"}[cfg.get("profile_backward") or "off"]
-    compiled = cfg["mode"].removesuffix("+opt") != "eager"  # the model's mode (variants.OPT)
+    profile = s.profile
+    backward = {"off": False, "eager": True, "all": "all"}[profile.profile_backward]
+    compiled = s.mode.removesuffix("+opt") != "eager"  # the model's mode (variants.OPT)
     if compiled and backward:
         backward = False  # module hooks on a compiled module would recompile it mid-run
     device_type = "cuda" if run.device.startswith("cuda") else "cpu"
     return Profiler(device_type=device_type, model=None, compiled=compiled,
-                    defaults=Options(wait, warmup, active, backward), at_step=cfg.get("profile_at"),
-                    out_dir=cfg.get("profile_dir"), run=cfg["run"],
-                    auto=cfg.get("auto_profile", True), steps=run.steps_asked, turns=run.turns.on)
+                    defaults=Options(*profile.profile_window, backward), at_step=profile.profile_at,
+                    out_dir=profile.profile_dir, run=s.run,
+                    auto=profile.auto_profile, steps=run.steps_asked, turns=run.turns.on)
 
 
 def _where(exc: BaseException, script: str | None) -> str | None:
@@ -378,7 +381,7 @@ def _where(exc: BaseException, script: str | None) -> str | None:
     return f"{os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user else None
 
 
-def _no_step_watch(run, cfg: dict, seconds: float) -> None:
+def _no_step_watch(run, run_id: str, fd: int | None, seconds: float) -> None:
     """One line when no optimizer has stepped after ``seconds`` (written whole from this thread:
     one short line is one atomic write on the pipe); a wait for the first turn does not count,
     nor a compile (a first optimizer.step() that compiles is still a step to come)."""
@@ -391,6 +394,6 @@ def _no_step_watch(run, cfg: dict, seconds: float) -> None:
 
     text = run.children.no_step_text(seconds) or (
         f"no optimizer step in {seconds:g} s: tuimon times training loops that call optimizer.step()")
-    line = events.encode(events.make(events.WARNING, cfg["run"], text=text))
+    line = events.encode(events.make(events.WARNING, run_id, text=text))
     with contextlib.suppress(OSError):
-        os.write(cfg["event_fd"], line.encode())
+        os.write(fd, line.encode())

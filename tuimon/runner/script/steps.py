@@ -21,7 +21,6 @@ import time
 import torch
 
 from tuimon import events
-from tuimon.lengths import process_length
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import Control
 from tuimon.runner.device import device_name
@@ -38,6 +37,7 @@ from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
 from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
+from tuimon.settings import RunSettings
 
 
 class StopScript(KeyboardInterrupt):
@@ -45,8 +45,9 @@ class StopScript(KeyboardInterrupt):
 
 
 class ScriptSteps(ScriptEnd):
-    def __init__(self, cfg: dict, emitter: Emitter, control: Control, watch: CompileWatch) -> None:
-        self.cfg = cfg
+    def __init__(self, settings: RunSettings, emitter: Emitter, control: Control,
+                 watch: CompileWatch, ident: dict | None = None) -> None:
+        self.settings = settings
         self.emitter = emitter
         self.control = control
         self.watch = watch
@@ -55,16 +56,17 @@ class ScriptSteps(ScriptEnd):
         self.make_profiler = None
         self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
         # Round 1 of a variant's processes runs the whole length asked for, the others a K-th.
-        steps, self.duration = process_length(cfg.get("steps"), cfg.get("duration"),
-                                              int(cfg.get("repeats") or 1), cfg.get("round"))
+        steps, self.duration = settings.length.this_process()
         self.steps_asked = steps  # None: the script's own end
         self.steps = steps or float("inf")
-        self.warmup = int(cfg.get("warmup") or 1)
-        self.turns = Turns(int(cfg.get("turns") or 0), float(cfg.get("turn_s") or 0.0),
-                           steps, self.duration, first_only=bool(cfg.get("turn_first")))
+        # At least the first step: it is timed from where training first showed, mid-step.
+        self.warmup = max(1, settings.fixed_warmup)
+        turns = settings.turns
+        self.turns = Turns(turns.turn_steps, turns.turn_s, steps, self.duration,
+                           first_only=turns.turn_first)
         # A rank of a torchrun job (its identity from torchrun's environment, runner/rank_link.py):
         # its steps also say how long they took to reach backward() (pre_ms).
-        self.ident = cfg.get("rank_identity")
+        self.ident = ident
         self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
         self.started = False  # run_started said: the first sign of training seen
         self.reason: str | None = None  # why tuimon ended the script (steps, duration, stopped)
@@ -198,16 +200,16 @@ class ScriptSteps(ScriptEnd):
         if self.guard.on:
             self.emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={self.guard.level}: a "
                               "host-device sync in tuimon's hooks fails this run")
-        cfg = self.cfg
+        s = self.settings
         self.emitter.emit_now(
-            events.RUN_STARTED, pid=os.getpid(), mode=cfg["mode"], precision=cfg["precision"],
+            events.RUN_STARTED, pid=os.getpid(), mode=s.mode, precision=s.precision,
             amp_dtype=None, grad_scaler=None, device=self.device,
             device_name=device_name(torch, self.device), **versions(torch),
-            recipe=cfg.get("name") or "script",
-            script=cfg.get("command"), params=None, batch_size=None, image_size=None,
-            seed=cfg.get("seed"), steps=self.steps_asked, duration=self.duration, round=cfg.get("round"),
-            warmup=cfg.get("warmup_text", "auto"), threads=torch.get_num_threads(), extra={},
-            notes=list(cfg.get("notes") or []), **self._rank_fields())
+            recipe=s.program.name or "script",
+            script=list(s.program.command) or None, params=None, batch_size=None, image_size=None,
+            seed=s.seed, steps=self.steps_asked, duration=self.duration, round=s.length.round,
+            warmup=s.warmup, threads=torch.get_num_threads(), extra={},
+            notes=list(s.hooks.notes), **self._rank_fields())
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
             self.profiler.outer = True  # captures name the modules outside the trained one
@@ -340,7 +342,7 @@ class ScriptSteps(ScriptEnd):
                 self.profiler.turn_began()
         if self.duration is not None:
             spent = self.control.paused_s + (self.profiler.overhead_s if self.profiler else 0.0)
-            if self.cfg.get("steady_duration"):  # a sweep's budget: compiles aside
+            if self.settings.length.steady_duration:  # a sweep's budget: compiles aside
                 spent += self.watch.total_s
             if time.monotonic() - self._began - spent >= self.duration:
                 self.stop("duration")

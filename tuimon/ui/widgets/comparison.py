@@ -9,8 +9,10 @@ from textual.widgets import Static
 
 from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet
 from tuimon.fmt import fmt_s
+from tuimon.report import verdict_text
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
+from tuimon.report.trust_text import busy_text
 from tuimon.report.warm_text import per_start
 from tuimon.ui.widgets.redraw import height, update
 
@@ -36,9 +38,9 @@ class ComparisonStrip(Static):
 
     def _text(self, summary: SessionSummary, gpu_note: str | None) -> Text:
         t = Text()
-        if summary.verdict is not None:  # the answer first, as stats/verdict.py says it
+        if summary.verdict is not None:  # the answer first, as report/verdict_text.py words it
             style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
-            t.append(summary.verdict.line + "\n", style=style)
+            t.append(verdict_text.line(summary.verdict) + "\n", style=style)
         rows = {r.label: r for r in columns(summary)}
         compared = [r for r in rows.values() if r.baseline and r.baseline != r.label and r.speedup]
         if not compared:
@@ -50,7 +52,7 @@ class ComparisonStrip(Static):
             t.append(f"{r.label}", style="bold")
             t.append(f" vs {r.baseline}: ", style="dim")
             if waiting := not_yet(r, rows.get(r.baseline)):  # a speedup of a few steps means nothing
-                t.append(waiting, style="dim")
+                t.append("not yet: {} of {} steady steps".format(*waiting), style="dim")
                 continue
             style = "bold" if r.within_noise else ("bold green" if r.speedup >= 1 else "bold red")
             t.append(f"{r.speedup:.2f}×", style=style)
@@ -62,7 +64,7 @@ class ComparisonStrip(Static):
                 t.append(" unreliable: other processes' load differed", style="bold yellow")
             elif r.faults_differ:
                 t.append(" unreliable: page faults differed", style="bold yellow")
-            elif r.unreliable:
+            elif r.doubts:
                 t.append(" unreliable: recompiles", style="bold yellow")
             if r.compiled and len(r.starts) > 1:  # cold and warm side by side (warm_text.py)
                 t.append(f" · compile {per_start(lambda x: fmt_s(x.compile_s))(r)} · pays off "
@@ -77,7 +79,7 @@ class ComparisonStrip(Static):
                 t.append("\n  by phase: ", style="dim")
                 t.append(by_part)
         if summary.busy:
-            t.append(f"\n{summary.busy}", style="yellow")
+            t.append(f"\n{busy_text(summary.busy)}", style="yellow")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
         return t

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import RunStats, made_graph
 from tuimon.fmt import fmt_s
+from tuimon.report.miss_text import miss_text
 from tuimon.report.table import cache_text, compile_cache
 from tuimon.report.warm_text import artifacts_text, per_start
 from tuimon.ui.model import RunLive
@@ -53,7 +54,7 @@ def starts(r: RunStats | None, variant: RunStats | None) -> list[Text]:
     reasons = (variant.miss_reasons if variant is not None else []) or r.miss_reasons
     if reasons:
         out.append(Text("why the warm start was not all warm:", style="bold"))
-        out += [Text(f"  {x}") for x in reasons]
+        out += [Text(f"  {miss_text(x)}") for x in reasons]
     out += [Text(f"note: {x}", style="dim") for x in r.artifact_notes]
     return out
 

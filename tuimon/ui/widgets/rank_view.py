@@ -21,7 +21,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tuimon.analysis import RunStats, group_figures
+from tuimon.analysis import RunStats, diverging, group_figures
 from tuimon.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms
 from tuimon.report.rank_text import divergence_text, skew_text, straggler_text, world_text
 from tuimon.ui.model import RunLive
@@ -201,8 +201,7 @@ def _groups(live: RunLive, rows: dict) -> list[tuple[str, list[int]]]:
 
 
 def _diverges(rank: int, stats: RunStats | None) -> bool:
-    return bool(stats and any(f"rank {rank}" in d or f"ranks {rank}" in d
-                              for d in stats.compile_divergence))
+    return bool(stats and rank in diverging(stats.compile_divergence))
 
 
 def _compiles(r: RankLive) -> Text:

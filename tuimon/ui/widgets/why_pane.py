@@ -1,7 +1,7 @@
 """The why pane (key w): why compile did not help the focused variant, or what bounds an eager
 one's step (on a panel without findings, every variant's): the findings of ``session.why`` with
-their evidence and what to try. The findings are the summary's, the same as summary.md's "Why"
-section; this module only draws."""
+their evidence and what to try. The findings are the summary's, in report/why_text.py's words,
+the same as summary.md's "Why" section; this module only draws."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tuimon.analysis import HIGH, MEDIUM, SessionSummary, VariantWhy, diagnose
-from tuimon.report.why_text import headline
+from tuimon.analysis import HIGH, MEDIUM, SessionSummary
+from tuimon.report.why_text import VariantSaid, headline, worded
 from tuimon.ui.model import RunLive
 
 STYLE = {HIGH: "bold red", MEDIUM: "bold yellow"}
@@ -25,10 +25,10 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
     def show(self, live: RunLive | None, summary: SessionSummary) -> None:
         """Redraw from the summary, when the pane is open (the diagnosis is not free)."""
         if self.has_class("visible"):
-            self.query_one("#why-body", Static).update(render(live, diagnose(summary)))
+            self.query_one("#why-body", Static).update(render(live, worded(summary)))
 
 
-def render(live: RunLive | None, whys: list[VariantWhy]):
+def render(live: RunLive | None, whys: list[VariantSaid]):
     if not whys:
         return Text("why: nothing to say yet (no finding for an eager run; n adds a compiled one)",
                     style="dim")

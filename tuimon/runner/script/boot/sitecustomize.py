@@ -1,7 +1,7 @@
 """tuimon's hooks in a script run. The supervisor puts this directory first on PYTHONPATH and
-the run's settings in TUIMON_SCRIPT; Python imports this module at start-up, before the user's
+the run's settings in TUIMON_SETTINGS; Python imports this module at start-up, before the user's
 script, whatever started it (``python train.py``, ``python -m pkg``, a shebang). It removes
-TUIMON_SCRIPT from the environment (the script's own child processes, DataLoader workers
+TUIMON_SETTINGS from the environment (the script's own child processes, DataLoader workers
 included, stay unhooked) and then hands over to the next sitecustomize on the path, if any. In
 torchrun's own process it puts the settings back for torchrun's workers, marked as ranks: each of
 them is hooked as a rank of the job (runner/script/hooks.py)."""
@@ -28,7 +28,7 @@ def _chain() -> None:
 
 
 def _start() -> None:
-    config = os.environ.pop("TUIMON_SCRIPT", None)  # tuimon.envvars.SCRIPT
+    config = os.environ.pop("TUIMON_SETTINGS", None)  # tuimon.envvars.SETTINGS
     if config is None:
         return
     from tuimon.runner.script import hooks

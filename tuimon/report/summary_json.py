@@ -1,0 +1,41 @@
+"""summary.json's document: the summary's figures as analysis computed them, with the words every
+other view shows in the fields that always held words (the verdict's line and reasons, a row's
+notes, why it is unreliable, why it compiled nothing, a round left out, why a warm start missed,
+the Why findings), and the codes beside them (``doubts``, ``val_guards``, the verdict's
+``reason_codes``, ``busy_reason``) for readers that want the decision rather than the sentence."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, SessionSummary
+from tuimon.report import verdict_text, why_text
+from tuimon.report.compile_text import fallback_text, guard_word, nothing_text
+from tuimon.report.miss_text import miss_text
+from tuimon.report.rank_text import divergence_line
+from tuimon.report.trust_text import busy_text, round_text, row_notes, unreliable_text
+
+
+def document(meta: dict, summary: SessionSummary) -> dict:
+    doc = summary.to_dict()
+    doc["verdict"] = verdict_text.to_dict(summary.verdict) if summary.verdict is not None else None
+    doc["busy"] = busy_text(summary.busy) if summary.busy else None
+    doc["busy_reason"] = summary.busy.to_dict() if summary.busy else None
+    for key, rows in (("runs", summary.runs), ("variants", summary.variants)):
+        for d, r in zip(doc[key], rows, strict=True):
+            d.update(row_words(r, summary.quiet_only))
+    return {"meta": meta, **doc, "why": why_text.as_json(summary)}
+
+
+def row_words(r: RunStats, quiet_only: bool) -> dict:
+    """A row's fields in words, as summary.json always had them, and its doubts as codes."""
+    return {
+        "notes": row_notes(r, quiet_only),
+        "unreliable": unreliable_text(r),
+        "doubts": [d.to_dict() for d in r.doubts],
+        "left_out": [{**p, "why": round_text(p["why"])} for p in r.left_out],
+        "nothing_compiled": nothing_text(r.nothing_compiled) if r.nothing_compiled else None,
+        "fell_back": [fallback_text(f) for f in r.fell_back],
+        "val_words": [guard_word(g) for g in r.val_guards],
+        "val_guards": [g.to_dict() for g in r.val_guards],
+        "miss_reasons": [miss_text(p) for p in r.miss_reasons],
+        "compile_divergence": [divergence_line(p) for p in r.compile_divergence],
+    }
