@@ -166,3 +166,51 @@ def test_checker_catches_what_it_should(tmp_path, monkeypatch):
     text = "see [a](real.md) and `[b](ignored.md)`\n\n```\n[c](ignored.md)\n```\n"
     (tmp_path / "p.md").write_text(text)
     assert links(tmp_path / "p.md") == ["real.md"]
+
+
+def _layout_sections(text: str) -> dict[str, str]:
+    """docs/layout.md's tree: each directory ("tuimon/analysis/stats") -> the text of its block
+    (from its own line to the next line indented no deeper than it)."""
+    lines = [line for line in text.splitlines() if line.startswith("    ")]
+    sections, stack = {}, []  # stack: (indent, path)
+    for k, line in enumerate(lines):
+        m = re.match(r"^( +)([\w.]+)/\s", line + " ")
+        if not m:
+            continue
+        indent = len(m.group(1))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = "/".join([p for _, p in stack] + [m.group(2)])
+        stack.append((indent, m.group(2)))
+        end = next((j for j in range(k + 1, len(lines))
+                    if len(lines[j]) - len(lines[j].lstrip(" ")) <= indent and lines[j].strip()), len(lines))
+        sections[path] = "\n".join(lines[k:end])
+    return sections
+
+
+def layout_missing(root: Path, layout: str) -> list[str]:
+    """Modules under ``root`` (tuimon/) that docs/layout.md does not name in their directory's block."""
+    sections = _layout_sections(layout)
+    missing = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent)
+        if path.name == "__init__.py" and path.parent != root:
+            continue
+        block = sections.get(str(rel.parent), "")
+        if not re.search(rf"(?<![\w.]){re.escape(path.name)}\b", block):
+            missing.append(str(rel))
+    return missing
+
+
+def test_layout_names_every_module():
+    """docs/layout.md is the newcomer's map: every module has its line, in its own directory."""
+    assert layout_missing(ROOT / "tuimon", (DOCS / "layout.md").read_text()) == []
+
+
+def test_layout_check_finds_a_missing_module(tmp_path):
+    (tmp_path / "tuimon" / "stats").mkdir(parents=True)
+    for name in ("__init__.py", "a.py", "stats/b.py", "stats/c.py"):
+        (tmp_path / "tuimon" / name).write_text("")
+    layout = ("    tuimon/\n      __init__.py  x\n      a.py  y\n      stats/  z\n        b.py  w\n"
+              "    c.py  (not in stats/)\n")
+    assert layout_missing(tmp_path / "tuimon", layout) == ["tuimon/stats/c.py"]

@@ -439,3 +439,94 @@ def test_the_supervisor_is_composed_of_objects_that_keep_to_their_own_names():
     files = _files("tuimon.control")
     assert {"tuimon.control.supervisor", "tuimon.control.stopping"} <= set(files)
     assert composition_faults(files) == []
+
+
+# ---- deciding apart from wording: analysis/ returns decisions, report/ words them ----------------
+# Strings in analysis/ that are torch's words, kept as data (matched against its messages, or kept
+# in summary.json as the reason a frame ran eager): (module, constant).
+TORCH_TEXT = {("tuimon.analysis.stats.compiles", "NO_OP")}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def sentences(path: Path, name: str) -> list[tuple[str, int, str]]:
+    """(module, line, text) for every user-facing sentence in a module: a string (or an f-string's
+    literal parts) of four words or more that is not a docstring, a regular expression or torch's
+    words kept as data."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("compile", "search", "match"):
+            skip.update(id(a) for a in node.args)  # re.compile(...): torch's text to match
+        if isinstance(node, ast.Assign) and any((name, getattr(t, "id", None)) in TORCH_TEXT
+                                                for t in node.targets):
+            skip.add(id(node.value))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+            skip.update(id(v) for v in node.values)
+        else:
+            continue
+        if len(text.split()) >= 4:
+            found.append((name, node.lineno, text[:60]))
+    return found
+
+
+def test_analysis_holds_no_user_facing_sentence():
+    """The statistics, the verdict and the Why rules return decisions (a Point: a code and its
+    figures); every sentence a user reads is written in report/ (verdict_text, trust_text,
+    why_words/, ...), so the TUI, headless mode and the exporters share it, and no rule can read
+    another's words."""
+    assert [s for name, p in _files("tuimon.analysis").items() for s in sentences(p, name)] == []
+
+
+def test_the_sentence_check_finds_one(tmp_path):
+    path = tmp_path / "rule.py"
+    path.write_text('"""A docstring of many words is fine."""\nimport re\n'
+                    'PAT = re.compile(r"size mismatch at index (\\d+)")\n'
+                    'def rule(x):\n    return {"why": f"the machine was busy: {x} cores"}\n')
+    assert [line for _, line, _ in sentences(path, "rule")] == [5]
+
+
+def thresholds(path: Path, name: str) -> list[tuple[str, int, str]]:
+    """(module, line, code) for every comparison of a figure against a bound: a number other than
+    0 or ±1, or an upper-case constant (LOSS_TOLERANCE, WIDE, ...). A text's own length is layout,
+    not a decision (``len(reason) <= 90``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare) or not any(
+                isinstance(op, (ast.Lt, ast.Gt, ast.LtE, ast.GtE)) for op in node.ops):
+            continue
+        sides = [node.left, *node.comparators]
+        if any(isinstance(s, ast.Call) and getattr(s.func, "id", None) == "len" for s in sides):
+            continue
+        bound = any(isinstance(s, ast.Constant) and isinstance(s.value, (int, float))
+                    and not isinstance(s.value, bool) and s.value not in (0, 1, -1) for s in sides)
+        bound |= any(isinstance(s, ast.Name) and s.id.isupper() and len(s.id) > 1 for s in sides)
+        if bound:
+            found.append((name, node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_report_decides_nothing():
+    """report/ (and the headless view) word what analysis decided: none of them holds a figure
+    against a bound (which is better, what is noise, what is busy are analysis/'s)."""
+    files = {**_files("tuimon.report"), "tuimon.headless": TUIMON / "headless.py"}
+    assert [t for name, p in files.items() for t in thresholds(p, name)] == []
+
+
+def test_the_decision_check_finds_one(tmp_path):
+    path = tmp_path / "words.py"
+    path.write_text("WIDE = 2.0\ndef words(r, text):\n    if len(text) > 90:\n        text = text[:90]\n"
+                    "    if r.hi / r.lo > WIDE:\n        return 'cannot tell'\n"
+                    "    return 'faster' if r.speedup > 1.05 else text\n")
+    assert [line for _, line, _ in thresholds(path, "words")] == [5, 7]
