@@ -530,3 +530,21 @@ def test_the_decision_check_finds_one(tmp_path):
                     "    if r.hi / r.lo > WIDE:\n        return 'cannot tell'\n"
                     "    return 'faster' if r.speedup > 1.05 else text\n")
     assert [line for _, line, _ in thresholds(path, "words")] == [5, 7]
+
+
+def test_every_why_code_has_its_words():
+    """A Why rule returns codes; report/why_words/ holds one entry a code. Every code written in
+    analysis/why/ (a literal "<family>.<what>", and the recompile kinds' f"recompiles.{kind}") has
+    its words, so no finding reaches a reader as a KeyError or a bare code."""
+    import re
+
+    from tuimon.analysis.why.recompiles import kind_of
+    from tuimon.report.why_words import WORDS
+
+    families = {code.split(".")[0] for code in WORDS}
+    written = {c for p in _files("tuimon.analysis.why").values()
+               for c in re.findall(r"\"([a-z_]+\.[a-z_]+)\"", p.read_text(encoding="utf-8"))}
+    written = {c for c in written if c.split(".")[0] in families}
+    kinds = {kind_of(r) for r in ("size mismatch at index 0", "id(x) == 1", "x == 3", "grad_mode")}
+    assert len(written) > 100 and kinds == {"shapes", "object", "value", "other"}
+    assert sorted(written | {f"recompiles.{k}" for k in kinds} - set(WORDS)) == []
