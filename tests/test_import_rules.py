@@ -547,4 +547,4 @@ def test_every_why_code_has_its_words():
     written = {c for c in written if c.split(".")[0] in families}
     kinds = {kind_of(r) for r in ("size mismatch at index 0", "id(x) == 1", "x == 3", "grad_mode")}
     assert len(written) > 100 and kinds == {"shapes", "object", "value", "other"}
-    assert sorted(written | {f"recompiles.{k}" for k in kinds} - set(WORDS)) == []
+    assert sorted((written | {f"recompiles.{k}" for k in kinds}) - set(WORDS)) == []
