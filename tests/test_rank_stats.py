@@ -24,6 +24,7 @@ from tuimon.control.job_child import JobChild
 from tuimon.report import export
 from tuimon.report.rank_text import divergence_line, rank_names
 from tuimon.sessiondir import merge
+from tuimon.settings import Program
 from tuimon.torchrun import TorchrunError, is_torchrun, parse
 
 
@@ -125,7 +126,7 @@ def args_of(*argv):
 
 
 def test_a_multi_node_job_runs_its_variants_in_step_or_one_after_the_other():
-    job = {"launcher": "torchrun", "nnodes": 2}
+    job = Program(command=("torchrun", "--nnodes", "2", "train.py"), launcher="torchrun", nnodes=2)
     args = args_of()
     assert check_jobs(args, [], job) and args.schedule == "sequential"  # said in a note
     args = args_of("--turn-steps", "50")
@@ -135,10 +136,11 @@ def test_a_multi_node_job_runs_its_variants_in_step_or_one_after_the_other():
     with pytest.raises(UsageError, match="use --steps"):
         check_jobs(args_of("--duration", "60"), [], job)
     with pytest.raises(UsageError, match="--nproc is a recipe's option"):
-        check_jobs(args_of("--nproc", "2"), [], {"launcher": None})
+        check_jobs(args_of("--nproc", "2"), [], Program(command=("python", "train.py")))
     with pytest.raises(UsageError, match="--device cuda:N and --nproc"):
         check_jobs(args_of("--nproc", "2", "--device", "cuda:1"), [], None)
-    assert check_jobs(args_of("--duration", "60"), [], {"launcher": "torchrun", "nnodes": 1}) == []
+    one_node = Program(command=("torchrun", "train.py"), launcher="torchrun", nnodes=1)
+    assert check_jobs(args_of("--duration", "60"), [], one_node) == []
 
 
 # ---- statistics ----------------------------------------------------------------------------
