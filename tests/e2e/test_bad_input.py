@@ -9,7 +9,7 @@ import pytest
 from conftest import RECIPES, TEST_RECIPES
 
 TINY = str(RECIPES / "tiny_mlp.py")
-DATA = Path(__file__).resolve().parent / "data" / "session_tiny_mlp"
+DATA = Path(__file__).resolve().parents[1] / "data" / "session_tiny_mlp"
 
 CASES = {
     "missing recipe": (["does_not_exist.py"], "recipe not found"),

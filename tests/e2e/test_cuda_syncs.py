@@ -4,7 +4,7 @@ included. Skipped without CUDA.
 Real sessions with TUIMON_SYNC_DEBUG=error (runner/syncdebug.py): torch.cuda's sync debug mode
 is "error" around tuimon's own per-step work, so a sync there (a loss read with .item(), a
 torch.cuda.synchronize in the clock, ...) fails the run; the recipe's step is left alone, so a
-recipe's own .item() does not. Run it with ``pytest tests/test_cuda_syncs.py`` on a CUDA box.
+recipe's own .item() does not. Run it with ``pytest tests/e2e/test_cuda_syncs.py`` on a CUDA box.
 """
 
 from __future__ import annotations

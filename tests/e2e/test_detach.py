@@ -37,7 +37,7 @@ from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.variants import Variant
 
 SLOW = str(TEST_RECIPES / "slow_steps.py")
-DATA = Path(__file__).resolve().parent / "data" / "session_tiny_mlp"
+DATA = Path(__file__).resolve().parents[1] / "data" / "session_tiny_mlp"
 ANSI = re.compile(rb"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_()*+][0-9A-Za-z]?)")
 
 

@@ -1,6 +1,6 @@
 """Issue 25, child side: every step split into data, forward, backward, optimizer (and other),
 for recipes (the loop's own marks) and scripts (the hooks' timeline), on a fake clock and on
-real runs; on CUDA through events read later (a fake GPU here; tests/test_cuda_syncs.py on a
+real runs; on CUDA through events read later (a fake GPU here; tests/e2e/test_cuda_syncs.py on a
 real one)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import torch
 
 from tuimon.recipe import Config, load_module, validate
 
-RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
+RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
 RECIPES = sorted(p for p in RECIPE_DIR.glob("*.py") if not p.name.startswith("_"))
 KNOWN_DEFAULT_KEYS = {"batch_size", "image_size", "steps"}
 

@@ -6,7 +6,7 @@ runners, the server, one viewer process per browser tab.
 What the browser sees is read from xterm.js's own buffer (tests/browser.py EXPOSE) and checked
 against a screenshot cell by cell (``drawn_like_buffer``), so the test knows the canvas shows the
 panels, not just that bytes went by. Checks that need no browser (bad input, the printed lines)
-are in tests/test_serve_cli.py."""
+are in tests/e2e/test_serve_cli.py."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from test_detach import gone, of_type
 
 from tuimon.control import channel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SLOW = str(TEST_RECIPES / "slow_steps.py")
 RUNS = ("eager-fp32", "eager-amp")
 VIEWPORT = {"width": 1280, "height": 720}

@@ -1,6 +1,6 @@
 """``tuimon serve`` without a browser: bad input is one line and exit 2, the lines it prints
 (the ssh -L line, the warning off loopback), another user of the machine refused, the kernel
-tables read for that, every flag documented. The browser tests are in tests/test_serve.py."""
+tables read for that, every flag documented. The browser tests are in tests/e2e/test_serve.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import browser
 import pytest
 from conftest import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def serve_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

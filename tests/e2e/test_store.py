@@ -250,8 +250,8 @@ def test_summary_of_a_session_whose_supervisor_was_killed(tuimon, tmp_path, indu
 
 
 def test_summary_force_reads_a_session_without_its_meta_json(tuimon, tmp_path):
-    # Without --force it is bad input (tests/test_bad_input.py); with it, the events are summarized.
-    data = Path(__file__).resolve().parent / "data" / "session_tiny_mlp"
+    # Without --force it is bad input (tests/e2e/test_bad_input.py); with it, the events are summarized.
+    data = Path(__file__).resolve().parents[1] / "data" / "session_tiny_mlp"
     for name, damage in (("missing", lambda p: p.unlink()), ("unreadable", lambda p: p.write_text("{"))):
         copy = tmp_path / name
         shutil.copytree(data, copy)
@@ -267,7 +267,7 @@ def test_replay_skips_unreadable_lines_and_says_how_many(tmp_path):
     from tuimon.ui.sources import ReplaySource
 
     copy = tmp_path / "s"
-    shutil.copytree(Path(__file__).resolve().parent / "data" / "session_tiny_mlp", copy)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "session_tiny_mlp", copy)
     good = len(store.read_events(copy)[0])
     with open(copy / "events.jsonl", "a") as f:
         f.write("\x00\x00garbage\n" + '{"type": "step", "run": "eager-fp32", "i": 1')  # torn last line

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "tiny_mlp.py"
-SCRIPT = Path(__file__).resolve().parent / "scripts" / "compiled.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compiled.py"
 
 
 def tuimon(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, Path | None]:

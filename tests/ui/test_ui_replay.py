@@ -12,7 +12,7 @@ from tuimon.ui.sources import ReplaySource
 from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.run_panel import RunPanel
 
-RECORDED = Path(__file__).parent / "data" / "session_tiny_mlp"
+RECORDED = Path(__file__).parents[1] / "data" / "session_tiny_mlp"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Snapshots of the main screen, the overlay and a zoomed chart, from a recorded session and
 from synthetic ones (few points; outliers, turns and GPUs): deterministic, no live data.
 
-Update after an intended UI change: pytest tests/test_ui_snapshots.py --snapshot-update
+Update after an intended UI change: pytest tests/ui/test_ui_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from synthetic_session import session
 from tuimon.ui.app import TuimonApp
 from tuimon.ui.sources import ReplaySource
 
-RECORDED = Path(__file__).parent / "data" / "session_tiny_mlp"
+RECORDED = Path(__file__).parents[1] / "data" / "session_tiny_mlp"
 
 
 async def loaded(pilot) -> None:

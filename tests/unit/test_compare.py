@@ -241,7 +241,7 @@ def test_a_repeats_session_against_a_single_process_one_keeps_students_t():
 def test_every_compare_flag_is_documented():
     from tuimon.cli.compare import compare_parser
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
     flags = {o for a in compare_parser()._actions for o in a.option_strings if o.startswith("--")}
     assert "--fail-if-slower" in flags
     assert [f for f in sorted(flags) if f"`{f}" not in page and f != "--help"] == []

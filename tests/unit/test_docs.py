@@ -16,7 +16,7 @@ import pytest
 
 from tuimon.cli import run_parser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 README_MAX_LINES = 200

@@ -15,7 +15,7 @@ from tests import fake_pynvml as fake
 from tuimon.cli import doctor
 from tuimon.runner import torch_facts
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_doctor(tmp_path: Path, *args: str, importtime: bool = False) -> subprocess.CompletedProcess:

@@ -146,7 +146,7 @@ def test_every_command_of_every_stage_would_start(tmp_path):
     (["-m", "tuimon", "recipes/tiny_mlp.py", "--modes", "eager", "--bogus"], "unrecognized arguments"),
     (["-m", "tuimon", "recipes/tiny_mlp.py", "--steps", "0"], "--steps: must be between"),
     (["-m", "tuimon", "recipes/nope.py"], "recipe"),
-    (["-m", "pytest", "tests/test_cuda_syncs.py::test_nope"], "has no test test_nope"),
+    (["-m", "pytest", "tests/e2e/test_cuda_syncs.py::test_nope"], "has no test test_nope"),
     (["bench/trust.py", "--gpu-please"], "trust.py has no --gpu-please"),
 ])
 def test_a_command_that_would_not_start_is_named(argv, expected, monkeypatch):

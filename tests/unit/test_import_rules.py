@@ -46,7 +46,7 @@ def test_help_is_fast_and_torch_free():
 
 
 # ---- no import circle among tuimon's modules --------------------------------------------------
-TUIMON = Path(__file__).resolve().parent.parent / "tuimon"
+TUIMON = Path(__file__).resolve().parents[2] / "tuimon"
 
 
 def module_name(path: Path) -> str:

@@ -1,6 +1,6 @@
 """The sync guard (runner/syncdebug.py, TUIMON_SYNC_DEBUG) without a GPU: a fake torch.cuda
 records the sync debug mode, and the real training loop runs on CPU with the guard on, so where
-the loop switches the mode is checked here; tests/test_cuda_syncs.py runs it for real on a GPU."""
+the loop switches the mode is checked here; tests/e2e/test_cuda_syncs.py runs it for real on a GPU."""
 
 from __future__ import annotations
 
