@@ -1,6 +1,8 @@
 """The spread between processes (analysis/stats/noise.py): A/A pairs are called within noise, in a
 session's speedup and in `tuimon compare`, about 95 % of the time; real slowdowns are still seen;
-the default runs several processes a variant within the same budget and says what it can tell."""
+the default runs several processes a variant within the same budget and says what it can tell.
+
+The real runs are in tests/e2e/test_noise_runs.py."""
 
 from __future__ import annotations
 
@@ -9,8 +11,6 @@ import math
 import random
 
 import pytest
-from conftest import RECIPES
-from test_compare import fake_session
 from test_stats import noisy, run_events
 
 from tuimon.analysis import compare_sessions, summarize
@@ -185,46 +185,6 @@ def test_summary_says_the_spread_and_what_the_session_can_tell(tmp_path):
     one = summarize(session_events(random.Random(5), {"eager": 10.0, "default": 8.0}, k=1))
     assert ("spread between processes not measured (one process a variant): ±11 % assumed in every "
             "interval; --repeats 3 or more measures it") in export.to_markdown({}, one)
-
-
-def test_compare_exit_codes_pass_fail_and_cannot_tell(tuimon, tmp_path):
-    def repeats(name: str, medians: list[float]) -> str:
-        runs = {f"eager-fp32-{k}": ("eager", "fp32", {}, [m] * 60) for k, m in enumerate(medians, 1)}
-        return str(fake_session(tmp_path / name, runs, replicate={run: k for k, run in enumerate(runs, 1)}))
-
-    a = repeats("a", [10.0, 10.4, 9.7])
-    same = repeats("same", [10.2, 9.8, 10.1])
-    slower = repeats("slower", [14.1, 13.8, 14.5])
-    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "5", "--session-spread", "0")
-    assert proc.returncode == 4, proc.stdout + proc.stderr  # cannot tell 5 % with this spread
-    assert "cannot tell whether the median step got more than 5 % slower" in proc.stderr
-    assert "processes a side would tell 5 %" in proc.stderr and "--repeats" in proc.stderr
-    # With a session's own level (5 % by default) no number of processes tells 5 % between two
-    # sessions: the advice is one session.
-    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "5")
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "between two sessions no number of processes tells 5 %" in proc.stderr
-    assert "race both in one session" in proc.stderr
-    proc, _ = tuimon("compare", a, same, "--fail-if-slower", "50")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc, _ = tuimon("compare", a, slower, "--fail-if-slower", "5")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "median step +40" in proc.stderr
-
-
-def test_the_default_runs_three_processes_a_variant_round_one_whole(tuimon):
-    """Issue 33.7: round 1 runs all the --steps asked for (whatever comes late in a script is
-    reached), rounds 2 and 3 a third each, for the spread between processes."""
-    proc, session = tuimon(str(RECIPES / "tiny_mlp.py"), "--headless", "--modes", "eager", "--steps", "60",
-                           "--warmup", "2", "--no-auto-capture", one_process=False)
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads((session / "summary.json").read_text())
-    assert json.loads((session / "meta.json").read_text())["settings"]["repeats"] == 3
-    assert [r["steps"] for r in summary["runs"]] == [60, 20, 20]
-    assert summary["variants"][0]["steps"] == 100
-    md = (session / "summary.md").read_text()
-    assert "| median step per process |" in md and "(60 steps) ·" in md and "(20 steps)" in md
-    assert summary["noise"]["measured"] and summary["noise"]["processes"] == 3
 
 
 def test_processes_a_variant_follow_who_sets_the_runs_length():

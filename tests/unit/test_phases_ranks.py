@@ -1,15 +1,15 @@
 """Issue 25, ranks: the straggler named with the phase it is slow in — backward taken less the
 rank's wait for the others in DDP's all-reduce (synthetic jobs with known splits, and a real
-torchrun job with one rank slowed in forward)."""
+torchrun job with one rank slowed in forward).
+
+The real runs are in tests/e2e/test_phases_ranks_runs.py."""
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 
 import pytest
-from conftest import SCRIPTS
 
 from tuimon import events
 from tuimon.analysis.stats import summarize
@@ -64,21 +64,6 @@ def test_the_straggler_is_named_with_its_slow_phase(slow_in):
     assert strip_text(row)[-1] == f"straggler r1 in {'fwd' if slow_in == 'forward' else 'data'}"
     # The job's steps carry the slowest rank's split, so the panel shows the job's phases.
     assert row.step_phases["forward"]["median_ms"] > 3.0
-
-
-def test_a_real_ddp_job_with_one_rank_slow_in_forward_names_forward(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "60", "--",
-                           PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           str(SCRIPTS / "ddp_train.py"), "--slow-forward-rank", "1",
-                           "--slow-forward-ms", "8", timeout=420)
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads((session / "summary.json").read_text())
-    (row,) = summary["runs"]
-    slow = row["stragglers"][0]
-    assert slow["rank"] == 1 and slow["phase"] == "forward", row["stragglers"]
-    assert slow["phase_ms"] > 5.0  # 8 ms of sleep a step, less what the clocks and load blur
-    md = (session / "summary.md").read_text()
-    assert "slow in forward (+" in md
 
 
 def test_the_jobs_split_is_the_rank_the_others_waited_for():

@@ -1,6 +1,8 @@
 """Issue 25, the diagnosis: what bounds every variant's step (eager included) from its phases —
 input-bound, optimizer-bound (and the compile-the-optimizer variant raced), compute-bound, host
-work between phases — on synthetic sessions whose steps carry a known split."""
+work between phases — on synthetic sessions whose steps carry a known split.
+
+The real runs are in tests/e2e/test_phases_why_runs.py."""
 
 from __future__ import annotations
 
@@ -124,25 +126,3 @@ def test_the_summary_and_the_terminal_say_the_eager_diagnosis():
     assert "### eager/fp32 (not compiled): what bounds its step" in md
     assert "1. **input-bound: 40% of each step waits for data** (high)" in md
     assert top_lines(summary)[0] == "why eager/fp32 (not compiled): what bounds its step:"
-
-
-def test_a_data_bound_script_is_named_input_bound_with_its_share(tuimon):
-    """slow_data.py: 32 items of 1 ms a batch, read in the main process, a tiny MLP."""
-    import json
-    import sys
-
-    from conftest import SCRIPTS
-
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "30", "--",
-                           sys.executable, str(SCRIPTS / "slow_data.py"), "--item-ms", "1",
-                           env={"OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads((session / "summary.json").read_text())
-    (why,) = summary["why"]
-    assert why["label"] == "eager/script" and not why["compiled"]
-    first = why["findings"][0]
-    assert first["rule"] == "input_bound"
-    share = int(re.fullmatch(r"input-bound: (\d+)% of each step waits for data", first["title"])[1])
-    (row,) = summary["runs"]
-    assert share == round(row["step_phases"]["data"]["share"] * 100) and share >= 50
-    assert "input-bound" in proc.stdout  # the terminal's why lines

@@ -1,16 +1,15 @@
 """Issue 33.11, the smaller wrong answers: a strip that read "0.70× (CI 0.00–1570.14)" while a
 session started, `compare A A` that could not tell, steps.csv's gap steps, step 0's data phase,
 the loss of a step with several backward() calls, why first losses differ, and a compile frame
-named after tuimon's own wrapper."""
+named after tuimon's own wrapper.
+
+The real runs are in tests/e2e/test_small_answers_runs.py."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from test_compare import fake_session, times
-from test_end_to_end import runs_of
-from test_scripts import PY, script
 from test_stats import run_events
 
 from tuimon import events
@@ -35,16 +34,6 @@ def test_the_strip_says_not_yet_under_the_steps_a_speedup_needs():
     assert "default/fp32 vs eager/fp32: 1.25×" in strip(enough)
 
 
-def test_a_session_compared_with_itself_passes_the_guard(tuimon, tmp_path):
-    runs = {f"{m}-fp32-{k}": (m, "fp32", {}, times(10.0 if m == "eager" else 9.5,
-                                                   seed=k + 7 * (m == "eager")))
-            for m in ("eager", "default") for k in (1, 2, 3)}
-    a = fake_session(tmp_path / "a", runs, replicate={run: int(run[-1]) for run in runs})
-    proc, _ = tuimon("compare", str(a), str(a), "--fail-if-slower", "5")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "B is the same recording as A" in proc.stdout
-
-
 def test_steps_csv_says_what_each_step_was():
     evs = run_events("eager-fp32", "eager", "fp32", [10.0] * 30)
     for e in evs:
@@ -54,23 +43,6 @@ def test_steps_csv_says_what_each_step_was():
     assert rows[12]["phase"] == "steady" and rows[12]["kind"] == "gap" and rows[12]["gap"] == "1"
     assert rows[11]["kind"] == "steady" and rows[11]["gap"] == ""
     assert rows[0]["kind"] == "warmup"
-
-
-def test_step_zero_has_its_data_phase(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "6", "--", PY,
-                           script("plain_loop.py"), "--workers", "0")
-    assert proc.returncode == 0, proc.stderr
-    first = runs_of(session)[1]["eager-script"]["step"][0]
-    # The first batch's wait (before step 0's clock) is start-up: data 0 in the step, not null.
-    assert first["ph"][0] == 0 and first["data_ms"] == 0.0, first
-
-
-def test_the_final_loss_says_which_of_several_it_is(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "30", "--", PY,
-                           script("gan.py"))
-    assert proc.returncode == 0, proc.stderr
-    md = (session / "summary.md").read_text()
-    assert "(the last of its 2 backward() losses a step)" in md
 
 
 def test_why_first_losses_differ_is_told_apart():
@@ -88,15 +60,6 @@ def test_why_first_losses_differ_is_told_apart():
     assert apart == "random ops" and "compiled code draws dropout's" in text, text
     apart, text = session((1.0, 1.2, 0.9), 1.3)
     assert apart == "unseeded" and "does not seed itself" in text, text
-
-
-def test_a_module_compiled_through_tuimons_wrapper_is_named_for_the_module(tuimon):
-    proc, session = tuimon("run", "--headless", "--modes", "default", "--steps", "8", "--", PY,
-                           script("env_knob.py"), "--steps", "100")
-    assert proc.returncode == 0, proc.stderr
-    compiles = [e for e in runs_of(session)[1]["default-script"].get("compile", []) if e.get("forward")]
-    assert compiles and compiles[0]["frame"] == "Sequential", compiles
-    assert compiles[0]["where"] is None  # tuimon's wrapper is no place in the user's code
 
 
 def test_a_warm_start_counts_the_backward_graphs_it_loaded():

@@ -3,15 +3,14 @@ capture shows ran there: another module's forward (a frozen loss network run twi
 pytorch/examples' fast_neural_style), tensor ops outside any module, or host work; without a
 capture, only "outside the timed phases". The capture's ``outside`` table on a synthetic event
 tree (runner/profiling/outside.py), the rule on synthetic sessions (analysis/why/outside.py) and
-a real style-transfer-like script (tests/scripts/loss_network.py)."""
+a real style-transfer-like script (tests/scripts/loss_network.py).
+
+The real runs are in tests/e2e/test_why_outside_runs.py."""
 
 from __future__ import annotations
 
-import json
 import sys
 
-from conftest import SCRIPTS
-from test_end_to_end import runs_of
 from test_phases_stats import phased_events
 
 from tuimon import events
@@ -107,28 +106,6 @@ def test_the_capture_table_sorts_the_steps_other_from_its_phases():
                                "ops": ["aten::conv2d", "aten::relu"]}]
     assert out["ops"] == [{"name": "aten::bmm", "calls": 1.0, "ms": 0.004, "share": 0.04}]
     assert out["host_share"] == 0.08 and out["modules_share"] == 0.3
-
-
-def test_a_frozen_loss_network_run_twice_a_step_is_named_by_why(tuimon):
-    """The real run: the automatic capture names the loss network (two calls a step) and the
-    loss module, the Gram matrices' bmm outside any module; Why names the loss network's
-    forward, not host work."""
-    proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "40", "--", PY,
-                           str(SCRIPTS / "loss_network.py"), env={"OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr
-    kinds = runs_of(session)[1]["eager-script"]
-    (done,) = [p for p in kinds["profile"] if p.get("state") == "done"]
-    mods = {m["name"]: m for m in done["outside"]["modules"]}
-    assert mods["LossNet"]["calls"] == 2 and mods["MSELoss"]["calls"] == 5
-    assert "Net (trained)" not in " ".join(mods) and "TransformerNet" not in mods
-    ops = {o["name"]: o for o in done["outside"]["ops"]}
-    assert ops["aten::bmm"]["calls"] == 4  # the four Gram matrices a step
-    summary = json.loads((session / "summary.json").read_text())
-    (why,) = summary["why"]
-    titles = [f["title"] for f in why["findings"]]
-    assert any("mostly LossNet's forward outside the trained module (2 calls a step)" in t
-               for t in titles), titles
-    assert not any(t.startswith("host work") for t in titles), titles
 
 
 def test_a_compiled_variants_table_without_module_names_gives_way_to_eagers():
