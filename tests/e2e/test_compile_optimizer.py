@@ -33,12 +33,12 @@ def test_modes_take_an_opt_suffix_and_the_flag_adds_twins():
 
 @pytest.mark.parametrize("make", [lambda p: torch.optim.AdamW(p, lr=1e-2, foreach=False),
                                   lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)])
-def test_a_compiled_step_updates_as_the_eager_one_without_a_graph_break(make, tmp_path, monkeypatch):
+def test_a_compiled_step_updates_as_the_eager_one_without_a_graph_break(make, inductor_cache, monkeypatch):
     import torch._dynamo as dyn
     import torch.optim.optimizer as optim
     from torch._dynamo.utils import counters
 
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor_cache))  # the suite's: no cold compile
     dyn.reset()
     counters.clear()
     torch.manual_seed(0)
