@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # here); override with e.g. `make TORCH="torch torchvision"` elsewhere.
 TORCH ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: venv demo test lint bench snapshots screenshots clean compat
+.PHONY: venv demo test test-fast lint bench snapshots screenshots clean compat
 
 venv: $(VENV)/.installed
 
@@ -21,8 +21,12 @@ demo: venv
 test: venv
 	$(PY) -m pytest -q
 
+# The unit tier alone (tests/unit/: pure, no process started for a run, no compile): under 2 min.
+test-fast: venv
+	$(PY) -m pytest -q tests/unit
+
 # The torch version matrix (issue 24): one interpreter per version under .venv-torch/ (that torch,
-# from the registry: a CUDA build is ~3-7 GB), then tests/test_torch_compat.py with tuimon's own
+# from the registry: a CUDA build is ~3-7 GB), then tests/e2e/test_torch_compat.py with tuimon's own
 # .venv running scripts and the recipe runner in each: make compat TORCH_VERSIONS="2.9.1 2.4.0"
 TORCH_VERSIONS ?= 2.9.1
 COMPAT_PY := $(foreach v,$(TORCH_VERSIONS),$(CURDIR)/.venv-torch/$(v)/bin/python)
@@ -30,7 +34,7 @@ empty :=
 space := $(empty) $(empty)
 
 compat: venv $(COMPAT_PY)
-	TUIMON_COMPAT_PYTHON="$(subst $(space),:,$(COMPAT_PY))" $(PY) -m pytest -q -rA tests/test_torch_compat.py
+	TUIMON_COMPAT_PYTHON="$(subst $(space),:,$(COMPAT_PY))" $(PY) -m pytest -q -rA tests/e2e/test_torch_compat.py
 
 $(CURDIR)/.venv-torch/%/bin/python:
 	python3 -m venv .venv-torch/$*
@@ -40,7 +44,7 @@ lint: venv
 	$(VENV)/bin/ruff check tuimon tests recipes bench screenshots
 
 snapshots: venv
-	$(PY) -m pytest tests/test_ui_snapshots.py --snapshot-update
+	$(PY) -m pytest tests/ui/test_ui_snapshots.py --snapshot-update
 
 screenshots: venv
 	$(PY) screenshots/make_screenshots.py

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Repeat a two-node torchrun job on loopback under two tuimon sessions (one per node), as
-# tests/test_ranks.py does, N times (run by hand: bash bench/two_nodes.sh [N] [OUT]). A pair
+# tests/e2e/test_ranks.py does, N times (run by hand: bash bench/two_nodes.sh [N] [OUT]). A pair
 # still running after 90 s is called hung: its ranks and launchers get SIGABRT, so Python's
 # faulthandler (PYTHONFAULTHANDLER=1) writes where each one waits into the session's log.
 # Prints one line a pair; OUT/N keeps each pair's sessions and output.

@@ -2,6 +2,11 @@
 
 The first compiled run of the suite pays the cold compile (~10 s on 2 cores); the rest reuse
 the cache, so the suite stays fast while every compile is a real torch.compile.
+
+The tests stand in three tiers, one folder each, marked by their folder: unit/ (pure: synthetic
+sessions and fakes, `make test-fast`), e2e/ (real processes, real compiles), ui/ (Pilot and
+snapshots). Helpers here and in tests/ (synthetic_session.py, browser.py, fake_pynvml.py) are
+imported by name from every tier, and so are the helpers a test module shares with another.
 """
 
 from __future__ import annotations
@@ -17,9 +22,23 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TIERS = ("unit", "e2e", "ui")
+# A test module imports another's helpers by name (`from test_stats import run_events`), across
+# tiers too: every tier's folder is on the path before any module is collected.
+for _tier in TIERS:
+    sys.path.insert(0, str(Path(__file__).resolve().parent / _tier))
 RECIPES = ROOT / "recipes"
 TEST_RECIPES = Path(__file__).resolve().parent / "recipes"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"  # training scripts that know nothing of tuimon
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its tier, from its folder: `-m unit`, `-m "not e2e"`."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(tests).parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
 
 
 @pytest.fixture(scope="session")

@@ -104,11 +104,11 @@ def zero_syncs(r: Results) -> tuple[str, str]:
     parts, verdict = [], NOT
     if syncs:
         passed = sum(t["outcome"] == "passed" for t in syncs)
-        parts.append(f"tests/test_cuda_syncs.py: {passed} of {len(syncs)} passed")
+        parts.append(f"tests/e2e/test_cuda_syncs.py: {passed} of {len(syncs)} passed")
         verdict = HOLDS if passed == len(syncs) else FAILS
     if not syncs:
         why = r.why_not("check", "cuda-tests") if j is None else "not in the run"
-        parts.append(f"tests/test_cuda_syncs.py: {why}")
+        parts.append(f"tests/e2e/test_cuda_syncs.py: {why}")
     s = r.result("extras", "syncs-recipe")
     if s is None:
         parts.append(f"autoencoder under the guard: {r.why_not('extras', 'syncs-recipe')}")

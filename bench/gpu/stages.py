@@ -77,9 +77,9 @@ def facts(c: Ctx) -> Step:
 def check(c: Ctx) -> list[Step]:
     r = c.root
     junit = c.dir("junit-cuda.xml")
-    tests = ["tests/test_cuda_syncs.py", "tests/test_probes_gpu.py", "tests/test_doctor.py",
-             "tests/test_bad_input.py::test_cuda_requested_without_cuda",
-             "tests/test_ranks.py::test_the_ddp_script_on_two_gpus_with_nccl"]
+    tests = ["tests/e2e/test_cuda_syncs.py", "tests/unit/test_probes_gpu.py", "tests/unit/test_doctor.py",
+             "tests/e2e/test_bad_input.py::test_cuda_requested_without_cuda",
+             "tests/e2e/test_ranks.py::test_the_ddp_script_on_two_gpus_with_nccl"]
     pytest = [c.py, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--junitxml", str(junit)]
     nvml, trust = c.dir("nvml.json"), c.dir("trust.json")
     return [
@@ -91,7 +91,7 @@ def check(c: Ctx) -> list[Step]:
              "the CUDA tests unskipped: zero added syncs (TUIMON_SYNC_DEBUG=error) on a recipe and a "
              "script, the NVML probe against a real NVML, doctor, --device cuda:99",
              collect="junit", env={"TUIMON_SYNC_DEBUG": "error"}, artifact=junit, dry="run",
-             dry_argv=[*pytest, "tests/test_probes_gpu.py::test_full_device_sample"], min_s=60),
+             dry_argv=[*pytest, "tests/unit/test_probes_gpu.py::test_full_device_sample"], min_s=60),
         Step("nvml", [c.py, str(r / "bench/gpu/nvml_check.py"), "--json", str(nvml), "--seconds", "12"],
              120, "NVML for real: every metric under load, the load's own VRAM, the probe's cost per "
              "sample", collect="json", artifact=nvml, dry="run",

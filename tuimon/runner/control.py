@@ -5,7 +5,7 @@ runner/profiling/).
 The training loop asks ``poll()`` at a step boundary, outside the timed region: at the first
 boundary 50 ms after its last read (runner/loop.py POLL_S), and at the next one again after a
 line (several may have come at once). The fd is non-blocking, so when nothing was sent (almost
-always) a poll is one failed ``os.read``: a few microseconds (tests/test_control.py measures it),
+always) a poll is one failed ``os.read``: a few microseconds (tests/e2e/test_control.py measures it),
 more right after a step, hence the 50 ms. ``wait()`` blocks, for a paused run.
 
 End of file means the parent is gone (it holds the only write end): that reads as ``"eof"``,

@@ -52,7 +52,7 @@ class Emitter:
         """A ``step`` event: the same as ``emit(events.STEP, i=i, t=t, ms=ms, data_ms=data_ms,
         n=n, loss=loss, phase=phase)`` plus ``compile_ms``, ``profiled``, ``gap``, a rank's
         ``pre_ms`` and the step's phases ``ph`` (ms in, µs out: ``ph_us``) when set, and the
-        same line once encoded (tests/test_hot_path.py holds the two paths to that)."""
+        same line once encoded (tests/unit/test_hot_path.py holds the two paths to that)."""
         if self._lines and type(n) is int and type(i) is int and phase in _PHASE_JSON:
             finite = t + ms + data_ms + (0.0 if loss is None else loss) + compile_ms
             # Plain floats only (a float subclass's repr need not be JSON); NaN and inf go the
