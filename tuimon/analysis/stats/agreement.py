@@ -24,7 +24,7 @@ def loss_gap(r: RunStats, rows: dict[str, RunStats], losses: dict[str, dict[int,
     base = same_round(ref, r)
     if base is None or base is r:
         return
-    r.loss_ref = base.label
+    r.loss.loss_ref = base.label
     mine, theirs = losses.get(r.run) or {}, losses[base.run]
     common = sorted(i for i in mine if i in theirs)
     if len(common) < 2 or theirs[common[0]] == 0:
@@ -32,9 +32,9 @@ def loss_gap(r: RunStats, rows: dict[str, RunStats], losses: dict[str, dict[int,
     tail = common[len(common) - max(1, len(common) // 4):]
     scale = abs(theirs[common[0]])
     gap = statistics.fmean(mine[i] for i in tail) - statistics.fmean(theirs[i] for i in tail)
-    r.loss_gap = gap / scale  # > 0: the variant's losses end higher
+    r.loss.loss_gap = gap / scale  # > 0: the variant's losses end higher
     # How far the reference's own losses swing over that quarter: a gap no wider than its own
     # swings says nothing of compile (imagenet at lr 0.1 on random data: eager's loss went from
     # 0.5 to 52 while a compiled variant was disqualified for ending 89 % lower).
     ends = [theirs[i] for i in tail]
-    r.loss_ref_spread = (max(ends) - min(ends)) / scale
+    r.loss.loss_ref_spread = (max(ends) - min(ends)) / scale

@@ -12,22 +12,22 @@ from tuimon.analysis.stats.rows import RunStats, per_sample, samples_per_step
 
 def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[str]], noise: Noise) -> None:
     """``axes``: key -> values in order (the first: the baseline), for every key a row has."""
-    if not r.axes or not r.median_ms:
+    if not r.axes or not r.timing.median_ms:
         return
     home = {key: (axes.get(key) or [value])[0] for key, value in r.axes.items()}
     if home == r.axes:
         return  # it is the baseline of its axes
     same = [b for b in rows.values() if b.mode == r.mode and b.precision == r.precision
-            and b.axes == home and b.median_ms]
+            and b.axes == home and b.timing.median_ms]
     base = same_round(same, r)
     if base is None:
         return
-    r.axis_baseline = base.label
-    r.axis_per_sample = per_sample([base, r])
-    ratio = base.median_ms / r.median_ms
-    if r.axis_per_sample:  # time per sample: step time over samples per step
+    r.compare.axis_baseline = base.label
+    r.compare.axis_per_sample = per_sample([base, r])
+    ratio = base.timing.median_ms / r.timing.median_ms
+    if r.compare.axis_per_sample:  # time per sample: step time over samples per step
         ratio *= samples_per_step(r) / samples_per_step(base)
-    r.axis_speedup = ratio
+    r.compare.axis_speedup = ratio
     interval = ratio_interval(base, r, ratio, noise)
     if interval is not None:
-        r.axis_speedup_lo, r.axis_speedup_hi = interval
+        r.compare.axis_speedup_lo, r.compare.axis_speedup_hi = interval

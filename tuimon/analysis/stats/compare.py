@@ -53,40 +53,41 @@ def why_apart(base: RunStats, losses: dict[str, dict[int, float]]) -> str:
 def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
             noise: Noise, pinned: bool | None = None) -> None:
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
-             and b.axes == r.axes and b.median_ms]
+             and b.axes == r.axes and b.timing.median_ms]
     base = same_round(eager, r)
     if base is None:
         return
-    r.baseline = base.label
+    r.compare.baseline = base.label
     base_loss = losses[base.run]
     diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
-    r.common_steps = len(diffs)
-    r.max_loss_diff = max(diffs) if diffs else None
+    r.loss.common_steps = len(diffs)
+    r.loss.max_loss_diff = max(diffs) if diffs else None
     # Comparable losses start alike: the same seed and batches give the same first loss. A
     # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
     first = min(losses[r.run], default=None)
     if first is not None and first in base_loss:
         a, b = losses[r.run][first], base_loss[first]
-        r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
-        if not r.loss_comparable:
-            r.loss_apart = why_apart(base, losses)
-    if not r.median_ms:
+        r.loss.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
+        if not r.loss.loss_comparable:
+            r.loss.loss_apart = why_apart(base, losses)
+    if not r.timing.median_ms:
         return
     compare_load(r, base)
     if not r.processes:  # --repeats: the spread between processes is in the interval already
         compare_faults(r, base, pinned)
-    r.speedup = base.median_ms / r.median_ms
+    r.compare.speedup = base.timing.median_ms / r.timing.median_ms
     if r is base:
         return
-    interval = ratio_interval(base, r, r.speedup, noise)
+    interval = ratio_interval(base, r, r.compare.speedup, noise)
     if interval is not None:
-        r.speedup_lo, r.speedup_hi = interval
-        r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
-    extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
-    if r.speedup_lo is not None:
-        gains = sorted(base.median_ms - base.median_ms / x for x in (r.speedup_lo, r.speedup_hi))
-        r.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
-        r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
-    r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
-        base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)
+        r.compare.speedup_lo, r.compare.speedup_hi = interval
+        r.compare.within_noise = r.compare.speedup_lo <= 1.0 <= r.compare.speedup_hi
+    extra_s = (r.timing.overhead_s or 0.0) - (base.timing.overhead_s or 0.0)
+    if r.compare.speedup_lo is not None:
+        gains = sorted(base.timing.median_ms - base.timing.median_ms / x for x in (r.compare.speedup_lo,
+                                                                                   r.compare.speedup_hi))
+        r.compare.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
+        r.compare.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
+    r.compare.breakeven_steps, r.compare.breakeven_s, r.compare.breakeven_never = pays_off(
+        base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms, r.timing.overhead_s)
     starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
