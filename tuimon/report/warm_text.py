@@ -63,8 +63,8 @@ def cache_text(r: RunStats) -> str:
     if parts:
         return " · ".join(parts)
     if r.compile.fx_cache_hits or r.compile.fx_cache_misses:  # a session recorded before lookups were kept
-        c = r.compile
-        return f"FX graph {c.fx_cache_hits}/{c.fx_cache_hits + c.fx_cache_misses} hits"
+        fx = r.compile
+        return f"FX graph {fx.fx_cache_hits}/{fx.fx_cache_hits + fx.fx_cache_misses} hits"
     return DASH
 
 

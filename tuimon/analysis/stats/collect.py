@@ -170,9 +170,9 @@ class Collector:
             if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
                 self.jobs[run].lead(r)
             busy = busy_periods(samples, run) if quiet_only else None
-            phase_stats(r, step_stats(r, steps[run], *self._counts[run], busy=busy,
-                                      own=own_periods(samples, run) if own else None,
-                                      quiet_only=quiet_only))
+            steady = step_stats(r, steps[run], *self._counts[run], busy=busy,
+                                own=own_periods(samples, run) if own else None, quiet_only=quiet_only)
+            r.phases = phase_stats(steady)
             profile_stats(r, steps[run])
             if run in self.jobs:  # its ranks against each other, over its steady state
                 window = steady_window(steps[run])
@@ -187,20 +187,20 @@ class Collector:
             probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
-            combine_phases(v, [runs[p["run"]] for p in v.processes])
+            v.phases = combine_phases([runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
         apply_noise(list(variants.values()), noise)
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
-            phase_compare(r, runs, noise)
+            r.phases = phase_compare(r, runs, noise)
         for v in variants.values():  # compiles and losses: every process, a busy round's too
             every = sorted(v.processes + v.left_out, key=lambda p: p["round"] or 0)
             combine_compiles(v, [runs[p["run"]] for p in every if p["run"] in runs])
             losses[v.run] = losses[every[0]["run"]]  # round 1's (the whole length) speak for it
         for v in variants.values():
             compare(v, variants, losses, noise, self._session.pin_malloc)
-            phase_compare(v, variants, noise)
+            v.phases = phase_compare(v, variants, noise)
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):
@@ -235,7 +235,7 @@ def _copy(r: RunStats) -> RunStats:
         warm=replace(r.warm, cache={k: dict(v) if isinstance(v, dict) else v for k,
                                     v in r.warm.cache.items()},
                      artifacts=dict(r.warm.artifacts), artifact_notes=list(r.warm.artifact_notes)),
-        job=replace(r.job), phases=replace(r.phases))
+        job=replace(r.job))
 
 
 class LossTrack:

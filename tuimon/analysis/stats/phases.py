@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.intervals import Z95, lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.noise import Noise, ratio_interval
-from tuimon.analysis.stats.records import Timing
+from tuimon.analysis.stats.records import Phases, Timing
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.events import OTHER, STEP_PHASES
 
@@ -37,21 +38,22 @@ MIN_SHARE = 0.02
 MIN_MS = 0.005
 
 
-def phase_stats(r: RunStats, steady: list[dict]) -> None:
-    """``r.phases.step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
-    and ``r.phases.phases_missing`` from the run's steady steps (in step order). Figures are computed
-    in µs (the events' unit) and scaled once: a live view recomputes them every second or so."""
+def phase_stats(steady: list[dict]) -> Phases:
+    """A run's ``step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
+    and ``phases_missing`` from its steady steps (in step order). Figures are computed in µs (the
+    events' unit) and scaled once: a live view recomputes them every second or so."""
     split = [s for s in steady if s.get("ph")]
-    r.phases.step_phases, r.phases.phases_missing = {}, []
+    found: dict[str, dict] = {}
+    missing: list[str] = []
     if len(split) < MIN_STEPS:
-        return
+        return Phases()
     n = len(split)
     phs = [s["ph"] for s in split]
     columns = list(zip(*(ph[:EVAL] for ph in phs), strict=False))  # a column a phase, µs
     series: dict[str, list] = {}
     for name, col in zip(SEEN, columns, strict=False):
         if col.count(None) * 2 > n:  # not seen in most steps: in other
-            r.phases.phases_missing.append(name)
+            missing.append(name)
         else:
             series[name] = [v or 0 for v in col] if None in col else list(col)
     if any(len(ph) > EVAL for ph in phs):  # eval forwards inside the steps
@@ -69,22 +71,22 @@ def phase_stats(r: RunStats, steady: list[dict]) -> None:
         lo, hi = median_interval(ordered, lag1_autocorr(values[-RHO_STEPS:]))
         mean = math.fsum(values) / n
         middle = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
-        r.phases.step_phases[name] = {
+        found[name] = {
             "median_ms": middle / 1000.0, "p10_ms": percentile(ordered, 0.10) / 1000.0,
             "p90_ms": percentile(ordered, 0.90) / 1000.0, "mean_ms": mean / 1000.0,
             "share": mean / mean_step if mean_step > 0 else None, "ci_lo": lo / 1000.0,
             "ci_hi": hi / 1000.0}
+    return Phases(found, missing)
 
 
-def combine_phases(row: RunStats, group: list[RunStats]) -> None:
+def combine_phases(group: list[RunStats]) -> Phases:
     """A --repeats variant's phases from its processes': the median of their medians (p10, p90
     alike), the mean of their means, and what the processes' own intervals allow for the
     speedup's interval (``within_log_se``, as replicates.py for the step)."""
     measured = [r for r in group if r.phases.step_phases]
-    row.phases.step_phases = {}
-    row.phases.phases_missing = list(measured[0].phases.phases_missing) if measured else []
     if not measured:
-        return
+        return Phases()
+    found: dict[str, dict] = {}
     for name in PARTS:
         parts = [r.phases.step_phases[name] for r in measured if name in r.phases.step_phases]
         if len(parts) < len(measured):
@@ -96,7 +98,8 @@ def combine_phases(row: RunStats, group: list[RunStats]) -> None:
         out["process_medians"] = [p["median_ms"] for p in parts]
         ses = [_log_se(p) for p in parts]
         out["within_log_se"] = None if None in ses else math.sqrt(sum(x * x for x in ses)) / len(ses)
-        row.phases.step_phases[name] = out
+        found[name] = out
+    return Phases(found, list(measured[0].phases.phases_missing))
 
 
 def _log_se(p: dict) -> float | None:
@@ -131,20 +134,22 @@ def phase_speedup(base: RunStats, r: RunStats, name: str,
     return (ratio, *(interval or (None, None)))
 
 
-def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> None:
-    """Each phase's speedup against the eager run ``compare`` takes as the baseline (same
-    precision, axis values and round), into ``r.phases.step_phases[phase]``."""
+def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> Phases:
+    """``r``'s phases with each one's speedup against the eager run ``compare`` takes as the
+    baseline (same precision, axis values and round): ``speedup``, ``speedup_lo``, ``speedup_hi``."""
     if not r.phases.step_phases or r.mode == "eager":
-        return
+        return r.phases
     eager = [b for b in rows.values() if b.mode == "eager" and b.precision == r.precision
              and b.axes == r.axes and b.timing.median_ms]
     base = same_round(eager, r)
     if base is None or not base.phases.step_phases:
-        return
+        return r.phases
+    found = {}
     for name, p in r.phases.step_phases.items():
-        found = phase_speedup(base, r, name, noise)
-        if found is not None:
-            p["speedup"], p["speedup_lo"], p["speedup_hi"] = found
+        ratio = phase_speedup(base, r, name, noise)
+        found[name] = p if ratio is None else {**p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"),
+                                                             ratio, strict=True))}
+    return replace(r.phases, step_phases=found)
 
 
 def step_split(e: dict) -> dict[str, float | None]:

@@ -189,7 +189,7 @@ class Job:
     compile_divergence: list[Point] = field(default_factory=list)  # stragglers.divergence
 
 
-@dataclass
+@dataclass(frozen=True)
 class Phases:
     """Where a steady step goes (stats/phases.py): data, forward, backward, optimizer, other ->
     {median_ms, p10_ms, p90_ms, mean_ms, share (of the mean step), ci_lo, ci_hi; against its
