@@ -49,8 +49,12 @@ def rows(device: str = "cpu", mode: str = "default", **fields) -> tuple[RunStats
     comp = RunStats(f"{mode}-fp32", mode, "fp32", device=device, timing=Timing(median_ms=10.0, steps=100),
                     compile=Compiles(compile_s=5.0))
     held = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
+    for group in {held[key] for key in fields if key in held}:  # some records are frozen
+        setattr(comp, group, dataclasses.replace(getattr(comp, group), **{
+            key: value for key, value in fields.items() if held.get(key) == group}))
     for key, value in fields.items():
-        setattr(getattr(comp, held[key]) if key in held else comp, key, value)
+        if key not in held:
+            setattr(comp, key, value)
     return comp, eager
 
 
@@ -189,11 +193,11 @@ def test_a_disturbed_capture_gives_counts_and_names_not_times():
 
 def test_memory_and_payoff():
     comp, eager = rows("cuda:0", cuda_peak_allocated=2048 * MiB)
-    eager.probes.cuda_peak_allocated = 1024 * MiB
+    eager.probes = dataclasses.replace(eager.probes, cuda_peak_allocated=1024 * MiB)
     (f,) = findings(session(comp, eager), "memory")
     assert f.title == "+100 % memory against eager/fp32: CUDA peak allocated 2.0 GiB" and f.severity == HIGH
     comp, eager = rows(peak_rss=800 * MiB)
-    eager.probes.peak_rss = 700 * MiB
+    eager.probes = dataclasses.replace(eager.probes, peak_rss=700 * MiB)
     (f,) = findings(session(comp, eager), "memory")
     assert f.severity == INFO and "counts the compile itself" in text(f)
     comp, eager = rows(failure_kind="oom-cuda", error="CUDA out of memory (tried 2.0 GiB)")

@@ -4,6 +4,7 @@ Collector (collect.py) calls these as the events come."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
@@ -53,9 +54,8 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.timing.length_steps, r.timing.length_s = e.get("steps"), e.get("duration")
         r.notes = list(e.get("notes") or [])
     elif kind == events.MEMORY:
-        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
-            if e.get(key) is not None:
-                setattr(r.probes, key, max(getattr(r.probes, key) or 0, e[key]))
+        r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
+            "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
     elif kind == events.FINISHED:
         if r.status == "queued":  # ended before it started: a round not run (children.py), a stop
             r.status = "not run"

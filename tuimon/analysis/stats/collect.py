@@ -184,7 +184,7 @@ class Collector:
         self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
+            r.probes, r.load = probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
             v.phases = combine_phases([runs[p["run"]] for p in v.processes])

@@ -17,7 +17,10 @@ how many); more than that stay, counted as load (busy, unreliable).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.records import Load
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, max_of, mean_of
 
 BUSY_CORES = 0.5  # other processes using more than this much CPU: the machine is not the run's
@@ -47,24 +50,24 @@ def own_busy(s: dict, run: str) -> bool:
     return (own_cores(s, run) or 0.0) > BUSY_CORES
 
 
-def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool = False,
-                  own: bool = True) -> None:
-    """``mine``: (sample, the run's values in it) over the run's stepping steady state; with
+def foreign_load(run: str, load: Load, mine: list[tuple[dict, dict]], quiet_only: bool = False,
+                 own: bool = True) -> Load:
+    """``load`` (what the run's steps met: ``own_dropped``) with the other processes' load while
+    ``run`` stepped. ``mine``: (sample, the run's values in it) over its stepping steady state; with
     --quiet-only, only its quiet periods count (the steps measured in the others are out), and
     without it only the periods whose steps were kept (stats/steady_state.py). ``own``: count
     the session's other runs (False under --schedule parallel)."""
     if quiet_only:
-        mine = [(s, v) for s, v in mine if not busy_sample(s, v) and not (own and own_busy(s, r.run))]
-    elif own and r.load.own_dropped:
-        mine = [(s, v) for s, v in mine if not own_busy(s, r.run)]
-    r.load.foreign_cores = mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine])
-    r.load.own_cores = mean_of([own_cores(s, r.run) for s, _ in mine]) if own else None
+        mine = [(s, v) for s, v in mine if not busy_sample(s, v) and not (own and own_busy(s, run))]
+    elif own and load.own_dropped:
+        mine = [(s, v) for s, v in mine if not own_busy(s, run)]
     on_gpu = [d.get("foreign") for s, v in mine for d in s.get("devices", [])
               if d.get("index") in v.get("gpus", []) and d.get("foreign")]
-    r.load.foreign_gpu_sm = mean_of([f.get("sm_util") for f in on_gpu])
-    r.load.foreign_gpu_mem = max_of([f.get("gpu_mem") for f in on_gpu])
-    pids = sorted({p for f in on_gpu for p in f.get("pids", [])})
-    r.load.foreign_gpu_pids = pids[:5]
+    return replace(load, foreign_cores=mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine]),
+                   own_cores=mean_of([own_cores(s, run) for s, _ in mine]) if own else None,
+                   foreign_gpu_sm=mean_of([f.get("sm_util") for f in on_gpu]),
+                   foreign_gpu_mem=max_of([f.get("gpu_mem") for f in on_gpu]),
+                   foreign_gpu_pids=sorted({p for f in on_gpu for p in f.get("pids", [])})[:5])
 
 
 def load_cores(r: RunStats) -> float | None:

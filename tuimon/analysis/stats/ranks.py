@@ -19,7 +19,7 @@ import statistics
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from tuimon import events
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
@@ -222,8 +222,9 @@ class JobFold:
         for w in (w for r in ranks for w in self.rows[r].warnings):
             if w not in job.warnings:
                 job.warnings.append(w)
-        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
-            setattr(job.probes, key, max_of([getattr(self.rows[r].probes, key) for r in ranks]))
+        peaks = ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved")
+        job.probes = replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
+                                            for key in peaks})
         job.compile.compile_s = max_of([self.rows[r].compile.compile_s
                                         for r in ranks]) or job.compile.compile_s
         job.compile.recompiles = max(self.rows[r].compile.recompiles for r in ranks)

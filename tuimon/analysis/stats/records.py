@@ -98,7 +98,7 @@ class Losses:
     common_steps: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Probes:
     """From the probes, over the steady state (the whole run when it has none; stats/probes.py),
     and the runner's own memory peaks (``memory`` events)."""

@@ -21,6 +21,7 @@ from tuimon.analysis.stats.intervals import log_se
 from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.probes import combine_probes
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -117,8 +118,6 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.timing.first_step_ms = median(group, lambda r: r.timing.first_step_ms)
     # What it measured while stepping: the rounds it rests on.
     row.timing.mean_data_ms = median(timed, lambda r: r.timing.mean_data_ms)
-    for key in ("cpu_mean", "gpu_util_mean", "power_mean", "throttled_share"):
-        setattr(row.probes, key, median(timed, lambda r, key=key: getattr(r.probes, key)))
     row.load.faults_per_step = median(timed, lambda r: r.load.faults_per_step)
     # Other processes' load while it stepped: the mean over the rounds it rests on (the table's
     # "other processes while it stepped", the verdict's load gap and busy judgement).
@@ -128,11 +127,8 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.load.foreign_gpu_pids = sorted({p for r in timed for p in r.load.foreign_gpu_pids})[:5]
     row.load.busy_dropped = sum(r.load.busy_dropped for r in timed)
     row.load.own_dropped = sum(r.load.own_dropped for r in timed)
-    for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
-                "children_max", "vram_max", "gpu_proc_mem_max", "temp_max"):
-        setattr(row.probes, key, max_of([getattr(r.probes, key) for r in group]))
+    row.probes = combine_probes(group, timed)
     combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
-    row.probes.samples = sum(r.probes.samples for r in group)
     row.loss.final_loss, row.loss.losses_per_step = first.loss.final_loss, first.loss.losses_per_step
     row.loss.loss_nonfinite = sum(r.loss.loss_nonfinite for r in group)
     measured = [r for r in timed if r.timing.median_ms]
