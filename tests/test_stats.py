@@ -397,3 +397,22 @@ def test_summary_json_keeps_a_rows_keys_and_their_order(tmp_path):
     assert doc["runs"][1]["compile_s"] == summary.runs[1].compile.compile_s > 0
     # Every field of a row's records is in the flat row, in FLAT_ORDER (none left to go last).
     assert list(flat(RunStats("r", "eager", "fp32"))) == list(FLAT_ORDER)
+
+
+def test_a_summary_leaves_the_rows_it_folds_as_they_were(tmp_path):
+    """The live view asks for a summary every second or so: each must read the same rows (a
+    summary that added its throttle counts into a folded row's dict counted them again each time)."""
+    from synthetic_session import session
+
+    from tuimon.analysis.stats import Collector
+
+    path = session(tmp_path, "s", gpu=True) / "events.jsonl"
+    evs = [json.loads(line) for line in path.read_text().splitlines()]
+    for e in evs:
+        for d in e.get("devices", []):
+            d["throttle_reasons"] = ["sw_thermal_slowdown"]
+    collector = Collector(keep_steps=1000)
+    collector.extend(evs)
+    first = export.to_json({}, collector.summary())
+    assert '"sw_thermal_slowdown": ' in first
+    assert export.to_json({}, collector.summary()) == first
