@@ -70,9 +70,11 @@ def apply_run(r: RunStats, e: dict) -> None:
             r.compile.val_compile_s = e["val_compile_s"]
     elif kind == events.FAILED:
         r.status = "failed"
-        r.failure.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
-        r.failure.failure_kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
-        r.failure.failure_tail = e.get("traceback") or None
+        what = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.failure = replace(
+            r.failure, error=what,
+            failure_kind=e.get("kind") or ("exception" if e.get("stage") != "crash" else None),
+            failure_tail=e.get("traceback") or None)
     elif kind == events.RUN_EXITED:
         r.wall_s = e.get("seconds")
     elif kind == events.PHASE and r.status == "queued":

@@ -130,7 +130,7 @@ class Collector:
         if e["type"] == events.WARNING and e.get("hung"):
             self._hung[run] = e["t"]
         elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
-            r.failure.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
+            r.failure = replace(r.failure, hung_s=round(e["t"] - self._last_t.get(run, self._hung[run]), 1))
         apply_run(r, e)
         track_pause(self._pauses[run], e)
 

@@ -230,10 +230,11 @@ class JobFold:
         job.compile.recompiles = max(self.rows[r].compile.recompiles for r in ranks)
         job.compile.compiles = max(self.rows[r].compile.compiles for r in ranks)
         world = [self.info[r].get("world_size") for r in ranks if self.info.get(r)]
-        job.job.world_size = max([w for w in world if w] or [len(ranks)])
-        job.job.backend = next((self.info[r].get("backend") for r in ranks
-                            if self.info.get(r, {}).get("backend")), None)
-        job.job.hosts = sorted({self.info[r].get("host") for r in ranks if self.info.get(r, {}).get("host")})
+        job.job = replace(job.job, world_size=max([w for w in world if w] or [len(ranks)]),
+                          backend=next((self.info[r].get("backend") for r in ranks
+                                        if self.info.get(r, {}).get("backend")), None),
+                          hosts=sorted({self.info[r].get("host") for r in ranks
+                                        if self.info.get(r, {}).get("host")}))
 
     def summarize(self, job: RunStats, steady_from: int | None, samples_from: float | None) -> None:
         """Per-rank rows, skew, stragglers and divergence, over the job's steady state."""
@@ -263,14 +264,14 @@ class JobFold:
                 stat.slower_pct, stat.straggler_since = slow[r]["slower_pct"], slow[r]["since"]
             self._probes(stat, samples_from)
             rows.append(asdict(stat))
-        job.job.ranks = rows
-        job.job.skew_pct = skew_pct({x["rank"]: x["own_ms"] for x in rows if x["own_ms"] is not None})
-        job.job.stragglers = list(slow.values())
-        job.job.compile_divergence = divergence(
+        diverging = divergence(
             {r: {"graphs": self.rows[r].compile.graphs_fwd, "recompiles": self.rows[r].compile.recompiles,
                  "breaks": sum(b["count"] for b in self.rows[r].compile.graph_breaks),
                  "compile_steps": self.compile_steps[r],
                  "reasons": self.rows[r].compile.recompile_reasons} for r in ranks}, self.last_i)
+        own = {x["rank"]: x["own_ms"] for x in rows if x["own_ms"] is not None}
+        job.job = replace(job.job, ranks=rows, skew_pct=skew_pct(own), stragglers=list(slow.values()),
+                          compile_divergence=diverging)
         if job.status in ("running", "queued") and not self.active and all(
                 self.rows[r].status not in ("running", "queued") or r in self.killed for r in ranks):
             job.status = "failed" if any(self.rows[r].status == "failed" for r in ranks) else "done"

@@ -119,7 +119,7 @@ class Probes:
     samples: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Failure:
     error: str | None = None  # what it failed of, in words (the failed event's "what")
     failure_kind: str | None = None  # exception | oom-host | oom-cuda | signal | exit
@@ -176,7 +176,7 @@ class Warm:
     miss_reasons: list[Point] = field(default_factory=list)  # why a warm start missed (cache_miss.py)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     """A torchrun job (stats/ranks.py; None / empty for a single process): the job's step is its
     slowest rank's; each rank's own row, the skew, stragglers and diverging compiles."""

@@ -22,6 +22,7 @@ from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.probes import combine_probes
+from tuimon.analysis.stats.records import Failure
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -83,7 +84,7 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.processes = [_process(r) for r in timed]
     statuses = {r.status for r in group if r.status != "not run"} or {"not run"}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
-    row.failure.error = next((f"{r.run}: {r.failure.error}" for r in group if r.failure.error), None)
+    row.failure = Failure(error=next((f"{r.run}: {r.failure.error}" for r in group if r.failure.error), None))
     row.device, row.device_name = first.device, first.device_name
     row.params, row.batch_size = first.params, first.batch_size
     row.timing.warmup_auto = first.timing.warmup_auto
