@@ -84,7 +84,7 @@ def apply_run(r: RunStats, e: dict) -> None:
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
-            r.loss.losses_per_step = int(e["backwards"])
+            r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
             r.compile.uncompiled = str(e["uncompiled"])
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)

@@ -179,7 +179,7 @@ class Collector:
                 self.jobs[run].summarize(r, r.timing.steady_from, window[0] if window else None)
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
             r.load.faults_per_step = self._faults[run].per_step()
-            r.loss.loss_nonfinite = self._loss[run].nonfinite
+            r.loss = replace(r.loss, loss_nonfinite=self._loss[run].nonfinite)
             compile_story(r)
         self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
         losses = {run: track.points for run, track in self._loss.items()}
@@ -206,7 +206,7 @@ class Collector:
         for rows in (runs, variants):
             for r in rows.values():
                 axis_compare(r, rows, session.axes, noise)
-                loss_gap(r, rows, losses)
+                r.loss = loss_gap(r, rows, losses)
         session_busy(session, list(runs.values()))
         session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,
                           unsupported=list(self._session.unsupported),

@@ -5,10 +5,12 @@ parity over the steps both ran. The break-even is shared with ``verdict``."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tuimon.analysis.stats.faults import compare_faults
 from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.records import Losses
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.warm import starts_breakeven
 
@@ -50,6 +52,22 @@ def why_apart(base: RunStats, losses: dict[str, dict[int, float]]) -> str:
     return "random ops" if alike else "unseeded"
 
 
+def loss_parity(r: RunStats, base: RunStats, losses: dict[str, dict[int, float]]) -> Losses:
+    """``r``'s Losses against its baseline's over the steps both ran."""
+    base_loss = losses[base.run]
+    diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
+    out = replace(r.loss, common_steps=len(diffs), max_loss_diff=max(diffs) if diffs else None)
+    # Comparable losses start alike: the same seed and batches give the same first loss. A
+    # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
+    first = min(losses[r.run], default=None)
+    if first is None or first not in base_loss:
+        return out
+    a, b = losses[r.run][first], base_loss[first]
+    comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
+    return replace(out, loss_comparable=comparable,
+                   loss_apart=out.loss_apart if comparable else why_apart(base, losses))
+
+
 def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
             noise: Noise, pinned: bool | None = None) -> None:
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
@@ -58,18 +76,7 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     if base is None:
         return
     r.compare.baseline = base.label
-    base_loss = losses[base.run]
-    diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
-    r.loss.common_steps = len(diffs)
-    r.loss.max_loss_diff = max(diffs) if diffs else None
-    # Comparable losses start alike: the same seed and batches give the same first loss. A
-    # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
-    first = min(losses[r.run], default=None)
-    if first is not None and first in base_loss:
-        a, b = losses[r.run][first], base_loss[first]
-        r.loss.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
-        if not r.loss.loss_comparable:
-            r.loss.loss_apart = why_apart(base, losses)
+    r.loss = loss_parity(r, base, losses)
     if not r.timing.median_ms:
         return
     compare_load(r, base)

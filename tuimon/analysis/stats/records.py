@@ -83,7 +83,7 @@ class Load:
     faults_differ: bool = False  # its fault rate differed from its baseline's (doubts say how)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Losses:
     """Its losses, and against the run they are checked against (stats/compare.py, agreement.py)."""
     loss_comparable: bool | None = None  # same first loss as its baseline (None: unknown)

@@ -22,7 +22,7 @@ from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.probes import combine_probes
-from tuimon.analysis.stats.records import Failure
+from tuimon.analysis.stats.records import Failure, Losses
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -130,8 +130,8 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.load.own_dropped = sum(r.load.own_dropped for r in timed)
     row.probes = combine_probes(group, timed)
     combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
-    row.loss.final_loss, row.loss.losses_per_step = first.loss.final_loss, first.loss.losses_per_step
-    row.loss.loss_nonfinite = sum(r.loss.loss_nonfinite for r in group)
+    row.loss = Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
+                      loss_nonfinite=sum(r.loss.loss_nonfinite for r in group))
     measured = [r for r in timed if r.timing.median_ms]
     if not measured:
         return row

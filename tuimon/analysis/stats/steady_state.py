@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
@@ -38,7 +39,7 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
         total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
         r.compile.compile_s = round(total, 3) if total else None
     losses = [s.get("loss") for s in run_steps]
-    r.loss.final_loss = next((x for x in reversed(losses) if x is not None), None)
+    r.loss = replace(r.loss, final_loss=next((x for x in reversed(losses) if x is not None), None))
     candidates = [s for s in run_steps if is_measured(s)]  # in step order
     if busy:
         in_busy = _finder(busy)
