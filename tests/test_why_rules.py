@@ -35,11 +35,10 @@ def session(compiled: RunStats, eager: RunStats | None = None) -> SessionSummary
     for r in runs:
         r.status = "done"
     if eager is not None:
-        compiled.compare.baseline = eager.label
-        compiled.compare.speedup = eager.timing.median_ms / compiled.timing.median_ms
-        vs = compiled.compare
-        vs.speedup_lo, vs.speedup_hi = vs.speedup * 0.9, vs.speedup * 1.1
-        compiled.compare.within_noise = compiled.compare.speedup_lo <= 1 <= compiled.compare.speedup_hi
+        speedup = eager.timing.median_ms / compiled.timing.median_ms
+        compiled.compare = dataclasses.replace(
+            compiled.compare, baseline=eager.label, speedup=speedup, speedup_lo=speedup * 0.9,
+            speedup_hi=speedup * 1.1, within_noise=speedup * 0.9 <= 1 <= speedup * 1.1)
     return SessionSummary(runs)
 
 

@@ -205,7 +205,7 @@ class Collector:
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):
             for r in rows.values():
-                axis_compare(r, rows, session.axes, noise)
+                r.compare = axis_compare(r, rows, session.axes, noise)
                 r.loss = loss_gap(r, rows, losses)
         session_busy(session, list(runs.values()))
         session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,

@@ -10,7 +10,7 @@ from dataclasses import replace
 from tuimon.analysis.stats.faults import compare_faults
 from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
-from tuimon.analysis.stats.records import Losses
+from tuimon.analysis.stats.records import Comparison, Losses
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.warm import starts_breakeven
 
@@ -75,26 +75,34 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
     base = same_round(eager, r)
     if base is None:
         return
-    r.compare.baseline = base.label
     r.loss = loss_parity(r, base, losses)
     if not r.timing.median_ms:
+        r.compare = replace(r.compare, baseline=base.label)
         return
     compare_load(r, base)
     if not r.processes:  # --repeats: the spread between processes is in the interval already
         compare_faults(r, base, pinned)
-    r.compare.speedup = base.timing.median_ms / r.timing.median_ms
+    r.compare = speedup_against(r, base, noise)
+    if r is not base:
+        starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
+
+
+def speedup_against(r: RunStats, base: RunStats, noise: Noise) -> Comparison:
+    """``r``'s Comparison with its baseline's speedup, its interval and the break-even."""
+    speedup = base.timing.median_ms / r.timing.median_ms
+    out = replace(r.compare, baseline=base.label, speedup=speedup)
     if r is base:
-        return
-    interval = ratio_interval(base, r, r.compare.speedup, noise)
+        return out
+    interval = ratio_interval(base, r, speedup, noise)
     if interval is not None:
-        r.compare.speedup_lo, r.compare.speedup_hi = interval
-        r.compare.within_noise = r.compare.speedup_lo <= 1.0 <= r.compare.speedup_hi
+        lo, hi = interval
+        out = replace(out, speedup_lo=lo, speedup_hi=hi, within_noise=lo <= 1.0 <= hi)
     extra_s = (r.timing.overhead_s or 0.0) - (base.timing.overhead_s or 0.0)
-    if r.compare.speedup_lo is not None:
-        gains = sorted(base.timing.median_ms - base.timing.median_ms / x for x in (r.compare.speedup_lo,
-                                                                                   r.compare.speedup_hi))
-        r.compare.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
-        r.compare.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
-    r.compare.breakeven_steps, r.compare.breakeven_s, r.compare.breakeven_never = pays_off(
-        base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms, r.timing.overhead_s)
-    starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
+    if out.speedup_lo is not None:
+        gains = sorted(base.timing.median_ms - base.timing.median_ms / x for x in (out.speedup_lo,
+                                                                                   out.speedup_hi))
+        soon, late = (max(0, math.ceil(extra_s * 1000.0 / g)) if g > 0 else None for g in gains[::-1])
+        out = replace(out, breakeven_lo=soon, breakeven_hi=late)
+    steps, seconds, never = pays_off(base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms,
+                                     r.timing.overhead_s)
+    return replace(out, breakeven_steps=steps, breakeven_s=seconds, breakeven_never=never)

@@ -44,7 +44,7 @@ class Timing:
     untimed: str | None = None  # a script whose training ran where tuimon does not hook: the line
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """Against its baseline (stats/compare.py) and its axes' baseline (stats/axes.py)."""
     speedup: float | None = None
