@@ -4,6 +4,12 @@ losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure`
 (``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``) and where a step goes
 (``Phases``). None is "not measured", never zero.
 
+Each frozen record is computed and returned by its statistics module (phases.py, probes.py,
+compare.py, axes.py, agreement.py; ranks.py's Job) and collect.py puts it in the row; a later
+figure replaces the record (``dataclasses.replace``), never changes it. Timing, Load, Compiles
+and Warm are still filled in place: folded event by event (apply.py, warm.py) or by several
+modules in turn (steady_state.py, load.py, faults.py, compiles.py, replicates.py).
+
 summary.json keeps a row flat, in the order it always had (``flat``): readers of the file see
 no groups."""
 
