@@ -92,7 +92,7 @@ def test_recompiles_name_the_guard_and_the_recompile_limit():
     assert guard in f.evidence
     assert any("mark_dynamic" in a for a in f.advice)
     comp.compile.compile_failures = [{"failed": "Unsupported", "reason": "Dynamo recompile limit exceeded",
-                              "count": 1}]
+                                      "count": 1}]
     comp.compile.recompile_reasons = [
         "0/7: self.k == 7  # x * self.k  # m.py:3 in forward (HINT: make it a tensor.)"]
     (f,) = findings(session(comp, eager), "recompiles")
@@ -108,7 +108,7 @@ def test_cuda_graphs_skipped_on_a_gpu_and_absent_on_a_cpu():
     assert f.severity == HIGH and "mutates one of its inputs" in f.advice[0]
     comp.compile.cudagraphs = [{"kind": "rerecorded", "count": 3,
                                 "text": "CUDAGraph supports dynamic shapes by "
-                        "recording a new graph for each distinct input size. ..."}]
+                                        "recording a new graph for each distinct input size. ..."}]
     (f,) = findings(session(comp, eager), "cudagraphs")
     assert f.title.startswith("CUDA graphs re-recorded") and "pad or bucket" in f.advice[0]
     cpu, eager = rows("cpu", "reduce-overhead")

@@ -103,8 +103,8 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
         return lambda b, r, s: spread_change(each(sessions[0], b, value, start), each(s, r, value, start))
 
     v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r, noise)),
-                    against(spread(lambda x: x.compile.compile_s, "cold")), against(lambda b, r,
-                                                                                    s: load_differs(b, r)))
+                    against(spread(lambda x: x.compile.compile_s, "cold")),
+                    against(lambda b, r, s: load_differs(b, r)))
     v.warm_compile = against(spread(lambda x: x.compile.compile_s, "warm"))
     v.detectable = against(lambda b, r, s: detectable_pct(noise, processes(b), processes(r)))
     for phase in PHASES:

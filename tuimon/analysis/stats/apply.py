@@ -100,7 +100,7 @@ def apply_run(r: RunStats, e: dict) -> None:
                      None)
         if known is None:
             r.compile.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
-                                   "hint": _hint(e.get("detail")), "count": 1})
+                                           "hint": _hint(e.get("detail")), "count": 1})
         else:
             known["count"] += 1
     elif kind == events.CUDAGRAPHS:

@@ -232,8 +232,8 @@ def _copy(r: RunStats) -> RunStats:
                         recompile_reasons=list(c.recompile_reasons), val_reasons=list(c.val_reasons),
                         compile_failures=[dict(f) for f in c.compile_failures],
                         cudagraphs=[dict(x) for x in c.cudagraphs]),
-        warm=replace(r.warm, cache={k: dict(v) if isinstance(v, dict) else v for k,
-                                    v in r.warm.cache.items()},
+        warm=replace(r.warm, cache={k: dict(v) if isinstance(v, dict) else v
+                                    for k, v in r.warm.cache.items()},
                      artifacts=dict(r.warm.artifacts), artifact_notes=list(r.warm.artifact_notes)),
         job=replace(r.job))
 

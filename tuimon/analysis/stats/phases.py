@@ -147,8 +147,8 @@ def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> Phase
     found = {}
     for name, p in r.phases.step_phases.items():
         ratio = phase_speedup(base, r, name, noise)
-        found[name] = p if ratio is None else {**p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"),
-                                                             ratio, strict=True))}
+        found[name] = p if ratio is None else {
+            **p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"), ratio, strict=True))}
     return replace(r.phases, step_phases=found)
 
 

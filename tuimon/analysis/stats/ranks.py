@@ -252,8 +252,8 @@ class JobFold:
             stat.error, stat.steps = row.failure.error, self.counts.get(r, 0)
             stat.last_step, stat.loss = self.last_i.get(r), self.loss.get(r)
             stat.device = stat.device or row.device
-            stat.graphs, stat.graph_breaks = row.compile.graphs_fwd, sum(b["count"]
-                                                                         for b in row.compile.graph_breaks)
+            stat.graphs = row.compile.graphs_fwd
+            stat.graph_breaks = sum(b["count"] for b in row.compile.graph_breaks)
             stat.recompiles, stat.compile_s = row.compile.recompiles, row.compile.compile_s
             stat.peak_rss = row.probes.peak_rss
             for key, value in medians.get(r, {}).items():

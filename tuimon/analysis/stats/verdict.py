@@ -218,8 +218,8 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     if horizon:
         units = horizon.get("steps")
         if units is None:  # a run that takes this long with the reference today
-            units = max(0.0, horizon["seconds"] - (ref.timing.overhead_s
-                                                   or 0.0)) * 1000.0 / ref.timing.median_ms
+            left_s = max(0.0, horizon["seconds"] - (ref.timing.overhead_s or 0.0))
+            units = left_s * 1000.0 / ref.timing.median_ms
         out.horizon_steps = units
         if out.per_sample:
             units *= samples_per_step(ref)

@@ -36,7 +36,7 @@ def fold(r: RunStats, e: dict) -> None:
             _note(r, e.get("text"))
         elif action == "seeded":
             r.warm.artifacts["seeded"] = {k: e.get(k) for k in ("kind", "bytes", "files", "seconds", "seed",
-                                                           "seed_run") if e.get(k) is not None}
+                                                                "seed_run") if e.get(k) is not None}
             _note(r, e.get("text"))
         elif action == "loaded":
             r.warm.artifacts["loaded"] = {k: e.get(k) for k in ("bytes", "entries", "seconds")}
@@ -205,7 +205,7 @@ class WarmTrack:
                 source, run_there = src.get("lookups") or [], src
                 here, there = self.source.get("here") or {}, self.source.get("there") or {}
             else:
-                source, run_there = self.lookups.get(r.warm.seed or "", []), self.facts.get(r.warm.seed
-                                                                                            or "", {})
+                seed = r.warm.seed or ""
+                source, run_there = self.lookups.get(seed, []), self.facts.get(seed, {})
             r.warm.miss_reasons = miss_reasons(self.lookups.get(r.run, []), source, self.facts.get(r.run, {}),
-                                          run_there, here, there, seeded, r.warm.cache)
+                                               run_there, here, there, seeded, r.warm.cache)
