@@ -87,7 +87,7 @@ def main() -> None:
             print(f"  {part:9} {mine[part]:9.4f} {theirs[part]:9.4f}  {diff:+6.1f} %")
     if found.get("eager") and found.get("default"):
         (e_mine, e_cap), (c_mine, c_cap) = found["eager"], found["default"]
-        steady = rows["default"].step_phases
+        steady = rows["default"].phases.step_phases
         print("default vs eager, speedup per phase: phases (captured steps) / capture / phases "
               "(steady state, 95 % CI)")
         for part in PARTS:

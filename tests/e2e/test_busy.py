@@ -177,4 +177,4 @@ def test_a_foreign_gpu_process_makes_the_session_busy_and_names_it():
     summary = summarize(evs)
     assert busy_text(summary.busy) == ("the machine was busy: other processes used ~0.1 cores (GPU: pid 4242 "
                             "at 35 %) while these steps ran; times are slower than on a quiet machine")
-    assert all(r.foreign_gpu_pids == [4242] for r in summary.runs)
+    assert all(r.load.foreign_gpu_pids == [4242] for r in summary.runs)

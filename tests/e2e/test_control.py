@@ -207,7 +207,7 @@ def test_pause_stops_steps_and_resume_restarts_them(live):
     assert bad == 0
     assert [e["action"] for e in evs if e["type"] == events.CONTROL] == ["pause", "resume", "stop", "close"]
     r = summarize(evs).runs[0]
-    assert r.status == "stopped" and r.paused_s >= 1.0 and r.steps == len(steps)
+    assert r.status == "stopped" and r.paused_s >= 1.0 and r.timing.steps == len(steps)
 
 
 def test_stop_ends_one_run_while_its_sibling_goes_on(live):
@@ -283,7 +283,7 @@ def test_restart_with_a_new_variant_keeps_the_old_run(live):
     summary = summarize(store.read_events(s.store.path)[0])
     by_run = {r.run: r for r in summary.runs}
     assert list(by_run) == ["eager-fp32", "eager-amp", "eager-amp-2"]
-    assert by_run["eager-fp32"].status == "stopped" and by_run["eager-fp32"].steps >= 5
+    assert by_run["eager-fp32"].status == "stopped" and by_run["eager-fp32"].timing.steps >= 5
     assert (s.store.path / "logs" / "eager-amp-2.log").is_file()
 
 

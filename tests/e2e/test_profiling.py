@@ -166,7 +166,7 @@ def test_tiny_mlp_top_ops_split_trace_and_normal_speed_after(tmp_path, one_threa
                                      warmup="0"),  # as the loop ran: no warm-up to find
                          *[{**e, "run": "t"} for e in evs]])
     r = summary.runs[0]
-    assert r.measured == 260 - 5 and r.profiled_steps == 5 and r.warmup_steps == 0
+    assert r.timing.measured == 260 - 5 and r.timing.profiled_steps == 5 and r.timing.warmup_steps == 0
     assert r.profiles[0]["recorded_median_ms"] == pytest.approx(inside)
 
 

@@ -89,11 +89,11 @@ def test_probe_rows_over_the_steady_state_only():
             for k in range(4)]
     summary = summarize(evs)
     r = summary.runs[0]
-    assert r.samples == 4
-    assert r.cpu_mean == pytest.approx(115.0) and r.cpu_max == 130.0
-    assert r.gpu_util_mean == pytest.approx(81.5) and r.temp_max == 63
-    assert r.throttled_share == pytest.approx(0.25)
-    assert r.throttle_reasons == {"sw_thermal_slowdown": 1}
+    assert r.probes.samples == 4
+    assert r.probes.cpu_mean == pytest.approx(115.0) and r.probes.cpu_max == 130.0
+    assert r.probes.gpu_util_mean == pytest.approx(81.5) and r.probes.temp_max == 63
+    assert r.probes.throttled_share == pytest.approx(0.25)
+    assert r.probes.throttle_reasons == {"sw_thermal_slowdown": 1}
     header, rows = export.table(summary)
     names = [row[0] for row in rows]
     assert "GPU util (mean)" in names and "throttled" in names

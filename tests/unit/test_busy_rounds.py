@@ -63,7 +63,7 @@ def test_a_busy_round_is_left_out_of_every_variant_and_said():
     eager, default = variant(summary, "eager"), variant(summary, "default")
     assert [p["round"] for p in eager.left_out] == [1] and [p["round"] for p in default.left_out] == [1]
     assert [p["round"] for p in eager.processes] == [2, 3]
-    assert 2.2 < eager.median_ms < 2.6  # round 1's 216 ms step left out
+    assert 2.2 < eager.timing.median_ms < 2.6  # round 1's 216 ms step left out
     v = summary.verdict
     assert v.kind == "stay", line(v)  # the same speed: within noise, and said with a sane interval
     c = v.candidates[0]

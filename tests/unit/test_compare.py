@@ -20,6 +20,7 @@ from tuimon.analysis.compare import compare_sessions, open_session
 from tuimon.analysis.stats import RunStats
 from tuimon.analysis.stats.change import median_change, spread_change
 from tuimon.analysis.stats.noise import ASSUMED, FLOOR_SD, Noise, pooled
+from tuimon.analysis.stats.records import Timing
 from tuimon.report.compare_text import guard_lines as guard
 from tuimon.report.compare_text import note_text
 
@@ -115,8 +116,8 @@ def test_repeats_sessions_compare_their_combined_rows(tmp_path):
 
 
 def test_the_change_interval_combines_both_sessions_intervals():
-    a = RunStats("a", "eager", "fp32", median_ms=10.0, median_ci_lo=9.8, median_ci_hi=10.2)
-    b = RunStats("b", "eager", "fp32", median_ms=10.5, median_ci_lo=10.29, median_ci_hi=10.71)
+    a = RunStats("a", "eager", "fp32", timing=Timing(median_ms=10.0, median_ci_lo=9.8, median_ci_hi=10.2))
+    b = RunStats("b", "eager", "fp32", timing=Timing(median_ms=10.5, median_ci_lo=10.29, median_ci_hi=10.71))
     steps_only = Noise(0.0, 0)  # as if fresh processes always landed alike
     m = median_change(a, b, steps_only)
     # Each interval is ±1.96 standard errors of the log median; the two errors add in quadrature.
@@ -124,9 +125,10 @@ def test_the_change_interval_combines_both_sessions_intervals():
     assert m.ratio == pytest.approx(1.05) and m.lo == pytest.approx(1.05 * math.exp(-half))
     assert m.hi == pytest.approx(1.05 * math.exp(half))
     assert m.significant
-    wide = RunStats("c", "eager", "fp32", median_ms=10.5, median_ci_lo=9.0, median_ci_hi=12.0)
+    wide = RunStats("c", "eager", "fp32", timing=Timing(median_ms=10.5, median_ci_lo=9.0, median_ci_hi=12.0))
     assert median_change(a, wide, steps_only).significant is False
-    assert median_change(a, RunStats("d", "eager", "fp32", median_ms=11.0), steps_only).significant is None
+    assert median_change(a, RunStats("d", "eager", "fp32", timing=Timing(median_ms=11.0)),
+                         steps_only).significant is None
     # One process a side, nothing measured the spread between processes: the assumed one adds in,
     # once a side, and the same +5 % is no longer beyond noise.
     assumed = median_change(a, b, ASSUMED)
@@ -145,9 +147,10 @@ def test_a_repeats_session_against_a_single_process_one_keeps_students_t():
     # the change must not read as slower beyond noise (a normal quantile over three processes did).
     medians = (10.0, 10.6, 9.5)
     logs = [math.log(x) for x in medians]
-    a = RunStats("a", "eager", "fp32", median_ms=math.exp(statistics.fmean(logs)), within_log_se=0.001,
+    a = RunStats("a", "eager", "fp32", timing=Timing(median_ms=math.exp(statistics.fmean(logs)),
+                                                     within_log_se=0.001),
                  processes=[{"run": f"a-{k}", "median_ms": x} for k, x in enumerate(medians, 1)])
-    b = RunStats("b", "eager", "fp32", median_ms=11.0, median_ci_lo=10.95, median_ci_hi=11.05)
+    b = RunStats("b", "eager", "fp32", timing=Timing(median_ms=11.0, median_ci_lo=10.95, median_ci_hi=11.05))
     noise = pooled([a])
     assert noise.df == 2 and noise.sd == pytest.approx(statistics.stdev(logs))
     for m in (median_change(a, b, noise), median_change(b, a, noise)):

@@ -146,10 +146,10 @@ def eval_steps(run: str, mode: str, *, steps: int = 200, gap_every: int = 0) -> 
 def test_the_eval_phase_is_measured_apart_from_forward_and_other():
     summary = summarize(eval_steps("eager-script", "eager"))
     (r,) = summary.runs
-    assert r.step_phases["eval"]["median_ms"] == 9.0
-    assert abs(r.step_phases["forward"]["median_ms"] - 6.0) < 0.5
-    assert abs(r.step_phases["other"]["median_ms"] - 0.2) < 0.1  # eval is not in other
-    assert abs(sum(p["share"] for p in r.step_phases.values()) - 1.0) < 1e-6
+    assert r.phases.step_phases["eval"]["median_ms"] == 9.0
+    assert abs(r.phases.step_phases["forward"]["median_ms"] - 6.0) < 0.5
+    assert abs(r.phases.step_phases["other"]["median_ms"] - 0.2) < 0.1  # eval is not in other
+    assert abs(sum(p["share"] for p in r.phases.step_phases.values()) - 1.0) < 1e-6
     md = export.to_markdown({}, summary)
     assert "| step: eval (median, p10–p90, share; vs eager) | 9.00 ms" in md
     text = export.to_csv(eval_steps("eager-script", "eager"), summary)

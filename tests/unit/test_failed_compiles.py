@@ -143,7 +143,7 @@ def test_a_variant_whose_only_compile_failed_compiled_nothing():
     s = summarize(sessions([compile_event("default-script", "0/0", failed="Unsupported")]))
     r = next(r for r in s.runs if r.run == "default-script")
     why = f"Dynamo could not compile forward() (main.py:28): {RNN}"
-    assert r.graphs_fwd == 0 and nothing_text(r.nothing_compiled) == why
+    assert r.compile.graphs_fwd == 0 and nothing_text(r.compile.nothing_compiled) == why
     assert graphs_text(r) == "nothing compiled" and breakeven_text(r) == "– (nothing compiled)"
     assert speedup_text(r) == "– (nothing compiled: it ran eager)"
     assert s.verdict.kind == "none" and s.verdict.winner is None
@@ -159,23 +159,25 @@ def test_a_failed_compile_recorded_before_events_said_graph_is_no_graph_either()
     old = compile_event("default-script", "0/0", failed="Unsupported")
     del old["graph"], old["fail_where"]
     (_, r) = summarize(sessions([old])).runs
-    assert r.graphs_fwd == 0
-    assert nothing_text(r.nothing_compiled) == f"Dynamo could not compile forward() (main.py:22): {RNN}"
+    assert r.compile.graphs_fwd == 0
+    assert nothing_text(r.compile.nothing_compiled) == \
+        f"Dynamo could not compile forward() (main.py:22): {RNN}"
 
 
 def test_frames_that_made_no_graph_are_no_compile():
     """Dynamo compiled frames of plain Python (zero graph ops): nothing reached a backend."""
     (_, r) = summarize(sessions([compile_event("default-script", "0/0", graph_ops=0)])).runs
-    assert r.graphs_fwd == 0
-    assert nothing_text(r.nothing_compiled) == "Dynamo found no tensor operation to compile in forward()"
+    assert r.compile.graphs_fwd == 0
+    assert nothing_text(r.compile.nothing_compiled) == \
+        "Dynamo found no tensor operation to compile in forward()"
 
 
 def test_some_frames_compiled_and_one_fell_back_says_which_and_why():
     s = summarize(sessions([compile_event("default-script", "0/0", failed="Unsupported", frame="encode"),
                             compile_event("default-script", "1/0", frame="head")], compiles_finished=1))
     r = next(r for r in s.runs if r.run == "default-script")
-    assert r.graphs_fwd == 1 and r.nothing_compiled is None
-    assert [fallback_text(f) for f in r.fell_back] == [
+    assert r.compile.graphs_fwd == 1 and r.compile.nothing_compiled is None
+    assert [fallback_text(f) for f in r.compile.fell_back] == [
         f"Dynamo could not compile encode() (main.py:28): {RNN}"]
     assert graphs_text(r).endswith("· 1 frame ran eager")
     assert f"default/script: ran eager, not compiled: Dynamo could not compile encode() (main.py:28): {RNN}" \
@@ -195,8 +197,8 @@ def test_only_a_validation_pass_tried_and_failed():
                             compile_event("default-script", "1/0", failed="Unsupported", validation=True,
                                           reason=sparse, fail_where="/w/main.py:104")]))
     r = next(r for r in s.runs if r.run == "default-script")
-    assert r.val_compiles == 0 and r.graphs_fwd == 0
-    assert nothing_text(r.nothing_compiled) == (
+    assert r.compile.val_compiles == 0 and r.compile.graphs_fwd == 0
+    assert nothing_text(r.compile.nothing_compiled) == (
         "Dynamo could not compile forward() (main.py:58): Attempted to wrap sparse Tensor (tried in eval "
         "mode with gradients off; training then ran it eager too)")
     assert s.verdict.kind == "none"
@@ -206,5 +208,5 @@ def test_the_recompile_limit_is_no_fallback_of_a_frame_that_compiled():
     limit = compile_event("default-script", "0/8", failed="Unsupported",
                           reason="Dynamo recompile limit exceeded\n  Explanation: ...")
     (_, r) = summarize(sessions([compile_event("default-script", "0/0"), limit], compiles_finished=1)).runs
-    assert r.graphs_fwd == 1 and r.fell_back == [] and r.nothing_compiled is None
-    assert [f["reason"] for f in r.compile_failures] == ["Dynamo recompile limit exceeded"]
+    assert r.compile.graphs_fwd == 1 and r.compile.fell_back == [] and r.compile.nothing_compiled is None
+    assert [f["reason"] for f in r.compile.compile_failures] == ["Dynamo recompile limit exceeded"]

@@ -49,8 +49,8 @@ def test_runs_that_fault_alike_compare_as_usual():
     evs = with_faults(run_events("e", "eager", "fp32", ms), 3000)
     evs += with_faults(run_events("d", "default", "fp32", [18.0] * 60), 3100)
     s = by_label(summarize(evs))
-    assert s["eager/fp32"].faults_per_step == 3000 and s["default/fp32"].faults_per_step == 3100
-    assert not s["default/fp32"].faults_differ and not s["default/fp32"].doubts
+    assert s["eager/fp32"].load.faults_per_step == 3000 and s["default/fp32"].load.faults_per_step == 3100
+    assert not s["default/fp32"].load.faults_differ and not s["default/fp32"].doubts
 
 
 def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
@@ -60,7 +60,7 @@ def test_runs_that_fault_at_very_different_rates_are_not_compared_as_if_alike():
     evs += with_faults(run_events("d", "default", "fp32", [190.0] * 60, first_ms=5000.0), 2300)
     summary = summarize(evs)
     d = by_label(summary)["default/fp32"]
-    assert d.faults_differ
+    assert d.load.faults_differ
     assert "page faults differed: 9.2k a step in eager/fp32, 2.3k in default/fp32" in unreliable_text(d)
     assert "--pin-malloc" in unreliable_text(d)
     assert summary.verdict.kind == "unreliable" and "--pin-malloc" in line(summary.verdict)

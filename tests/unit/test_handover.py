@@ -171,21 +171,21 @@ def load_text(r) -> str:
 def test_a_few_steps_beside_the_sessions_other_runs_are_kept_out_and_said():
     r = rows(interleaved({33: 1.2, 34: 1.2, 35: 1.2}))
     a = r["a"]
-    assert a.own_dropped == 3 and a.median_ms == 10.0 and a.p90_ms == 10.0
+    assert a.load.own_dropped == 3 and a.timing.median_ms == 10.0 and a.timing.p90_ms == 10.0
     assert ("other runs of this session used ~1.2 cores during 3 of its steps: kept out of its "
             "steady state") in notes(a)
-    assert a.own_cores is not None and a.own_cores < 0.05  # the kept steps' load
-    assert r["b"].own_dropped == 0 and not notes(r["b"])
+    assert a.load.own_cores is not None and a.load.own_cores < 0.05  # the kept steps' load
+    assert r["b"].load.own_dropped == 0 and not notes(r["b"])
 
 
 def test_many_steps_beside_them_stay_and_count_as_load():
     r = rows(interleaved({k: 1.2 for k in range(10, 40)}))
     a, b = r["a"], r["b"]
-    assert a.own_dropped == 0 and a.p90_ms == 50.0
+    assert a.load.own_dropped == 0 and a.timing.p90_ms == 50.0
     assert any("during 30 of its steps: too many to keep out" in n for n in notes(a)), notes(a)
-    assert a.own_cores > 0.5
+    assert a.load.own_cores > 0.5
     assert load_text(a).startswith("~0.") and "of them other runs of this session" in load_text(a)
-    assert a.load_differs or b.load_differs  # b's neighbours were quiet: not comparable
+    assert a.load.load_differs or b.load.load_differs  # b's neighbours were quiet: not comparable
     text = (unreliable_text(b) or "") + (unreliable_text(a) or "")
     assert "other runs of this session" in text, text
 
@@ -194,13 +194,13 @@ def test_with_quiet_only_every_step_beside_them_is_kept_out():
     evs = interleaved({k: 1.2 for k in range(10, 40)})
     evs[0]["quiet_only"] = True
     a = rows(evs)["a"]
-    assert a.own_dropped == 30 and a.median_ms == 10.0
+    assert a.load.own_dropped == 30 and a.timing.median_ms == 10.0
     assert any("(--quiet-only)" in n for n in notes(a, quiet_only=True))
 
 
 def test_parallel_runs_are_not_load_on_each_other():
     r = rows(interleaved({k: 1.2 for k in range(10, 40)}, schedule="parallel"))
-    assert r["a"].own_cores is None and r["a"].own_dropped == 0 and not notes(r["a"])
+    assert r["a"].load.own_cores is None and r["a"].load.own_dropped == 0 and not notes(r["a"])
 
 
 def test_an_old_session_without_stepping_says_nothing_of_its_runs():
@@ -208,5 +208,5 @@ def test_an_old_session_without_stepping_says_nothing_of_its_runs():
     for e in evs:
         e.pop("stepping", None)
     a = rows(evs)["a"]
-    assert a.own_cores is None and a.own_dropped == 0 and load_text(a) == "~0.1 cores"
+    assert a.load.own_cores is None and a.load.own_dropped == 0 and load_text(a) == "~0.1 cores"
     json.dumps(summarize(evs).to_dict())  # the summary stays JSON

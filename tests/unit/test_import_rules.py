@@ -548,3 +548,39 @@ def test_every_why_code_has_its_words():
     kinds = {kind_of(r) for r in ("size mismatch at index 0", "id(x) == 1", "x == 3", "grad_mode")}
     assert len(written) > 100 and kinds == {"shapes", "object", "value", "other"}
     assert sorted((written | {f"recompiles.{k}" for k in kinds}) - set(WORDS)) == []
+
+
+# ---- records of a size one can read (tuimon/) ---------------------------------------------------
+MAX_FIELDS = 40
+
+
+def big_records(files: dict[str, Path]) -> list[tuple[str, str, int]]:
+    """(module, class, fields) for each class, dataclass or not, with more than MAX_FIELDS
+    annotated names of its own (a dataclass's fields)."""
+    found = []
+    for name, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                n = sum(isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) for s in node.body)
+                if n > MAX_FIELDS:
+                    found.append((name, node.name, n))
+    return found
+
+
+def test_no_record_has_more_than_40_fields():
+    """A run's statistics are small records composed (analysis/stats/records.py), not one record
+    that every statistics module fills."""
+    files = _files("tuimon")
+    assert "tuimon.analysis.stats.records" in files
+    assert big_records(files) == []
+
+
+def test_the_field_count_finds_a_big_record(tmp_path):
+    fields = "\n".join(f"    f{k}: int = 0" for k in range(MAX_FIELDS + 1))
+    # A method's own annotated names are not the class's fields.
+    (tmp_path / "big.py").write_text(f"from dataclasses import dataclass\n\n\n@dataclass\nclass Big:\n"
+                                     f"{fields}\n    def method(self) -> int:\n        x: int = 1\n"
+                                     "        return x\n")
+    (tmp_path / "small.py").write_text("class Small:\n" + "\n".join(fields.splitlines()[:MAX_FIELDS]) + "\n")
+    assert big_records({"big": tmp_path / "big.py", "small": tmp_path / "small.py"}) == \
+        [("big", "Big", MAX_FIELDS + 1)]

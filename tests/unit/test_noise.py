@@ -51,13 +51,13 @@ def test_a_a_speedups_are_within_noise_about_95_percent_of_the_time():
     within = steps_only_sure = 0
     for _ in range(100):
         s = summarize(session_events(rng, {"eager": 10.0, "default": 10.0}, k=3))
-        within += row(s, "default").within_noise
+        within += row(s, "default").compare.within_noise
         assert s.noise.measured and s.noise.df == 4  # 2 variants × (3 - 1), pooled
         first = next(r for r in s.runs if r.run == "default-fp32-1")
         eager = next(r for r in s.runs if r.run == "eager-fp32-1")
         steps_only = Noise(0.0, 0)  # the old interval: each process's own steps only
         from tuimon.analysis.stats.noise import ratio_interval
-        lo, hi = ratio_interval(eager, first, eager.median_ms / first.median_ms, steps_only)
+        lo, hi = ratio_interval(eager, first, eager.timing.median_ms / first.timing.median_ms, steps_only)
         steps_only_sure += not lo <= 1.0 <= hi
     assert within >= 90, within
     assert steps_only_sure >= 40, steps_only_sure
@@ -141,10 +141,10 @@ def test_rounds_that_drift_together_are_paired():
     within = seen = 0
     for _ in range(60):
         s = summarize(drifting_session(rng, {"eager": 10.0, "default": 10.0}))
-        within += row(s, "default").within_noise
+        within += row(s, "default").compare.within_noise
         assert s.noise.round_df == 2 and s.noise.round_sd < 0.1 < s.noise.sd
         fast = row(summarize(drifting_session(rng, {"eager": 10.0, "default": 8.0})), "default")
-        seen += fast.speedup_lo is not None and fast.speedup_lo > 1.0
+        seen += fast.compare.speedup_lo is not None and fast.compare.speedup_lo > 1.0
     assert within >= 53, within
     assert seen >= 54, seen
     md = __import__("tuimon.report.export", fromlist=["x"]).to_markdown({}, s)

@@ -57,13 +57,13 @@ def split_job(slow_rank: int, slow_in: str, slow_ms: float = 4.0, steps: int = 1
 @pytest.mark.parametrize("slow_in", ["forward", "data"])
 def test_the_straggler_is_named_with_its_slow_phase(slow_in):
     (row,) = summarize(split_job(1, slow_in)).runs
-    (s,) = row.stragglers
+    (s,) = row.job.stragglers
     assert s["rank"] == 1 and s["phase"] == slow_in, s
     assert s["phase_ms"] == pytest.approx(4.0, abs=0.3)
     assert f"slow in {slow_in} (+4." in straggler_text(row)
     assert strip_text(row)[-1] == f"straggler r1 in {'fwd' if slow_in == 'forward' else 'data'}"
     # The job's steps carry the slowest rank's split, so the panel shows the job's phases.
-    assert row.step_phases["forward"]["median_ms"] > 3.0
+    assert row.phases.step_phases["forward"]["median_ms"] > 3.0
 
 
 def test_the_jobs_split_is_the_rank_the_others_waited_for():
@@ -71,6 +71,6 @@ def test_the_jobs_split_is_the_rank_the_others_waited_for():
     backward (here rank 1, slow in data), not from whichever rank's time is a hair longer (rank
     0's: it logs)."""
     (row,) = summarize(split_job(1, "data", slow_ms=6.0, rank0_other=0.3)).runs
-    data = row.step_phases["data"]["median_ms"]
+    data = row.phases.step_phases["data"]["median_ms"]
     assert data == pytest.approx(7.0, rel=0.05)  # rank 1's 1 + 6 ms, at every step
-    assert row.step_phases["backward"]["median_ms"] == pytest.approx(4.0, rel=0.05)  # no wait
+    assert row.phases.step_phases["backward"]["median_ms"] == pytest.approx(4.0, rel=0.05)  # no wait

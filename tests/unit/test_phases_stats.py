@@ -48,23 +48,23 @@ def row(summary, mode: str):
 def test_each_phase_gets_its_median_spread_and_share_of_the_step():
     s = summarize(phased_events("eager-fp32", "eager", EAGER, other=0.5))
     r = row(s, "eager")
-    assert list(r.step_phases) == ["data", "forward", "backward", "optimizer", "other"]
+    assert list(r.phases.step_phases) == ["data", "forward", "backward", "optimizer", "other"]
     for name, ms in (*EAGER.items(), ("other", 0.5)):
-        p = r.step_phases[name]
+        p = r.phases.step_phases[name]
         assert p["median_ms"] == pytest.approx(ms, rel=0.02)
         assert p["p10_ms"] < p["median_ms"] < p["p90_ms"]
         assert p["ci_lo"] <= p["median_ms"] <= p["ci_hi"]
-    assert sum(p["share"] for p in r.step_phases.values()) == pytest.approx(1.0, abs=1e-6)
-    assert r.step_phases["forward"]["share"] == pytest.approx(6.0 / 13.5, rel=0.02)
-    assert r.phases_missing == []
+    assert sum(p["share"] for p in r.phases.step_phases.values()) == pytest.approx(1.0, abs=1e-6)
+    assert r.phases.step_phases["forward"]["share"] == pytest.approx(6.0 / 13.5, rel=0.02)
+    assert r.phases.phases_missing == []
 
 
 def test_a_phase_not_seen_is_said_and_its_time_stays_in_other():
     s = summarize(phased_events("eager-fp32", "eager", EAGER, other=0.5, missing=("forward",)))
     r = row(s, "eager")
-    assert r.phases_missing == ["forward"]
-    assert "forward" not in r.step_phases
-    assert r.step_phases["other"]["median_ms"] == pytest.approx(6.5, rel=0.03)  # never a guess
+    assert r.phases.phases_missing == ["forward"]
+    assert "forward" not in r.phases.step_phases
+    assert r.phases.step_phases["other"]["median_ms"] == pytest.approx(6.5, rel=0.03)  # never a guess
 
 
 def test_steps_without_a_split_leave_no_phases():
@@ -72,7 +72,7 @@ def test_steps_without_a_split_leave_no_phases():
     for e in evs:
         e.pop("ph", None)
     r = row(summarize(evs), "eager")
-    assert r.step_phases == {} and r.phases_missing == []
+    assert r.phases.step_phases == {} and r.phases.phases_missing == []
 
 
 def test_compiles_speedup_per_phase_is_recovered_inside_its_interval():
@@ -80,18 +80,18 @@ def test_compiles_speedup_per_phase_is_recovered_inside_its_interval():
            + phased_events("default-fp32", "default", COMPILED, seed=2))
     s = summarize(evs)
     c = row(s, "default")
-    sp = {name: p.get("speedup") for name, p in c.step_phases.items()}
+    sp = {name: p.get("speedup") for name, p in c.phases.step_phases.items()}
     assert sp["forward"] == pytest.approx(1.62, rel=0.03)
     assert sp["backward"] == pytest.approx(1.21, rel=0.03)
     assert sp["optimizer"] == pytest.approx(1.0, rel=0.03)
     assert sp["data"] == pytest.approx(1.0, rel=0.03)
     for name, true in (("forward", 1.62), ("backward", 1.21), ("optimizer", 1.0), ("data", 1.0)):
-        p = c.step_phases[name]
+        p = c.phases.step_phases[name]
         assert p["speedup_lo"] < true < p["speedup_hi"], (name, p)
         # One process a variant: the assumed spread between processes is in every interval, as
         # in the step's own (never narrower than the step's speedup interval, relatively).
-        assert p["speedup_hi"] / p["speedup_lo"] >= 0.99 * c.speedup_hi / c.speedup_lo
-    assert "speedup" not in row(s, "eager").step_phases["forward"]  # the baseline itself
+        assert p["speedup_hi"] / p["speedup_lo"] >= 0.99 * c.compare.speedup_hi / c.compare.speedup_lo
+    assert "speedup" not in row(s, "eager").phases.step_phases["forward"]  # the baseline itself
 
 
 def test_several_processes_give_phase_speedups_the_measured_spread():
@@ -105,8 +105,8 @@ def test_several_processes_give_phase_speedups_the_measured_spread():
     s = summarize(evs)
     assert s.noise.measured
     c = row(s, "default")
-    assert c.processes and len(c.step_phases["forward"]["process_medians"]) == 3
-    fwd, opt = c.step_phases["forward"], c.step_phases["optimizer"]
+    assert c.processes and len(c.phases.step_phases["forward"]["process_medians"]) == 3
+    fwd, opt = c.phases.step_phases["forward"], c.phases.step_phases["optimizer"]
     assert fwd["speedup_lo"] > 1.5 and fwd["speedup_hi"] < 1.75  # a measured, tight spread
     assert opt["speedup_lo"] < 1.0 < opt["speedup_hi"]
 
@@ -116,8 +116,8 @@ def test_a_speck_of_a_phase_gets_no_speedup():
     evs = (phased_events("eager-fp32", "eager", tiny, seed=1)
            + phased_events("default-fp32", "default", {**tiny, "forward": 3.0}, seed=2))
     c = row(summarize(evs), "default")
-    assert "speedup" not in c.step_phases["data"]
-    assert c.step_phases["forward"]["speedup"] == pytest.approx(2.0, rel=0.03)
+    assert "speedup" not in c.phases.step_phases["data"]
+    assert c.phases.step_phases["forward"]["speedup"] == pytest.approx(2.0, rel=0.03)
 
 
 def test_phases_are_in_summary_json(tmp_path):

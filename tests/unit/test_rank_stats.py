@@ -154,15 +154,16 @@ def test_own_time_takes_the_wait_for_the_last_rank_out():
 
 def test_a_job_step_is_its_slowest_ranks_and_every_rank_has_a_row():
     row = job_row(job_events(world=4, slow_rank=2, slow_ms=4.0, slow_from=60, seed=1))
-    assert row.world_size == 4 and row.backend == "gloo" and row.steps == 120
-    assert [x["rank"] for x in row.ranks] == [0, 1, 2, 3]
-    assert all(x["steps"] == 120 and x["status"] == "done" for x in row.ranks)
-    assert row.throughput == pytest.approx(4 * 32 / (row.median_ms / 1000))  # every rank's batch
-    (s,) = row.stragglers
+    assert row.job.world_size == 4 and row.job.backend == "gloo" and row.timing.steps == 120
+    assert [x["rank"] for x in row.job.ranks] == [0, 1, 2, 3]
+    assert all(x["steps"] == 120 and x["status"] == "done" for x in row.job.ranks)
+    # every rank's batch
+    assert row.timing.throughput == pytest.approx(4 * 32 / (row.timing.median_ms / 1000))
+    (s,) = row.job.stragglers
     assert s["rank"] == 2 and 30 <= s["slower_pct"] <= 50  # ~4 ms over ~10 ms of own time
     assert 55 <= s["since"] <= 66, s
-    own = {x["rank"]: x["own_ms"] for x in row.ranks}
-    assert own[2] > own[0] + 2 and row.skew_pct > 20
+    own = {x["rank"]: x["own_ms"] for x in row.job.ranks}
+    assert own[2] > own[0] + 2 and row.job.skew_pct > 20
     md = export.to_markdown({}, summarize(job_events(world=4, slow_rank=2, slow_from=60, seed=1)))
     assert "| straggler | rank 2: " in md and "since step" in md
     assert "| ranks (world size) | 4 ranks · gloo · 1 host |" in md
@@ -173,21 +174,22 @@ def test_a_rank_slow_from_the_start_is_slow_since_the_first_steady_step(seed):
     """A busy machine's noise dips the slow rank's lead below the threshold now and then: that
     must not date it "since step 1747" (or hide it)."""
     row = job_row(job_events(steps=800, slow_rank=1, slow_ms=1.5, tail=3.0, seed=seed))
-    (s,) = row.stragglers
-    assert s["rank"] == 1 and s["since"] == row.steady_from and s["steps"] == 800 - row.steady_from, s
+    (s,) = row.job.stragglers
+    steady_from = row.timing.steady_from
+    assert s["rank"] == 1 and s["since"] == steady_from and s["steps"] == 800 - steady_from, s
     late = job_row(job_events(steps=800, slow_rank=1, slow_ms=3.0, slow_from=300, tail=3.0, seed=seed))
-    (s,) = late.stragglers
+    (s,) = late.job.stragglers
     assert 260 <= s["since"] <= 340, s  # a noisy change is dated within a few dozen steps
     recovered = job_events(steps=800, slow_rank=1, slow_ms=3.0, tail=3.0, seed=seed)
     for e in recovered:  # slow over the first half only
         if e["type"] == events.STEP and e["i"] >= 400:
             e["pre_ms"] = round(e["pre_ms"] - (3.0 if e["rank"] == 1 else 0.0), 4)
-    assert job_row(recovered).stragglers == []
+    assert job_row(recovered).job.stragglers == []
 
 
 def test_noise_alone_names_no_straggler():
     row = job_row(job_events(world=8, seed=3))
-    assert row.stragglers == [] and row.skew_pct < 5
+    assert row.job.stragglers == [] and row.job.skew_pct < 5
     assert "| straggler | none |" in export.to_markdown({}, summarize(job_events(world=8, seed=3)))
 
 
@@ -196,12 +198,12 @@ def test_steps_held_by_a_catch_up_are_kept_apart():
     # Said before the held steps end: the ranks that waited finish them after the catch-up.
     evs.insert(20, events.make(events.CONTROL, "eager-script", action="catch_up", first=10, last=12))
     row = job_row(evs)
-    assert row.measured == 57  # step 0 (warm-up) and steps 10, 11 out
+    assert row.timing.measured == 57  # step 0 (warm-up) and steps 10, 11 out
 
 
 def test_compiles_that_differ_between_ranks_are_named():
     row = job_row(job_events(compile_at={0: [0], 1: [0, 70]}))
-    assert [divergence_line(d) for d in row.compile_divergence] == ["step 70 compiled on rank 1 only"]
+    assert [divergence_line(d) for d in row.job.compile_divergence] == ["step 70 compiled on rank 1 only"]
     assert "compiles diverge across ranks: step 70" in export.to_markdown({}, summarize(
         job_events(compile_at={0: [0], 1: [0, 70]})))
     # A rank still behind the step where another compiled is no divergence (yet).
@@ -221,8 +223,8 @@ def test_a_failed_rank_fails_the_job_and_the_others_fate_is_told():
                         ranks_fate="rank 0 ended by torchrun")]
     summary = summarize(evs)
     (row,) = summary.runs
-    assert row.status == "failed" and row.error == "rank 1: RuntimeError: bad batch"
-    assert {x["rank"]: x["status"] for x in row.ranks} == {0: "killed", 1: "failed"}
+    assert row.status == "failed" and row.failure.error == "rank 1: RuntimeError: bad batch"
+    assert {x["rank"]: x["status"] for x in row.job.ranks} == {0: "killed", 1: "failed"}
     md = export.to_markdown({}, summary)
     assert "rank 1 failed after 30 steps: RuntimeError: bad batch" in md
     assert "rank 0 ended without a word" in md
@@ -355,10 +357,10 @@ def test_two_nodes_sessions_read_as_one_job(tmp_path):
     b = node_dir(tmp_path, "b", job_events(world=4, ranks=[2, 3], slow_rank=3, node=1, t0=1000.001))
     meta, evs, summary = load_session([a, b])
     (row,) = summary.runs
-    assert [x["rank"] for x in row.ranks] == [0, 1, 2, 3] and row.world_size == 4
-    assert row.stragglers[0]["rank"] == 3 and row.hosts == ["node0", "node1"]
+    assert [x["rank"] for x in row.job.ranks] == [0, 1, 2, 3] and row.job.world_size == 4
+    assert row.job.stragglers[0]["rank"] == 3 and row.job.hosts == ["node0", "node1"]
     assert [n["ranks"] for n in meta["nodes"]] == [[0, 1], [2, 3]] and "(2 nodes)" in meta["name"]
-    assert row.steps == 120  # one job step per step, from all four ranks
+    assert row.timing.steps == 120  # one job step per step, from all four ranks
     c = node_dir(tmp_path, "c", job_events(world=4, ranks=[2, 3], job_id="another", node=1))
     with pytest.raises(merge.MergeError, match="not one job"):
         load_session([a, c])
@@ -410,4 +412,4 @@ def test_each_ranks_gpu_is_found_from_its_pid(tmp_path):
     evs = job_events(steps=30)
     evs.insert(10, {**sample, "t": 1000.2})
     row = job_row(evs)
-    assert [(x["gpus"], x["gpu_mem_max"]) for x in row.ranks] == [([0], 2**30), ([1], 2 * 2**30)]
+    assert [(x["gpus"], x["gpu_mem_max"]) for x in row.job.ranks] == [([0], 2**30), ([1], 2 * 2**30)]

@@ -66,9 +66,10 @@ def test_lightnings_sanity_check_compile_is_not_a_training_recompile():
                     reasons=["0/1: tensor 'x' size mismatch at index 0. expected 32, actual 8"]),
     ]
     (r,) = summarize(evs).runs
-    assert r.recompiles == 0 and r.graphs_fwd == 1 and r.val_compiles == 1 and r.val_recompiles == 1
-    assert [guard_word(g) for g in r.val_guards] == ["grad_mode", "batch 8"]
-    assert r.compile_phases == {"dynamo": 0.1, "codegen": 0.7}
+    c = r.compile
+    assert c.recompiles == 0 and c.graphs_fwd == 1 and c.val_compiles == 1 and c.val_recompiles == 1
+    assert [guard_word(g) for g in r.compile.val_guards] == ["grad_mode", "batch 8"]
+    assert r.compile.compile_phases == {"dynamo": 0.1, "codegen": 0.7}
 
 
 def test_training_compile_in_a_warmup_gap_is_still_warmup():
@@ -78,7 +79,7 @@ def test_training_compile_in_a_warmup_gap_is_still_warmup():
     step0 = next(e for e in evs if e["type"] == events.STEP and e["i"] == 0)
     step0.update(ms=5000.0, compile_ms=800.0, gap=1)
     (r,) = summarize(evs).runs
-    assert r.overhead_s == pytest.approx(0.8, abs=0.05)
+    assert r.timing.overhead_s == pytest.approx(0.8, abs=0.05)
 
 
 def test_guards_in_a_word():

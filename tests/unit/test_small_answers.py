@@ -54,7 +54,7 @@ def test_why_first_losses_differ_is_told_apart():
             evs += run_events(f"default-fp32-{k}", "default", "fp32", [9.0] * 40, replicate=k,
                               losses=[default_first] + [0.5] * 39, first_ms=500.0)
         default = next(v for v in summarize(evs).variants if v.mode == "default")
-        return default.loss_apart, loss_text(default)
+        return default.loss.loss_apart, loss_text(default)
 
     apart, text = session((1.0, 1.0, 1.0), 1.3)  # eager's processes start alike: seeded
     assert apart == "random ops" and "compiled code draws dropout's" in text, text
@@ -70,7 +70,7 @@ def test_a_warm_start_counts_the_backward_graphs_it_loaded():
         evs.insert(3, events.make(events.COMPILE, "default-fp32", compile_id=f"{k}/0", forward=True,
                                   seconds=0.5, graph_ops=10, phases={}, aot_cache_hits=1))
     r = summarize(evs).runs[0]
-    assert (r.graphs_fwd, r.graphs_bwd) == (2, 2)
+    assert (r.compile.graphs_fwd, r.compile.graphs_bwd) == (2, 2)
 
 
 def test_the_compile_pane_counts_graphs_not_attempts():
@@ -114,4 +114,4 @@ def test_a_round_that_never_started_is_not_run_and_a_run_that_never_stepped_met_
     s = summarize(evs)
     row = s.variants[0]
     assert row.status == "done" and [p["status"] for p in row.processes] == ["done", "not run", "not run"]
-    assert row.foreign_cores is None and s.runs[0].foreign_cores is None
+    assert row.load.foreign_cores is None and s.runs[0].load.foreign_cores is None

@@ -43,13 +43,13 @@ def test_medians_percentiles_and_throughput_from_steady_steps_only():
     ms = [50.0, 12.0, 11.0] + [10.0 + (i % 5) for i in range(100)]
     s = by_label(summarize(run_events("e", "eager", "fp32", ms)))["eager/fp32"]
     steady = sorted(ms[3:])
-    assert s.measured == 100 and s.steps == 103 and s.warmup_steps == 3
-    assert s.median_ms == statistics.median(steady)
-    assert s.p10_ms == pytest.approx(percentile(steady, 0.1))
-    assert s.p90_ms == pytest.approx(percentile(steady, 0.9))
-    assert s.throughput == pytest.approx(32 / (s.median_ms / 1000))
-    assert s.overhead_s == pytest.approx((50 + 12 + 11 - 3 * s.median_ms) / 1000)
-    assert s.speedup == 1.0 and s.baseline == "eager/fp32"
+    assert s.timing.measured == 100 and s.timing.steps == 103 and s.timing.warmup_steps == 3
+    assert s.timing.median_ms == statistics.median(steady)
+    assert s.timing.p10_ms == pytest.approx(percentile(steady, 0.1))
+    assert s.timing.p90_ms == pytest.approx(percentile(steady, 0.9))
+    assert s.timing.throughput == pytest.approx(32 / (s.timing.median_ms / 1000))
+    assert s.timing.overhead_s == pytest.approx((50 + 12 + 11 - 3 * s.timing.median_ms) / 1000)
+    assert s.compare.speedup == 1.0 and s.compare.baseline == "eager/fp32"
 
 
 def test_percentile_matches_linear_interpolation():
@@ -64,11 +64,11 @@ def test_known_speedup_and_break_even():
     comp = run_events("default-fp32", "default", "fp32", [8.0] * 200, first_ms=1008.0)
     r = by_label(summarize(eager + comp))
     c = r["default/fp32"]
-    assert c.speedup == pytest.approx(1.25)
-    assert c.overhead_s == pytest.approx(1.0)  # 1008 ms first step, 8 ms would have done
-    assert c.breakeven_steps == 500  # 1 s extra / 2 ms saved per step
-    assert c.breakeven_s == pytest.approx(1.0 + 500 * 0.008)
-    assert c.compile_s == pytest.approx(1008 * 0.9 / 1000)
+    assert c.compare.speedup == pytest.approx(1.25)
+    assert c.timing.overhead_s == pytest.approx(1.0)  # 1008 ms first step, 8 ms would have done
+    assert c.compare.breakeven_steps == 500  # 1 s extra / 2 ms saved per step
+    assert c.compare.breakeven_s == pytest.approx(1.0 + 500 * 0.008)
+    assert c.compile.compile_s == pytest.approx(1008 * 0.9 / 1000)
     assert "500 steps" in table.breakeven_text(c)
 
 
@@ -76,8 +76,8 @@ def test_slower_compiled_variant_never_pays_off():
     eager = run_events("eager-amp", "eager", "amp", [10.0] * 50)
     comp = run_events("default-amp", "default", "amp", [11.0] * 50, first_ms=500.0)
     c = by_label(summarize(eager + comp))["default/amp"]
-    assert c.speedup == pytest.approx(10 / 11)
-    assert c.breakeven_never and table.breakeven_text(c).startswith("never")
+    assert c.compare.speedup == pytest.approx(10 / 11)
+    assert c.compare.breakeven_never and table.breakeven_text(c).startswith("never")
 
 
 def test_baseline_is_eager_of_the_same_precision():
@@ -85,16 +85,16 @@ def test_baseline_is_eager_of_the_same_precision():
            + run_events("eager-amp", "eager", "amp", [10.0] * 30)
            + run_events("default-amp", "default", "amp", [5.0] * 30, first_ms=100.0))
     r = by_label(summarize(evs))
-    assert r["default/amp"].baseline == "eager/amp"
-    assert r["default/amp"].speedup == pytest.approx(2.0)
-    assert r["eager/amp"].speedup == pytest.approx(1.0)
+    assert r["default/amp"].compare.baseline == "eager/amp"
+    assert r["default/amp"].compare.speedup == pytest.approx(2.0)
+    assert r["eager/amp"].compare.speedup == pytest.approx(1.0)
 
 
 def test_recompile_steps_are_kept_out_of_the_steady_state():
     ms = [10.0] * 50
     ms[30] = 900.0  # a recompile in the middle of the run
     s = by_label(summarize(run_events("d", "default", "fp32", ms, compile_at=(30,))))["default/fp32"]
-    assert s.measured == 46 and s.median_ms == 10.0 and s.p90_ms == 10.0
+    assert s.timing.measured == 46 and s.timing.median_ms == 10.0 and s.timing.p90_ms == 10.0
 
 
 def test_loss_agreement_between_variants():
@@ -104,9 +104,9 @@ def test_loss_agreement_between_variants():
     evs = (run_events("eager-fp32", "eager", "fp32", [5.0] * 40, losses=base)
            + run_events("default-fp32", "default", "fp32", [4.0] * 30, losses=other[:30]))
     c = by_label(summarize(evs))["default/fp32"]
-    assert c.final_loss == other[29]
-    assert c.common_steps == 30
-    assert c.max_loss_diff == pytest.approx(0.003)
+    assert c.loss.final_loss == other[29]
+    assert c.loss.common_steps == 30
+    assert c.loss.max_loss_diff == pytest.approx(0.003)
 
 
 def test_failed_run_and_unfinished_run_are_reported():
@@ -116,8 +116,8 @@ def test_failed_run_and_unfinished_run_are_reported():
                         message="boom")]
     r = by_label(summarize(evs))
     assert r["default/fp32"].status == "failed"
-    assert r["default/fp32"].error == "RuntimeError: boom"
-    assert r["default/fp32"].median_ms is None and r["default/fp32"].speedup is None
+    assert r["default/fp32"].failure.error == "RuntimeError: boom"
+    assert r["default/fp32"].timing.median_ms is None and r["default/fp32"].compare.speedup is None
     header, rows = export.table(summarize(evs))
     assert header == ["", "eager/fp32", "default/fp32"]
     assert rows[0][2] == "failed: RuntimeError: boom"
@@ -153,11 +153,11 @@ def test_bounded_collector_keeps_counts_exact_and_memory_bounded():
     bounded.extend(evs)
     assert len(bounded.steps("eager-fp32")) == 3 + HEAD + 200  # kept apart, head, recent window
     r = bounded.summary().runs[0]
-    assert r.steps == 5203 and r.measured == 5200
-    assert r.median_ms == 10.0  # over the head and the recent window
-    assert r.overhead_s == pytest.approx((500 + 20 + 20 - 3 * 10.0) / 1000)
+    assert r.timing.steps == 5203 and r.timing.measured == 5200
+    assert r.timing.median_ms == 10.0  # over the head and the recent window
+    assert r.timing.overhead_s == pytest.approx((500 + 20 + 20 - 3 * 10.0) / 1000)
     full = summarize(evs).runs[0]
-    assert full.median_ms == 10.0 and full.steps == 5203
+    assert full.timing.median_ms == 10.0 and full.timing.steps == 5203
     # Summaries do not disturb the collector: asking twice gives the same answer.
     assert bounded.summary().runs[0] == r
 
@@ -175,7 +175,7 @@ def test_paused_time_is_summed_and_kept_out_of_the_probe_figures():
         evs[-1]["t"] = float(t)
     r = summarize(evs).runs[0]
     assert r.paused_s == pytest.approx(10.0)
-    assert r.cpu_mean == pytest.approx(100.0) and r.samples == 40 - 10 - 3  # paused, warm-up
+    assert r.probes.cpu_mean == pytest.approx(100.0) and r.probes.samples == 40 - 10 - 3  # paused, warm-up
     # Two runs of one variant (a restart) get columns that say which is which.
     again = run_events("e-2", "eager", "fp32", [10.0] * 5)
     header, _ = export.table(summarize(evs + again))
@@ -193,8 +193,8 @@ def test_bounded_loss_comparison_uses_aligned_step_indices():
     bounded = Collector(keep_steps=256)
     bounded.extend(evs)
     c = next(r for r in bounded.summary().runs if r.run == "default-fp32")
-    assert c.common_steps == 3000 // 128 + 1  # every 128th step: the eager track's stride
-    assert c.max_loss_diff == pytest.approx(0.01)  # step 2048 sits on every power-of-two stride
+    assert c.loss.common_steps == 3000 // 128 + 1  # every 128th step: the eager track's stride
+    assert c.loss.max_loss_diff == pytest.approx(0.01)  # step 2048 sits on every power-of-two stride
 
 
 def noisy(n, median, sigma=0.05, seed=0, rho=0.0):
@@ -214,19 +214,20 @@ def test_a_known_speedup_is_recovered_inside_its_interval():
     evs = (run_events("eager-fp32", "eager", "fp32", noisy(2000, 10.0, seed=1))
            + run_events("default-fp32", "default", "fp32", noisy(2000, 8.0, seed=2)))
     c = by_label(summarize(evs))["default/fp32"]
-    assert c.speedup_lo < 1.25 < c.speedup_hi
-    assert c.breakeven_lo is not None and c.breakeven_hi is None  # it may never pay off
+    assert c.compare.speedup_lo < 1.25 < c.compare.speedup_hi
+    assert c.compare.breakeven_lo is not None and c.compare.breakeven_hi is None  # it may never pay off
     # Each median alone is tight (2 000 steps); the speedup's interval is as wide as the spread
     # between processes that one process a variant cannot measure (the assumed one).
     for r in summarize(evs).runs:
-        assert r.median_ci_hi / r.median_ci_lo < 1.01
-    assert c.speedup_hi / c.speedup_lo > 1.6
+        assert r.timing.median_ci_hi / r.timing.median_ci_lo < 1.01
+    assert c.compare.speedup_hi / c.compare.speedup_lo > 1.6
     # Three processes a variant that land alike measure a small spread: a tight, sure interval.
     s = repeated_session(3, 10.0, 8.0, process_sigma=0.005, seed=3)
     combined = next(v for v in s.variants if v.mode == "default")
-    assert combined.speedup_lo < 1.25 < combined.speedup_hi
-    assert combined.speedup_hi - combined.speedup_lo < 0.1 and not combined.within_noise
-    assert combined.breakeven_lo is not None and combined.breakeven_hi is not None
+    assert combined.compare.speedup_lo < 1.25 < combined.compare.speedup_hi
+    vs = combined.compare
+    assert vs.speedup_hi - vs.speedup_lo < 0.1 and not vs.within_noise
+    assert combined.compare.breakeven_lo is not None and combined.compare.breakeven_hi is not None
 
 
 def test_no_difference_is_called_noise():
@@ -235,7 +236,7 @@ def test_no_difference_is_called_noise():
            + run_events("default-fp32", "default", "fp32", noisy(500, 10.0, sigma=0.2, seed=4),
                         first_ms=900.0))
     c = by_label(summarize(evs))["default/fp32"]
-    assert c.within_noise and c.speedup_lo < 1.0 < c.speedup_hi
+    assert c.compare.within_noise and c.compare.speedup_lo < 1.0 < c.compare.speedup_hi
     assert "within noise" in export.table(summarize(evs))[1][4][2]
 
 
@@ -245,7 +246,8 @@ def test_correlated_steps_widen_the_interval():
     ar = (run_events("eager-fp32", "eager", "fp32", noisy(2000, 10.0, seed=5, rho=0.9))
           + run_events("default-fp32", "default", "fp32", noisy(2000, 8.0, seed=6, rho=0.9)))
     a, b = by_label(summarize(iid))["default/fp32"], by_label(summarize(ar))["default/fp32"]
-    assert b.autocorr > 0.8 > a.autocorr
+    assert b.timing.autocorr > 0.8 > a.timing.autocorr
+    a, b = a.timing, b.timing
     assert (b.median_ci_hi - b.median_ci_lo) > 2 * (a.median_ci_hi - a.median_ci_lo)
 
 
@@ -256,11 +258,11 @@ def test_a_planted_warm_up_is_found_where_it_was_planted():
     warm = [10.0 + 30.0 * math.exp(-i / 8) for i in range(40)]  # settles around step 30–40
     evs = run_events("eager-fp32", "eager", "fp32", warm + steady, warmup=1)
     r = summarize(evs).runs[0]
-    assert 25 <= r.steady_from <= 60
-    assert r.median_ms == pytest.approx(10.0, rel=0.02)
+    assert 25 <= r.timing.steady_from <= 60
+    assert r.timing.median_ms == pytest.approx(10.0, rel=0.02)
     fixed = run_events("eager-fp32", "eager", "fp32", warm + steady, warmup=1)
     fixed[1]["warmup"] = "1"  # run_started: a fixed warm-up was asked for
-    assert summarize(fixed).runs[0].steady_from == 1
+    assert summarize(fixed).runs[0].timing.steady_from == 1
 
 
 def test_a_recompile_in_steady_state_flags_the_run():
@@ -286,10 +288,10 @@ def test_drift_misjudged_in_sequence_is_noise_under_interleaving():
                    + run_events("default-fp32", "default", "fp32", b))
     seq = by_label(summarize(sequential))["default/fp32"]
     inter = by_label(summarize(interleaved))["default/fp32"]
-    assert seq.speedup < 0.95  # drift read as a slowdown
+    assert seq.compare.speedup < 0.95  # drift read as a slowdown
     # ... and each median is sure of its (drifted) level: only its process's own steps are in it
-    assert seq.median_ms / 10.0 > 1.1 and seq.median_ci_lo / 10.0 > 1.1
-    assert inter.within_noise and inter.speedup == pytest.approx(1.0, abs=0.02)
+    assert seq.timing.median_ms / 10.0 > 1.1 and seq.timing.median_ci_lo / 10.0 > 1.1
+    assert inter.compare.within_noise and inter.compare.speedup == pytest.approx(1.0, abs=0.02)
 
 
 def repeated_session(k, eager_ms, compiled_ms, process_sigma, seed):
@@ -318,11 +320,11 @@ def test_repeats_interval_covers_the_spread_between_processes():
         single = repeated_session(1, 10.0, 8.0, process_sigma=0.2, seed=seed)
         first = next(r for r in single.runs if r.run == "default-fp32")
         assert not single.noise.measured
-        single_misses += not (first.speedup_lo <= 1.25 <= first.speedup_hi)
+        single_misses += not (first.compare.speedup_lo <= 1.25 <= first.compare.speedup_hi)
         s = repeated_session(5, 10.0, 8.0, process_sigma=0.2, seed=seed)
         combined = next(v for v in s.variants if v.mode == "default")
-        combined_misses += not (combined.speedup_lo <= 1.25 <= combined.speedup_hi)
-        assert combined.baseline == "eager/fp32" and len(combined.processes) == 5
+        combined_misses += not (combined.compare.speedup_lo <= 1.25 <= combined.compare.speedup_hi)
+        assert combined.compare.baseline == "eager/fp32" and len(combined.processes) == 5
         assert s.noise.measured and s.noise.df == 8  # 2 variants × (5 - 1)
     assert single_misses >= 8  # the one-process interval assumes a smaller spread
     assert combined_misses <= 4  # about 5 % expected (2 of 40); 4 leaves room for chance
@@ -331,9 +333,10 @@ def test_repeats_interval_covers_the_spread_between_processes():
 def test_repeats_without_process_spread_stay_as_tight_as_their_steps_allow():
     s = repeated_session(3, 10.0, 8.0, process_sigma=0.0, seed=1)
     combined = next(v for v in s.variants if v.mode == "default")
-    assert combined.speedup == pytest.approx(1.25, rel=0.01)
-    assert combined.speedup_lo < 1.25 < combined.speedup_hi
-    assert combined.speedup_hi - combined.speedup_lo < 0.15 and not combined.within_noise
+    assert combined.compare.speedup == pytest.approx(1.25, rel=0.01)
+    assert combined.compare.speedup_lo < 1.25 < combined.compare.speedup_hi
+    vs = combined.compare
+    assert vs.speedup_hi - vs.speedup_lo < 0.15 and not vs.within_noise
 
 
 def test_repeats_table_has_one_column_per_variant_and_each_process_median():
@@ -357,3 +360,59 @@ def test_student_t_quantiles_and_welch_degrees_of_freedom():
     assert Z95 < t95(10**6) < 1.9601
     assert welch_df(1.0, 4, 1.0, 4) == pytest.approx(8.0)  # equal variances: the pooled df
     assert welch_df(1.0, 4, 1e-6, 4) == pytest.approx(4.0)  # one side dominates: its df
+
+
+# summary.json's run row as it was before a row became records composed (issue 32): the same
+# keys in the same order. A new key goes in records.FLAT_ORDER and here (or a version bump).
+_ROW_KEYS = """run mode precision status axes replicate processes left_out device device_name torch python
+cuda params batch_size notes own_load steps measured length_steps length_s median_ms p10_ms p90_ms
+mean_data_ms throughput loss_comparable loss_apart losses_per_step throughput_unit first_step_ms
+warmup_steps gap_steps warmup_auto steady_from median_ci_lo median_ci_hi log_se within_log_se autocorr
+overhead_s compile_s compiles speedup speedup_lo speedup_hi within_noise foreign_cores foreign_gpu_sm
+foreign_gpu_mem foreign_gpu_pids load_differs busy_dropped own_cores own_dropped faults_per_step
+faults_differ doubts baseline axis_baseline axis_speedup axis_speedup_lo axis_speedup_hi
+axis_per_sample breakeven_steps breakeven_s breakeven_never breakeven_lo breakeven_hi peak_rss
+cuda_peak_allocated cuda_peak_reserved final_loss max_loss_diff loss_ref loss_gap loss_ref_spread
+loss_nonfinite common_steps wall_s turns paused_s error failure_kind failure_tail hung_s cpu_mean
+cpu_max tree_rss_max children_max gpu_util_mean vram_max gpu_proc_mem_max temp_max power_mean
+throttled_share throttle_reasons samples warnings compile_phases graphs_fwd graphs_bwd graph_breaks
+recompiles recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell_back val_compiles
+val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
+start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
+world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
+label unreliable val_words"""
+ROW_KEYS = _ROW_KEYS.split()
+
+
+def test_summary_json_keeps_a_rows_keys_and_their_order(tmp_path):
+    from synthetic_session import session
+
+    from tuimon.analysis.stats.records import FLAT_ORDER, flat
+    from tuimon.analysis.stats.rows import RunStats
+
+    meta, evs, summary = export.load_session(session(tmp_path, "s", gpu=True))
+    doc = json.loads(export.to_json(meta, summary))
+    assert [list(row) for row in doc["runs"]] == [ROW_KEYS] * 2
+    assert doc["runs"][1]["median_ms"] == summary.runs[1].timing.median_ms > 0
+    assert doc["runs"][1]["compile_s"] == summary.runs[1].compile.compile_s > 0
+    # Every field of a row's records is in the flat row, in FLAT_ORDER (none left to go last).
+    assert list(flat(RunStats("r", "eager", "fp32"))) == list(FLAT_ORDER)
+
+
+def test_a_summary_leaves_the_rows_it_folds_as_they_were(tmp_path):
+    """The live view asks for a summary every second or so: each must read the same rows (a
+    summary that added its throttle counts into a folded row's dict counted them again each time)."""
+    from synthetic_session import session
+
+    from tuimon.analysis.stats import Collector
+
+    path = session(tmp_path, "s", gpu=True) / "events.jsonl"
+    evs = [json.loads(line) for line in path.read_text().splitlines()]
+    for e in evs:
+        for d in e.get("devices", []):
+            d["throttle_reasons"] = ["sw_thermal_slowdown"]
+    collector = Collector(keep_steps=1000)
+    collector.extend(evs)
+    first = export.to_json({}, collector.summary())
+    assert '"sw_thermal_slowdown": ' in first
+    assert export.to_json({}, collector.summary()) == first

@@ -104,7 +104,8 @@ def test_a_busy_machine_or_differing_load_is_unreliable_unless_kept_out():
     assert decide(replace(busy, quiet_only=True)).kind == "use"  # --quiet-only kept the busy steps out
     differs = point("load_differs", base="eager/amp", base_load={"cores": 0.1, "pids": []},
                     label="default/amp", load={"cores": 1.0, "pids": []})
-    rows = [replace(r, doubts=[differs], load_differs=True) if r.label == "default/amp" else r
+    rows = [replace(r, doubts=[differs], load=replace(r.load, load_differs=True)) if r.label == "default/amp"
+            else r
             for r in summary.variants]
     v = decide(replace(summary, variants=rows))
     assert v.kind == "unreliable" and reasons(v) == [
@@ -118,7 +119,7 @@ def test_too_few_steady_steps_name_no_winner():
     evs = session(variant("eager", "fp32", 10.0, seed=1, n_steps=9, processes=1),
                   variant("default", "fp32", 7.0, seed=2, compile_s=5, n_steps=11, processes=1))
     summary = summarize(evs)
-    assert sorted(r.measured for r in summary.runs) == [6, 8]
+    assert sorted(r.timing.measured for r in summary.runs) == [6, 8]
     v = summary.verdict
     assert v.kind == "none" and v.winner is None
     assert line(v) == ("Verdict: no answer: not enough steady steps (eager/fp32 6 and default/fp32 8; "
@@ -231,7 +232,8 @@ def test_failures_skips_and_runs_not_measured_yet():
     assert waiting.verdict.kind == "pending" and "waiting for eager/fp32" in line(waiting.verdict)
     assert summarize(session(FOUR[1])).verdict.kind == "none"  # no eager run at all
     quiet = summarize(session(*FOUR))  # --quiet-only kept out every step of the reference
-    rows = [replace(r, median_ms=None, busy_dropped=r.steps) if r.label == "eager/fp32" else r
+    rows = [replace(r, timing=replace(r.timing, median_ms=None),
+                    load=replace(r.load, busy_dropped=r.timing.steps)) if r.label == "eager/fp32" else r
             for r in quiet.variants]
     v = decide(replace(quiet, variants=rows))
     assert v.kind == "none" and line(v) == (
@@ -248,11 +250,11 @@ def test_axes_compare_with_their_baseline_and_a_batch_axis_per_sample():
     s = summarize(evs)
     rows = {r.label: r for r in s.variants}
     big = rows["eager/fp32 · bs=64"]
-    assert big.axis_baseline == "eager/fp32 · bs=32" and big.axis_per_sample
-    assert big.axis_speedup == pytest.approx((10 / 32) / (18 / 64), rel=0.03)
-    assert rows["default/fp32 · bs=64"].baseline == "eager/fp32 · bs=64"  # compile: same axis values
-    assert rows["default/fp32 · bs=64"].speedup == pytest.approx(18 / 15, rel=0.03)
-    assert rows["eager/fp32 · bs=32"].axis_baseline is None
+    assert big.compare.axis_baseline == "eager/fp32 · bs=32" and big.compare.axis_per_sample
+    assert big.compare.axis_speedup == pytest.approx((10 / 32) / (18 / 64), rel=0.03)
+    assert rows["default/fp32 · bs=64"].compare.baseline == "eager/fp32 · bs=64"  # compile: same axis values
+    assert rows["default/fp32 · bs=64"].compare.speedup == pytest.approx(18 / 15, rel=0.03)
+    assert rows["eager/fp32 · bs=32"].compare.axis_baseline is None
     v = s.verdict
     assert v.reference == "eager/fp32 · bs=32" and v.per_sample
     assert v.winner == "default/fp32 · bs=64" and "per sample" in line(v)
@@ -295,7 +297,7 @@ def test_repeats_are_weighed_per_step_not_per_sample():
     v = s.verdict
     assert not v.per_sample and "per sample" not in line(v), line(v)
     eager, default = s.variants
-    assert v.speedup == pytest.approx(eager.median_ms / default.median_ms, rel=1e-9)
+    assert v.speedup == pytest.approx(eager.timing.median_ms / default.timing.median_ms, rel=1e-9)
 
 
 
@@ -322,7 +324,8 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     assert summary.verdict.kind == "use"
 
     def with_(**by_label):
-        return replace(summary, variants=[replace(r, **by_label.get(r.label, {})) for r in summary.variants])
+        return replace(summary, variants=[replace(r, load=replace(r.load, **by_label.get(r.label, {})))
+                                          for r in summary.variants])
 
     loaded = decide(with_(**{"eager/fp32": {"foreign_cores": 1.5}, "default/fp32": {"foreign_cores": 1.5},
                              "eager/amp": {"foreign_cores": 0.0}, "default/amp": {"foreign_cores": 0.0}}))
@@ -340,7 +343,8 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
     summary = single
 
     def with_(**by_label):  # noqa: F811 - the single-process summary's runs from here on
-        return replace(summary, runs=[replace(r, **by_label.get(r.label, {})) for r in summary.runs])
+        return replace(summary, runs=[replace(r, load=replace(r.load, **by_label.get(r.label, {})))
+                                      for r in summary.runs])
 
     faulty = decide(with_(**{"eager/fp32": {"faults_per_step": 9000.0},
                              "default/fp32": {"faults_per_step": 9000.0},
@@ -354,7 +358,8 @@ def test_each_candidate_is_checked_against_the_reference_it_is_weighed_against()
 
 def test_a_variant_as_fast_is_named_only_when_it_warms_up_clearly_sooner():
     def row(run, overhead_s):
-        return SimpleNamespace(run=run, label=run.replace("-", "/"), overhead_s=overhead_s)
+        return SimpleNamespace(run=run, label=run.replace("-", "/"),
+                               timing=SimpleNamespace(overhead_s=overhead_s))
 
     found = {"default-amp": {"speedup": 1.25, "lo": 1.24, "hi": 1.26},
              "default-fp32": {"speedup": 1.249, "lo": 1.24, "hi": 1.258}}

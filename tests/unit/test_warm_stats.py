@@ -66,16 +66,16 @@ def test_cold_and_warm_compiles_are_kept_apart_in_a_variants_row():
     s = summarize(warm_session())
     row = compiled_row(s)
     # The median of the three processes would be a warm figure (4 s): the row's own is cold.
-    assert row.compile_s == pytest.approx(40.0, rel=0.01)
-    assert set(row.starts) == {"cold", "warm"}
-    cold, warm = row.starts["cold"], row.starts["warm"]
+    assert row.compile.compile_s == pytest.approx(40.0, rel=0.01)
+    assert set(row.warm.starts) == {"cold", "warm"}
+    cold, warm = row.warm.starts["cold"], row.warm.starts["warm"]
     assert cold["processes"] == 1 and warm["processes"] == 2
     assert warm["compile_s"] == pytest.approx(4.0, rel=0.05)
     assert cold["overhead_s"] > 35 > 5 > warm["overhead_s"]
     # ~2 ms a step saved: 40 s cold pays off near step 20,000, 4 s warm near 2,000.
     assert cold["breakeven_steps"] == pytest.approx(20_000, rel=0.1)
     assert warm["breakeven_steps"] == pytest.approx(2_000, rel=0.15)
-    assert row.breakeven_steps == cold["breakeven_steps"]
+    assert row.compare.breakeven_steps == cold["breakeven_steps"]
     header, rows = table(s)
     cells = {r[0]: r[header.index("default/fp32")] for r in rows}
     both = cells["compile / warm-up time"]
@@ -213,7 +213,7 @@ def test_missing_artifacts_make_a_cold_start_said_in_one_line(tmp_path):
     assert warm.starts["default-fp32-2"][0] == "cold" and "load" not in json.loads(env[ARTIFACTS_ENV])
     s = summarize([events.make(events.RUN_QUEUED, "default-fp32-2", mode="default", precision="fp32",
                                start="warm", seed="default-fp32"), {**said, "run": "default-fp32-2"}])
-    assert s.runs[0].start == "cold" and s.runs[0].artifact_notes == [said["text"]]
+    assert s.runs[0].warm.start == "cold" and s.runs[0].warm.artifact_notes == [said["text"]]
 
 
 class Emitter:

@@ -4,11 +4,13 @@ compiled-graph and device-busy time in a capture, when the automatic capture ope
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
 from tuimon import events
 from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.records import GROUPS, Compiles, Timing
 from tuimon.analysis.why import diagnose
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM
 from tuimon.report.export import to_json, to_markdown
@@ -33,18 +35,25 @@ def session(compiled: RunStats, eager: RunStats | None = None) -> SessionSummary
     for r in runs:
         r.status = "done"
     if eager is not None:
-        compiled.baseline = eager.label
-        compiled.speedup = eager.median_ms / compiled.median_ms
-        compiled.speedup_lo, compiled.speedup_hi = compiled.speedup * 0.9, compiled.speedup * 1.1
-        compiled.within_noise = compiled.speedup_lo <= 1 <= compiled.speedup_hi
+        speedup = eager.timing.median_ms / compiled.timing.median_ms
+        compiled.compare = dataclasses.replace(
+            compiled.compare, baseline=eager.label, speedup=speedup, speedup_lo=speedup * 0.9,
+            speedup_hi=speedup * 1.1, within_noise=speedup * 0.9 <= 1 <= speedup * 1.1)
     return SessionSummary(runs)
 
 
 def rows(device: str = "cpu", mode: str = "default", **fields) -> tuple[RunStats, RunStats]:
-    eager = RunStats("eager-fp32", "eager", "fp32", device=device, median_ms=10.0, steps=100)
-    comp = RunStats(f"{mode}-fp32", mode, "fp32", device=device, median_ms=10.0, steps=100, compile_s=5.0)
+    """``fields``: the compiled row's, by name, each set in the record that holds it."""
+    eager = RunStats("eager-fp32", "eager", "fp32", device=device, timing=Timing(median_ms=10.0, steps=100))
+    comp = RunStats(f"{mode}-fp32", mode, "fp32", device=device, timing=Timing(median_ms=10.0, steps=100),
+                    compile=Compiles(compile_s=5.0))
+    held = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
+    for group in {held[key] for key in fields if key in held}:  # some records are frozen
+        setattr(comp, group, dataclasses.replace(getattr(comp, group), **{
+            key: value for key, value in fields.items() if held.get(key) == group}))
     for key, value in fields.items():
-        setattr(comp, key, value)
+        if key not in held:
+            setattr(comp, key, value)
     return comp, eager
 
 
@@ -82,9 +91,10 @@ def test_recompiles_name_the_guard_and_the_recompile_limit():
     guard = "guard failed: tensor 'x' size mismatch at index 0. expected 8, actual 12 (shapes.py:12)"
     assert guard in f.evidence
     assert any("mark_dynamic" in a for a in f.advice)
-    comp.compile_failures = [{"failed": "Unsupported", "reason": "Dynamo recompile limit exceeded",
-                              "count": 1}]
-    comp.recompile_reasons = ["0/7: self.k == 7  # x * self.k  # m.py:3 in forward (HINT: make it a tensor.)"]
+    comp.compile.compile_failures = [{"failed": "Unsupported", "reason": "Dynamo recompile limit exceeded",
+                                      "count": 1}]
+    comp.compile.recompile_reasons = [
+        "0/7: self.k == 7  # x * self.k  # m.py:3 in forward (HINT: make it a tensor.)"]
     (f,) = findings(session(comp, eager), "recompiles")
     assert "a Python value changed" in f.title and "recompile limit was hit" in f.title
     assert f.severity == HIGH and "torch's hint: make it a tensor." in f.advice
@@ -96,8 +106,9 @@ def test_cuda_graphs_skipped_on_a_gpu_and_absent_on_a_cpu():
     (f,) = findings(session(comp, eager), "cudagraphs")
     assert f.title.startswith("CUDA graphs skipped: skipping cudagraphs due to mutated inputs")
     assert f.severity == HIGH and "mutates one of its inputs" in f.advice[0]
-    comp.cudagraphs = [{"kind": "rerecorded", "count": 3, "text": "CUDAGraph supports dynamic shapes by "
-                        "recording a new graph for each distinct input size. ..."}]
+    comp.compile.cudagraphs = [{"kind": "rerecorded", "count": 3,
+                                "text": "CUDAGraph supports dynamic shapes by "
+                                        "recording a new graph for each distinct input size. ..."}]
     (f,) = findings(session(comp, eager), "cudagraphs")
     assert f.title.startswith("CUDA graphs re-recorded") and "pad or bucket" in f.advice[0]
     cpu, eager = rows("cpu", "reduce-overhead")
@@ -131,7 +142,7 @@ def test_launch_bound_input_bound_and_an_eager_optimizer():
     assert f.severity == HIGH and "reduce-overhead" in f.advice[0] and "100 %" not in f.title
     assert any("99 % of a core" in e for e in f.evidence)
     comp, eager = rows(mean_data_ms=4.0)
-    eager.mean_data_ms = 4.0
+    eager.timing.mean_data_ms = 4.0
     (f,) = findings(session(comp, eager), "input_bound")
     assert f.title == "input-bound: 40% of each step waits for data" and f.severity == HIGH
     assert "num_workers" in f.advice[1]
@@ -166,7 +177,7 @@ def test_a_disturbed_capture_gives_counts_and_names_not_times():
     comp, eager = rows(p10_ms=1.5, graph_breaks=broke,
                        profiles=[capture(step_ms=42.0, split=split, compiled_graphs=graphs,
                                          top_ops=[{"name": "aten::mm", "self_ms": 9.0}])])
-    eager.p10_ms = 1.0
+    eager.timing.p10_ms = 1.0
     eager.profiles = [capture(step_ms=1.2, top_ops=[{"name": "aten::mm", "self_ms": 0.3},
                                                     {"name": "aten::sqrt", "self_ms": 0.2}])]
     found = {f.rule: f for f in findings(session(comp, eager))}
@@ -181,18 +192,18 @@ def test_a_disturbed_capture_gives_counts_and_names_not_times():
 
 def test_memory_and_payoff():
     comp, eager = rows("cuda:0", cuda_peak_allocated=2048 * MiB)
-    eager.cuda_peak_allocated = 1024 * MiB
+    eager.probes = dataclasses.replace(eager.probes, cuda_peak_allocated=1024 * MiB)
     (f,) = findings(session(comp, eager), "memory")
     assert f.title == "+100 % memory against eager/fp32: CUDA peak allocated 2.0 GiB" and f.severity == HIGH
     comp, eager = rows(peak_rss=800 * MiB)
-    eager.peak_rss = 700 * MiB
+    eager.probes = dataclasses.replace(eager.probes, peak_rss=700 * MiB)
     (f,) = findings(session(comp, eager), "memory")
     assert f.severity == INFO and "counts the compile itself" in text(f)
     comp, eager = rows(failure_kind="oom-cuda", error="CUDA out of memory (tried 2.0 GiB)")
     assert findings(session(comp, eager), "memory")[0].title.startswith("default/fp32 ran out of memory")
     comp, eager = rows(breakeven_steps=500, breakeven_s=6.0, overhead_s=5.2,
                        compile_phases={"dynamo": 0.4, "codegen": 3.6})
-    comp.median_ms = 9.0
+    comp.timing.median_ms = 9.0
     (f,) = findings(session(comp, eager), "payoff")
     assert f.title == "pays off after 500 steps; this run had 100"
     assert "most of the compile: codegen 3.6 s" in f.evidence
@@ -218,7 +229,7 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
     eager_only = SessionSummary([eager])
     assert diagnose(eager_only) == [] and "## Why" not in to_markdown({}, eager_only)
     alone, _ = rows()  # no eager run: no speedup to judge by, the findings still come
-    alone.graph_breaks = [{"where": "m.py:3", "reason": "print", "hint": None, "count": 1}]
+    alone.compile.graph_breaks = [{"where": "m.py:3", "reason": "print", "hint": None, "count": 1}]
     alone_summary = SessionSummary([alone])
     (v,) = diagnose(alone_summary)
     assert top_lines(alone_summary)[0] == ("why default/fp32: no speedup measured (no eager run of its "

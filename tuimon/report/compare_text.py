@@ -149,11 +149,11 @@ def to_json(c: Comparison, failures: list[str] = (), unjudged: list[str] = (),
         "variants": [{
             "label": v.label, "mode": v.key[0], "precision": v.key[1], "axes": dict(v.key[2]),
             "runs": [r.run if r is not None else None for r in v.rows],
-            "median_ms": [r.median_ms if r is not None else None for r in v.rows],
+            "median_ms": [r.timing.median_ms if r is not None else None for r in v.rows],
             "median_change": [m.to_dict() if m else None for m in v.median],
-            "compile_s": [r.compile_s if r is not None else None for r in v.rows],
+            "compile_s": [r.compile.compile_s if r is not None else None for r in v.rows],
             "compile_change": [m.to_dict() if m else None for m in v.compile],
-            "warm_compile_s": [(r.starts.get("warm") or {}).get("compile_s") if r is not None else None
+            "warm_compile_s": [(r.warm.starts.get("warm") or {}).get("compile_s") if r is not None else None
                                for r in v.rows],
             "warm_compile_change": [m.to_dict() if m else None for m in v.warm_compile],
             "unreliable": [doubt_text(x) if x is not None else None for x in v.unreliable],

@@ -51,26 +51,27 @@ def guard_word(g: Point) -> str:
 
 
 def phases_text(r: RunStats) -> str:
-    if not r.compiled or not r.compile_phases:
+    if not r.compiled or not r.compile.compile_phases:
         return DASH
-    p = r.compile_phases
+    p = r.compile.compile_phases
     fwd = " · ".join(f"{name} {fmt_s(p[name])}" for name in ("dynamo", "aot", "inductor", "codegen")
                      if p.get(name))
     bwd = f"; backward {fmt_s(p['backward'])}" if p.get("backward") else ""
     # A variant that compiled nothing spent that time trying.
-    return f"{fwd}{bwd}" + (" (tried: nothing compiled)" if r.nothing_compiled and fwd else "")
+    return f"{fwd}{bwd}" + (" (tried: nothing compiled)" if r.compile.nothing_compiled and fwd else "")
 
 
 def graphs_text(r: RunStats) -> str:
-    if r.nothing_compiled:
+    if r.compile.nothing_compiled:
         return "nothing compiled"
-    if not r.compiled or not (r.graphs_fwd or r.graphs_bwd):
+    if not r.compiled or not (r.compile.graphs_fwd or r.compile.graphs_bwd):
         return DASH
-    breaks = sum(1 for _ in r.graph_breaks)
-    n = len(r.fell_back)
+    breaks = sum(1 for _ in r.compile.graph_breaks)
+    n = len(r.compile.fell_back)
     eager = f" · {n} frame{'s' if n != 1 else ''} ran eager" if n else ""
-    return (f"{r.graphs_fwd} fwd + {r.graphs_bwd} bwd graphs · {breaks} graph break"
-            f"{'' if breaks == 1 else 's'} · {r.recompiles} recompile{'' if r.recompiles == 1 else 's'}"
+    return (f"{r.compile.graphs_fwd} fwd + {r.compile.graphs_bwd} bwd graphs · {breaks} graph break"
+            f"{'' if breaks == 1 else 's'} · {r.compile.recompiles} "
+            f"recompile{'' if r.compile.recompiles == 1 else 's'}"
             f"{eager}")
 
 
@@ -78,19 +79,19 @@ def validation_text(r: RunStats) -> str:
     """A script's validation passes' compiles (stats/compiles.py): '2 compiles, grad_mode; batch
     8 (3.1 s)'; never training's recompiles, compile time or graphs."""
     failed = fell_back(r, validation=True)
-    if not (r.val_compiles or r.val_guards or failed):
+    if not (r.compile.val_compiles or r.compile.val_guards or failed):
         return DASH
-    n = r.val_compiles
+    n = r.compile.val_compiles
     text = f"{n} compile{'' if n == 1 else 's'}" if n else "no compile"
-    if r.val_guards:
-        text += f", {'; '.join(guard_word(g) for g in r.val_guards[:4])}"
-    if r.val_compile_s:
-        text += f" ({fmt_s(r.val_compile_s)})"
+    if r.compile.val_guards:
+        text += f", {'; '.join(guard_word(g) for g in r.compile.val_guards[:4])}"
+    if r.compile.val_compile_s:
+        text += f" ({fmt_s(r.compile.val_compile_s)})"
     if failed:
         f = failed[0]
         text += (f"; {f['frame'] or 'a frame'}() could not compile ({f['reason'] or f['failed']}): "
                  "it ran eager")
-    if r.val_limit:
+    if r.compile.val_limit:
         text += "; the recompile limit was hit: validation runs eager from then on"
     return text
 
@@ -101,14 +102,14 @@ def compile_notes(summary: SessionSummary) -> list[str]:
     out = [f"{r.label}: validation: {validation_text(r)}, kept apart: not training's compiles, "
            "recompiles or compile time" for r in columns(summary) if validation_text(r) != DASH]
     for r in columns(summary):
-        out += [f"{r.label}: ran eager, not compiled: {fallback_text(f)}" for f in r.fell_back]
+        out += [f"{r.label}: ran eager, not compiled: {fallback_text(f)}" for f in r.compile.fell_back]
     return out
 
 
 def top_break_text(r: RunStats) -> str:
-    if not r.graph_breaks:
+    if not r.compile.graph_breaks:
         return DASH
-    b = r.graph_breaks[0]
+    b = r.compile.graph_breaks[0]
     reason = b["reason"] if len(b["reason"]) <= 90 else b["reason"][:89] + "…"
     return f"{b['where']}: {reason}"
 

@@ -79,8 +79,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
               for why in left]
     for r in columns(summary):
         notes += [f"- {r.label}: graph break at {b['where']} (×{b['count']}): {b['reason']}"
-                  for b in r.graph_breaks[1:]]
-        notes += [f"- {r.label}: recompile: {reason}" for reason in r.recompile_reasons]
+                  for b in r.compile.graph_breaks[1:]]
+        notes += [f"- {r.label}: recompile: {reason}" for reason in r.compile.recompile_reasons]
         if r.doubts:
             notes.append(f"- {r.label}: unreliable: {unreliable_text(r)}")
     if summary.unreadable_lines:
@@ -100,7 +100,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     else:
         out[-1] += (" The interval covers step-to-step noise within one process, not the spread "
                     "between processes: --repeats 3 or more measures that.")
-    if any(r.profiled_steps for r in summary.runs):
+    if any(r.timing.profiled_steps for r in summary.runs):
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
     if why := why_text.markdown(summary):
         out += ["", *why]

@@ -14,9 +14,9 @@ SPEEDUP_ORDER = ("forward", "backward", "optimizer", "data")
 
 def part_cell(r: RunStats, name: str) -> str:
     """'6.00 ms (5.80–6.21) · 44 % · 1.62× (95 % CI 1.41–1.86)'"""
-    if name in r.phases_missing:
+    if name in r.phases.phases_missing:
         return "not seen (in other)"
-    p = r.step_phases.get(name)
+    p = r.phases.step_phases.get(name)
     if not p:
         return DASH
     text = f"{fmt_ms(p['median_ms'])} ({fmt_ms(p['p10_ms'])}–{fmt_ms(p['p90_ms'])})"
@@ -33,18 +33,18 @@ def part_rows(summary: SessionSummary) -> list[tuple[str, object]]:
     """The table's rows, one a phase, when any run split its steps (eval's only when a run's
     steps ran some: a script's eval forwards inside its step)."""
     runs = columns(summary)
-    if not any(r.step_phases for r in runs):
+    if not any(r.phases.step_phases for r in runs):
         return []
     return [(f"step: {name} (median, p10–p90, share; vs eager)",
              lambda r, name=name: part_cell(r, name)) for name in STEP_PARTS
-            if name != "eval" or any("eval" in r.step_phases for r in runs)]
+            if name != "eval" or any("eval" in r.phases.step_phases for r in runs)]
 
 
 def speedups_text(r: RunStats, intervals: bool = False) -> str:
     """'fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×' (empty without any)."""
     out = []
     for name in SPEEDUP_ORDER:
-        p = r.step_phases.get(name) or {}
+        p = r.phases.step_phases.get(name) or {}
         if p.get("speedup") is None:
             continue
         text = f"{PART_SHORT[name]} {p['speedup']:.2f}×"
@@ -59,13 +59,13 @@ def medians(r: RunStats) -> list[tuple[str, str, str]]:
     order; '?' for a phase the steps could not see: what the panel's bar writes beside it."""
     out = []
     for name in STEP_PARTS:
-        if name in r.phases_missing:
+        if name in r.phases.phases_missing:
             out.append((name, PART_SHORT[name], "?"))
-        elif name in r.step_phases:
-            out.append((name, PART_SHORT[name], fmt_short(r.step_phases[name]["median_ms"])))
+        elif name in r.phases.step_phases:
+            out.append((name, PART_SHORT[name], fmt_short(r.phases.step_phases[name]["median_ms"])))
     return out
 
 
 def shares(r: RunStats) -> list[tuple[str, float]]:
     """(phase, share of the mean step) in order, for a stacked bar."""
-    return [(name, p["share"]) for name, p in r.step_phases.items() if p.get("share")]
+    return [(name, p["share"]) for name, p in r.phases.step_phases.items() if p.get("share")]

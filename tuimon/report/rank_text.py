@@ -12,23 +12,23 @@ PER_RANK_CELL = 8  # up to this many ranks, the table names each one's median
 
 def world_text(r: RunStats) -> str:
     """'2 ranks · gloo · 1 host'"""
-    if not r.world_size:
+    if not r.job.world_size:
         return DASH
-    hosts = len(r.hosts)
-    parts = [f"{r.world_size} rank{'s' if r.world_size != 1 else ''}"]
-    if r.backend:
-        parts.append(r.backend)
+    hosts = len(r.job.hosts)
+    parts = [f"{r.job.world_size} rank{'s' if r.job.world_size != 1 else ''}"]
+    if r.job.backend:
+        parts.append(r.job.backend)
     if hosts:
         parts.append(f"{hosts} host{'s' if hosts != 1 else ''}")
-    seen = len(r.ranks)
-    if seen and seen < r.world_size:
+    seen = len(r.job.ranks)
+    if seen and seen < r.job.world_size:
         parts.append(f"{seen} seen")
     return " · ".join(parts)
 
 
 def per_rank_text(r: RunStats) -> str:
     """Each rank's median step (own time when it waited for others), or the spread of many."""
-    rows = [x for x in r.ranks if x.get("median_ms") is not None]
+    rows = [x for x in r.job.ranks if x.get("median_ms") is not None]
     if not rows:
         return DASH
     if len(rows) <= PER_RANK_CELL:
@@ -66,30 +66,30 @@ def divergence_line(d: Point) -> str:
 
 
 def skew_text(r: RunStats) -> str:
-    return DASH if r.skew_pct is None else f"{r.skew_pct:.0f} %"
+    return DASH if r.job.skew_pct is None else f"{r.job.skew_pct:.0f} %"
 
 
 def straggler_text(r: RunStats) -> str:
-    if not r.world_size:
+    if not r.job.world_size:
         return DASH
-    if not r.stragglers:
-        return "none" if r.ranks and any(x.get("own_ms") for x in r.ranks) else DASH
-    s = r.stragglers[0]
-    own = {x["rank"]: x.get("own_ms") for x in r.ranks}
+    if not r.job.stragglers:
+        return "none" if r.job.ranks and any(x.get("own_ms") for x in r.job.ranks) else DASH
+    s = r.job.stragglers[0]
+    own = {x["rank"]: x.get("own_ms") for x in r.job.ranks}
     text = (f"rank {s['rank']}: {s['slower_pct']:.0f} % slower than the others "
             f"(+{fmt_ms(s['slower_ms'])} a step, own time {fmt_ms(own.get(s['rank']))}) "
             f"since step {s['since']}")
     if s.get("phase"):  # the phase it is slow in (backward less its all-reduce wait)
         text += f", slow in {s['phase']} (+{fmt_ms(s['phase_ms'])} a step)"
-    if len(r.stragglers) > 1:
-        text += f"; also {rank_names([x['rank'] for x in r.stragglers[1:]])}"
+    if len(r.job.stragglers) > 1:
+        text += f"; also {rank_names([x['rank'] for x in r.job.stragglers[1:]])}"
     return text
 
 
 def divergence_text(r: RunStats) -> str:
-    if not r.world_size:
+    if not r.job.world_size:
         return DASH
-    return "; ".join(map(divergence_line, r.compile_divergence)) if r.compile_divergence else "none"
+    return "; ".join(map(divergence_line, r.job.compile_divergence)) if r.job.compile_divergence else "none"
 
 
 RANK_ROWS = [
@@ -104,28 +104,29 @@ RANK_ROWS = [
 def rank_notes(r: RunStats) -> list[str]:
     """summary.md's notes on a job: ranks that failed or were ended, stragglers, divergence."""
     out = []
-    for x in r.ranks:
+    for x in r.job.ranks:
         if x.get("status") == "failed" and x.get("error"):
             out.append(f"- {r.label}: rank {x['rank']} failed after {x['steps']} steps: {x['error']}")
         elif x.get("status") == "killed":
             out.append(f"- {r.label}: rank {x['rank']} ended without a word after {x['steps']} "
                        "steps (torchrun ended it, or it was killed)")
-    if r.stragglers:
+    if r.job.stragglers:
         out.append(f"- {r.label}: straggler {straggler_text(r)}; the others wait for it in each "
                    "step's collective (DDP's gradient all-reduce)")
-    out += [f"- {r.label}: compiles diverge across ranks: {divergence_line(d)}" for d in r.compile_divergence]
+    out += [f"- {r.label}: compiles diverge across ranks: {divergence_line(d)}"
+            for d in r.job.compile_divergence]
     return out
 
 
 def strip_text(r: RunStats) -> list[str]:
     """A panel's line, in parts: '2 ranks', 'skew 3%', 'straggler r1', 'compiles diverge'."""
-    parts = [f"{r.world_size} ranks"]
-    if r.skew_pct is not None:
-        parts.append(f"skew {r.skew_pct:.0f}%")
-    if r.stragglers:
-        slow = r.stragglers[0]
+    parts = [f"{r.job.world_size} ranks"]
+    if r.job.skew_pct is not None:
+        parts.append(f"skew {r.job.skew_pct:.0f}%")
+    if r.job.stragglers:
+        slow = r.job.stragglers[0]
         parts.append(f"straggler r{slow['rank']}" + (f" in {PART_SHORT[slow['phase']]}"
                                                      if slow.get("phase") else ""))
-    if r.compile_divergence:
+    if r.job.compile_divergence:
         parts.append("compiles diverge")
     return parts

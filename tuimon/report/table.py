@@ -24,11 +24,11 @@ from tuimon.report.warm_text import cache_text as caches_text
 
 def status_text(r: RunStats) -> str:
     if r.status == "skipped":  # tuimon sweep: too big for this machine
-        return f"skipped: {r.error}"
-    if r.error:
-        return f"{r.status}: {r.error}"
-    if r.hung_s is not None:
-        return f"{r.status} while hung (no step for {fmt_s(r.hung_s)})"
+        return f"skipped: {r.failure.error}"
+    if r.failure.error:
+        return f"{r.status}: {r.failure.error}"
+    if r.failure.hung_s is not None:
+        return f"{r.status} while hung (no step for {fmt_s(r.failure.hung_s)})"
     return r.status
 
 
@@ -36,11 +36,11 @@ def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
     """A failed run's kind, after how many steps, and the tail of its traceback or log."""
     if r.status != "failed":
         return []
-    kind = f" ({r.failure_kind})" if r.failure_kind else ""
-    steps = f"{r.steps} recorded step{'s' if r.steps != 1 else ''}"
-    out = [f"- {r.label}{kind}: failed after {steps}: {r.error}; log: logs/{r.run}.log"]
-    if r.failure_tail:
-        tail = r.failure_tail.rstrip().splitlines()
+    kind = f" ({r.failure.failure_kind})" if r.failure.failure_kind else ""
+    steps = f"{r.timing.steps} recorded step{'s' if r.timing.steps != 1 else ''}"
+    out = [f"- {r.label}{kind}: failed after {steps}: {r.failure.error}; log: logs/{r.run}.log"]
+    if r.failure.failure_tail:
+        tail = r.failure.failure_tail.rstrip().splitlines()
         fatal = next((i for i, line in enumerate(tail) if line.startswith("Fatal Python error")), None)
         # faulthandler's report whole (its header names the signal; a thread's stack follows
         # another's), else the last lines of the traceback or log.
@@ -50,18 +50,18 @@ def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
 
 
 def speedup_text(r: RunStats) -> str:
-    if r.speedup is None:
+    if r.compare.speedup is None:
         return DASH
-    if r.nothing_compiled:  # eager against eager: no speedup of compile's to word
+    if r.compile.nothing_compiled:  # eager against eager: no speedup of compile's to word
         return "– (nothing compiled: it ran eager)"
-    text = f"{r.speedup:.2f}×"
-    if r.speedup_lo is not None:
-        text += f" (95 % CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f})"
-        if r.within_noise:
+    text = f"{r.compare.speedup:.2f}×"
+    if r.compare.speedup_lo is not None:
+        text += f" (95 % CI {r.compare.speedup_lo:.2f}–{r.compare.speedup_hi:.2f})"
+        if r.compare.within_noise:
             text += ", within noise"
-    if r.load_differs:
+    if r.load.load_differs:
         text += " — unreliable: other processes' load differed"
-    elif r.faults_differ:
+    elif r.load.faults_differ:
         text += " — unreliable: page faults differed"
     elif r.doubts:
         text += " — unreliable"
@@ -71,35 +71,36 @@ def speedup_text(r: RunStats) -> str:
 def breakeven_text(r: RunStats) -> str:
     if not r.compiled:
         return DASH
-    if r.nothing_compiled:
+    if r.compile.nothing_compiled:
         return "– (nothing compiled)"
-    if r.breakeven_never:
+    if r.compare.breakeven_never:
         return "never (not faster per step)"
-    if r.breakeven_steps is None:
+    if r.compare.breakeven_steps is None:
         return DASH
-    if r.breakeven_steps == 0:
+    if r.compare.breakeven_steps == 0:
         return "at once"
-    text = f"{r.breakeven_steps:,} steps (≈ {fmt_s(r.breakeven_s)})"
-    if r.breakeven_lo is not None:
-        hi = f"{r.breakeven_hi:,}" if r.breakeven_hi is not None else "never"
-        text += f", range {r.breakeven_lo:,}–{hi}"
+    text = f"{r.compare.breakeven_steps:,} steps (≈ {fmt_s(r.compare.breakeven_s)})"
+    if r.compare.breakeven_lo is not None:
+        hi = f"{r.compare.breakeven_hi:,}" if r.compare.breakeven_hi is not None else "never"
+        text += f", range {r.compare.breakeven_lo:,}–{hi}"
     return text
 
 
 def peak_memory_text(r: RunStats) -> str:
-    if r.cuda_peak_allocated:
-        return f"{fmt_bytes(r.cuda_peak_allocated)} CUDA alloc ({fmt_bytes(r.cuda_peak_reserved)} reserved)"
-    return f"{fmt_bytes(r.peak_rss)} RSS" if r.peak_rss else DASH
+    p = r.probes
+    if p.cuda_peak_allocated:
+        return f"{fmt_bytes(p.cuda_peak_allocated)} CUDA alloc ({fmt_bytes(p.cuda_peak_reserved)} reserved)"
+    return f"{fmt_bytes(p.peak_rss)} RSS" if p.peak_rss else DASH
 
 
 def compile_text(r: RunStats) -> str:
-    if r.overhead_s is None and r.compile_s is None:
+    if r.timing.overhead_s is None and r.compile.compile_s is None:
         return DASH
-    warm = fmt_s(r.overhead_s)
-    if r.nothing_compiled:
+    warm = fmt_s(r.timing.overhead_s)
+    if r.compile.nothing_compiled:
         return f"{warm} (nothing compiled)"
-    if r.compiled and r.compile_s is not None:
-        return f"{warm} (compile {fmt_s(r.compile_s)})"
+    if r.compiled and r.compile.compile_s is not None:
+        return f"{warm} (compile {fmt_s(r.compile.compile_s)})"
     return warm
 
 
@@ -116,28 +117,28 @@ APART = {  # why a run's first loss is not its baseline's (stats/compare.py why_
 
 
 def loss_text(r: RunStats) -> str:
-    if r.final_loss is None:
+    loss, base = r.loss, r.compare.baseline
+    if loss.final_loss is None:
         return DASH
-    text = fmt_loss(r.final_loss)
-    if r.losses_per_step > 1:  # which of its losses tuimon took
-        text += f" (the last of its {r.losses_per_step} backward() losses a step)"
-    if r.baseline and r.baseline != r.label and r.loss_comparable is False:
-        text += f" (not comparable with {r.baseline}: the first losses differ — {APART[r.loss_apart]})"
-    elif r.baseline and r.baseline != r.label and r.max_loss_diff is not None:
-        text += f" (max Δ {r.max_loss_diff:.2g} vs {r.baseline} over {r.common_steps} steps)"
+    text = fmt_loss(loss.final_loss)
+    if loss.losses_per_step > 1:  # which of its losses tuimon took
+        text += f" (the last of its {loss.losses_per_step} backward() losses a step)"
+    if base and base != r.label and loss.loss_comparable is False:
+        text += f" (not comparable with {base}: the first losses differ — {APART[loss.loss_apart]})"
+    elif base and base != r.label and loss.max_loss_diff is not None:
+        text += f" (max Δ {loss.max_loss_diff:.2g} vs {base} over {loss.common_steps} steps)"
     return text
-
-
 
 
 def axis_text(r: RunStats) -> str:
     """Against the same variant at the axes' baseline values (their first)."""
-    if r.axis_speedup is None:
-        return "axis baseline" if r.axes and r.median_ms and r.axis_baseline is None else DASH
-    text = f"{r.axis_speedup:.2f}× {r.axis_baseline}{' per sample' if r.axis_per_sample else ''}"
-    if r.axis_speedup_lo is not None:
-        noise = ", within noise" if r.axis_speedup_lo <= 1.0 <= r.axis_speedup_hi else ""
-        text += f" (95 % CI {r.axis_speedup_lo:.2f}–{r.axis_speedup_hi:.2f}{noise})"
+    if r.compare.axis_speedup is None:
+        return "axis baseline" if r.axes and r.timing.median_ms and r.compare.axis_baseline is None else DASH
+    vs = r.compare
+    text = f"{vs.axis_speedup:.2f}× {vs.axis_baseline}{' per sample' if vs.axis_per_sample else ''}"
+    if r.compare.axis_speedup_lo is not None:
+        noise = ", within noise" if r.compare.axis_speedup_lo <= 1.0 <= r.compare.axis_speedup_hi else ""
+        text += f" (95 % CI {r.compare.axis_speedup_lo:.2f}–{r.compare.axis_speedup_hi:.2f}{noise})"
     return text
 
 
@@ -166,7 +167,7 @@ def answer_notes(summary: SessionSummary) -> list[str]:
 def noise_notes(summary: SessionSummary) -> list[str]:
     """The spread between processes that every interval holds, and what it lets the session tell."""
     n, plan = summary.noise, summary.plan
-    if n is None or plan is None or not any(r.median_ms for r in summary.runs):
+    if n is None or plan is None or not any(r.timing.median_ms for r in summary.runs):
         return []
     if n.measured:
         said = (f"spread between processes: ±{n.pct:.1f} % a process (pooled over {n.variants} "
@@ -188,32 +189,32 @@ def noise_notes(summary: SessionSummary) -> list[str]:
 
 def other_load_text(r: RunStats) -> str:
     """Other processes' load during the run's steady steps (a noisy neighbour)."""
-    if r.foreign_cores is None and not r.foreign_gpu_pids:
+    if r.load.foreign_cores is None and not r.load.foreign_gpu_pids:
         return DASH
     text = load_words(load_figures(r)) + (" — busy" if busy(r) else "")
     if r.left_out:  # the rounds its step time rests on; a busy round was left out
         text += " (its quiet rounds; " + ", ".join(
             f"round {p['round']}: {_load_words(p)}" for p in r.left_out) + ", left out)"
-    if r.busy_dropped:
-        text += f" · {r.busy_dropped} steps kept out (--quiet-only)"
+    if r.load.busy_dropped:
+        text += f" · {r.load.busy_dropped} steps kept out (--quiet-only)"
     return text
 
 
 def faults_text(r: RunStats) -> str:
     """Minor page faults a steady step (stats/faults.py): fresh memory mapped at every step."""
-    return fmt_count(r.faults_per_step) if r.faults_per_step is not None else DASH
+    return fmt_count(r.load.faults_per_step) if r.load.faults_per_step is not None else DASH
 
 
 def measured_text(r: RunStats) -> str:
-    text = f"{r.measured} of {r.steps}"
+    text = f"{r.timing.measured} of {r.timing.steps}"
     if r.processes or r.left_out:
         text += f", in {len(r.processes) + len(r.left_out)} processes"
         if r.left_out:
             rounds = ", ".join(str(p["round"]) for p in r.left_out)
             text += f" (round{'s' if len(r.left_out) > 1 else ''} {rounds} left out: busy)"
         return text
-    if r.steady_from is not None:
-        text += f" (steady from step {r.steady_from}{', detected' if r.warmup_auto else ''})"
+    if r.timing.steady_from is not None:
+        text += f" (steady from step {r.timing.steady_from}{', detected' if r.timing.warmup_auto else ''})"
     if r.turns > 1:
         text += f", in {r.turns} turns"
     return text
@@ -240,24 +241,23 @@ def _load_words(p: dict) -> str:
     return f"other processes used ~{cores:.1f} of the cores" if cores is not None else "other load"
 
 
-
-
 def cpu_text(r: RunStats) -> str:
-    if r.cpu_mean is None and r.tree_rss_max is None:
+    p = r.probes
+    if p.cpu_mean is None and p.tree_rss_max is None:
         return DASH
-    parts = [f"{r.cpu_mean:.0f} % mean, {r.cpu_max:.0f} % max" if r.cpu_mean is not None else "",
-             f"RSS {fmt_bytes(r.tree_rss_max)}" if r.tree_rss_max else "",
-             f"{r.children_max} child proc." if r.children_max else ""]
-    return ", ".join(p for p in parts if p)
+    parts = [f"{p.cpu_mean:.0f} % mean, {p.cpu_max:.0f} % max" if p.cpu_mean is not None else "",
+             f"RSS {fmt_bytes(p.tree_rss_max)}" if p.tree_rss_max else "",
+             f"{p.children_max} child proc." if p.children_max else ""]
+    return ", ".join(x for x in parts if x)
 
 
 def throttle_text(r: RunStats) -> str:
-    if r.throttled_share is None:
+    if r.probes.throttled_share is None:
         return "n/a"
-    if not r.throttle_reasons:
+    if not r.probes.throttle_reasons:
         return "no"
-    why = ", ".join(sorted(r.throttle_reasons, key=r.throttle_reasons.get, reverse=True))
-    return f"{r.throttled_share:.0%} of the time ({why})"
+    why = ", ".join(sorted(r.probes.throttle_reasons, key=r.probes.throttle_reasons.get, reverse=True))
+    return f"{r.probes.throttled_share:.0%} of the time ({why})"
 
 
 def cache_text(r: RunStats) -> str:
@@ -270,11 +270,11 @@ def _or_na(value, fmt) -> str:
 
 
 GPU_ROWS = [
-    ("GPU util (mean)", lambda r: _or_na(r.gpu_util_mean, lambda v: f"{v:.0f} %")),
-    ("VRAM used (NVML peak)", lambda r: _or_na(r.vram_max, fmt_bytes)
-     + (f" (run: {fmt_bytes(r.gpu_proc_mem_max)})" if r.gpu_proc_mem_max else "")),
-    ("GPU temperature (max)", lambda r: _or_na(r.temp_max, lambda v: f"{v:.0f} °C")),
-    ("GPU power (mean)", lambda r: _or_na(r.power_mean, lambda v: f"{v:.0f} W")),
+    ("GPU util (mean)", lambda r: _or_na(r.probes.gpu_util_mean, lambda v: f"{v:.0f} %")),
+    ("VRAM used (NVML peak)", lambda r: _or_na(r.probes.vram_max, fmt_bytes)
+     + (f" (run: {fmt_bytes(r.probes.gpu_proc_mem_max)})" if r.probes.gpu_proc_mem_max else "")),
+    ("GPU temperature (max)", lambda r: _or_na(r.probes.temp_max, lambda v: f"{v:.0f} °C")),
+    ("GPU power (mean)", lambda r: _or_na(r.probes.power_mean, lambda v: f"{v:.0f} W")),
     ("throttled", throttle_text),
 ]
 
@@ -287,8 +287,9 @@ def busy_speedup(summary: SessionSummary):
 
     def text(r: RunStats) -> str:
         out = speedup_text(r)
-        if tag and r.speedup is not None and r.baseline and r.baseline != r.label \
-                and not (r.load_differs or r.faults_differ or r.doubts) and not r.nothing_compiled:
+        if tag and r.compare.speedup is not None and r.compare.baseline and r.compare.baseline != r.label \
+                and not (r.load.load_differs or r.load.faults_differ
+                         or r.doubts) and not r.compile.nothing_compiled:
             out += tag
         return out
 
@@ -302,9 +303,9 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     rows = [
         ("status", status_text),
         ("steps measured", measured_text),
-        ("median step (p10–p90)", lambda r: DASH if r.median_ms is None else
-         f"{fmt_ms(r.median_ms)} ({fmt_ms(r.p10_ms)}–{fmt_ms(r.p90_ms)})"),
-        ("throughput", lambda r: fmt_rate(r.throughput, r.throughput_unit)),
+        ("median step (p10–p90)", lambda r: DASH if r.timing.median_ms is None else
+         f"{fmt_ms(r.timing.median_ms)} ({fmt_ms(r.timing.p10_ms)}–{fmt_ms(r.timing.p90_ms)})"),
+        ("throughput", lambda r: fmt_rate(r.timing.throughput, r.timing.throughput_unit)),
         ("speedup vs eager", speedup),
         ("compile / warm-up time", per_start(compile_text)),
         ("compile pays off after", per_start(breakeven_text)),
@@ -328,9 +329,9 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(rows.index(("speedup vs eager", speedup)) + 1, ("vs axis baseline", axis_text))
     at = next(k for k, (name, _) in enumerate(rows) if name == "compile / warm-up time")
     rows[at:at] = part_rows(summary)  # where the step goes, and what compile did to each part
-    if any(r.faults_per_step is not None for r in runs):
+    if any(r.load.faults_per_step is not None for r in runs):
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
-    if any(r.world_size for r in runs):  # torchrun jobs: their ranks against each other
+    if any(r.job.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
     rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
     if any(r.warnings for r in runs):
@@ -392,7 +393,7 @@ def profile_note(r: RunStats, p: dict) -> str:
     steps = p.get("active_steps") or []
     span = f"steps {steps[0]}–{steps[-1]}" if steps else "no active step"
     inside = p.get("recorded_median_ms")
-    vs = f", {fmt_ms(inside)} per recorded step vs {fmt_ms(r.median_ms)} steady" if inside else ""
+    vs = f", {fmt_ms(inside)} per recorded step vs {fmt_ms(r.timing.median_ms)} steady" if inside else ""
     trace = f"; trace {p['trace']}" if p.get("trace") else ""
     return (f"{r.label}: profile {p['capture']} ({span}{vs}): top {top_ops_text(p)}; "
             f"{syncs_text(p)}{trace}")

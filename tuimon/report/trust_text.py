@@ -44,7 +44,7 @@ def own_note(own: dict, quiet_only: bool) -> str:
 
 def row_notes(r: RunStats, quiet_only: bool) -> list[str]:
     """A row's notes: the runner's own, then the steps that met the session's other runs."""
-    return list(r.notes) + ([own_note(r.own_load, quiet_only)] if r.own_load else [])
+    return list(r.notes) + ([own_note(r.load.own_load, quiet_only)] if r.load.own_load else [])
 
 
 def doubt_text(d: Point) -> str:

@@ -13,30 +13,33 @@ from tuimon.report.miss_text import miss_text
 
 def as_start(r: RunStats, start: str) -> RunStats:
     """``r`` with one start's compile figures in place of its own (a copy, for the formatters)."""
-    fig = r.starts[start]
-    return replace(r, compile_s=fig["compile_s"], overhead_s=fig["overhead_s"],
-                   first_step_ms=fig["first_step_ms"], compile_phases=dict(fig["phases"]),
-                   breakeven_steps=fig["breakeven_steps"], breakeven_s=fig["breakeven_s"],
-                   breakeven_never=fig["breakeven_never"], cache=fig["cache"], start=start,
-                   breakeven_lo=r.breakeven_lo if start == _first(r) else None,
-                   breakeven_hi=r.breakeven_hi if start == _first(r) else None)
+    fig = r.warm.starts[start]
+    first = start == _first(r)
+    return replace(
+        r, compile=replace(r.compile, compile_s=fig["compile_s"], compile_phases=dict(fig["phases"])),
+        timing=replace(r.timing, overhead_s=fig["overhead_s"], first_step_ms=fig["first_step_ms"]),
+        compare=replace(r.compare, breakeven_steps=fig["breakeven_steps"], breakeven_s=fig["breakeven_s"],
+                        breakeven_never=fig["breakeven_never"],
+                        breakeven_lo=r.compare.breakeven_lo if first else None,
+                        breakeven_hi=r.compare.breakeven_hi if first else None),
+        warm=replace(r.warm, cache=fig["cache"], start=start))
 
 
 def _first(r: RunStats) -> str | None:
-    return next(iter(r.starts), None)
+    return next(iter(r.warm.starts), None)
 
 
 def per_start(fn):
     """A row's text per start: "cold: X · warm: Y" when a variant ran both; a warm start alone
     is named (a --cache-dir's persistent cache is said in the summary's header)."""
     def text(r: RunStats) -> str:
-        if len(r.starts) > 1:
-            texts = {start: fn(as_start(r, start)) for start in r.starts}
+        if len(r.warm.starts) > 1:
+            texts = {start: fn(as_start(r, start)) for start in r.warm.starts}
             if all(t in (DASH, "") for t in texts.values()):
                 return DASH
             return " · ".join(f"{start}: {t or DASH}" for start, t in texts.items())
         out = fn(r)
-        start = _first(r) or r.start
+        start = _first(r) or r.warm.start
         return f"{out} (warm)" if start == "warm" and out != DASH else out
     return text
 
@@ -48,25 +51,26 @@ def cache_text(r: RunStats) -> str:
         return DASH
     parts = []
     for which, name in (("fx", "FX graph"), ("aot", "AOTAutograd")):
-        c = cache_counts(r.cache, which)
+        c = cache_counts(r.warm.cache, which)
         looked = sum(c.values())
         if looked:
             bypass = f", {c['bypass']} bypassed" if c.get("bypass") else ""
             parts.append(f"{name} {c.get('hit', 0)}/{looked} hits{bypass}")
-    if "kernels" in r.cache:
-        n = r.cache["kernels"]
-        spent = f" ({fmt_s(r.cache['kernel_s'])})" if n and r.cache.get("kernel_s") else ""
+    if "kernels" in r.warm.cache:
+        n = r.warm.cache["kernels"]
+        spent = f" ({fmt_s(r.warm.cache['kernel_s'])})" if n and r.warm.cache.get("kernel_s") else ""
         parts.append(f"{n} kernel{'s' if n != 1 else ''} compiled{spent}")
     if parts:
         return " · ".join(parts)
-    if r.fx_cache_hits or r.fx_cache_misses:  # a session recorded before lookups were kept
-        return f"FX graph {r.fx_cache_hits}/{r.fx_cache_hits + r.fx_cache_misses} hits"
+    if r.compile.fx_cache_hits or r.compile.fx_cache_misses:  # a session recorded before lookups were kept
+        fx = r.compile
+        return f"FX graph {fx.fx_cache_hits}/{fx.fx_cache_hits + fx.fx_cache_misses} hits"
     return DASH
 
 
 def artifacts_text(r: RunStats) -> str:
     """What a variant keeps to start warm: its cache directory and torch's bundle, and sizes."""
-    a = r.artifacts
+    a = r.warm.artifacts
     parts = []
     if a.get("dir_bytes") is not None:
         parts.append(f"cache {fmt_bytes(a['dir_bytes'])} ({a.get('files', 0)} files)")
@@ -85,31 +89,31 @@ def artifacts_text(r: RunStats) -> str:
 
 
 def has_starts(summary: SessionSummary) -> bool:
-    return any(r.starts or r.artifacts for r in columns(summary))
+    return any(r.warm.starts or r.warm.artifacts for r in columns(summary))
 
 
 def warm_notes(summary: SessionSummary) -> list[str]:
     """Why warm starts missed (one line a reason) and what became of artifacts, per variant."""
     out = []
     for r in columns(summary):
-        for note in r.artifact_notes:
+        for note in r.warm.artifact_notes:
             out.append(f"{r.label}: {note}")
-        if r.miss_reasons:
+        if r.warm.miss_reasons:
             warm = _warm(r)
-            what = "missed" if any(cache_counts(warm.cache, c).get("miss") for c in ("fx", "aot")) \
+            what = "missed" if any(cache_counts(warm.warm.cache, c).get("miss") for c in ("fx", "aot")) \
                 else "compiled again"
             out.append(f"{r.label}: the warm start {what} ({cache_text(warm)}):")
-            out += [f"  - {miss_text(reason)}" for reason in r.miss_reasons]
+            out += [f"  - {miss_text(reason)}" for reason in r.warm.miss_reasons]
     return out
 
 
 def _warm(r: RunStats) -> RunStats:
-    return as_start(r, "warm") if "warm" in r.starts and len(r.starts) > 1 else r
+    return as_start(r, "warm") if "warm" in r.warm.starts and len(r.warm.starts) > 1 else r
 
 
 def breakeven_pair(r: RunStats) -> str | None:
     """"6.0 min cold, 40 s warm": a variant's break-even under each start it ran, or None."""
-    figs = [(s, f) for s, f in r.starts.items() if s in ("cold", "warm")]
+    figs = [(s, f) for s, f in r.warm.starts.items() if s in ("cold", "warm")]
     if len(figs) < 2:
         return None
     parts = []
@@ -124,7 +128,7 @@ def breakeven_pair(r: RunStats) -> str | None:
 
 def start_line(summary: SessionSummary) -> str:
     """How the session's compiled runs started, after the cache line of summary.md."""
-    starts = {s for r in summary.runs for s in ([r.start] if r.start else [])}
+    starts = {s for r in summary.runs for s in ([r.warm.start] if r.warm.start else [])}
     if summary.cache_source:
         return f"; compiled runs started from {summary.cache_source}'s compile artifacts (--cache-from)"
     if "warm" in starts and "cold" in starts:

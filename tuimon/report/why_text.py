@@ -56,11 +56,11 @@ def speed(row: RunStats | None) -> str | None:
     """A compiled variant's speedup against its baseline, in words (None: none measured)."""
     if row is None:
         return None
-    if row.nothing_compiled:  # no speedup to weigh: two eager runs
+    if row.compile.nothing_compiled:  # no speedup to weigh: two eager runs
         return "nothing was compiled: it ran eager"
-    if row.speedup is None:
+    if row.compare.speedup is None:
         return None
-    return speedup_text(row).replace("×", f"× {row.baseline}", 1)
+    return speedup_text(row).replace("×", f"× {row.compare.baseline}", 1)
 
 
 def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> list[VariantSaid]:

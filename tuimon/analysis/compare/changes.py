@@ -91,26 +91,27 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
         return [None] + [fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
                                                                                      strict=True)]
 
-    def each(s: Session, r: RunStats, attr: str, start: str | None = None) -> list[float]:
+    def each(s: Session, r: RunStats, value, start: str | None = None) -> list[float]:
         """Its processes' figures; with ``start``, of the processes that started so only (a
         compile figure: warm with warm, the others with the others: cold, from the user's
         --cache-dir, or recorded before warm starts)."""
         runs = {p["run"] for p in r.processes} if r.processes else {r.run}
-        return [getattr(x, attr) for x in s.summary.runs if x.run in runs
-                and (start is None or (x.start == "warm") == (start == "warm"))]
+        return [value(x) for x in s.summary.runs if x.run in runs
+                and (start is None or (x.warm.start == "warm") == (start == "warm"))]
 
-    def spread(attr: str, start: str | None = None):
-        return lambda b, r, s: spread_change(each(sessions[0], b, attr, start), each(s, r, attr, start))
+    def spread(value, start: str | None = None):
+        return lambda b, r, s: spread_change(each(sessions[0], b, value, start), each(s, r, value, start))
 
     v = VariantDiff(key, rows, against(lambda b, r, s: median_change(b, r, noise)),
-                    against(spread("compile_s", "cold")), against(lambda b, r, s: load_differs(b, r)))
-    v.warm_compile = against(spread("compile_s", "warm"))
+                    against(spread(lambda x: x.compile.compile_s, "cold")),
+                    against(lambda b, r, s: load_differs(b, r)))
+    v.warm_compile = against(spread(lambda x: x.compile.compile_s, "warm"))
     v.detectable = against(lambda b, r, s: detectable_pct(noise, processes(b), processes(r)))
     for phase in PHASES:
-        v.phases[phase] = against(lambda b, r, s, p=phase: spread_change([b.compile_phases.get(p)],
-                                                                         [r.compile_phases.get(p)]))
+        v.phases[phase] = against(lambda b, r, s, p=phase: spread_change(
+            [b.compile.compile_phases.get(p)], [r.compile.compile_phases.get(p)]))
     for attr in SIZES:
-        v.sizes[attr] = against(spread(attr))
+        v.sizes[attr] = against(spread(lambda x, a=attr: getattr(x.probes, a)))  # RunStats.probes
     v.drift = _loss_drift(sessions, rows)
     return v
 

@@ -84,7 +84,7 @@ def key_rows(sessions: list[Session]) -> None:
             key = (r.mode, r.precision, tuple((k, axes[k]) for k in axes_names if k in axes))
             found.setdefault(key, []).append(r)
         for key, rows in found.items():
-            measured = [r for r in rows if r.median_ms] or rows
+            measured = [r for r in rows if r.timing.median_ms] or rows
             s.rows[key] = measured[-1]
             if len(rows) > 1:  # compared: its last run that measured steps
                 s.notes.append(point("restarted", label=label(key), runs=len(rows), letter=s.letter,

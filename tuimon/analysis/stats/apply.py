@@ -4,6 +4,7 @@ Collector (collect.py) calls these as the events come."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
@@ -49,29 +50,31 @@ def apply_run(r: RunStats, e: dict) -> None:
                     "python", "cuda"):
             if e.get(key) is not None:
                 setattr(r, key, e[key])
-        r.warmup_auto = str(e.get("warmup", "auto")) == "auto"
-        r.length_steps, r.length_s = e.get("steps"), e.get("duration")
+        r.timing.warmup_auto = str(e.get("warmup", "auto")) == "auto"
+        r.timing.length_steps, r.timing.length_s = e.get("steps"), e.get("duration")
         r.notes = list(e.get("notes") or [])
     elif kind == events.MEMORY:
-        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
-            if e.get(key) is not None:
-                setattr(r, key, max(getattr(r, key) or 0, e[key]))
+        r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
+            "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
     elif kind == events.FINISHED:
         if r.status == "queued":  # ended before it started: a round not run (children.py), a stop
             r.status = "not run"
         elif r.status != "failed":  # a job's other node may finish after one failed (merge.py)
             r.status = "stopped" if e.get("reason") == "stopped" else "done"
-        r.compiles = e.get("compiles", r.compiles)
+        r.compile.compiles = e.get("compiles", r.compile.compiles)
         if e.get("compile_s") is not None and r.compiled:
-            r.compile_s = e["compile_s"]
-        r.val_compiles = e.get("val_compiles", r.val_compiles)  # training's apart (script runs)
+            r.compile.compile_s = e["compile_s"]
+        # training's apart (script runs)
+        r.compile.val_compiles = e.get("val_compiles", r.compile.val_compiles)
         if e.get("val_compile_s"):
-            r.val_compile_s = e["val_compile_s"]
+            r.compile.val_compile_s = e["val_compile_s"]
     elif kind == events.FAILED:
         r.status = "failed"
-        r.error = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
-        r.failure_kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
-        r.failure_tail = e.get("traceback") or None
+        what = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
+        r.failure = replace(
+            r.failure, error=what,
+            failure_kind=e.get("kind") or ("exception" if e.get("stage") != "crash" else None),
+            failure_tail=e.get("traceback") or None)
     elif kind == events.RUN_EXITED:
         r.wall_s = e.get("seconds")
     elif kind == events.PHASE and r.status == "queued":
@@ -81,35 +84,36 @@ def apply_run(r: RunStats, e: dict) -> None:
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
-            r.losses_per_step = int(e["backwards"])
+            r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
-            r.uncompiled = str(e["uncompiled"])
+            r.compile.uncompiled = str(e["uncompiled"])
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)
-            r.untimed = str(e.get("text"))
+            r.timing.untimed = str(e.get("text"))
     elif kind == events.COMPILE:
         _apply_compile(r, e)
     elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
         _apply_validation(r, e)
     elif kind == events.GRAPH_BREAK:
         where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
-        known = next((b for b in r.graph_breaks if b["where"] == where and b["reason"] == e.get("reason")),
+        known = next((b for b in r.compile.graph_breaks if b["where"] == where
+                      and b["reason"] == e.get("reason")),
                      None)
         if known is None:
-            r.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
-                                   "hint": _hint(e.get("detail")), "count": 1})
+            r.compile.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
+                                           "hint": _hint(e.get("detail")), "count": 1})
         else:
             known["count"] += 1
     elif kind == events.CUDAGRAPHS:
-        _count(r.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
+        _count(r.compile.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
     elif kind == events.RECOMPILE and e.get("after_validation"):
         # Training's first compile of code only a validation pass had compiled (a sanity check
         # before the first step): torch's recompile, not training's; its guards say validation's.
-        _add_reasons(r.val_reasons, e)
+        _add_reasons(r.compile.val_reasons, e)
     elif kind == events.RECOMPILE:
-        r.recompiles += 1
+        r.compile.recompiles += 1
         for reason in e.get("reasons") or []:
-            if reason not in r.recompile_reasons:
-                r.recompile_reasons.append(reason)
+            if reason not in r.compile.recompile_reasons:
+                r.compile.recompile_reasons.append(reason)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
         r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
     if kind in WARM_EVENTS:
@@ -120,16 +124,16 @@ def _apply_validation(r: RunStats, e: dict) -> None:
     """A validation pass's compile, recompile or graph break: apart from training's."""
     if e["type"] == events.COMPILE:
         if made_graph(e):
-            r.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
+            r.compile.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
         elif e.get("forward", True):
-            _count(r.compile_failures, fallback(e))
-        r.val_compile_s = round((r.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
+            _count(r.compile.compile_failures, fallback(e))
+        r.compile.val_compile_s = round((r.compile.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
         reason = e.get("fail_reason") or ""
         if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
-            r.val_limit = True
+            r.compile.val_limit = True
     elif e["type"] == events.RECOMPILE:
-        r.val_recompiles += 1
-        _add_reasons(r.val_reasons, e)
+        r.compile.val_recompiles += 1
+        _add_reasons(r.compile.val_reasons, e)
 
 
 def _add_reasons(found: list[str], e: dict) -> None:
@@ -147,19 +151,20 @@ def _apply_compile(r: RunStats, e: dict) -> None:
         return
     forward = e.get("forward", True)
     if forward:
-        r.graphs_fwd += made_graph(e)
+        r.compile.graphs_fwd += made_graph(e)
         # An AOTAutograd cache hit brings its backward graph with it: no lazy backward compile
         # follows (a warm start's "2 fwd + 0 bwd graphs" would say no backward was compiled).
-        r.graphs_bwd += bool(made_graph(e) and e.get("aot_cache_hits"))
+        r.compile.graphs_bwd += bool(made_graph(e) and e.get("aot_cache_hits"))
         for phase, seconds in (e.get("phases") or {}).items():
-            r.compile_phases[phase] = r.compile_phases.get(phase, 0.0) + (seconds or 0.0)
+            r.compile.compile_phases[phase] = r.compile.compile_phases.get(phase, 0.0) + (seconds or 0.0)
     else:
-        r.graphs_bwd += 1
-        r.compile_phases["backward"] = r.compile_phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
-    r.fx_cache_hits += e.get("fx_cache_hits") or 0
-    r.fx_cache_misses += e.get("fx_cache_misses") or 0
+        r.compile.graphs_bwd += 1
+        r.compile.compile_phases["backward"] = r.compile.compile_phases.get("backward",
+                                                                            0.0) + (e.get("seconds") or 0.0)
+    r.compile.fx_cache_hits += e.get("fx_cache_hits") or 0
+    r.compile.fx_cache_misses += e.get("fx_cache_misses") or 0
     if forward and not made_graph(e) or e.get("failed"):  # ran eager: e.g. Dynamo's recompile limit
-        _count(r.compile_failures, fallback(e))
+        _count(r.compile.compile_failures, fallback(e))
 
 
 def _count(found: list[dict], item: dict) -> None:

@@ -5,29 +5,32 @@ axis), so a bigger batch is not read as a slower step."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.records import Comparison
 from tuimon.analysis.stats.rows import RunStats, per_sample, samples_per_step
 
 
-def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[str]], noise: Noise) -> None:
-    """``axes``: key -> values in order (the first: the baseline), for every key a row has."""
-    if not r.axes or not r.median_ms:
-        return
+def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[str]],
+                 noise: Noise) -> Comparison:
+    """``r``'s Comparison with its axis effect. ``axes``: key -> values in order (the first: the
+    baseline), for every key a row has."""
+    if not r.axes or not r.timing.median_ms:
+        return r.compare
     home = {key: (axes.get(key) or [value])[0] for key, value in r.axes.items()}
     if home == r.axes:
-        return  # it is the baseline of its axes
+        return r.compare  # it is the baseline of its axes
     same = [b for b in rows.values() if b.mode == r.mode and b.precision == r.precision
-            and b.axes == home and b.median_ms]
+            and b.axes == home and b.timing.median_ms]
     base = same_round(same, r)
     if base is None:
-        return
-    r.axis_baseline = base.label
-    r.axis_per_sample = per_sample([base, r])
-    ratio = base.median_ms / r.median_ms
-    if r.axis_per_sample:  # time per sample: step time over samples per step
+        return r.compare
+    by_sample = per_sample([base, r])
+    ratio = base.timing.median_ms / r.timing.median_ms
+    if by_sample:  # time per sample: step time over samples per step
         ratio *= samples_per_step(r) / samples_per_step(base)
-    r.axis_speedup = ratio
-    interval = ratio_interval(base, r, ratio, noise)
-    if interval is not None:
-        r.axis_speedup_lo, r.axis_speedup_hi = interval
+    lo, hi = ratio_interval(base, r, ratio, noise) or (r.compare.axis_speedup_lo, r.compare.axis_speedup_hi)
+    return replace(r.compare, axis_baseline=base.label, axis_per_sample=by_sample, axis_speedup=ratio,
+                   axis_speedup_lo=lo, axis_speedup_hi=hi)

@@ -29,7 +29,7 @@ def weighed_rows(summary: SessionSummary) -> list[RunStats]:
         if summary.variants else summary.runs
     latest: dict[tuple, RunStats] = {}
     for r in rows:
-        if r.key not in latest or r.median_ms or not latest[r.key].median_ms:
+        if r.key not in latest or r.timing.median_ms or not latest[r.key].timing.median_ms:
             latest[r.key] = r
     return list(latest.values())
 
@@ -52,7 +52,7 @@ def reliability(summary: SessionSummary, rows: list[RunStats], ref: RunStats | N
     for r in rows:
         if r.doubts:
             reasons.append(point("row", label=r.label, doubts=list(r.doubts)))
-        if ref is None or r is ref or r.baseline == ref.label:
+        if ref is None or r is ref or r.compare.baseline == ref.label:
             continue
         gaps = [load_gap(r, ref)]
         if not (r.processes or ref.processes):  # --repeats: the processes' spread is the interval
@@ -84,35 +84,37 @@ def unmeasured(r: RunStats) -> Point:
     ``gaps`` (most of its steps held a validation pass; ``all``: every one), ``warmup`` (it
     ended, or was ``stopped``, within its warm-up)."""
     if r.status == "failed":
-        return point("failed", error=r.error)
-    if r.untimed:  # runner/script/children.py: steps tuimon could not see, not a warm-up
-        return point("untimed", text=r.untimed)
-    if r.busy_dropped:
-        return point("busy_dropped", steps=r.busy_dropped)
-    if r.gap_steps and 2 * r.gap_steps >= r.steps:  # not warm-up: validation passes kept apart
-        return point("gaps", gaps=r.gap_steps, steps=r.steps, all=r.gap_steps >= r.steps)
-    return point("warmup", steps=r.steps, stopped=r.status == "stopped")
+        return point("failed", error=r.failure.error)
+    if r.timing.untimed:  # runner/script/children.py: steps tuimon could not see, not a warm-up
+        return point("untimed", text=r.timing.untimed)
+    if r.load.busy_dropped:
+        return point("busy_dropped", steps=r.load.busy_dropped)
+    # not warm-up: validation passes kept apart
+    if r.timing.gap_steps and 2 * r.timing.gap_steps >= r.timing.steps:
+        return point("gaps", gaps=r.timing.gap_steps, steps=r.timing.steps,
+                     all=r.timing.gap_steps >= r.timing.steps)
+    return point("warmup", steps=r.timing.steps, stopped=r.status == "stopped")
 
 
 def swinging(r: RunStats, tolerance: float) -> bool:
     """The loss reference's own losses swing more over the steps compared than the tolerance, and
     than the gap: the gap says nothing of compile, and no variant is disqualified for it."""
-    return (r.loss_ref_spread or 0.0) > max(tolerance, abs(r.loss_gap or 0.0))
+    return (r.loss.loss_ref_spread or 0.0) > max(tolerance, abs(r.loss.loss_gap or 0.0))
 
 
 def disqualify(r: RunStats, ref: RunStats, tolerance: float) -> Point | None:
     """``failed``, ``nonfinite`` (its loss turned NaN or inf where the reference's did not), or
     ``loss_gap`` (its losses end further from its loss reference's than the tolerance)."""
     if r.status == "failed":
-        return point("failed", error=r.error)
-    if r.loss_nonfinite and not ref.loss_nonfinite:
-        return point("nonfinite", steps=r.loss_nonfinite)
+        return point("failed", error=r.failure.error)
+    if r.loss.loss_nonfinite and not ref.loss.loss_nonfinite:
+        return point("nonfinite", steps=r.loss.loss_nonfinite)
     # Only a script may start from other losses (it seeds itself, or not): a recipe is seeded, and
     # amp's numerics can move a compiled variant's first loss by more than loss_comparable allows.
-    unseeded = r.precision == SCRIPT and r.loss_comparable is False
-    if r.loss_gap is not None and not unseeded and not swinging(r, tolerance) \
-            and abs(r.loss_gap) > tolerance:
-        return point("loss_gap", gap=r.loss_gap, ref=r.loss_ref, tolerance=tolerance)
+    unseeded = r.precision == SCRIPT and r.loss.loss_comparable is False
+    if r.loss.loss_gap is not None and not unseeded and not swinging(r, tolerance) \
+            and abs(r.loss.loss_gap) > tolerance:
+        return point("loss_gap", gap=r.loss.loss_gap, ref=r.loss.loss_ref, tolerance=tolerance)
     return None
 
 
@@ -126,16 +128,16 @@ def longer(rows: list[RunStats], runs: list[RunStats]) -> Point:
     need, seconds, own_end = 0, 0.0, False
     for row in rows:
         procs = [by_id[p["run"]] for p in row.processes if p["run"] in by_id] or [row]
-        if sum(p.gap_steps for p in procs) * 2 > sum(p.steps for p in procs):
+        if sum(p.timing.gap_steps for p in procs) * 2 > sum(p.timing.steps for p in procs):
             continue  # most steps held a validation pass: more of them would not help
         k = len(procs)
-        kept = sum(p.steps - p.measured for p in procs)  # warm-up, compiles, passes: kept apart
+        kept = sum(p.timing.steps - p.timing.measured for p in procs)  # warm-up, compiles, passes: kept apart
         steps = math.ceil((MIN_STEADY + kept) * k / (2 * k - 1))
         need = max(need, steps)
-        full = max(procs, key=lambda p: p.steps)
-        if full.length_s is not None and full.steps:
-            seconds = max(seconds, full.length_s * steps / full.steps)
-        elif full.length_steps is None and full.precision == SCRIPT:
+        full = max(procs, key=lambda p: p.timing.steps)
+        if full.timing.length_s is not None and full.timing.steps:
+            seconds = max(seconds, full.timing.length_s * steps / full.timing.steps)
+        elif full.timing.length_steps is None and full.precision == SCRIPT:
             own_end = True
     if not need:
         return point("any")

@@ -45,9 +45,9 @@ class Change:
 def median_change(before: RunStats, after: RunStats, noise: Noise) -> Change | None:
     """The median step of ``after`` against ``before``'s, with its 95 % interval (``noise``: the
     spread between processes, pooled over both sessions)."""
-    if not before.median_ms or not after.median_ms:
+    if not before.timing.median_ms or not after.timing.median_ms:
         return None
-    ratio = after.median_ms / before.median_ms
+    ratio = after.timing.median_ms / before.timing.median_ms
     interval = ratio_interval(before, after, ratio, noise)  # as a speedup's: the same two-row interval
     if interval is None:
         return Change(ratio)

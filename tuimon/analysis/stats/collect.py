@@ -130,7 +130,7 @@ class Collector:
         if e["type"] == events.WARNING and e.get("hung"):
             self._hung[run] = e["t"]
         elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
-            r.hung_s = round(e["t"] - self._last_t.get(run, self._hung[run]), 1)  # say so
+            r.failure = replace(r.failure, hung_s=round(e["t"] - self._last_t.get(run, self._hung[run]), 1))
         apply_run(r, e)
         track_pause(self._pauses[run], e)
 
@@ -161,18 +161,7 @@ class Collector:
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
     def summary(self) -> SessionSummary:
-        runs = {run: replace(r, notes=list(r.notes), warnings=list(r.warnings), doubts=list(r.doubts),
-                             compile_phases=dict(r.compile_phases),
-                             graph_breaks=sorted((dict(b) for b in r.graph_breaks),
-                                                 key=lambda b: -b["count"]),
-                             recompile_reasons=list(r.recompile_reasons),
-                             val_reasons=list(r.val_reasons),
-                             compile_failures=[dict(f) for f in r.compile_failures],
-                             cudagraphs=[dict(c) for c in r.cudagraphs],
-                             cache={k: dict(v) if isinstance(v, dict) else v for k, v in r.cache.items()},
-                             artifacts=dict(r.artifacts), artifact_notes=list(r.artifact_notes),
-                             profiles=[dict(p) for p in r.profiles])
-                for run, r in self.runs.items()}
+        runs = {run: _copy(r) for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
         quiet_only = self._session.quiet_only
@@ -181,43 +170,43 @@ class Collector:
             if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
                 self.jobs[run].lead(r)
             busy = busy_periods(samples, run) if quiet_only else None
-            phase_stats(r, step_stats(r, steps[run], *self._counts[run], busy=busy,
-                                      own=own_periods(samples, run) if own else None,
-                                      quiet_only=quiet_only))
+            steady = step_stats(r, steps[run], *self._counts[run], busy=busy,
+                                own=own_periods(samples, run) if own else None, quiet_only=quiet_only)
+            r.phases = phase_stats(steady)
             profile_stats(r, steps[run])
             if run in self.jobs:  # its ranks against each other, over its steady state
                 window = steady_window(steps[run])
-                self.jobs[run].summarize(r, r.steady_from, window[0] if window else None)
+                self.jobs[run].summarize(r, r.timing.steady_from, window[0] if window else None)
             r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
-            r.faults_per_step = self._faults[run].per_step()
-            r.loss_nonfinite = self._loss[run].nonfinite
+            r.load.faults_per_step = self._faults[run].per_step()
+            r.loss = replace(r.loss, loss_nonfinite=self._loss[run].nonfinite)
             compile_story(r)
         self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
+            r.probes, r.load = probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
-            combine_phases(v, [runs[p["run"]] for p in v.processes])
+            v.phases = combine_phases([runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
         apply_noise(list(variants.values()), noise)
         for r in runs.values():  # after every run's probes: a comparison weighs both loads
             compare(r, runs, losses, noise, self._session.pin_malloc)
-            phase_compare(r, runs, noise)
+            r.phases = phase_compare(r, runs, noise)
         for v in variants.values():  # compiles and losses: every process, a busy round's too
             every = sorted(v.processes + v.left_out, key=lambda p: p["round"] or 0)
             combine_compiles(v, [runs[p["run"]] for p in every if p["run"] in runs])
             losses[v.run] = losses[every[0]["run"]]  # round 1's (the whole length) speak for it
         for v in variants.values():
             compare(v, variants, losses, noise, self._session.pin_malloc)
-            phase_compare(v, variants, noise)
+            v.phases = phase_compare(v, variants, noise)
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):
             for r in rows.values():
-                axis_compare(r, rows, session.axes, noise)
-                loss_gap(r, rows, losses)
+                r.compare = axis_compare(r, rows, session.axes, noise)
+                r.loss = loss_gap(r, rows, losses)
         session_busy(session, list(runs.values()))
         session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,
                           unsupported=list(self._session.unsupported),
@@ -228,6 +217,25 @@ class Collector:
         session.files = self._files.report({r.run: r.label + (f" #{r.replicate}" if r.replicate else "")
                                             for r in runs.values()})
         return session
+
+
+def _copy(r: RunStats) -> RunStats:
+    """A row the summary may fill without touching the one the events fold into: its records
+    copied, and what the events grow (lists, counts by key) copied too."""
+    c = r.compile
+    return replace(
+        r, notes=list(r.notes), warnings=list(r.warnings), doubts=list(r.doubts),
+        profiles=[dict(p) for p in r.profiles], timing=replace(r.timing), compare=replace(r.compare),
+        load=replace(r.load), loss=replace(r.loss), probes=replace(r.probes), failure=replace(r.failure),
+        compile=replace(c, compile_phases=dict(c.compile_phases),
+                        graph_breaks=sorted((dict(b) for b in c.graph_breaks), key=lambda b: -b["count"]),
+                        recompile_reasons=list(c.recompile_reasons), val_reasons=list(c.val_reasons),
+                        compile_failures=[dict(f) for f in c.compile_failures],
+                        cudagraphs=[dict(x) for x in c.cudagraphs]),
+        warm=replace(r.warm, cache={k: dict(v) if isinstance(v, dict) else v
+                                    for k, v in r.warm.cache.items()},
+                     artifacts=dict(r.warm.artifacts), artifact_notes=list(r.warm.artifact_notes)),
+        job=replace(r.job))
 
 
 class LossTrack:
@@ -262,7 +270,7 @@ def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list
         return []
     out = []
     for r in runs.values():
-        if r.status == "failed" and r.failure_kind in (OOM_HOST, OOM_CUDA) and r.steps == 0:
+        if r.status == "failed" and r.failure.failure_kind in (OOM_HOST, OOM_CUDA) and r.timing.steps == 0:
             r.status = "skipped"
-            out.append({"label": r.label, "run": r.run, "reason": r.error or r.failure_kind})
+            out.append({"label": r.label, "run": r.run, "reason": r.failure.error or r.failure.failure_kind})
     return out

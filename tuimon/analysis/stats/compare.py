@@ -5,10 +5,12 @@ parity over the steps both ran. The break-even is shared with ``verdict``."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tuimon.analysis.stats.faults import compare_faults
 from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.records import Comparison, Losses
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.warm import starts_breakeven
 
@@ -50,43 +52,57 @@ def why_apart(base: RunStats, losses: dict[str, dict[int, float]]) -> str:
     return "random ops" if alike else "unseeded"
 
 
-def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
-            noise: Noise, pinned: bool | None = None) -> None:
-    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
-             and b.axes == r.axes and b.median_ms]
-    base = same_round(eager, r)
-    if base is None:
-        return
-    r.baseline = base.label
+def loss_parity(r: RunStats, base: RunStats, losses: dict[str, dict[int, float]]) -> Losses:
+    """``r``'s Losses against its baseline's over the steps both ran."""
     base_loss = losses[base.run]
     diffs = [abs(x - base_loss[i]) for i, x in losses[r.run].items() if i in base_loss]
-    r.common_steps = len(diffs)
-    r.max_loss_diff = max(diffs) if diffs else None
+    out = replace(r.loss, common_steps=len(diffs), max_loss_diff=max(diffs) if diffs else None)
     # Comparable losses start alike: the same seed and batches give the same first loss. A
     # script that does not seed itself (tuimon's --seed is best effort) starts elsewhere.
     first = min(losses[r.run], default=None)
-    if first is not None and first in base_loss:
-        a, b = losses[r.run][first], base_loss[first]
-        r.loss_comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
-        if not r.loss_comparable:
-            r.loss_apart = why_apart(base, losses)
-    if not r.median_ms:
+    if first is None or first not in base_loss:
+        return out
+    a, b = losses[r.run][first], base_loss[first]
+    comparable = abs(a - b) <= 1e-3 * max(1.0, abs(b))
+    return replace(out, loss_comparable=comparable,
+                   loss_apart=out.loss_apart if comparable else why_apart(base, losses))
+
+
+def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
+            noise: Noise, pinned: bool | None = None) -> None:
+    eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
+             and b.axes == r.axes and b.timing.median_ms]
+    base = same_round(eager, r)
+    if base is None:
+        return
+    r.loss = loss_parity(r, base, losses)
+    if not r.timing.median_ms:
+        r.compare = replace(r.compare, baseline=base.label)
         return
     compare_load(r, base)
     if not r.processes:  # --repeats: the spread between processes is in the interval already
         compare_faults(r, base, pinned)
-    r.speedup = base.median_ms / r.median_ms
+    r.compare = speedup_against(r, base, noise)
+    if r is not base:
+        starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
+
+
+def speedup_against(r: RunStats, base: RunStats, noise: Noise) -> Comparison:
+    """``r``'s Comparison with its baseline's speedup, its interval and the break-even."""
+    speedup = base.timing.median_ms / r.timing.median_ms
+    out = replace(r.compare, baseline=base.label, speedup=speedup)
     if r is base:
-        return
-    interval = ratio_interval(base, r, r.speedup, noise)
+        return out
+    interval = ratio_interval(base, r, speedup, noise)
     if interval is not None:
-        r.speedup_lo, r.speedup_hi = interval
-        r.within_noise = r.speedup_lo <= 1.0 <= r.speedup_hi
-    extra_s = (r.overhead_s or 0.0) - (base.overhead_s or 0.0)
-    if r.speedup_lo is not None:
-        gains = sorted(base.median_ms - base.median_ms / x for x in (r.speedup_lo, r.speedup_hi))
-        r.breakeven_lo = max(0, math.ceil(extra_s * 1000.0 / gains[1])) if gains[1] > 0 else None
-        r.breakeven_hi = max(0, math.ceil(extra_s * 1000.0 / gains[0])) if gains[0] > 0 else None
-    r.breakeven_steps, r.breakeven_s, r.breakeven_never = pays_off(
-        base.median_ms, base.overhead_s, r.median_ms, r.overhead_s)
-    starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
+        lo, hi = interval
+        out = replace(out, speedup_lo=lo, speedup_hi=hi, within_noise=lo <= 1.0 <= hi)
+    extra_s = (r.timing.overhead_s or 0.0) - (base.timing.overhead_s or 0.0)
+    if out.speedup_lo is not None:
+        gains = sorted(base.timing.median_ms - base.timing.median_ms / x for x in (out.speedup_lo,
+                                                                                   out.speedup_hi))
+        soon, late = (max(0, math.ceil(extra_s * 1000.0 / g)) if g > 0 else None for g in gains[::-1])
+        out = replace(out, breakeven_lo=soon, breakeven_hi=late)
+    steps, seconds, never = pays_off(base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms,
+                                     r.timing.overhead_s)
+    return replace(out, breakeven_steps=steps, breakeven_s=seconds, breakeven_never=never)

@@ -69,7 +69,7 @@ def limit_hit(f: dict) -> bool:
 
 def fell_back(r: RunStats, validation: bool = False) -> list[dict]:
     """The frames that failed to compile and run eager (training's, or a validation pass's)."""
-    return [f for f in r.compile_failures if bool(f.get("validation")) == validation
+    return [f for f in r.compile.compile_failures if bool(f.get("validation")) == validation
             and f.get("failed") and not limit_hit(f)]
 
 
@@ -97,28 +97,29 @@ def compile_story(r: RunStats) -> None:
     may still): ``failed`` (Dynamo tried and could not: the first failure, and whether only a
     validation pass tried), ``no_op`` (the frames it found no tensor operation in), ``runner``
     (the runner's own words, as the first step ended), ``none_ran`` (no compile ran at all)."""
-    r.val_guards = list(dict.fromkeys(guard_kind(x) for x in r.val_reasons))
-    r.nothing_compiled, r.fell_back = None, []
+    r.compile.val_guards = list(dict.fromkeys(guard_kind(x) for x in r.compile.val_reasons))
+    r.compile.nothing_compiled, r.compile.fell_back = None, []
     if not r.compiled or r.status in ("queued", "failed", "skipped"):
         return
     train, val = fell_back(r), fell_back(r, validation=True)
-    if r.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
-        r.fell_back = [dict(f) for f in train]
+    if r.compile.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
+        r.compile.fell_back = [dict(f) for f in train]
         return
     if train or val:  # Dynamo tried and could not: torch's reason (a validation pass's, if only it tried)
-        r.nothing_compiled = point("failed", failure=dict((train or val)[0]), validation=not train)
+        r.compile.nothing_compiled = point("failed", failure=dict((train or val)[0]), validation=not train)
         return
-    tried = [f for f in r.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
+    tried = [f for f in r.compile.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
     if tried:
         frames = list(dict.fromkeys(f["frame"] for f in tried if f.get("frame")))
-        r.nothing_compiled = point("no_op", frames=frames)
+        r.compile.nothing_compiled = point("no_op", frames=frames)
         return
-    if r.compiles or r.compile_s:
+    if r.compile.compiles or r.compile.compile_s:
         return
-    if r.uncompiled:  # the runner said so as the first step ended
-        r.nothing_compiled = point("runner", text=r.uncompiled)
-    elif r.compile_s == 0.0 and r.status in ("done", "stopped") and r.median_ms:
-        r.nothing_compiled = point("none_ran")  # it said it compiled for 0 s, and reached a steady state
+    if r.compile.uncompiled:  # the runner said so as the first step ended
+        r.compile.nothing_compiled = point("runner", text=r.compile.uncompiled)
+    elif r.compile.compile_s == 0.0 and r.status in ("done", "stopped") and r.timing.median_ms:
+        # it said it compiled for 0 s, and reached a steady state
+        r.compile.nothing_compiled = point("none_ran")
 
 
 def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
@@ -126,20 +127,20 @@ def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
     (its first process speaks for it), what fell back, and whether it measured nothing at all."""
     if not processes:
         return
-    row.val_compiles = sum(r.val_compiles for r in processes)
-    row.val_recompiles = sum(r.val_recompiles for r in processes)
-    times = [r.val_compile_s for r in processes if r.val_compile_s is not None]
-    row.val_compile_s = statistics.median(times) if times else None
-    row.val_reasons = list(dict.fromkeys(x for r in processes for x in r.val_reasons))
-    row.val_limit = any(r.val_limit for r in processes)
-    row.uncompiled = processes[0].uncompiled
+    row.compile.val_compiles = sum(r.compile.val_compiles for r in processes)
+    row.compile.val_recompiles = sum(r.compile.val_recompiles for r in processes)
+    times = [r.compile.val_compile_s for r in processes if r.compile.val_compile_s is not None]
+    row.compile.val_compile_s = statistics.median(times) if times else None
+    row.compile.val_reasons = list(dict.fromkeys(x for r in processes for x in r.compile.val_reasons))
+    row.compile.val_limit = any(r.compile.val_limit for r in processes)
+    row.compile.uncompiled = processes[0].compile.uncompiled
     compile_story(row)
-    if all(r.nothing_compiled for r in processes):
-        row.nothing_compiled = processes[0].nothing_compiled
-    row.fell_back = _once([x for r in processes for x in r.fell_back])
+    if all(r.compile.nothing_compiled for r in processes):
+        row.compile.nothing_compiled = processes[0].compile.nothing_compiled
+    row.compile.fell_back = _once([x for r in processes for x in r.compile.fell_back])
     # Not a compile's, but said with them: a process whose training ran where tuimon does not
     # hook speaks for its variant (its later rounds are not run: control/handover.py).
-    row.untimed = next((r.untimed for r in processes if r.untimed), None)
+    row.timing.untimed = next((r.timing.untimed for r in processes if r.timing.untimed), None)
 
 
 def _once(failures: list[dict]) -> list[dict]:

@@ -53,14 +53,15 @@ class FaultTrack:
 def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> Point | None:
     """How their fault rates differed, when by more than DIFFERS of a step (at FAULT_US a
     fault): enough to spoil comparing ``r`` with ``base``."""
-    if r is base or r.faults_per_step is None or base.faults_per_step is None or not base.median_ms:
+    if (r is base or r.load.faults_per_step is None or base.load.faults_per_step is None
+            or not base.timing.median_ms):
         return None
-    gap_ms = abs(r.faults_per_step - base.faults_per_step) * FAULT_US / 1000.0
-    if gap_ms <= DIFFERS * base.median_ms:
+    gap_ms = abs(r.load.faults_per_step - base.load.faults_per_step) * FAULT_US / 1000.0
+    if gap_ms <= DIFFERS * base.timing.median_ms:
         return None
     # ``pinned``: every run had the same glibc thresholds (--pin-malloc), and they differ all the same
-    return point("faults_differ", base=base.label, base_rate=base.faults_per_step, label=r.label,
-                 rate=r.faults_per_step, gap_ms=gap_ms, fault_us=FAULT_US, pinned=bool(pinned))
+    return point("faults_differ", base=base.label, base_rate=base.load.faults_per_step, label=r.label,
+                 rate=r.load.faults_per_step, gap_ms=gap_ms, fault_us=FAULT_US, pinned=bool(pinned))
 
 
 def compare_faults(r: RunStats, base: RunStats, pinned: bool | None = None) -> None:
@@ -68,4 +69,4 @@ def compare_faults(r: RunStats, base: RunStats, pinned: bool | None = None) -> N
     what = faults_gap(r, base, pinned)
     if what is not None:
         r.distrust(what)
-        r.faults_differ = True
+        r.load.faults_differ = True

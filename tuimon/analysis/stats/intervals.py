@@ -45,10 +45,10 @@ def median_interval(sorted_ms: list[float], rho: float) -> tuple[float, float]:
 
 def log_se(r: RunStats) -> float | None:
     if r.processes:
-        return r.log_se
-    if not r.median_ci_lo or not r.median_ci_hi or r.median_ci_lo <= 0:
+        return r.timing.log_se
+    if not r.timing.median_ci_lo or not r.timing.median_ci_hi or r.timing.median_ci_lo <= 0:
         return None
-    return (math.log(r.median_ci_hi) - math.log(r.median_ci_lo)) / (2 * Z95)
+    return (math.log(r.timing.median_ci_hi) - math.log(r.timing.median_ci_lo)) / (2 * Z95)
 
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); Z95 beyond.

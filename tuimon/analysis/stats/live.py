@@ -39,11 +39,11 @@ def not_yet(r: RunStats, base: RunStats | None) -> tuple[int, int] | None:
     """(steady steps, the steps the verdict weighs) while a live speedup of ``r`` against ``base``
     means nothing yet (the strip: "not yet: 6 of 20 steady steps"), or None once both have them
     (issue 33.11: a session starting read "0.70× (CI 0.00–1570.14)")."""
-    few = min(r.measured, base.measured if base is not None else r.measured)
+    few = min(r.timing.measured, base.timing.measured if base is not None else r.timing.measured)
     return (few, MIN_STEADY) if few < MIN_STEADY else None
 
 
 def loss_gap_ready(r: RunStats) -> bool:
     """The losses' largest gap over the steps both runs share is worth saying (not "≤ 0 over 1
     steps")."""
-    return r.max_loss_diff is not None and (r.common_steps or 0) >= MIN_LOSS_STEPS
+    return r.loss.max_loss_diff is not None and (r.loss.common_steps or 0) >= MIN_LOSS_STEPS

@@ -17,7 +17,10 @@ how many); more than that stay, counted as load (busy, unreliable).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.records import Load
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, max_of, mean_of
 
 BUSY_CORES = 0.5  # other processes using more than this much CPU: the machine is not the run's
@@ -47,44 +50,45 @@ def own_busy(s: dict, run: str) -> bool:
     return (own_cores(s, run) or 0.0) > BUSY_CORES
 
 
-def foreign_stats(r: RunStats, mine: list[tuple[dict, dict]], quiet_only: bool = False,
-                  own: bool = True) -> None:
-    """``mine``: (sample, the run's values in it) over the run's stepping steady state; with
+def foreign_load(run: str, load: Load, mine: list[tuple[dict, dict]], quiet_only: bool = False,
+                 own: bool = True) -> Load:
+    """``load`` (what the run's steps met: ``own_dropped``) with the other processes' load while
+    ``run`` stepped. ``mine``: (sample, the run's values in it) over its stepping steady state; with
     --quiet-only, only its quiet periods count (the steps measured in the others are out), and
     without it only the periods whose steps were kept (stats/steady_state.py). ``own``: count
     the session's other runs (False under --schedule parallel)."""
     if quiet_only:
-        mine = [(s, v) for s, v in mine if not busy_sample(s, v) and not (own and own_busy(s, r.run))]
-    elif own and r.own_dropped:
-        mine = [(s, v) for s, v in mine if not own_busy(s, r.run)]
-    r.foreign_cores = mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine])
-    r.own_cores = mean_of([own_cores(s, r.run) for s, _ in mine]) if own else None
+        mine = [(s, v) for s, v in mine if not busy_sample(s, v) and not (own and own_busy(s, run))]
+    elif own and load.own_dropped:
+        mine = [(s, v) for s, v in mine if not own_busy(s, run)]
     on_gpu = [d.get("foreign") for s, v in mine for d in s.get("devices", [])
               if d.get("index") in v.get("gpus", []) and d.get("foreign")]
-    r.foreign_gpu_sm = mean_of([f.get("sm_util") for f in on_gpu])
-    r.foreign_gpu_mem = max_of([f.get("gpu_mem") for f in on_gpu])
-    pids = sorted({p for f in on_gpu for p in f.get("pids", [])})
-    r.foreign_gpu_pids = pids[:5]
+    return replace(load, foreign_cores=mean_of([s.get("system", {}).get("foreign_cores") for s, _ in mine]),
+                   own_cores=mean_of([own_cores(s, run) for s, _ in mine]) if own else None,
+                   foreign_gpu_sm=mean_of([f.get("sm_util") for f in on_gpu]),
+                   foreign_gpu_mem=max_of([f.get("gpu_mem") for f in on_gpu]),
+                   foreign_gpu_pids=sorted({p for f in on_gpu for p in f.get("pids", [])})[:5])
 
 
 def load_cores(r: RunStats) -> float | None:
     """Every other process's CPU while it stepped: outside the session and the session's other
     runs (None: unknown)."""
-    if r.foreign_cores is None and r.own_cores is None:
+    if r.load.foreign_cores is None and r.load.own_cores is None:
         return None
-    return (r.foreign_cores or 0.0) + (r.own_cores or 0.0)
+    return (r.load.foreign_cores or 0.0) + (r.load.own_cores or 0.0)
 
 
 def busy(r: RunStats) -> bool:
-    return (load_cores(r) or 0.0) > BUSY_CORES or (r.foreign_gpu_sm or 0) > BUSY_SM
+    return (load_cores(r) or 0.0) > BUSY_CORES or (r.load.foreign_gpu_sm or 0) > BUSY_SM
 
 
 def load_figures(r: RunStats) -> dict:
     """Other processes' load while it stepped, for its words (report/load_text.py): every other
     process's cores, the share that was the session's own other runs (named only from 0.05
     core), and on its GPU the other processes and their SM %."""
-    return {"cores": load_cores(r), "own": r.own_cores if (r.own_cores or 0.0) >= OWN_NAMED else None,
-            "pids": list(r.foreign_gpu_pids), "sm": r.foreign_gpu_sm}
+    return {"cores": load_cores(r), "own": r.load.own_cores if (r.load.own_cores or 0.0) >= OWN_NAMED
+            else None,
+            "pids": list(r.load.foreign_gpu_pids), "sm": r.load.foreign_gpu_sm}
 
 
 def own_load(steps: int, cores: float, dropped: bool) -> dict:
@@ -98,7 +102,7 @@ def loads_differ(a: RunStats, b: RunStats) -> bool:
     if la is None or lb is None:
         return False
     return (abs(la - lb) > DIFFERS_CORES
-            or abs((a.foreign_gpu_sm or 0) - (b.foreign_gpu_sm or 0)) > BUSY_SM)
+            or abs((a.load.foreign_gpu_sm or 0) - (b.load.foreign_gpu_sm or 0)) > BUSY_SM)
 
 
 def load_gap(r: RunStats, base: RunStats) -> Point | None:
@@ -114,19 +118,19 @@ def compare_load(r: RunStats, base: RunStats) -> None:
     what = load_gap(r, base)
     if what is not None:
         r.distrust(what)
-        r.load_differs = True
+        r.load.load_differs = True
 
 
 def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:
     """Every run stepped beside other processes' load (``busy``, with the worst run's load), or
     --quiet-only kept the steps they met out (``busy_dropped``)."""
-    dropped = sum(r.busy_dropped for r in runs)
+    dropped = sum(r.load.busy_dropped for r in runs)
     if dropped:
         summary.busy = point("busy_dropped", steps=dropped)
         return
-    measured = [r for r in runs if r.median_ms and r.foreign_cores is not None]
+    measured = [r for r in runs if r.timing.median_ms and r.load.foreign_cores is not None]
     if measured and all(busy(r) for r in measured):
-        worst = max(measured, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
+        worst = max(measured, key=lambda r: (load_cores(r) or 0.0, r.load.foreign_gpu_sm or 0))
         summary.busy = point("busy", load=load_figures(worst))
 
 

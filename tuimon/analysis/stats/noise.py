@@ -157,7 +157,7 @@ def _paired(base: RunStats, r: RunStats, noise: Noise) -> tuple[float, float] | 
     a, b = _by_round(base), _by_round(r)
     if len(a) < 2 or set(a) != set(b) or len(a) != len(base.processes) or len(b) != len(r.processes):
         return None
-    within = [x.within_log_se for x in (base, r)]
+    within = [x.timing.within_log_se for x in (base, r)]
     floor = sum(w * w for w in within) if None not in within else 0.0
     return max(2 * noise.round_sd ** 2 / len(a), floor), t95(noise.round_df)
 
@@ -172,7 +172,7 @@ def row_variance(r: RunStats, noise: Noise) -> float | None:
     below what the processes' own intervals allow."""
     if r.processes:
         k = measured_processes(r)
-        within = r.within_log_se
+        within = r.timing.within_log_se
         if not k or within is None:
             return None
         return max(noise.sd ** 2 / k, within ** 2)
@@ -203,7 +203,7 @@ def ratio_basis(base: RunStats, r: RunStats, noise: Noise) -> Point:
     process a variant, ``pct``), ``own_noise`` (more than the processes differ), ``unpaired``
     (the spread between processes, ``pct``)."""
     if _paired(base, r, noise) is not None:
-        within = [x.within_log_se for x in (base, r)]
+        within = [x.timing.within_log_se for x in (base, r)]
         floor = sum(w * w for w in within) if None not in within else 0.0
         if floor > 2 * noise.round_sd ** 2 / len(_by_round(base)):
             return point("own_noise_rounds")
@@ -211,7 +211,7 @@ def ratio_basis(base: RunStats, r: RunStats, noise: Noise) -> Point:
     if not noise.measured:
         return point("assumed", pct=noise.pct)
     va, vb = row_variance(base, noise), row_variance(r, noise)
-    floors = [x.within_log_se for x in (base, r)]
+    floors = [x.timing.within_log_se for x in (base, r)]
     if None not in (va, vb) and None not in floors and (
             va + vb <= sum(f * f for f in floors) * 1.0001):
         return point("own_noise")

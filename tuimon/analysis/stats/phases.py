@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.intervals import Z95, lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.records import Phases, Timing
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.events import OTHER, STEP_PHASES
 
@@ -36,21 +38,22 @@ MIN_SHARE = 0.02
 MIN_MS = 0.005
 
 
-def phase_stats(r: RunStats, steady: list[dict]) -> None:
-    """``r.step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
-    and ``r.phases_missing`` from the run's steady steps (in step order). Figures are computed
-    in µs (the events' unit) and scaled once: a live view recomputes them every second or so."""
+def phase_stats(steady: list[dict]) -> Phases:
+    """A run's ``step_phases`` (phase -> {median_ms, p10_ms, p90_ms, mean_ms, share, ci_lo, ci_hi})
+    and ``phases_missing`` from its steady steps (in step order). Figures are computed in µs (the
+    events' unit) and scaled once: a live view recomputes them every second or so."""
     split = [s for s in steady if s.get("ph")]
-    r.step_phases, r.phases_missing = {}, []
+    found: dict[str, dict] = {}
+    missing: list[str] = []
     if len(split) < MIN_STEPS:
-        return
+        return Phases()
     n = len(split)
     phs = [s["ph"] for s in split]
     columns = list(zip(*(ph[:EVAL] for ph in phs), strict=False))  # a column a phase, µs
     series: dict[str, list] = {}
     for name, col in zip(SEEN, columns, strict=False):
         if col.count(None) * 2 > n:  # not seen in most steps: in other
-            r.phases_missing.append(name)
+            missing.append(name)
         else:
             series[name] = [v or 0 for v in col] if None in col else list(col)
     if any(len(ph) > EVAL for ph in phs):  # eval forwards inside the steps
@@ -68,23 +71,24 @@ def phase_stats(r: RunStats, steady: list[dict]) -> None:
         lo, hi = median_interval(ordered, lag1_autocorr(values[-RHO_STEPS:]))
         mean = math.fsum(values) / n
         middle = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
-        r.step_phases[name] = {
+        found[name] = {
             "median_ms": middle / 1000.0, "p10_ms": percentile(ordered, 0.10) / 1000.0,
             "p90_ms": percentile(ordered, 0.90) / 1000.0, "mean_ms": mean / 1000.0,
             "share": mean / mean_step if mean_step > 0 else None, "ci_lo": lo / 1000.0,
             "ci_hi": hi / 1000.0}
+    return Phases(found, missing)
 
 
-def combine_phases(row: RunStats, group: list[RunStats]) -> None:
+def combine_phases(group: list[RunStats]) -> Phases:
     """A --repeats variant's phases from its processes': the median of their medians (p10, p90
     alike), the mean of their means, and what the processes' own intervals allow for the
     speedup's interval (``within_log_se``, as replicates.py for the step)."""
-    measured = [r for r in group if r.step_phases]
-    row.step_phases, row.phases_missing = {}, list(measured[0].phases_missing) if measured else []
+    measured = [r for r in group if r.phases.step_phases]
     if not measured:
-        return
+        return Phases()
+    found: dict[str, dict] = {}
     for name in PARTS:
-        parts = [r.step_phases[name] for r in measured if name in r.step_phases]
+        parts = [r.phases.step_phases[name] for r in measured if name in r.phases.step_phases]
         if len(parts) < len(measured):
             continue
         out = {key: statistics.median(p[key] for p in parts) for key in ("median_ms", "p10_ms", "p90_ms")}
@@ -94,7 +98,8 @@ def combine_phases(row: RunStats, group: list[RunStats]) -> None:
         out["process_medians"] = [p["median_ms"] for p in parts]
         ses = [_log_se(p) for p in parts]
         out["within_log_se"] = None if None in ses else math.sqrt(sum(x * x for x in ses)) / len(ses)
-        row.step_phases[name] = out
+        found[name] = out
+    return Phases(found, list(measured[0].phases.phases_missing))
 
 
 def _log_se(p: dict) -> float | None:
@@ -106,12 +111,12 @@ def _log_se(p: dict) -> float | None:
 
 def _proxy(r: RunStats, name: str) -> RunStats:
     """The phase as a row of its own, for noise.py's interval machinery."""
-    p = r.step_phases[name]
-    proxy = RunStats(r.run, r.mode, r.precision, median_ms=p["median_ms"],
-                     median_ci_lo=p.get("ci_lo"), median_ci_hi=p.get("ci_hi"))
+    p = r.phases.step_phases[name]
+    proxy = RunStats(r.run, r.mode, r.precision, timing=Timing(
+        median_ms=p["median_ms"], median_ci_lo=p.get("ci_lo"), median_ci_hi=p.get("ci_hi")))
     if r.processes:
         proxy.processes = [{"median_ms": m} for m in p.get("process_medians") or []]
-        proxy.within_log_se = p.get("within_log_se")
+        proxy.timing.within_log_se = p.get("within_log_se")
     return proxy
 
 
@@ -119,7 +124,7 @@ def phase_speedup(base: RunStats, r: RunStats, name: str,
                   noise: Noise) -> tuple[float, float | None, float | None] | None:
     """``base``'s phase time over ``r``'s (above 1: ``r`` is faster there) and its 95 % interval
     (None, None when it has none); None when the phase is too small in both to compare."""
-    a, b = base.step_phases.get(name), r.step_phases.get(name)
+    a, b = base.phases.step_phases.get(name), r.phases.step_phases.get(name)
     if not a or not b or a["median_ms"] < MIN_MS or b["median_ms"] < MIN_MS:
         return None
     if max(a.get("share") or 0.0, b.get("share") or 0.0) < MIN_SHARE:
@@ -129,20 +134,22 @@ def phase_speedup(base: RunStats, r: RunStats, name: str,
     return (ratio, *(interval or (None, None)))
 
 
-def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> None:
-    """Each phase's speedup against the eager run ``compare`` takes as the baseline (same
-    precision, axis values and round), into ``r.step_phases[phase]``."""
-    if not r.step_phases or r.mode == "eager":
-        return
+def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> Phases:
+    """``r``'s phases with each one's speedup against the eager run ``compare`` takes as the
+    baseline (same precision, axis values and round): ``speedup``, ``speedup_lo``, ``speedup_hi``."""
+    if not r.phases.step_phases or r.mode == "eager":
+        return r.phases
     eager = [b for b in rows.values() if b.mode == "eager" and b.precision == r.precision
-             and b.axes == r.axes and b.median_ms]
+             and b.axes == r.axes and b.timing.median_ms]
     base = same_round(eager, r)
-    if base is None or not base.step_phases:
-        return
-    for name, p in r.step_phases.items():
-        found = phase_speedup(base, r, name, noise)
-        if found is not None:
-            p["speedup"], p["speedup_lo"], p["speedup_hi"] = found
+    if base is None or not base.phases.step_phases:
+        return r.phases
+    found = {}
+    for name, p in r.phases.step_phases.items():
+        ratio = phase_speedup(base, r, name, noise)
+        found[name] = p if ratio is None else {
+            **p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"), ratio, strict=True))}
+    return replace(r.phases, step_phases=found)
 
 
 def step_split(e: dict) -> dict[str, float | None]:

@@ -19,7 +19,7 @@ import statistics
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from tuimon import events
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
@@ -40,9 +40,9 @@ WAITED = 0.95  # a rank whose own time is below this share of its step spent the
 REFRESH_S = 1.0
 IDENTITY = ("local_rank", "node_rank", "host", "pid", "device", "device_name", "backend",
             "job_id", "master", "world_size", "restart")
-LEAD_FIELDS = ("device", "device_name", "params", "batch_size", "warmup_auto", "compile_phases",
-               "graphs_fwd", "graphs_bwd", "graph_breaks", "recompile_reasons", "fx_cache_hits",
-               "fx_cache_misses", "turns")
+LEAD_FIELDS = ("device", "device_name", "params", "batch_size", "turns")
+LEAD_COMPILE = ("compile_phases", "graphs_fwd", "graphs_bwd", "graph_breaks", "recompile_reasons",
+                "fx_cache_hits", "fx_cache_misses")
 
 
 @dataclass
@@ -211,24 +211,30 @@ class JobFold:
             return
         lead = self.rows[min(self.rows)]
         for key in LEAD_FIELDS:
-            value = getattr(lead, key)
-            setattr(job, key, [dict(b) for b in value] if key == "graph_breaks" else
+            setattr(job, key, getattr(lead, key))
+        job.timing.warmup_auto = lead.timing.warmup_auto
+        for key in LEAD_COMPILE:
+            value = getattr(lead.compile, key)
+            setattr(job.compile, key, [dict(b) for b in value] if key == "graph_breaks" else
                     value.copy() if isinstance(value, (list, dict)) else value)
         job.notes = list(lead.notes)
         ranks = sorted(self.rows)
         for w in (w for r in ranks for w in self.rows[r].warnings):
             if w not in job.warnings:
                 job.warnings.append(w)
-        for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved"):
-            setattr(job, key, max_of([getattr(self.rows[r], key) for r in ranks]))
-        job.compile_s = max_of([self.rows[r].compile_s for r in ranks]) or job.compile_s
-        job.recompiles = max(self.rows[r].recompiles for r in ranks)
-        job.compiles = max(self.rows[r].compiles for r in ranks)
+        peaks = ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved")
+        job.probes = replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
+                                            for key in peaks})
+        job.compile.compile_s = max_of([self.rows[r].compile.compile_s
+                                        for r in ranks]) or job.compile.compile_s
+        job.compile.recompiles = max(self.rows[r].compile.recompiles for r in ranks)
+        job.compile.compiles = max(self.rows[r].compile.compiles for r in ranks)
         world = [self.info[r].get("world_size") for r in ranks if self.info.get(r)]
-        job.world_size = max([w for w in world if w] or [len(ranks)])
-        job.backend = next((self.info[r].get("backend") for r in ranks
-                            if self.info.get(r, {}).get("backend")), None)
-        job.hosts = sorted({self.info[r].get("host") for r in ranks if self.info.get(r, {}).get("host")})
+        job.job = replace(job.job, world_size=max([w for w in world if w] or [len(ranks)]),
+                          backend=next((self.info[r].get("backend") for r in ranks
+                                        if self.info.get(r, {}).get("backend")), None),
+                          hosts=sorted({self.info[r].get("host") for r in ranks
+                                        if self.info.get(r, {}).get("host")}))
 
     def summarize(self, job: RunStats, steady_from: int | None, samples_from: float | None) -> None:
         """Per-rank rows, skew, stragglers and divergence, over the job's steady state."""
@@ -243,11 +249,13 @@ class JobFold:
             row = self.rows[r]
             stat.status = "killed" if r in self.killed and row.status in ("running", "queued") else (
                 "running" if row.status == "queued" else row.status)
-            stat.error, stat.steps = row.error, self.counts.get(r, 0)
+            stat.error, stat.steps = row.failure.error, self.counts.get(r, 0)
             stat.last_step, stat.loss = self.last_i.get(r), self.loss.get(r)
             stat.device = stat.device or row.device
-            stat.graphs, stat.graph_breaks = row.graphs_fwd, sum(b["count"] for b in row.graph_breaks)
-            stat.recompiles, stat.compile_s, stat.peak_rss = row.recompiles, row.compile_s, row.peak_rss
+            stat.graphs = row.compile.graphs_fwd
+            stat.graph_breaks = sum(b["count"] for b in row.compile.graph_breaks)
+            stat.recompiles, stat.compile_s = row.compile.recompiles, row.compile.compile_s
+            stat.peak_rss = row.probes.peak_rss
             for key, value in medians.get(r, {}).items():
                 setattr(stat, key, value)
             stat.waited = stat.own_ms is not None and stat.median_ms is not None \
@@ -256,14 +264,14 @@ class JobFold:
                 stat.slower_pct, stat.straggler_since = slow[r]["slower_pct"], slow[r]["since"]
             self._probes(stat, samples_from)
             rows.append(asdict(stat))
-        job.ranks = rows
-        job.skew_pct = skew_pct({x["rank"]: x["own_ms"] for x in rows if x["own_ms"] is not None})
-        job.stragglers = list(slow.values())
-        job.compile_divergence = divergence(
-            {r: {"graphs": self.rows[r].graphs_fwd, "recompiles": self.rows[r].recompiles,
-                 "breaks": sum(b["count"] for b in self.rows[r].graph_breaks),
+        diverging = divergence(
+            {r: {"graphs": self.rows[r].compile.graphs_fwd, "recompiles": self.rows[r].compile.recompiles,
+                 "breaks": sum(b["count"] for b in self.rows[r].compile.graph_breaks),
                  "compile_steps": self.compile_steps[r],
-                 "reasons": self.rows[r].recompile_reasons} for r in ranks}, self.last_i)
+                 "reasons": self.rows[r].compile.recompile_reasons} for r in ranks}, self.last_i)
+        own = {x["rank"]: x["own_ms"] for x in rows if x["own_ms"] is not None}
+        job.job = replace(job.job, ranks=rows, skew_pct=skew_pct(own), stragglers=list(slow.values()),
+                          compile_divergence=diverging)
         if job.status in ("running", "queued") and not self.active and all(
                 self.rows[r].status not in ("running", "queued") or r in self.killed for r in ranks):
             job.status = "failed" if any(self.rows[r].status == "failed" for r in ranks) else "done"

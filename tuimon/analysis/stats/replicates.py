@@ -21,6 +21,8 @@ from tuimon.analysis.stats.intervals import log_se
 from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.probes import combine_probes
+from tuimon.analysis.stats.records import Failure, Losses
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -50,22 +52,23 @@ def busy_rounds(runs: list[RunStats]) -> dict[int, Point]:
     was busy."""
     rounds: dict[int, list[RunStats]] = {}
     for r in runs:
-        if r.median_ms and r.replicate is not None:
+        if r.timing.median_ms and r.replicate is not None:
             rounds.setdefault(r.replicate, []).append(r)
-    busy_ones = {k: [r for r in rs if busy(r) and r.samples >= BUSY_SAMPLES] for k, rs in rounds.items()}
+    busy_ones = {k: [r for r in rs if busy(r) and r.probes.samples >= BUSY_SAMPLES] for k,
+                 rs in rounds.items()}
     busy_ones = {k: rs for k, rs in busy_ones.items() if rs}
     if not busy_ones or len(busy_ones) == len(rounds):
         return {}
     out = {}
     for k, rs in busy_ones.items():
-        worst = max(rs, key=lambda r: (load_cores(r) or 0.0, r.foreign_gpu_sm or 0))
+        worst = max(rs, key=lambda r: (load_cores(r) or 0.0, r.load.foreign_gpu_sm or 0))
         out[k] = point("busy_round", round=k, label=worst.label, load=load_figures(worst))
     return out
 
 
 def _process(r: RunStats) -> dict:
-    return {"run": r.run, "round": r.replicate, "median_ms": r.median_ms, "status": r.status,
-            "steps": r.steps, "measured": r.measured, "load_cores": load_cores(r),
+    return {"run": r.run, "round": r.replicate, "median_ms": r.timing.median_ms, "status": r.status,
+            "steps": r.timing.steps, "measured": r.timing.measured, "load_cores": load_cores(r),
             "busy": busy(r)}
 
 
@@ -81,69 +84,73 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.processes = [_process(r) for r in timed]
     statuses = {r.status for r in group if r.status != "not run"} or {"not run"}
     row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
-    row.error = next((f"{r.run}: {r.error}" for r in group if r.error), None)
-    for key in ("device", "device_name", "params", "batch_size", "warmup_auto"):
-        setattr(row, key, getattr(first, key))
-    row.notes, row.own_load = list(first.notes), first.own_load
-    row.steps = sum(r.steps for r in group)
-    row.measured = sum(r.measured for r in timed)
-    row.warmup_steps = sum(r.warmup_steps for r in timed)
-    row.gap_steps = sum(r.gap_steps for r in group)
+    row.failure = Failure(error=next((f"{r.run}: {r.failure.error}" for r in group if r.failure.error), None))
+    row.device, row.device_name = first.device, first.device_name
+    row.params, row.batch_size = first.params, first.batch_size
+    row.timing.warmup_auto = first.timing.warmup_auto
+    row.notes, row.load.own_load = list(first.notes), first.load.own_load
+    row.timing.steps = sum(r.timing.steps for r in group)
+    row.timing.measured = sum(r.timing.measured for r in timed)
+    row.timing.warmup_steps = sum(r.timing.warmup_steps for r in timed)
+    row.timing.gap_steps = sum(r.timing.gap_steps for r in group)
     row.turns = sum(r.turns for r in group)
     row.paused_s = sum(r.paused_s for r in group)
-    row.compiles = sum(r.compiles for r in group)
-    row.recompiles = sum(r.recompiles for r in group)
-    row.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.recompile_reasons))
+    row.compile.compiles = sum(r.compile.compiles for r in group)
+    row.compile.recompiles = sum(r.compile.recompiles for r in group)
+    row.compile.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.compile.recompile_reasons))
     row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
     doubted = next((r for r in timed if r.doubts), None)  # its first doubted process speaks for it
     row.doubts = [Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts] \
         if doubted else []
-    row.graph_breaks, row.compile_phases = first.graph_breaks, first.compile_phases
-    row.compile_failures, row.cudagraphs = first.compile_failures, first.cudagraphs
-    row.graphs_fwd, row.graphs_bwd = first.graphs_fwd, first.graphs_bwd
-    row.fx_cache_hits = sum(r.fx_cache_hits for r in group)
-    row.fx_cache_misses = sum(r.fx_cache_misses for r in group)
-    for key in ("compile_s", "overhead_s", "first_step_ms"):  # compiles: every process
-        values = [getattr(r, key) for r in group if getattr(r, key) is not None]
-        setattr(row, key, statistics.median(values) if values else None)
-    for key in ("mean_data_ms", "cpu_mean", "gpu_util_mean", "power_mean", "throttled_share",
-                "faults_per_step"):  # what it measured while stepping: the rounds it rests on
-        values = [getattr(r, key) for r in timed if getattr(r, key) is not None]
-        setattr(row, key, statistics.median(values) if values else None)
+    row.compile.graph_breaks = first.compile.graph_breaks
+    row.compile.compile_phases = first.compile.compile_phases
+    row.compile.compile_failures = first.compile.compile_failures
+    row.compile.cudagraphs = first.compile.cudagraphs
+    row.compile.graphs_fwd, row.compile.graphs_bwd = first.compile.graphs_fwd, first.compile.graphs_bwd
+    row.compile.fx_cache_hits = sum(r.compile.fx_cache_hits for r in group)
+    row.compile.fx_cache_misses = sum(r.compile.fx_cache_misses for r in group)
+    def median(group: list[RunStats], value) -> float | None:
+        values = [v for v in map(value, group) if v is not None]
+        return statistics.median(values) if values else None
+
+    # Compiles: every process.
+    row.compile.compile_s = median(group, lambda r: r.compile.compile_s)
+    row.timing.overhead_s = median(group, lambda r: r.timing.overhead_s)
+    row.timing.first_step_ms = median(group, lambda r: r.timing.first_step_ms)
+    # What it measured while stepping: the rounds it rests on.
+    row.timing.mean_data_ms = median(timed, lambda r: r.timing.mean_data_ms)
+    row.load.faults_per_step = median(timed, lambda r: r.load.faults_per_step)
     # Other processes' load while it stepped: the mean over the rounds it rests on (the table's
     # "other processes while it stepped", the verdict's load gap and busy judgement).
     for key in ("foreign_cores", "own_cores", "foreign_gpu_sm"):
-        setattr(row, key, mean_of([getattr(r, key) for r in timed]))
-    row.foreign_gpu_mem = max_of([r.foreign_gpu_mem for r in timed])
-    row.foreign_gpu_pids = sorted({p for r in timed for p in r.foreign_gpu_pids})[:5]
-    row.busy_dropped = sum(r.busy_dropped for r in timed)
-    row.own_dropped = sum(r.own_dropped for r in timed)
-    for key in ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
-                "children_max", "vram_max", "gpu_proc_mem_max", "temp_max"):
-        setattr(row, key, max_of([getattr(r, key) for r in group]))
+        setattr(row.load, key, mean_of([getattr(r.load, key) for r in timed]))
+    row.load.foreign_gpu_mem = max_of([r.load.foreign_gpu_mem for r in timed])
+    row.load.foreign_gpu_pids = sorted({p for r in timed for p in r.load.foreign_gpu_pids})[:5]
+    row.load.busy_dropped = sum(r.load.busy_dropped for r in timed)
+    row.load.own_dropped = sum(r.load.own_dropped for r in timed)
+    row.probes = combine_probes(group, timed)
     combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
-    row.samples = sum(r.samples for r in group)
-    row.final_loss, row.losses_per_step = first.final_loss, first.losses_per_step
-    row.loss_nonfinite = sum(r.loss_nonfinite for r in group)
-    measured = [r for r in timed if r.median_ms]
+    row.loss = Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
+                      loss_nonfinite=sum(r.loss.loss_nonfinite for r in group))
+    measured = [r for r in timed if r.timing.median_ms]
     if not measured:
         return row
-    logs = [math.log(r.median_ms) for r in measured]
+    logs = [math.log(r.timing.median_ms) for r in measured]
     n = len(logs)
-    row.median_ms = math.exp(statistics.fmean(logs))
-    row.p10_ms = statistics.median(r.p10_ms for r in measured)
-    row.p90_ms = statistics.median(r.p90_ms for r in measured)
+    row.timing.median_ms = math.exp(statistics.fmean(logs))
+    row.timing.p10_ms = statistics.median(r.timing.p10_ms for r in measured)
+    row.timing.p90_ms = statistics.median(r.timing.p90_ms for r in measured)
     # Samples (or steps) per step ÷ the combined median, as for one process: a median of the
     # processes' throughputs would give the row a fractional batch (31.97 against 32.02 samples),
     # read as a batch-size axis: the verdict and the axes would weigh per sample.
-    sizes = [r.throughput * r.median_ms / 1000.0 for r in measured if r.throughput]
-    row.throughput = statistics.median(sizes) / (row.median_ms / 1000.0) if sizes else None
-    row.throughput_unit = measured[0].throughput_unit
+    sizes = [r.timing.throughput * r.timing.median_ms / 1000.0 for r in measured if r.timing.throughput]
+    row.timing.throughput = statistics.median(sizes) / (row.timing.median_ms / 1000.0) if sizes else None
+    row.timing.throughput_unit = measured[0].timing.throughput_unit
     # The least the processes' own step noise allows (with two or three processes their spread
     # can come out near zero by luck).
     within = [log_se(r) for r in measured]
     if None not in within:  # a process too short for an interval of its own: no floor to trust
-        row.within_log_se = math.sqrt(sum(x * x for x in within)) / n
+        row.timing.within_log_se = math.sqrt(sum(x * x for x in within)) / n
     return row
 
 
@@ -151,8 +158,9 @@ def apply_noise(rows: list[RunStats], noise: Noise) -> None:
     """Each combined row's standard error and median interval, from the pooled spread."""
     for row in rows:
         var = row_variance(row, noise)
-        if var is None or not row.median_ms:
+        if var is None or not row.timing.median_ms:
             continue
-        row.log_se = math.sqrt(var)
-        half = noise.crit * row.log_se
-        row.median_ci_lo, row.median_ci_hi = row.median_ms * math.exp(-half), row.median_ms * math.exp(half)
+        row.timing.log_se = math.sqrt(var)
+        half = noise.crit * row.timing.log_se
+        t = row.timing
+        t.median_ci_lo, t.median_ci_hi = t.median_ms * math.exp(-half), t.median_ms * math.exp(half)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
@@ -29,22 +30,22 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     cores) in which the session's other runs loaded the machine beside this run's steps; steps
     ending in them are kept out (``own_dropped``) when they are few (stats/load.py) or with
     --quiet-only, and ``own_load`` says so either way. Returns the steady steps."""
-    r.steps = total
+    r.timing.steps = total
     if not run_steps:
         return []
-    r.gap_steps = sum(1 for s in run_steps if s.get("gap"))
-    r.first_step_ms = run_steps[0]["ms"]
-    if r.compiled and r.compile_s is None:
+    r.timing.gap_steps = sum(1 for s in run_steps if s.get("gap"))
+    r.timing.first_step_ms = run_steps[0]["ms"]
+    if r.compiled and r.compile.compile_s is None:
         total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
-        r.compile_s = round(total, 3) if total else None
+        r.compile.compile_s = round(total, 3) if total else None
     losses = [s.get("loss") for s in run_steps]
-    r.final_loss = next((x for x in reversed(losses) if x is not None), None)
+    r.loss = replace(r.loss, final_loss=next((x for x in reversed(losses) if x is not None), None))
     candidates = [s for s in run_steps if is_measured(s)]  # in step order
     if busy:
         in_busy = _finder(busy)
         quiet = [s for s in candidates if in_busy(s["t"]) is None]
-        r.busy_dropped = len(candidates) - len(quiet)
-        measured_total -= r.busy_dropped
+        r.load.busy_dropped = len(candidates) - len(quiet)
+        measured_total -= r.load.busy_dropped
         candidates = quiet
     if own:
         in_own = _finder(own)
@@ -53,31 +54,31 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
         if met:
             dropped = quiet_only or len(met) <= OWN_DROP_SHARE * len(candidates)
             cores = statistics.fmean(own[k][2] for _, k in met)
-            r.own_load = own_load(len(met), cores, dropped)
+            r.load.own_load = own_load(len(met), cores, dropped)
             if dropped:
                 out = {id(s) for s, _ in met}
                 candidates = [s for s in candidates if id(s) not in out]
-                r.own_dropped = len(met)
-                measured_total -= r.own_dropped
-    cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.warmup_auto else 0
+                r.load.own_dropped = len(met)
+                measured_total -= r.load.own_dropped
+    cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.timing.warmup_auto else 0
     steady = candidates[cut:]
-    r.measured = measured_total - cut
-    r.warmup_steps = r.steps - r.measured
+    r.timing.measured = measured_total - cut
+    r.timing.warmup_steps = r.timing.steps - r.timing.measured
     if not steady:
         return []
-    r.steady_from = steady[0]["i"]
+    r.timing.steady_from = steady[0]["i"]
     in_order = [s["ms"] for s in steady]
     measured = sorted(in_order)
-    r.median_ms = statistics.median(measured)
-    r.p10_ms = percentile(measured, 0.10)
-    r.p90_ms = percentile(measured, 0.90)
-    r.autocorr = lag1_autocorr(in_order)
-    r.median_ci_lo, r.median_ci_hi = median_interval(measured, r.autocorr)
-    r.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
+    r.timing.median_ms = statistics.median(measured)
+    r.timing.p10_ms = percentile(measured, 0.10)
+    r.timing.p90_ms = percentile(measured, 0.90)
+    r.timing.autocorr = lag1_autocorr(in_order)
+    r.timing.median_ci_lo, r.timing.median_ci_hi = median_interval(measured, r.timing.autocorr)
+    r.timing.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
     samples = statistics.median(s.get("n", 0) for s in steady)
     if not samples:  # a script whose batches tuimon cannot see: steps per second
-        samples, r.throughput_unit = 1, "steps"
-    r.throughput = samples / (r.median_ms / 1000.0) if r.median_ms > 0 else None
+        samples, r.timing.throughput_unit = 1, "steps"
+    r.timing.throughput = samples / (r.timing.median_ms / 1000.0) if r.timing.median_ms > 0 else None
     # A profiled step is slow because of the profiler, not warm-up (unless it compiled too).
     kept_apart = [s["ms"] for s in run_steps if not is_measured(s) and not s.get("gap")
                   and (s.get("compile_ms") or not s.get("profiled"))]
@@ -85,11 +86,13 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     # A gap in warm-up (a validation pass before the first step: Lightning's sanity check) is
     # not training's time, but training's compile in it is (a validation pass's is not in it).
     gap_compile_ms = sum(s.get("compile_ms", 0.0) for s in run_steps
-                         if s.get("gap") and s["i"] < r.steady_from)
-    r.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.median_ms + gap_compile_ms) / 1000.0)
+                         if s.get("gap") and s["i"] < r.timing.steady_from)
+    r.timing.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.timing.median_ms + gap_compile_ms)
+                              / 1000.0)
     # A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time cost
     # of that pass, not training steps whose shapes or guards keep changing.
-    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.steady_from and not s.get("gap")]
+    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.timing.steady_from
+            and not s.get("gap")]
     if late:
         r.distrust(point("recompiled", steps=len(late), first=late[0]["i"]))
     return steady
@@ -139,8 +142,8 @@ def profile_stats(r: RunStats, run_steps: list[dict]) -> None:
     for s in run_steps:
         if s.get("profiled"):
             profiled.setdefault(s["profiled"], []).append(s["ms"])
-    r.profiled_steps = sum(len(v) for v in profiled.values())
-    r.warmup_steps -= r.profiled_steps
+    r.timing.profiled_steps = sum(len(v) for v in profiled.values())
+    r.timing.warmup_steps -= r.timing.profiled_steps
     for p in r.profiles:
         times = profiled.get(p.get("capture"))
         p["recorded_median_ms"] = statistics.median(times) if times else None

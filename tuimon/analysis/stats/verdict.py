@@ -130,7 +130,7 @@ def decide(summary: SessionSummary) -> Verdict:
     if ref is None:
         code = "no_reference" if rows else "waiting_first"
         return Verdict(code, KINDS[code], skipped=skipped)
-    if not ref.median_ms:
+    if not ref.timing.median_ms:
         if ref.status in ("queued", "running"):
             return Verdict("waiting_reference", "pending", reference=ref.label, skipped=skipped)
         return Verdict("reference_unmeasured", "none", reference=ref.label, skipped=skipped,
@@ -143,13 +143,13 @@ def decide(summary: SessionSummary) -> Verdict:
         if (why := disqualify(r, ref, summary.loss_tolerance)) is not None:
             out.disqualified.append({"label": r.label, "run": r.run, "why": why})
             continue
-        if r.loss_gap is not None and swinging(r, summary.loss_tolerance):
-            out.unweighed.append({"label": r.label, "ref": r.loss_ref, "gap": r.loss_gap,
-                                  "spread": r.loss_ref_spread})
-        if r.nothing_compiled:  # its speed is eager's: no answer to "should I compile"
+        if r.loss.loss_gap is not None and swinging(r, summary.loss_tolerance):
+            out.unweighed.append({"label": r.label, "ref": r.loss.loss_ref, "gap": r.loss.loss_gap,
+                                  "spread": r.loss.loss_ref_spread})
+        if r.compile.nothing_compiled:  # its speed is eager's: no answer to "should I compile"
             out.disqualified.append({"label": r.label, "run": r.run,
-                                     "why": point("nothing_compiled", why=r.nothing_compiled)})
-        elif not r.median_ms:
+                                     "why": point("nothing_compiled", why=r.compile.nothing_compiled)})
+        elif not r.timing.median_ms:
             if r.status in ("queued", "running"):
                 out.pending.append(r.label)
             else:
@@ -177,10 +177,10 @@ def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats], runs: list[
     """Rows with fewer than MIN_STEADY steady steps are not weighed: still running, they are
     pending; ended, set aside with the reason. True (the answer given) when that leaves nothing
     to weigh: the reference, or every candidate, has too few."""
-    few = [r for r in qualified if r.measured < MIN_STEADY]
-    if ref.measured < MIN_STEADY or (few and len(few) == len(qualified)):
-        rows = [r for r in (ref, *few) if r.measured < MIN_STEADY]
-        out.few = [{"label": r.label, "measured": r.measured} for r in rows]
+    few = [r for r in qualified if r.timing.measured < MIN_STEADY]
+    if ref.timing.measured < MIN_STEADY or (few and len(few) == len(qualified)):
+        rows = [r for r in (ref, *few) if r.timing.measured < MIN_STEADY]
+        out.few = [{"label": r.label, "measured": r.timing.measured} for r in rows]
         if any(r.status in ("queued", "running") for r in rows):
             out.answer("waiting_steady")
         else:
@@ -193,14 +193,14 @@ def _too_few(out: Verdict, ref: RunStats, qualified: list[RunStats], runs: list[
             out.pending.append(r.label)
         else:
             out.disqualified.append({"label": r.label, "run": r.run,
-                                     "why": point("too_few", measured=r.measured, need=MIN_STEADY)})
+                                     "why": point("too_few", measured=r.timing.measured, need=MIN_STEADY)})
     return False
 
 
 def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
            pinned: bool | None) -> None:
     def cost(r: RunStats) -> float:  # ms per step, or per sample
-        return r.median_ms / samples_per_step(r) if out.per_sample else r.median_ms
+        return r.timing.median_ms / samples_per_step(r) if out.per_sample else r.timing.median_ms
 
     def up_front(r: RunStats) -> float:  # its warm-up and compile under the start weighed
         return overhead(r, out.start) or 0.0
@@ -218,7 +218,8 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     if horizon:
         units = horizon.get("steps")
         if units is None:  # a run that takes this long with the reference today
-            units = max(0.0, horizon["seconds"] - (ref.overhead_s or 0.0)) * 1000.0 / ref.median_ms
+            left_s = max(0.0, horizon["seconds"] - (ref.timing.overhead_s or 0.0))
+            units = left_s * 1000.0 / ref.timing.median_ms
         out.horizon_steps = units
         if out.per_sample:
             units *= samples_per_step(ref)
@@ -260,12 +261,13 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     out.winner, out.winner_run = winner.label, winner.run
     out.speedup, out.speedup_lo, out.speedup_hi = c["speedup"], c["lo"], c["hi"]
     out.saving = 1.0 - 1.0 / c["speedup"]
-    n, out.breakeven_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), winner.overhead_s)
+    n, out.breakeven_s, _ = pays_off(cost(ref), ref.timing.overhead_s, cost(winner), winner.timing.overhead_s)
     out.payoff = point("no_compile" if not winner.compiled else "at_once" if n == 0 else "after",
                        at_once=n == 0)
-    warm = winner.starts.get("warm") if "cold" in winner.starts else None
+    warm = winner.warm.starts.get("warm") if "cold" in winner.warm.starts else None
     if warm and warm.get("overhead_s") is not None:  # both starts measured: both said
-        m, out.breakeven_warm_s, _ = pays_off(cost(ref), ref.overhead_s, cost(winner), warm["overhead_s"])
+        m, out.breakeven_warm_s, _ = pays_off(cost(ref), ref.timing.overhead_s, cost(winner),
+                                              warm["overhead_s"])
         out.payoff = point("both_at_once" if n == 0 else "both", at_once=n == 0, warm_at_once=m == 0)
     if not horizon:
         out.as_fast = _as_fast(winner, faster, found)
@@ -281,11 +283,13 @@ def _as_fast(winner: RunStats, faster: list[RunStats], found: dict) -> dict | No
     """A variant as fast within noise that costs clearly less up front (a tenth less, and not
     the same figure once printed) is worth naming, with both warm-ups."""
     w = found[winner.run]
-    mine = winner.overhead_s or 0.0
+    mine = winner.timing.overhead_s or 0.0
     alike = [r for r in faster if r is not winner and found[r.run]["hi"] is not None
              and w["lo"] is not None and found[r.run]["hi"] >= w["lo"]
-             and (r.overhead_s or 0.0) < 0.9 * mine and fmt_span(r.overhead_s) != fmt_span(mine)]
+             and (r.timing.overhead_s
+                  or 0.0) < 0.9 * mine and fmt_span(r.timing.overhead_s) != fmt_span(mine)]
     if not alike:
         return None
-    r = min(alike, key=lambda r: r.overhead_s or 0.0)
-    return {"label": r.label, "overhead_s": r.overhead_s, "winner_overhead_s": winner.overhead_s}
+    r = min(alike, key=lambda r: r.timing.overhead_s or 0.0)
+    return {"label": r.label, "overhead_s": r.timing.overhead_s,
+            "winner_overhead_s": winner.timing.overhead_s}

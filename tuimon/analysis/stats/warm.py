@@ -27,48 +27,49 @@ def fold(r: RunStats, e: dict) -> None:
     if e.get("validation") and kind in (events.COMPILE, events.CACHE_LOOKUP):
         return  # a script's validation pass: its compiles are apart from training's (compiles.py)
     if kind == events.RUN_QUEUED:
-        r.start, r.seed = e.get("start"), e.get("seed")
+        r.warm.start, r.warm.seed = e.get("start"), e.get("seed")
     elif kind == events.ARTIFACTS:
         action = e.get("action")
         if action == "unusable":
-            if r.start == WARM:  # seeding failed: the run compiles cold
-                r.start, r.seed = COLD, None
+            if r.warm.start == WARM:  # seeding failed: the run compiles cold
+                r.warm.start, r.warm.seed = COLD, None
             _note(r, e.get("text"))
         elif action == "seeded":
-            r.artifacts["seeded"] = {k: e.get(k) for k in ("kind", "bytes", "files", "seconds", "seed",
-                                                           "seed_run") if e.get(k) is not None}
+            r.warm.artifacts["seeded"] = {k: e.get(k) for k in ("kind", "bytes", "files", "seconds", "seed",
+                                                                "seed_run") if e.get(k) is not None}
             _note(r, e.get("text"))
         elif action == "loaded":
-            r.artifacts["loaded"] = {k: e.get(k) for k in ("bytes", "entries", "seconds")}
+            r.warm.artifacts["loaded"] = {k: e.get(k) for k in ("bytes", "entries", "seconds")}
         elif action == "saved":
             if e.get("bytes") is not None:
-                r.artifacts["bundle_bytes"] = e["bytes"]
+                r.warm.artifacts["bundle_bytes"] = e["bytes"]
             _note(r, e.get("text"))
         elif action == "kept":
-            r.artifacts.update({k: e.get(k) for k in ("dir_bytes", "files", "path")})
+            r.warm.artifacts.update({k: e.get(k) for k in ("dir_bytes", "files", "path")})
             if e.get("bundle_bytes") is not None:
-                r.artifacts["bundle_bytes"] = e["bundle_bytes"]
+                r.warm.artifacts["bundle_bytes"] = e["bundle_bytes"]
     elif kind == events.CACHE_LOOKUP:
-        counts = r.cache.setdefault(e.get("cache") or "fx", {})
+        counts = r.warm.cache.setdefault(e.get("cache") or "fx", {})
         state = e.get("state") or "miss"
         counts[state] = counts.get(state, 0) + 1
         if e.get("reason"):
-            r.cache["bypass_reason"] = e["reason"]
+            r.warm.cache["bypass_reason"] = e["reason"]
     elif kind == events.COMPILE:
         if e.get("kernels") is not None:  # torch 2.4 does not say
-            r.cache["kernels"] = r.cache.get("kernels", 0) + e["kernels"]
-            r.cache["kernel_s"] = round(r.cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0), 4)
+            r.warm.cache["kernels"] = r.warm.cache.get("kernels", 0) + e["kernels"]
+            r.warm.cache["kernel_s"] = round(r.warm.cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0),
+                                             4)
         # The metrics' counts too: torch 2.4 reports no lookups (``counts`` prefers lookups).
         for cache, hits, misses in (("fx", "fx_cache_hits", "fx_cache_misses"),
                                     ("aot", "aot_cache_hits", "aot_cache_misses")):
-            found = r.cache.setdefault(f"{cache}_metrics", {})
+            found = r.warm.cache.setdefault(f"{cache}_metrics", {})
             found["hit"] = found.get("hit", 0) + (e.get(hits) or 0)
             found["miss"] = found.get("miss", 0) + (e.get(misses) or 0)
 
 
 def _note(r: RunStats, text: str | None) -> None:
-    if text and text not in r.artifact_notes:
-        r.artifact_notes.append(text)
+    if text and text not in r.warm.artifact_notes:
+        r.warm.artifact_notes.append(text)
 
 
 def counts(cache: dict, which: str) -> dict:
@@ -79,13 +80,13 @@ def counts(cache: dict, which: str) -> dict:
 
 def missed(r: RunStats) -> bool:
     """A warm start that did not find everything it needed in its cache."""
-    return any(counts(r.cache, c).get("miss") for c in CACHES)
+    return any(counts(r.warm.cache, c).get("miss") for c in CACHES)
 
 
 def run_starts(r: RunStats) -> None:
     """A compiled run's own ``starts`` entry (one start: its own)."""
-    if r.compiled and r.start:
-        r.starts = {r.start: _figures([r])}
+    if r.compiled and r.warm.start:
+        r.warm.starts = {r.warm.start: _figures([r])}
 
 
 def combine_starts(row: RunStats, group: list[RunStats]) -> None:
@@ -96,71 +97,73 @@ def combine_starts(row: RunStats, group: list[RunStats]) -> None:
         return
     by_start: dict[str, list[RunStats]] = {}
     for r in group:
-        if r.start:
-            by_start.setdefault(r.start, []).append(r)
-    row.starts = {s: _figures(by_start[s]) for s in ORDER if s in by_start}
+        if r.warm.start:
+            by_start.setdefault(r.warm.start, []).append(r)
+    row.warm.starts = {s: _figures(by_start[s]) for s in ORDER if s in by_start}
     first = next((s for s in ORDER if s in by_start), None)
     if first is None:
         return
     chosen = by_start[first]
-    fig = row.starts[first]
-    row.compile_s, row.overhead_s = fig["compile_s"], fig["overhead_s"]
-    row.first_step_ms = fig["first_step_ms"]
-    row.compile_phases = dict(chosen[0].compile_phases)
-    row.fx_cache_hits = sum(r.fx_cache_hits for r in chosen)
-    row.fx_cache_misses = sum(r.fx_cache_misses for r in chosen)
-    row.cache = dict(chosen[0].cache)
-    row.start = None
-    kept = next((r for r in group if r.artifacts.get("dir_bytes") is not None
-                 or r.artifacts.get("bundle_bytes")), None)
+    fig = row.warm.starts[first]
+    row.compile.compile_s, row.timing.overhead_s = fig["compile_s"], fig["overhead_s"]
+    row.timing.first_step_ms = fig["first_step_ms"]
+    row.compile.compile_phases = dict(chosen[0].compile.compile_phases)
+    row.compile.fx_cache_hits = sum(r.compile.fx_cache_hits for r in chosen)
+    row.compile.fx_cache_misses = sum(r.compile.fx_cache_misses for r in chosen)
+    row.warm.cache = dict(chosen[0].warm.cache)
+    row.warm.start = None
+    kept = next((r for r in group if r.warm.artifacts.get("dir_bytes") is not None
+                 or r.warm.artifacts.get("bundle_bytes")), None)
     if kept is not None:
-        row.artifacts = {**kept.artifacts, "run": kept.run}
-    row.artifact_notes = list(dict.fromkeys(n for r in group for n in r.artifact_notes))
-    row.miss_reasons = list(dict.fromkeys(x for r in group for x in r.miss_reasons))
-    row.seed = next((r.seed for r in group if r.seed), None)
+        row.warm.artifacts = {**kept.warm.artifacts, "run": kept.run}
+    row.warm.artifact_notes = list(dict.fromkeys(n for r in group for n in r.warm.artifact_notes))
+    row.warm.miss_reasons = list(dict.fromkeys(x for r in group for x in r.warm.miss_reasons))
+    row.warm.seed = next((r.warm.seed for r in group if r.warm.seed), None)
 
 
 def _figures(runs: list[RunStats]) -> dict:
-    def median(key: str):
-        values = [getattr(r, key) for r in runs if getattr(r, key) is not None]
+    def median(value):
+        values = [v for v in map(value, runs) if v is not None]
         return statistics.median(values) if values else None
 
     cache: dict = {}
     for r in runs:
         for which in CACHES:
-            for state, n in counts(r.cache, which).items():
+            for state, n in counts(r.warm.cache, which).items():
                 cache.setdefault(which, {})[state] = cache.get(which, {}).get(state, 0) + n
-        if "kernels" in r.cache:
-            cache["kernels"] = cache.get("kernels", 0) + r.cache["kernels"]
-    kernel_s = [r.cache["kernel_s"] for r in runs if r.cache.get("kernel_s")]
+        if "kernels" in r.warm.cache:
+            cache["kernels"] = cache.get("kernels", 0) + r.warm.cache["kernels"]
+    kernel_s = [r.warm.cache["kernel_s"] for r in runs if r.warm.cache.get("kernel_s")]
     if kernel_s:
         cache["kernel_s"] = statistics.median(kernel_s)
     phases = {}
-    for phase in {p for r in runs for p in r.compile_phases}:
-        values = [r.compile_phases[phase] for r in runs if phase in r.compile_phases]
+    for phase in {p for r in runs for p in r.compile.compile_phases}:
+        values = [r.compile.compile_phases[phase] for r in runs if phase in r.compile.compile_phases]
         phases[phase] = round(statistics.median(values), 4)
-    return {"processes": len(runs), "runs": [r.run for r in runs], "compile_s": median("compile_s"),
-            "overhead_s": median("overhead_s"), "first_step_ms": median("first_step_ms"),
+    return {"processes": len(runs), "runs": [r.run for r in runs],
+            "compile_s": median(lambda r: r.compile.compile_s),
+            "overhead_s": median(lambda r: r.timing.overhead_s),
+            "first_step_ms": median(lambda r: r.timing.first_step_ms),
             "phases": phases, "cache": cache, "breakeven_steps": None, "breakeven_s": None,
             "breakeven_never": False}
 
 
 def starts_breakeven(r: RunStats, base: RunStats, pays_off) -> None:
     """Each start's break-even against the baseline (``pays_off`` from compare.py)."""
-    if not (r.median_ms and base.median_ms):
+    if not (r.timing.median_ms and base.timing.median_ms):
         return
-    for fig in r.starts.values():
+    for fig in r.warm.starts.values():
         if fig["overhead_s"] is None:
             continue
         fig["breakeven_steps"], fig["breakeven_s"], fig["breakeven_never"] = pays_off(
-            base.median_ms, base.overhead_s, r.median_ms, fig["overhead_s"])
+            base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms, fig["overhead_s"])
 
 
 def overhead(r: RunStats, start: str | None) -> float | None:
     """The warm-up a variant costs under a start (--start): its figure when measured, else
     its own (a run, an eager row, a session measured under one start only)."""
-    fig = r.starts.get(start or COLD)
-    return fig["overhead_s"] if fig and fig.get("overhead_s") is not None else r.overhead_s
+    fig = r.warm.starts.get(start or COLD)
+    return fig["overhead_s"] if fig and fig.get("overhead_s") is not None else r.timing.overhead_s
 
 
 class WarmTrack:
@@ -193,15 +196,16 @@ class WarmTrack:
 
         for r in runs.values():
             run_starts(r)
-            if r.start != WARM or not (missed(r) or r.cache.get("kernels")):
+            if r.warm.start != WARM or not (missed(r) or r.warm.cache.get("kernels")):
                 continue
-            seeded = r.artifacts.get("seeded") or {}
+            seeded = r.warm.artifacts.get("seeded") or {}
             here = there = None
-            if self.source is not None and r.seed == self.source.get("session"):
+            if self.source is not None and r.warm.seed == self.source.get("session"):
                 src = (self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}
                 source, run_there = src.get("lookups") or [], src
                 here, there = self.source.get("here") or {}, self.source.get("there") or {}
             else:
-                source, run_there = self.lookups.get(r.seed or "", []), self.facts.get(r.seed or "", {})
-            r.miss_reasons = miss_reasons(self.lookups.get(r.run, []), source, self.facts.get(r.run, {}),
-                                          run_there, here, there, seeded, r.cache)
+                seed = r.warm.seed or ""
+                source, run_there = self.lookups.get(seed, []), self.facts.get(seed, {})
+            r.warm.miss_reasons = miss_reasons(self.lookups.get(r.run, []), source, self.facts.get(r.run, {}),
+                                               run_there, here, there, seeded, r.warm.cache)

@@ -49,13 +49,13 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
     (what bounds its step: data, optimizer, host, syncs, or compute)."""
     out = []
     for row in columns(summary):
-        if row.untimed and not row.median_ms:  # its training ran where tuimon does not hook:
+        if row.timing.untimed and not row.timing.median_ms:  # its training ran where tuimon does not hook:
             continue  # nothing to diagnose (the verdict says so, stats/verdict.py)
         ctx = context(row, summary)
         findings = []
         if not row.compiled:
             rules = EAGER_RULES
-        elif row.nothing_compiled:
+        elif row.compile.nothing_compiled:
             rules = (uncompiled,)  # no rule reads compiled graphs that never were
         else:
             rules = RULES
@@ -73,6 +73,6 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
             if findings:
                 out.append(VariantWhy(row.run, row.label, False, findings, compiled=False))
             continue
-        helped = row.speedup_lo is not None and row.speedup_lo > 1.0 and not row.doubts
+        helped = row.compare.speedup_lo is not None and row.compare.speedup_lo > 1.0 and not row.doubts
         out.append(VariantWhy(row.run, row.label, helped, findings))
     return out

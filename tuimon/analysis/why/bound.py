@@ -28,18 +28,18 @@ GAP_SHARE = 0.1  # "other" this much of a GPU step: the GPU waited for the host 
 
 
 def share(r: RunStats | None, name: str) -> float | None:
-    p = (r.step_phases if r is not None else {}).get(name)
+    p = (r.phases.step_phases if r is not None else {}).get(name)
     return p.get("share") if p else None
 
 
 def mean_ms(r: RunStats, name: str) -> float | None:
-    p = r.step_phases.get(name)
+    p = r.phases.step_phases.get(name)
     return p.get("mean_ms") if p else None
 
 
 def step_ms(r: RunStats) -> float | None:
     """The mean step the phases' shares are of."""
-    p = r.step_phases.get("other") or next(iter(r.step_phases.values()), None)
+    p = r.phases.step_phases.get("other") or next(iter(r.phases.step_phases.values()), None)
     return p["mean_ms"] / p["share"] if p and p.get("share") else None
 
 
@@ -49,17 +49,19 @@ def input_bound(ctx: Context) -> list[Finding]:
         wait, step, frac = mean_ms(r, "data"), step_ms(r), share(r, "data")
         base = (mean_ms(b, "data"), step_ms(b), share(b, "data")) if b is not None and b is not r \
             and share(b, "data") is not None else None
-    elif r.mean_data_ms and r.median_ms:
-        wait, step, frac = r.mean_data_ms, r.median_ms, r.mean_data_ms / r.median_ms
-        base = (b.mean_data_ms, b.median_ms, b.mean_data_ms / b.median_ms) if b is not None and \
-            b is not r and b.mean_data_ms and b.median_ms else None
+    elif r.timing.mean_data_ms and r.timing.median_ms:
+        wait, step = r.timing.mean_data_ms, r.timing.median_ms
+        frac = wait / step
+        base = (b.timing.mean_data_ms, b.timing.median_ms,
+                b.timing.mean_data_ms / b.timing.median_ms) if b is not None and \
+            b is not r and b.timing.mean_data_ms and b.timing.median_ms else None
     else:
         return []
     if frac < DATA_SHARE:
         return []
     # on a GPU's timeline: the wait it could not hide behind earlier work
     evidence = [point("bound.wait", label=r.label, wait=wait, step=step, share=frac,
-                      timeline=bool(ctx.on_gpu and r.step_phases))]
+                      timeline=bool(ctx.on_gpu and r.phases.step_phases))]
     if base is not None:
         evidence.append(point("bound.base_wait", label=b.label, wait=base[0], step=base[1], share=base[2]))
         if r.compiled and base[1] > step and frac > base[2]:  # a faster step waiting on the same loader
@@ -79,7 +81,7 @@ def launch_bound(ctx: Context) -> list[Finding]:
         idle = max(0.0, 1.0 - cap["device_busy_ms"] / cap["step_ms"])
         evidence.append(point("bound.kernels", busy_ms=cap["device_busy_ms"], step_ms=cap["step_ms"],
                               idle=idle, steps=span(cap)))
-    util = r.gpu_util_mean
+    util = r.probes.gpu_util_mean
     if util is not None:
         evidence.append(point("bound.util", util=util))
     if not ((idle is not None and idle >= IDLE_SHARE) or (util is not None and util < LOW_UTIL)):
@@ -87,8 +89,8 @@ def launch_bound(ctx: Context) -> list[Finding]:
     gap = share(r, "other")
     if gap is not None and gap >= GAP_SHARE:  # the GPU waited for the host to launch the next part
         evidence.append(point("bound.gap", share=gap))
-    if r.cpu_mean is not None and r.cpu_mean >= BUSY_CORE:  # the Python thread is saturated
-        evidence.append(point("bound.cpu", cpu=r.cpu_mean))
+    if r.probes.cpu_mean is not None and r.probes.cpu_mean >= BUSY_CORE:  # the Python thread is saturated
+        evidence.append(point("bound.cpu", cpu=r.probes.cpu_mean))
     advice = []
     if model_mode(r.mode) != "reduce-overhead":
         advice.append(point("bound.reduce_overhead"))
@@ -103,7 +105,7 @@ def twin(ctx: Context) -> RunStats | None:
     r = ctx.row
     mode = model_mode(r.mode) if compiles_optimizer(r.mode) else r.mode + OPT
     return next((x for x in ctx.rows if x.mode == mode and x.precision == r.precision
-                 and x.axes == r.axes and x.median_ms and x.step_phases), None)
+                 and x.axes == r.axes and x.timing.median_ms and x.phases.step_phases), None)
 
 
 def optimizer_bound(ctx: Context) -> list[Finding]:
@@ -120,10 +122,10 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
     mine = compiles_optimizer(r.mode)
     evidence = [point("bound.optimizer", ms=opt, step=step, share=frac, compiled=mine)]
     b = ctx.baseline
-    p = r.step_phases["optimizer"]
+    p = r.phases.step_phases["optimizer"]
     if r.compiled and b is not None and b is not r and p.get("speedup") is not None:
         evidence.append(point("bound.optimizer_vs", base=b.label, after=p["median_ms"], ratio=_ratio(p),
-                              before=b.step_phases["optimizer"]["median_ms"], compiled=mine))
+                              before=b.phases.step_phases["optimizer"]["median_ms"], compiled=mine))
     elif not r.compiled:  # a compiled variant keeps this part unless it compiles the optimizer too
         evidence.append(point("bound.optimizer_kept"))
     advice = []
@@ -151,7 +153,7 @@ def _raced(ctx: Context, other: RunStats, mine: bool) -> Point:
     with_opt, without = (ctx.row, other) if mine else (other, ctx.row)
     noise = ctx.summary.noise
     found = phase_speedup(without, with_opt, "optimizer", noise) if noise is not None else None
-    step = without.median_ms / with_opt.median_ms
+    step = without.timing.median_ms / with_opt.timing.median_ms
     interval = ratio_interval(without, with_opt, step, noise) if noise is not None else None
     lo, hi = interval or (None, None)
     answer = None if interval is None else "pays" if lo > 1.0 else "not_here" if hi < 1.0 else "noise"
@@ -181,21 +183,23 @@ def phase_split(ctx: Context) -> list[Finding]:
     """Where the step goes (every variant with phases): compute-bound when forward and backward
     are most of it; for a compiled variant, what compile did to each phase."""
     r, b = ctx.row, ctx.baseline
-    if not r.step_phases:
+    if not r.phases.step_phases:
         return []
-    names = [n for n in ("forward", "backward", "optimizer", "data", "eval", "other") if n in r.step_phases]
-    split = [(n, r.step_phases[n]["share"]) for n in names if r.step_phases[n].get("share") is not None]
+    names = [n for n in ("forward", "backward", "optimizer", "data", "eval", "other")
+             if n in r.phases.step_phases]
+    split = [(n, r.phases.step_phases[n]["share"]) for n in names
+             if r.phases.step_phases[n].get("share") is not None]
     evidence = [point("bound.split", label=r.label, split=split)]
-    if r.phases_missing:  # counted in other
-        evidence.append(point("bound.not_seen", names=list(r.phases_missing)))
+    if r.phases.phases_missing:  # counted in other
+        evidence.append(point("bound.not_seen", names=list(r.phases.phases_missing)))
     compute = (share(r, "forward") or 0.0) + (share(r, "backward") or 0.0)
-    faster = [n for n in names if r.step_phases[n].get("speedup") is not None]
+    faster = [n for n in names if r.phases.step_phases[n].get("speedup") is not None]
     if r.compiled and b is not None and faster:
-        evidence += [point("bound.phase", name=n, before=b.step_phases[n]["median_ms"],
-                           after=r.step_phases[n]["median_ms"], ratio=_ratio(r.step_phases[n]))
+        evidence += [point("bound.phase", name=n, before=b.phases.step_phases[n]["median_ms"],
+                           after=r.phases.step_phases[n]["median_ms"], ratio=_ratio(r.phases.step_phases[n]))
                      for n in faster]
         what = point("bound.by_phase", base=b.label,
-                     speedups=[(n, r.step_phases[n]["speedup"]) for n in faster])
+                     speedups=[(n, r.phases.step_phases[n]["speedup"]) for n in faster])
         return [Finding("phases", what, evidence, [], INFO)]
     if compute < COMPUTE_SHARE:
         return [Finding("phases", point("bound.where", split=split), evidence, [], INFO)]

@@ -28,18 +28,18 @@ def outside_ms(capture: dict | None) -> float | None:
 
 def graph_breaks(ctx: Context) -> list[Finding]:
     r, cap = ctx.row, ctx.capture
-    if not r.graph_breaks:
+    if not r.compile.graph_breaks:
         return []
-    places = len(r.graph_breaks)
+    places = len(r.compile.graph_breaks)
     graphs = (cap or {}).get("compiled_graphs")
     if graphs:  # each step runs this many compiled graphs instead of 2
         what = point("breaks.calls", places=places, calls=graphs["calls"])
         evidence = [point("breaks.seen", calls=graphs["calls"], graphs=graphs["graphs"], steps=span(cap))]
     else:  # this many forward graphs compiled where 1 would do
-        what = point("breaks.graphs", places=places, fwd=r.graphs_fwd)
-        evidence = [point("breaks.compiled", fwd=r.graphs_fwd, bwd=r.graphs_bwd)]
+        what = point("breaks.graphs", places=places, fwd=r.compile.graphs_fwd)
+        evidence = [point("breaks.compiled", fwd=r.compile.graphs_fwd, bwd=r.compile.graphs_bwd)]
     evidence += [point("breaks.at", where=b["where"], count=b["count"], reason=b["reason"])
-                 for b in r.graph_breaks[:SHOWN]]
+                 for b in r.compile.graph_breaks[:SHOWN]]
     if places > SHOWN:
         evidence.append(point("breaks.more", n=places - SHOWN))
     outside = outside_ms(cap) if ctx.row_timed else None
@@ -48,10 +48,10 @@ def graph_breaks(ctx: Context) -> list[Finding]:
         evidence.append(point("breaks.outside", ms=outside, share=share))
     if graphs and not ctx.row_timed:
         evidence.append(ctx.disturbed["row"])
-    hints = dict.fromkeys((b["where"], b["hint"]) for b in r.graph_breaks[:SHOWN] if b.get("hint"))
+    hints = dict.fromkeys((b["where"], b["hint"]) for b in r.compile.graph_breaks[:SHOWN] if b.get("hint"))
     advice = [point("breaks.hint", where=where, hint=hint) for where, hint in hints]
     for words, code in PATTERNS:
-        if any(w in b["reason"].lower() for b in r.graph_breaks for w in words):
+        if any(w in b["reason"].lower() for b in r.compile.graph_breaks for w in words):
             advice.append(point(code))
     advice.append(point("breaks.fullgraph"))
     high = (share is not None and share >= 0.1) or places > 2

@@ -21,17 +21,17 @@ def _failure(f: dict) -> Point:
 def uncompiled(ctx: Context) -> list[Finding]:
     """A compiled variant that compiled nothing ran as eager does: that is the whole story."""
     r = ctx.row
-    if not r.nothing_compiled:
+    if not r.compile.nothing_compiled:
         return []
-    what = point("fallback.nothing", why=r.nothing_compiled)
+    what = point("fallback.nothing", why=r.compile.nothing_compiled)
     failures = fell_back(r) or fell_back(r, validation=True)
     if failures:  # Dynamo tried and could not: torch's reason, its hints
         evidence = [point("fallback.all_failed", label=r.label), *map(_failure, failures[:3])]
         advice = [*_hints(failures), point("fallback.compile_part"), point("fallback.log_breaks")]
         return [Finding("uncompiled", what, evidence, advice, HIGH)]
     evidence = [point("fallback.no_compile", label=r.label)]
-    if r.val_compiles:  # none in training
-        evidence.append(point("fallback.val_compiles", n=r.val_compiles))
+    if r.compile.val_compiles:  # none in training
+        evidence.append(point("fallback.val_compiles", n=r.compile.val_compiles))
     advice = [point("fallback.compile_module"), point("fallback.compile_in_script")]
     return [Finding("uncompiled", what, evidence, advice, HIGH)]
 
@@ -41,9 +41,9 @@ def fallbacks(ctx: Context) -> list[Finding]:
     speedup is of the compiled part only."""
     r = ctx.row
     failures = fell_back(r)
-    if not failures or not r.graphs_fwd:
+    if not failures or not r.compile.graphs_fwd:
         return []
-    what = point("fallback.frames", n=len(failures), graphs=r.graphs_fwd,
+    what = point("fallback.frames", n=len(failures), graphs=r.compile.graphs_fwd,
                  frames=[f["frame"] for f in failures[:3]])
     evidence = [_failure(f) for f in failures[:3]]
     advice = [*_hints(failures), point("fallback.eager_gains_nothing"), point("fallback.compile_part")]

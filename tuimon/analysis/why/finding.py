@@ -84,7 +84,7 @@ def capture_of(row: RunStats, summary: SessionSummary) -> dict | None:
 
 def baseline_of(row: RunStats, summary: SessionSummary) -> RunStats | None:
     rows = [r for r in columns(summary) if r.mode == "eager" and r.precision == row.precision]
-    named = [r for r in rows if r.label == row.baseline]
+    named = [r for r in rows if r.label == row.compare.baseline]
     return (named or rows or [None])[0]
 
 
@@ -93,11 +93,11 @@ def context(row: RunStats, summary: SessionSummary) -> Context:
     ctx = Context(row, base, capture_of(row, summary),
                   capture_of(base, summary) if base is not None else None, summary)
     for which, r, cap in (("row", row, ctx.capture), ("base", base, ctx.base_capture)):
-        if cap and r is not None and r.p10_ms and cap.get("step_ms", 0) > DISTURBED * r.p10_ms:
+        if cap and r is not None and r.timing.p10_ms and cap.get("step_ms", 0) > DISTURBED * r.timing.p10_ms:
             # something else slowed it (other processes, a compile): its times are left out
             ctx.disturbed[which] = point("capture.disturbed", label=r.label, steps=span(cap),
-                                         step_ms=cap["step_ms"], times=cap["step_ms"] / r.p10_ms,
-                                         p10_ms=r.p10_ms)
+                                         step_ms=cap["step_ms"], times=cap["step_ms"] / r.timing.p10_ms,
+                                         p10_ms=r.timing.p10_ms)
     return ctx
 
 

@@ -7,19 +7,20 @@ from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding
 
 MORE = 1.1  # 10 % above the baseline ...
 MIN_BYTES = 64 * 2 ** 20  # ... and 64 MiB at least
-METRICS = ("cuda_peak_allocated", "vram_max", "peak_rss")  # the most telling first
+METRICS = ("cuda_peak_allocated", "vram_max", "peak_rss")  # RunStats.probes: the most telling first
 
 
 def memory(ctx: Context) -> list[Finding]:
     r, b = ctx.row, ctx.baseline
     out = []
-    if r.failure_kind in ("oom-cuda", "oom-host"):
-        out.append(Finding("memory", point("memory.oom", label=r.label, error=r.error),
-                           [point("memory.error", text=r.error or r.failure_kind)], _advice(ctx), HIGH))
+    if r.failure.failure_kind in ("oom-cuda", "oom-host"):
+        out.append(Finding("memory", point("memory.oom", label=r.label, error=r.failure.error),
+                           [point("memory.error", text=r.failure.error
+                                  or r.failure.failure_kind)], _advice(ctx), HIGH))
     if b is None:
         return out
-    pairs = [(attr, getattr(r, attr), getattr(b, attr)) for attr in METRICS
-             if getattr(r, attr) and getattr(b, attr)]
+    pairs = [(attr, getattr(r.probes, attr), getattr(b.probes, attr)) for attr in METRICS
+             if getattr(r.probes, attr) and getattr(b.probes, attr)]
     if not pairs:
         return out
     name, mine, theirs = pairs[0]  # the most telling one measured in both

@@ -21,7 +21,7 @@ SHOWN = 3  # modules, ops named in the evidence
 
 def outside_phases(ctx: Context, frac: float, ms: float) -> list[Finding]:
     r = ctx.row
-    first = point("outside.other", label=r.label, ms=ms, share=frac, eval="eval" in r.step_phases)
+    first = point("outside.other", label=r.label, ms=ms, share=frac, eval="eval" in r.phases.step_phases)
     found = _table(ctx)
     if found is None:  # another module's forward, the loss, host work (.item(), logging) alike
         return [Finding("other", point("outside.unknown", share=frac),

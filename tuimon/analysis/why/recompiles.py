@@ -38,16 +38,17 @@ def kind_of(reason: str) -> str:
 
 def recompiles(ctx: Context) -> list[Finding]:
     r = ctx.row
-    limit = [f for f in r.compile_failures if limit_hit(f)]
-    if not r.recompiles and not limit:
+    limit = [f for f in r.compile.compile_failures if limit_hit(f)]
+    if not r.compile.recompiles and not limit:
         return []
-    kinds = list(dict.fromkeys(kind_of(x) for x in r.recompile_reasons)) or ["other"]
-    what = point("recompiles.title", n=r.recompiles, kinds=kinds, limit=bool(limit))
-    evidence = [point("recompiles.count", compiles=r.compiles, compile_s=r.compile_s,
-                      val_compiles=r.val_compiles)]
-    evidence += [guard_of(x) for x in r.recompile_reasons[:3]]
+    kinds = list(dict.fromkeys(kind_of(x) for x in r.compile.recompile_reasons)) or ["other"]
+    what = point("recompiles.title", n=r.compile.recompiles, kinds=kinds, limit=bool(limit))
+    evidence = [point("recompiles.count", compiles=r.compile.compiles, compile_s=r.compile.compile_s,
+                      val_compiles=r.compile.val_compiles)]
+    evidence += [guard_of(x) for x in r.compile.recompile_reasons[:3]]
     advice = [point(f"recompiles.{k}") for k in kinds]  # what to do about what changed
-    hints = {m.group(1).strip() for x in r.recompile_reasons for m in [HINT.search(x.splitlines()[0])] if m}
+    hints = {m.group(1).strip() for x in r.compile.recompile_reasons
+             for m in [HINT.search(x.splitlines()[0])] if m}
     advice += [point("torch.hint", text=h) for h in sorted(hints)[:2]]
     late = any(d.code == "recompiled" for d in r.doubts)  # recompiles in the steady state
     if late:

@@ -27,8 +27,8 @@ def between_phases(ctx: Context) -> tuple[float, float] | None:
     """(share, mean ms) of the step outside data, forward, backward, optimizer and eval
     ("other"), when the run saw the four parts every step has."""
     r = ctx.row
-    other = r.step_phases.get("other")
-    if not other or r.phases_missing or other.get("share") is None:
+    other = r.phases.step_phases.get("other")
+    if not other or r.phases.phases_missing or other.get("share") is None:
         return None
     return other["share"], other["mean_ms"]
 
@@ -55,7 +55,8 @@ def host_syncs(ctx: Context) -> list[Finding]:
         evidence.append(point("syncs.cpu"))
     if between is not None and between[0] >= OTHER_SHARE / 2:
         evidence.append(point("syncs.between", share=between[0], ms=between[1], label=ctx.row.label))
-    breaks = [b for b in ctx.row.graph_breaks if any(w in b["reason"].lower() for w in ("item", "scalar"))]
+    breaks = [b for b in ctx.row.compile.graph_breaks if any(w in b["reason"].lower()
+                                                             for w in ("item", "scalar"))]
     if breaks:
         evidence.append(point("syncs.breaks", where=breaks[0]["where"]))
     advice = [point("syncs.keep_on_device"), point("syncs.capture_scalar")]

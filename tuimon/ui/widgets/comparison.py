@@ -42,7 +42,8 @@ class ComparisonStrip(Static):
             style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
             t.append(verdict_text.line(summary.verdict) + "\n", style=style)
         rows = {r.label: r for r in columns(summary)}
-        compared = [r for r in rows.values() if r.baseline and r.baseline != r.label and r.speedup]
+        compared = [r for r in rows.values() if r.compare.baseline and r.compare.baseline != r.label
+                    and r.compare.speedup]
         if not compared:
             t.append("comparison: waiting for an eager run and a variant to reach steady state",
                      style="dim")
@@ -50,31 +51,33 @@ class ComparisonStrip(Static):
             if i:
                 t.append("\n")
             t.append(f"{r.label}", style="bold")
-            t.append(f" vs {r.baseline}: ", style="dim")
-            if waiting := not_yet(r, rows.get(r.baseline)):  # a speedup of a few steps means nothing
+            t.append(f" vs {r.compare.baseline}: ", style="dim")
+            if waiting := not_yet(r, rows.get(r.compare.baseline)):  # a speedup of a few steps means nothing
                 t.append("not yet: {} of {} steady steps".format(*waiting), style="dim")
                 continue
-            style = "bold" if r.within_noise else ("bold green" if r.speedup >= 1 else "bold red")
-            t.append(f"{r.speedup:.2f}×", style=style)
-            if r.speedup_lo is not None:
+            style = "bold" if r.compare.within_noise else ("bold green" if r.compare.speedup >= 1
+                                                           else "bold red")
+            t.append(f"{r.compare.speedup:.2f}×", style=style)
+            if r.compare.speedup_lo is not None:
                 over = f", {len(r.processes)} processes" if r.processes else ""
-                t.append(f" (CI {r.speedup_lo:.2f}–{r.speedup_hi:.2f}{over}"
-                         f"{', within noise' if r.within_noise else ''})", style="dim")
-            if r.load_differs:
+                t.append(f" (CI {r.compare.speedup_lo:.2f}–{r.compare.speedup_hi:.2f}{over}"
+                         f"{', within noise' if r.compare.within_noise else ''})", style="dim")
+            if r.load.load_differs:
                 t.append(" unreliable: other processes' load differed", style="bold yellow")
-            elif r.faults_differ:
+            elif r.load.faults_differ:
                 t.append(" unreliable: page faults differed", style="bold yellow")
             elif r.doubts:
                 t.append(" unreliable: recompiles", style="bold yellow")
-            if r.compiled and len(r.starts) > 1:  # cold and warm side by side (warm_text.py)
-                t.append(f" · compile {per_start(lambda x: fmt_s(x.compile_s))(r)} · pays off "
+            if r.compiled and len(r.warm.starts) > 1:  # cold and warm side by side (warm_text.py)
+                t.append(f" · compile {per_start(lambda x: fmt_s(x.compile.compile_s))(r)} · pays off "
                          f"{per_start(_pays)(r)}")
             elif r.compiled:
-                t.append(f" · compile {fmt_s(r.compile_s)} · pays off {breakeven_text(r)}")
-            if r.loss_comparable is False:
+                t.append(f" · compile {fmt_s(r.compile.compile_s)} · pays off {breakeven_text(r)}")
+            if r.loss.loss_comparable is False:
                 t.append(" · losses not comparable (first losses differ)", style="dim")
             elif loss_gap_ready(r):
-                t.append(f" · loss Δ ≤ {r.max_loss_diff:.2g} over {r.common_steps} steps", style="dim")
+                t.append(f" · loss Δ ≤ {r.loss.max_loss_diff:.2g} over {r.loss.common_steps} steps",
+                         style="dim")
             if by_part := speedups_text(r):  # what it did to each phase of the step
                 t.append("\n  by phase: ", style="dim")
                 t.append(by_part)
@@ -87,6 +90,6 @@ class ComparisonStrip(Static):
 
 def _pays(r) -> str:
     """When a start's compile has paid off, as wall time."""
-    if r.breakeven_never:
+    if r.compare.breakeven_never:
         return "never"
-    return fmt_s(r.breakeven_s) if r.breakeven_s is not None else "–"
+    return fmt_s(r.compare.breakeven_s) if r.compare.breakeven_s is not None else "–"

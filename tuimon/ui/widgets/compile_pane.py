@@ -38,24 +38,25 @@ def variant_of(rows: list[RunStats], run: str) -> RunStats | None:
 
 def starts(r: RunStats | None, variant: RunStats | None) -> list[Text]:
     """How this run's compile started, and its variant's cold and warm side by side."""
-    if r is None or not r.start:
+    if r is None or not r.warm.start:
         return []
     t = Text("start: ", style="bold")
-    t.append(r.start)
-    if r.seed:
-        t.append(f" from {r.seed}'s artifacts", style="dim")
+    t.append(r.warm.start)
+    if r.warm.seed:
+        t.append(f" from {r.warm.seed}'s artifacts", style="dim")
     t.append(f" · {artifacts_text(r)}" if artifacts_text(r) != "–" else "")
     out = [t]
-    if variant is not None and len(variant.starts) > 1:
-        compile_s = per_start(lambda x: fmt_s(x.compile_s))(variant)
-        pays = per_start(lambda x: fmt_s(x.breakeven_s) if x.breakeven_s is not None else "–")(variant)
+    if variant is not None and len(variant.warm.starts) > 1:
+        compile_s = per_start(lambda x: fmt_s(x.compile.compile_s))(variant)
+        pays = per_start(lambda x: fmt_s(x.compare.breakeven_s) if x.compare.breakeven_s is not None
+                         else "–")(variant)
         out.append(Text(f"{variant.label}, {len(variant.processes)} processes: compile {compile_s}; "
                         f"pays off after {pays}"))
-    reasons = (variant.miss_reasons if variant is not None else []) or r.miss_reasons
+    reasons = (variant.warm.miss_reasons if variant is not None else []) or r.warm.miss_reasons
     if reasons:
         out.append(Text("why the warm start was not all warm:", style="bold"))
         out += [Text(f"  {miss_text(x)}") for x in reasons]
-    out += [Text(f"note: {x}", style="dim") for x in r.artifact_notes]
+    out += [Text(f"note: {x}", style="dim") for x in r.warm.artifact_notes]
     return out
 
 
@@ -115,9 +116,9 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
                       str(c.get("guards") or "–"), compile_cache(c))
     parts = [title, head, *starts(r, variant), legend(), table]
-    if r is not None and r.graph_breaks:
-        parts.append(Text(f"graph breaks ({len(r.graph_breaks)}):", style="bold"))
-        parts += [Text(f"  {b['where']} ×{b['count']}: {b['reason']}") for b in r.graph_breaks]
+    if r is not None and r.compile.graph_breaks:
+        parts.append(Text(f"graph breaks ({len(r.compile.graph_breaks)}):", style="bold"))
+        parts += [Text(f"  {b['where']} ×{b['count']}: {b['reason']}") for b in r.compile.graph_breaks]
     recompiles = list(live.recompiles)
     if recompiles:
         parts.append(Text(f"recompiles ({len(recompiles)}):", style="bold"))

@@ -24,7 +24,7 @@ class PhaseBar(Static):
         self._drawn: tuple = (None, 0)  # (the stats, the width) it was drawn from
 
     def show(self, stats: RunStats | None) -> None:
-        if stats is None or not stats.step_phases:
+        if stats is None or not stats.phases.step_phases:
             self.display = False
             return
         self.display = True

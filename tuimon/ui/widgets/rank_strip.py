@@ -30,12 +30,12 @@ class RankStrip(Static):
 
 
 def strip(live: RunLive, stats: RunStats | None, width: int) -> Text:
-    world = (stats.world_size if stats else None) or live.world_size or len(live.ranks)
-    parts = strip_text(stats) if stats is not None and stats.world_size else [f"{world} ranks"]
+    world = (stats.job.world_size if stats else None) or live.world_size or len(live.ranks)
+    parts = strip_text(stats) if stats is not None and stats.job.world_size else [f"{world} ranks"]
     failed = [r.rank for r in live.ranks.values() if r.state in ("failed", "killed")]
     if failed:
         parts.append(f"r{','.join(map(str, failed[:4]))} failed")
-    slow = {s["rank"] for s in stats.stragglers} if stats else set()
+    slow = {s["rank"] for s in stats.job.stragglers} if stats else set()
     head = Text()
     for k, part in enumerate(parts):
         if k:
@@ -54,7 +54,7 @@ def strip(live: RunLive, stats: RunStats | None, width: int) -> Text:
 
 
 def _own(stats: RunStats | None) -> dict[int, float]:
-    return {x["rank"]: x.get("own_ms") or x.get("median_ms") for x in (stats.ranks if stats else [])
+    return {x["rank"]: x.get("own_ms") or x.get("median_ms") for x in (stats.job.ranks if stats else [])
             if (x.get("own_ms") or x.get("median_ms")) is not None}
 
 
@@ -65,7 +65,7 @@ def _cells(live: RunLive, stats: RunStats | None, slow: set[int]) -> list[tuple[
         r = live.ranks[k]
         text = f"r{k} " + (fmt_ms(own[k]).replace(" ", "") if k in own else r.state)
         if k in slow:
-            text += f" +{next(s['slower_pct'] for s in stats.stragglers if s['rank'] == k):.0f}%"
+            text += f" +{next(s['slower_pct'] for s in stats.job.stragglers if s['rank'] == k):.0f}%"
         util = (r.sample or {}).get("sm_util")
         if (r.sample or {}).get("gpus") and util is not None:
             text += f" g{util}%"

@@ -93,16 +93,16 @@ def refresh_ranks(app) -> None:
 def head(live: RunLive, stats: RunStats | None) -> Text:
     t = Text(no_wrap=False)
     t.append(f"{live.label}", style="bold")
-    if stats is None or not stats.world_size:
+    if stats is None or not stats.job.world_size:
         t.append(f" · {len(live.ranks)} ranks · {live.state}")
         return t
     t.append(f" · {world_text(stats)} · {live.state}\n")
     t.append("skew ", style="dim")
     t.append(skew_text(stats))
     t.append(" · straggler ", style="dim")
-    t.append(straggler_text(stats), style="bold yellow" if stats.stragglers else "")
+    t.append(straggler_text(stats), style="bold yellow" if stats.job.stragglers else "")
     t.append("\ncompiles across ranks: ", style="dim")
-    t.append(divergence_text(stats), style="bold magenta" if stats.compile_divergence else "")
+    t.append(divergence_text(stats), style="bold magenta" if stats.job.compile_divergence else "")
     return t
 
 
@@ -120,8 +120,8 @@ def spark(values: list[float], width: int, lo: float, hi: float) -> str:
 def table(live: RunLive, stats: RunStats | None, width: int, grouped: bool,
           own: dict[int, list[float]] | None = None) -> Table:
     """``own``: each rank's recent own times (the plot); its recent step times without them."""
-    rows = {x["rank"]: x for x in (stats.ranks if stats else [])}
-    slow = {s["rank"] for s in stats.stragglers} if stats else set()
+    rows = {x["rank"]: x for x in (stats.job.ranks if stats else [])}
+    slow = {s["rank"] for s in stats.job.stragglers} if stats else set()
     plots = {k: (own or {}).get(k) or list(r.step_ms) for k, r in live.ranks.items()}
     series = [v for values in plots.values() for v in values]
     lo, hi = (0.0, max(series)) if series else (0.0, 0.0)
@@ -201,7 +201,7 @@ def _groups(live: RunLive, rows: dict) -> list[tuple[str, list[int]]]:
 
 
 def _diverges(rank: int, stats: RunStats | None) -> bool:
-    return bool(stats and rank in diverging(stats.compile_divergence))
+    return bool(stats and rank in diverging(stats.job.compile_divergence))
 
 
 def _compiles(r: RankLive) -> Text:

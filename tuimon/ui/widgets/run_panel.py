@@ -121,40 +121,43 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
     t = Text()
     if live.error:
         t.append(live.error + "\n", style="bold red")
-    if r is None or r.median_ms is None:
+    if r is None or r.timing.median_ms is None:
         t.append("median –  (warming up)\n", style="dim")
     else:
         t.append("median ", style="dim")
-        t.append(fmt_ms(r.median_ms), style="bold")
-        t.append(f"  p90 {fmt_ms(r.p90_ms)}\n", style="dim")
-        t.append(f"{fmt_rate(r.throughput, r.throughput_unit)}  " if r.throughput else "")
-        if r.speedup is not None:
-            t.append(f"{r.speedup:.2f}×", style="bold green" if r.speedup >= 1.0 else "bold red")
-            t.append(f" vs {r.baseline.split('/')[0]}" if r.baseline != r.label else " baseline",
+        t.append(fmt_ms(r.timing.median_ms), style="bold")
+        t.append(f"  p90 {fmt_ms(r.timing.p90_ms)}\n", style="dim")
+        t.append(f"{fmt_rate(r.timing.throughput, r.timing.throughput_unit)}  " if r.timing.throughput
+                 else "")
+        if r.compare.speedup is not None:
+            t.append(f"{r.compare.speedup:.2f}×", style="bold green" if r.compare.speedup >= 1.0
+                     else "bold red")
+            t.append(f" vs {r.compare.baseline.split('/')[0]}" if r.compare.baseline != r.label
+                     else " baseline",
                      style="dim")
         t.append("\n")
     if r is not None and r.compiled:
         t.append("compile ", style="dim")
-        t.append(fmt_s(r.compile_s) if r.compile_s is not None else "–")
-        if r.start == "warm":  # seeded from compile artifacts (docs/compile.md#warm-start)
+        t.append(fmt_s(r.compile.compile_s) if r.compile.compile_s is not None else "–")
+        if r.warm.start == "warm":  # seeded from compile artifacts (docs/compile.md#warm-start)
             t.append(" warm", style="dim")
         t.append(" · pays off ", style="dim")
         t.append(short_breakeven(r))
-    elif r is not None and r.overhead_s is not None:
-        t.append(f"warm-up {fmt_s(r.overhead_s)}", style="dim")
+    elif r is not None and r.timing.overhead_s is not None:
+        t.append(f"warm-up {fmt_s(r.timing.overhead_s)}", style="dim")
     for note in live.notes:
         t.append(f"\nnote: {note}", style="dim italic")
     return t
 
 
 def short_breakeven(r: RunStats) -> str:
-    if r.speedup is None:
+    if r.compare.speedup is None:
         return "–"
-    if r.breakeven_never:
+    if r.compare.breakeven_never:
         return "never"
-    if not r.breakeven_steps:
+    if not r.compare.breakeven_steps:
         return breakeven_text(r)
-    return f"{r.breakeven_steps:,} steps ≈{fmt_s(r.breakeven_s)}"
+    return f"{r.compare.breakeven_steps:,} steps ≈{fmt_s(r.compare.breakeven_s)}"
 
 
 def system(live: RunLive) -> Text:
