@@ -43,6 +43,8 @@ def test_a_second_optimizer_that_trains_after_the_first_is_seen(tuimon):
     assert len(steps) == 40 + 1 + 29, len(steps)
     assert [s["i"] for s in steps if s.get("gap")] == [40]
     assert any("training moved on to it" in n for n in notes(kinds))
+    # One backward() a step: the take-over step's lumped 11 are no gradient accumulation.
+    assert not [n for n in notes(kinds) if "backward() calls per optimizer step" in n]
 
 
 def test_the_backward_count_is_a_steps_not_the_first(tuimon):

@@ -105,6 +105,7 @@ class ScriptSteps(ScriptEnd):
         self._booted = time.monotonic()
         self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
         self._accum_said = False
+        self._last_backwards = 0  # the previous step's backward() calls (0 after a gap)
 
     # ---- what the hooks tell ----------------------------------------------------------------
     def activity(self) -> None:
@@ -290,11 +291,15 @@ class ScriptSteps(ScriptEnd):
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
-        if self.backwards > 1 and not self.leader.by_backward and not self._accum_said and self.boundaries:
+        # Said once two steps in a row, neither kept apart, held the same count: step 0 holds
+        # only part of a GAN's losses, and a gap (an optimizer's take-over) lumps several steps.
+        if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
+                and not self.leader.by_backward and not self._accum_said:
             self._accum_said = True
             self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
                       "or several losses): a step here is one optimizer step, and its loss the "
                       "last backward()'s", backwards=self.backwards)
+        self._last_backwards = 0 if self.gap else self.backwards
         self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
         self.held = 0
         self.i = i = i + 1
