@@ -96,3 +96,17 @@ def test_an_interval_too_wide_to_tell_is_said_so_with_what_it_rests_on():
     v = summarize(evs).verdict
     assert v.kind == "none" and line(v).startswith("Verdict: cannot tell — default/fp32 runs at"), line(v)
     assert "it rests on" in line(v)
+
+
+def test_a_combined_row_recompiles_as_one_process_does():
+    """Each process runs the user's script (round 1 whole): the same 3 recompiles in each of
+    3 processes are one run's 3, not 9 (Fabric's language model read '9 recompiles')."""
+    evs = demo((0.0, 0.0, 0.0), slow=1.0)
+    for run in ("default-fp32", "default-fp32-2", "default-fp32-3"):
+        t = next(e["t"] for e in evs if e.get("run") == run and e["type"] == events.STEP)
+        evs += [events.make(events.RECOMPILE, run, t=t, compile_id=f"{k}/1",
+                            reasons=[f"{k}/1: tensor 'x' size mismatch at index 0. expected 20, actual 19"])
+                for k in range(3)]
+    row = variant(summarize(evs), "default")
+    assert [r.compile.recompiles for r in summarize(evs).runs if r.mode == "default"] == [3, 3, 3]
+    assert row.compile.recompiles == 3

@@ -405,3 +405,21 @@ def test_taking_turns_the_automatic_capture_opens_as_the_second_turn_begins(monk
     cap, started = p.begin_step(30, compiles=1)
     assert started["source"] == "auto" and started["first_step"] == 30
 
+
+
+def test_an_unreliable_speedup_is_neither_help_nor_no_help():
+    """vae under load: '7.49× (95 % CI 2.11–26.67) — unreliable: other processes' load differed —
+    compile did not help'. A number that cannot be trusted says neither; the clear one still does."""
+    from tuimon.analysis.stats.point import point
+    from tuimon.report.why_text import headline
+
+    comp, eager = rows()
+    comp.timing.median_ms = 2.0  # 5× faster, its interval clear of 1
+    summary = session(comp, eager)
+    (v,) = worded(summary)
+    assert v.helped and not v.doubted and headline(v).endswith("— compile helped")
+    comp.doubts = [point("recompiled", steps=2, first=40)]
+    (v,) = worded(session(comp, eager))
+    assert not v.helped and v.doubted
+    assert headline(v).endswith("— cannot tell whether compile helped")
+    assert json.loads(to_json({}, session(comp, eager)))["why"][0]["doubted"] is True

@@ -40,10 +40,11 @@ class VariantSaid:
     helped: bool
     findings: list[Said] = field(default_factory=list)
     compiled: bool = True
+    doubted: bool = False  # its speedup is unreliable: whether compile helped cannot be told
 
     def to_dict(self) -> dict:
         return {"run": self.run, "label": self.label, "compiled": self.compiled,
-                "speedup": self.speedup, "helped": self.helped,
+                "speedup": self.speedup, "helped": self.helped, "doubted": self.doubted,
                 "findings": [f.to_dict() for f in self.findings]}
 
 
@@ -69,7 +70,8 @@ def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> lis
     out = []
     for v in diagnose(summary) if whys is None else whys:
         speedup = speed(rows.get(v.run)) if v.compiled else None
-        out.append(VariantSaid(v.run, v.label, speedup, v.helped, [said(f) for f in v.findings], v.compiled))
+        out.append(VariantSaid(v.run, v.label, speedup, v.helped, [said(f) for f in v.findings], v.compiled,
+                               v.doubted))
     return out
 
 
@@ -78,7 +80,8 @@ def headline(v: VariantSaid) -> str:
         return f"{v.label} (not compiled): what bounds its step"
     if v.speedup is None:
         return f"{v.label}: no speedup measured (no eager run of its precision finished steps)"
-    verb = "compile helped" if v.helped else "compile did not help"
+    verb = ("cannot tell whether compile helped" if v.doubted
+            else "compile helped" if v.helped else "compile did not help")
     return f"{v.label}: {v.speedup} — {verb}"
 
 

@@ -96,7 +96,9 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.turns = sum(r.turns for r in group)
     row.paused_s = sum(r.paused_s for r in group)
     row.compile.compiles = sum(r.compile.compiles for r in group)
-    row.compile.recompiles = sum(r.compile.recompiles for r in group)
+    # One run of the user's script recompiles as one process does (each process runs it, round 1
+    # whole): the same recompiles in every process are not K times as many.
+    row.compile.recompiles = max((r.compile.recompiles for r in group), default=0)
     row.compile.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.compile.recompile_reasons))
     row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
     doubted = next((r for r in timed if r.doubts), None)  # its first doubted process speaks for it

@@ -74,5 +74,6 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
                 out.append(VariantWhy(row.run, row.label, False, findings, compiled=False))
             continue
         helped = row.compare.speedup_lo is not None and row.compare.speedup_lo > 1.0 and not row.doubts
-        out.append(VariantWhy(row.run, row.label, helped, findings))
+        out.append(VariantWhy(row.run, row.label, helped, findings,
+                              doubted=bool(row.doubts or summary.busy)))
     return out

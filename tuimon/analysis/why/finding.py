@@ -68,6 +68,9 @@ class VariantWhy:
     helped: bool  # faster than its baseline beyond noise
     findings: list[Finding] = field(default_factory=list)
     compiled: bool = True  # False: an eager variant, diagnosed for what bounds its step
+    # Its speedup cannot be trusted (the row's doubts, or a busy machine): neither "helped" nor
+    # "did not help" can be said of it.
+    doubted: bool = False
 
 
 def capture_of(row: RunStats, summary: SessionSummary) -> dict | None:
