@@ -43,8 +43,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from tuimon.cli.script import check_command  # noqa: E402
+from tuimon.settings import Program, RunSettings  # noqa: E402
 from tuimon.ui.app import TuimonApp  # noqa: E402
 from tuimon.ui.sources import LiveSource, ReplaySource  # noqa: E402
+
+
+def program_of(command: list[str]) -> Program:
+    """A script's Program as `tuimon run -- CMD` builds it (cli/script.py), run in place of a
+    mirror of the current directory."""
+    found = check_command(command)
+    return Program(command=tuple(command), script=found["script"], name=found["name"], cwd=str(ROOT),
+                   launcher=found.get("launcher"), nproc=found.get("nproc"), nnodes=found.get("nnodes"))
 
 
 def to_png(svg: Path) -> None:
@@ -103,8 +113,8 @@ async def live(tmp: Path) -> None:
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "tiny_mlp")
-    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager", "default"], ["fp32"]), "parallel",
-                ["--steps", "40000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
+    plan = Plan(RunSettings.make(recipe=str(ROOT / "recipes/tiny_mlp.py"), steps=40000, device="cpu"),
+                product(["eager", "default"], ["fp32"]), "parallel", cache_dir=tmp / "cache", interval=0.5)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(120, 32)) as pilot:
         runs = app.model.runs
@@ -144,8 +154,8 @@ async def profiler_pane(tmp: Path) -> None:
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "profiled")
-    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager"], ["fp32", "amp"]), "parallel",
-                ["--steps", "100000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5)
+    plan = Plan(RunSettings.make(recipe=str(ROOT / "recipes/tiny_mlp.py"), steps=100000, device="cpu"),
+                product(["eager"], ["fp32", "amp"]), "parallel", cache_dir=tmp / "cache", interval=0.5)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(140, 50)) as pilot:
         runs = app.model.runs
@@ -165,9 +175,9 @@ async def repeats(tmp: Path) -> None:
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "repeats")
-    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager", "default"], ["fp32"]), "interleave",
-                ["--steps", "3000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5,
-                repeats=3)
+    plan = Plan(RunSettings.make(recipe=str(ROOT / "recipes/tiny_mlp.py"), steps=3000, device="cpu",
+                                 repeats=3),
+                product(["eager", "default"], ["fp32"]), "interleave", cache_dir=tmp / "cache", interval=0.5)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(120, 32)) as pilot:
         runs = app.model.runs
@@ -181,18 +191,16 @@ async def repeats(tmp: Path) -> None:
 async def script(tmp: Path) -> None:
     """`tuimon run -- python tests/scripts/plain_loop.py`: an unmodified script, eager vs default
     (tuimon compiles its model), interleaved, with its validation passes kept apart."""
-    from tuimon.cli.script import check_command
     from tuimon.control.supervisor import Plan, Supervisor
     from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import SCRIPT, product
 
     command = [sys.executable, str(ROOT / "tests/scripts/plain_loop.py"), "--workers", "2",
                "--epochs", "1000"]
-    settings = {**check_command(command), "steps": 6000, "duration": None, "warmup": 1, "seed": 0,
-                "auto_compile": True}
     store = SessionStore.create(tmp, "plain_loop")
-    plan = Plan(Path(command[1]), product(["eager", "default"], [SCRIPT]), "interleave", [],
-                cache_dir=tmp / "cache", interval=0.5, turn_s=1.0, script=settings)
+    plan = Plan(RunSettings.make(program=program_of(command), steps=6000, warmup="1"),
+                product(["eager", "default"], [SCRIPT]), "interleave",
+                cache_dir=tmp / "cache", interval=0.5, turn_s=1.0)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     async with app.run_test(size=(120, 32)) as pilot:
         runs = app.model.runs
@@ -205,7 +213,6 @@ async def script(tmp: Path) -> None:
 
 async def ranks2(tmp: Path) -> None:
     """A 2-rank DDP script under torchrun, rank 1 slower: eager vs default, interleaved."""
-    from tuimon.cli.script import check_command
     from tuimon.control.supervisor import Plan, Supervisor
     from tuimon.sessiondir.store import SessionStore
     from tuimon.variants import SCRIPT, product
@@ -213,11 +220,10 @@ async def ranks2(tmp: Path) -> None:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
                "2", str(ROOT / "tests/scripts/ddp_train.py"), "--slow-rank", "1", "--slow-ms", "0.3",
                "--epochs", "1000"]
-    settings = {**check_command(command), "steps": 100000, "duration": None, "warmup": 1, "seed": 0,
-                "auto_compile": True}
     store = SessionStore.create(tmp, "ddp_train")
-    plan = Plan(ROOT / "tests/scripts/ddp_train.py", product(["eager", "default"], [SCRIPT]),
-                "interleave", [], cache_dir=tmp / "cache", interval=0.5, turn_s=1.5, script=settings)
+    plan = Plan(RunSettings.make(program=program_of(command), steps=100000, warmup="1"),
+                product(["eager", "default"], [SCRIPT]), "interleave",
+                cache_dir=tmp / "cache", interval=0.5, turn_s=1.5)
     await job_shots(Supervisor(store, plan), 2, 600)
 
 
@@ -228,9 +234,9 @@ async def ranks8(tmp: Path) -> None:
     from tuimon.variants import product
 
     store = SessionStore.create(tmp, "tiny_mlp")
-    plan = Plan(ROOT / "recipes/tiny_mlp.py", product(["eager"], ["fp32"]), "sequential",
-                ["--steps", "100000", "--device", "cpu"], cache_dir=tmp / "cache", interval=0.5,
-                nproc=8)
+    plan = Plan(RunSettings.make(recipe=str(ROOT / "recipes/tiny_mlp.py"), steps=100000, device="cpu",
+                                 launcher="torchrun", nproc=8),
+                product(["eager"], ["fp32"]), "sequential", cache_dir=tmp / "cache", interval=0.5)
     await job_shots(Supervisor(store, plan), 8, 300)
 
 
