@@ -74,6 +74,9 @@ class Config:
     image_size: int
     seed: int = SEED
     extra: dict[str, str] = field(default_factory=dict)  # --set key=value pairs, as strings
+    # Which variant this process runs, for a recipe that must know (tuimon applies both itself).
+    mode: str = "eager"
+    precision: str = "fp32"
 
     @property
     def on_cuda(self) -> bool:

@@ -1,12 +1,11 @@
 """Test recipe: each step spins the CPU for --set spin_ms=N (default 20). In the variant of
-compile mode --set noisy_mode=M (default "default"; the runner's own --mode says which one this
-is) it touches the file --set poke=PATH on every step of its busy blocks: every block of --set
+compile mode --set noisy_mode=M (default "default"; cfg.mode says which one this is) it
+touches the file --set poke=PATH on every step of its busy blocks: every block of --set
 block=K steps (default 50), or every other one from the first with --set noisy_every=2. A
 burner process the test runs beside the session (not a child of any run) busy-loops while the
 file was touched in the last 0.1 s: a noisy neighbour during exactly those steps."""
 
 import os
-import sys
 import time
 
 import torch
@@ -20,8 +19,7 @@ def build(cfg):
     poke = cfg.extra.get("poke")
     block = int(cfg.extra.get("block", "50"))
     every = int(cfg.extra.get("noisy_every", "1"))
-    mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "eager"
-    noisy = poke and mode == cfg.extra.get("noisy_mode", "default")
+    noisy = poke and cfg.mode == cfg.extra.get("noisy_mode", "default")
     calls = {"n": 0}
 
     def forward_loss(m, x, y):

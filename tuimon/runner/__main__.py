@@ -102,6 +102,8 @@ def main(settings: RunSettings | None = None) -> int:
             image_size=s.image_size or sizes["image_size"],
             seed=s.seed,
             extra=extra,
+            mode=s.mode,
+            precision=s.precision,
         )
         seed_everything(torch, s.seed)
         recipe = contract.validate(module.build(cfg), recipe_path)
