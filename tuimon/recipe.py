@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuimon.settings import SEED
+from tuimon.settings import MODE, PRECISION, SEED
 
 # Used when a recipe's DEFAULTS says nothing about a knob and the command line is silent too.
 FALLBACK_DEFAULTS = {
@@ -75,8 +75,8 @@ class Config:
     seed: int = SEED
     extra: dict[str, str] = field(default_factory=dict)  # --set key=value pairs, as strings
     # Which variant this process runs, for a recipe that must know (tuimon applies both itself).
-    mode: str = "eager"
-    precision: str = "fp32"
+    mode: str = MODE
+    precision: str = PRECISION
 
     @property
     def on_cuda(self) -> bool:

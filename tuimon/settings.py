@@ -142,6 +142,7 @@ class RunSettings:
     precision: str = PRECISION
     axes: Pairs = ()  # the variant's --set axis values
     knobs: Pairs = ()  # the fixed --set knobs
+    fixes: tuple[str, ...] = ()  # tuimon try's fixes applied from outside (tuimon/fixes.py)
     length: Length = field(default_factory=Length)
     warmup: str = WARMUP
     seed: int | None = SEED  # None: nothing seeded (a bench's hooks)
