@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tuimon import axes as axes_
+from tuimon import fixes as fixes_
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # A mode with this suffix compiles the optimizer's step too (runner/compile_optimizer.py):
@@ -39,6 +40,11 @@ class Variant:
     @property
     def axis_values(self) -> dict[str, str]:
         return dict(self.axes)
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """The fixes ``tuimon try`` applies to it: its reserved axis ``fix`` (tuimon/fixes.py)."""
+        return fixes_.parse(self.axis_values.get(fixes_.AXIS, fixes_.NONE))
 
     def fields(self) -> dict:
         """What events and the control socket say of it: mode, precision, axes (when any)."""

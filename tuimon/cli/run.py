@@ -14,7 +14,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from tuimon import __version__
+from tuimon import __version__, fixes
 from tuimon.axes import parse_sets
 from tuimon.cli.args import (
     DEFAULT_CACHE,
@@ -52,6 +52,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         modes = parse_modes(args.modes, args.compile_optimizer)
         precisions = parse_list(args.precision, PRECISIONS, "precision")
         fixed, axes = parse_sets(args.set)
+        fixed, axes = fix_axis(fixed, axes)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.detach and args.headless:
@@ -213,6 +214,17 @@ def warn_on_stderr(sink):
 def use_tui(args: argparse.Namespace) -> bool:
     """The TUI on an interactive terminal; the headless display otherwise (CI, pipes, logs)."""
     return not args.headless and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def fix_axis(fixed: dict[str, str], axes: dict[str, list[str]]):
+    """``--set fix=...`` names tuimon try's fixes (tuimon/fixes.py): always an axis (one value:
+    every variant gets it), never a knob the recipe or script reads. ValueError: no such fix."""
+    if fixes.AXIS in fixed:
+        fixed = dict(fixed)
+        axes = {fixes.AXIS: [fixed.pop(fixes.AXIS)], **axes}
+    for value in axes.get(fixes.AXIS, []):
+        fixes.parse(value)
+    return fixed, axes
 
 
 def run_settings(args: argparse.Namespace, program: Program, fixed: dict[str, str],

@@ -259,7 +259,8 @@ class Supervisor:
         files, cwd = self._files.spawn(r.id)  # cwd: a script run's own directory (files.py)
         base = plan.settings
         settings = replace(
-            base, run=r.id, mode=v.mode, precision=v.precision, axes=v.axes, threads=threads,
+            base, run=r.id, mode=v.mode, precision=v.precision, axes=v.axes, fixes=v.fixes,
+            threads=threads,
             length=replace(base.length, round=r.replicate),  # round 1 runs it all (lengths.py)
             turns=(Turns(turn_steps=plan.turn_steps or 0, turn_s=plan.turn_s)
                    if self._schedule.interleave else Turns()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from tuimon import fixes
 from tuimon.analysis.stats.faults import compare_faults
 from tuimon.analysis.stats.load import compare_load
 from tuimon.analysis.stats.noise import Noise, ratio_interval
@@ -72,6 +73,11 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
             noise: Noise, pinned: bool | None = None) -> None:
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
              and b.axes == r.axes and b.timing.median_ms]
+    if not eager and r.axes.get(fixes.AXIS, fixes.NONE) != fixes.NONE:
+        # tuimon try races a fix on the compiled variant alone: its eager run is the one without
+        unfixed = {**r.axes, fixes.AXIS: fixes.NONE}
+        eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
+                 and b.axes == unfixed and b.timing.median_ms]
     base = same_round(eager, r)
     if base is None:
         return
