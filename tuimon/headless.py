@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.analysis import SessionSummary, columns, is_measured, recent_median
+from tuimon.analysis import SessionSummary, columns, is_measured, recent_median, tried
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import files_text, verdict_text, why_text
+from tuimon.report import files_text, try_text, verdict_text, why_text
 from tuimon.report.table import answer_notes, compile_cache, compile_notes, table, top_ops_text
 from tuimon.report.trust_text import busy_text, row_notes, unreliable_text
 from tuimon.variants import Variant
@@ -267,6 +267,9 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     if summary.verdict is not None:  # the answer first (stats/verdict.py, in report/verdict_text.py's words)
         console.print(verdict_text.line(summary.verdict), style="bold", highlight=False, markup=False,
                       soft_wrap=True)  # one line, for grep and logs, however long
+    for line in try_text.markdown(tried.outcomes(summary))[2:]:  # a session that raced fixes
+        if line.startswith("- "):
+            console.print(f"tried: {line[2:]}", highlight=False, markup=False, soft_wrap=True)
     t = Table(*header, title="tuimon summary", title_justify="left")
     for row in rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup

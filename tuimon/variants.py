@@ -105,9 +105,14 @@ def parse_modes(text: str, compile_optimizer: bool = False) -> list[str]:
 def product(modes: list[str], precisions: list[str],
             axes: dict[str, list[str]] | None = None) -> list[Variant]:
     """Per precision, per combination of axis values (the baselines first), every mode: each
-    compiled variant comes after the eager run it is compared with."""
+    compiled variant comes after the eager run it is compared with. The fix axis (tuimon try)
+    is the compiled modes' alone when there are some: eager runs once, at the axis's baseline,
+    the baseline of every fix (stats/compare.py)."""
+    fix_home = (axes or {}).get(fixes_.AXIS, [None])[0]
+    compiled = any(m != "eager" for m in modes)
     return [Variant(m, p, combo) for p in precisions for combo in axes_.combos(axes or {})
-            for m in modes]
+            for m in modes
+            if not (compiled and m == "eager" and dict(combo).get(fixes_.AXIS, fix_home) != fix_home)]
 
 
 def choices(shown: set[Variant], focused: Variant | None, axes: dict[str, list[str]],

@@ -4,9 +4,11 @@ reports and the control side take their answers from here, through the names bel
 recompute them.
 
 ``read`` (a session's directory read and summarized), ``stats/`` (every statistic, the verdict),
-``why/`` (why compile did not help), ``compare/`` (sessions side by side, the regression guard).
+``why/`` (why compile did not help), ``compare/`` (sessions side by side, the regression guard),
+``tried`` (tuimon try: the fixes a session calls for, and what each raced one did).
 """
 
+from tuimon.analysis import tried
 from tuimon.analysis.compare import (
     PHASES,
     Comparison,
@@ -48,5 +50,5 @@ __all__ = [
     "columns", "compare_sessions", "diagnose", "diverging", "fell_back", "group_figures", "guard",
     "is_measured", "label", "load_figures", "load_session", "loss_gap_ready", "made_graph", "not_yet",
     "open_session",
-    "own_time_spread", "recent_median", "step_kind", "step_split", "summarize",
+    "own_time_spread", "recent_median", "step_kind", "step_split", "summarize", "tried",
 ]

@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
 
             options, command = split_run(argv[1:])
             return sweep.sweep_command(sweep.sweep_parser().parse_args(options), argv, command)
+        if argv[:1] == ["try"]:  # tuimon try SESSION: race the fixes its findings call for
+            from tuimon.cli import try_fixes
+
+            return try_fixes.try_command(try_fixes.try_parser().parse_args(argv[1:]))
         if argv[:1] == ["doctor"]:
             from tuimon.cli import doctor
 

@@ -21,8 +21,9 @@ from tuimon.analysis import (
     load_session,
     step_kind,
     step_split,
+    tried,
 )
-from tuimon.report import files_text, summary_json, verdict_text, why_text
+from tuimon.report import files_text, summary_json, try_text, verdict_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
@@ -41,6 +42,7 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
     out = [f"# tuimon session {meta.get('name', '')}".rstrip(), ""]
     if summary.verdict is not None:  # the answer first (stats/verdict.py)
         out += [verdict_text.line(summary.verdict), ""]
+    out += try_text.markdown(tried.outcomes(summary))  # a session that raced fixes: what each did
     if meta:
         what = (f"- script: `{shlex.join(meta['command'])}`" if meta.get("command")
                 else f"- recipe: `{meta.get('recipe', '?')}`")

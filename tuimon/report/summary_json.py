@@ -6,8 +6,10 @@ the Why findings), and the codes beside them (``doubts``, ``val_guards``, the ve
 
 from __future__ import annotations
 
-from tuimon.analysis import RunStats, SessionSummary
-from tuimon.report import verdict_text, why_text
+from dataclasses import asdict
+
+from tuimon.analysis import RunStats, SessionSummary, tried
+from tuimon.report import try_text, verdict_text, why_text
 from tuimon.report.compile_text import fallback_text, guard_word, nothing_text
 from tuimon.report.miss_text import miss_text
 from tuimon.report.rank_text import divergence_line
@@ -22,7 +24,8 @@ def document(meta: dict, summary: SessionSummary) -> dict:
     for key, rows in (("runs", summary.runs), ("variants", summary.variants)):
         for d, r in zip(doc[key], rows, strict=True):
             d.update(row_words(r, summary.quiet_only))
-    return {"meta": meta, **doc, "why": why_text.as_json(summary)}
+    raced = [asdict(o) | {"line": try_text.outcome_line(o)} for o in tried.outcomes(summary)]
+    return {"meta": meta, **doc, "why": why_text.as_json(summary), **({"tried": raced} if raced else {})}
 
 
 def row_words(r: RunStats, quiet_only: bool) -> dict:

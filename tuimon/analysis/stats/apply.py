@@ -53,6 +53,7 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.timing.warmup_auto = str(e.get("warmup", "auto")) == "auto"
         r.timing.length_steps, r.timing.length_s = e.get("steps"), e.get("duration")
         r.notes = list(e.get("notes") or [])
+        r.fixes = dict(e.get("fixes") or {})
     elif kind == events.MEMORY:
         r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
             "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})

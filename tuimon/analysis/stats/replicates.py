@@ -89,6 +89,7 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     row.params, row.batch_size = first.params, first.batch_size
     row.timing.warmup_auto = first.timing.warmup_auto
     row.notes, row.load.own_load = list(first.notes), first.load.own_load
+    row.fixes = dict(first.fixes)  # what its child said of tuimon try's fixes (round 1's)
     row.timing.steps = sum(r.timing.steps for r in group)
     row.timing.measured = sum(r.timing.measured for r in timed)
     row.timing.warmup_steps = sum(r.timing.warmup_steps for r in timed)

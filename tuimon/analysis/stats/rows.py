@@ -53,6 +53,8 @@ class RunStats:
     params: int | None = None
     batch_size: int | None = None
     notes: list[str] = field(default_factory=list)  # the runner's own (run_started)
+    # tuimon try's fixes, as the child applied them (run_started): {name: {applied, text}}
+    fixes: dict[str, dict] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     wall_s: float | None = None
     turns: int = 0  # interleaved schedule: turns it waited for (the first included)

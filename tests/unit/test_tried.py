@@ -1,0 +1,115 @@
+"""tuimon try, decided and worded (analysis/tried.py, report/try_text.py), on synthetic sessions:
+which fixes a session's findings call for, and what each raced fix did against its variant
+without it."""
+
+import json
+from pathlib import Path
+
+import pytest
+from test_verdict import session, variant
+
+from tuimon import events
+from tuimon.analysis import diagnose, summarize, tried
+from tuimon.analysis.stats.point import point
+from tuimon.analysis.why import Finding
+from tuimon.report import export, try_text
+from tuimon.variants import product
+
+FIX = {"fix": ["none", "regional", "dynamic", "scalars"]}
+
+
+def raced(processes=3, **steps_ms):
+    """eager at fix=none (10 ms), default at fix=none (8 ms, 20 s compile) and each fix given."""
+    runs = [variant("eager", "fp32", 10.0, seed=1, axes={"fix": "none"}, processes=processes),
+            variant("default", "fp32", 8.0, seed=2, compile_s=20, axes={"fix": "none"},
+                    processes=processes)]
+    for k, (fix, (ms, compile_s)) in enumerate(steps_ms.items()):
+        runs.append(variant("default", "fp32", ms, seed=3 + k, compile_s=compile_s, axes={"fix": fix},
+                            processes=processes))
+    return session(*runs, axes={"fix": ["none", *steps_ms]})
+
+
+def test_eager_runs_once_and_every_fix_is_compared_with_the_variant_without_it():
+    labels = [v.label for v in product(["eager", "default"], ["fp32"], FIX)]
+    assert labels == ["eager/fp32 · fix=none", "default/fp32 · fix=none", "default/fp32 · fix=regional",
+                      "default/fp32 · fix=dynamic", "default/fp32 · fix=scalars"]
+    s = summarize(raced(regional=(8.0, 5), dynamic=(6.0, 20), scalars=(8.3, 20)))
+    found = {o.fix: o for o in tried.outcomes(s)}
+    assert set(found) == {"regional", "dynamic", "scalars"}
+    assert found["dynamic"].code == tried.HELPED
+    assert found["dynamic"].speedup == pytest.approx(8 / 6, rel=0.03)
+    assert found["regional"].code == tried.START  # the same step, a quarter of the compile
+    assert found["regional"].compile_s < found["regional"].base_compile_s / 3
+    assert found["scalars"].code in (tried.NO_BETTER, tried.WORSE)
+    # Its break-even is against eager without the fix: the fixed row's own eager run is absent.
+    rows = {r.label: r for r in s.variants or s.runs}
+    assert rows["default/fp32 · fix=regional"].compare.baseline == "eager/fp32 · fix=none"
+    assert found["regional"].breakeven_s < found["regional"].base_breakeven_s
+    assert tried.winners(list(found.values())) == ["dynamic"]
+
+
+def test_a_fix_the_child_could_not_apply_and_a_failed_one_are_said_so():
+    evs = raced(regional=(8.0, 20), dynamic=(8.0, 20))
+    for e in evs:
+        if e["type"] == events.RUN_STARTED and e["run"].startswith("default-fp32-fix_regional"):
+            e["fixes"] = {"regional": {"applied": False, "text": "no repeated block"}}
+        if e["type"] == events.FINISHED and e["run"].startswith("default-fp32-fix_dynamic"):
+            e.update(type=events.FAILED, error="TorchRuntimeError", message="boom")
+    found = {o.fix: o for o in tried.outcomes(summarize(evs))}
+    assert found["regional"].code == tried.NOT_APPLIED
+    assert try_text.outcome_line(found["regional"]) == "regional: could not be applied: no repeated block"
+    assert found["dynamic"].code == tried.FAILED
+
+
+def test_the_answer_names_each_fix_with_its_figures_and_the_lines_that_keep_the_winner(tmp_path):
+    s = summarize(raced(regional=(8.0, 5), dynamic=(6.0, 20)))
+    found = tried.outcomes(s)
+    lines = try_text.answer_lines(found, [tmp_path])
+    assert lines[1].startswith("  dynamic: compile 18.0 s → 18.0 s, step 1.33× faster (95 % CI ")
+    assert lines[1].endswith("— faster") and "pays off after" in lines[1]
+    assert any(line.startswith("  regional: compile 18.0 s → 4.5 s") for line in lines)
+    assert "to keep dynamic, write (docs/try.md):" in lines
+    assert "    model = torch.compile(model, dynamic=True)" in lines
+    md = export.to_markdown({}, s)
+    assert "## Tried (tuimon try)" in md and md.index("## Tried") < md.index("| ")
+    doc = json.loads(export.to_json({}, s))
+    assert {t["fix"]: t["code"] for t in doc["tried"]} == {"regional": "helped_start", "dynamic": "helped"}
+
+
+def test_a_busy_session_cannot_tell():
+    evs = raced(processes=1, dynamic=(6.0, 20))
+    runs = ("eager-fp32-fix_none", "default-fp32-fix_none", "default-fp32-fix_dynamic")
+    for k in range(40):
+        evs.append(events.make(events.SAMPLE, system={"foreign_cores": 1.5},
+                               runs={r: {"cpu_percent": 100.0} for r in runs}))
+        evs[-1]["t"] = 1000.0 + k
+    s = summarize(evs)
+    assert s.busy and [o.code for o in tried.outcomes(s)] == [tried.CANNOT_TELL]
+
+
+def finding(code: str, cost_ms=None) -> Finding:
+    return Finding(code.split(".")[0], point(code), [], [], cost_ms=cost_ms)
+
+
+def test_the_plan_follows_the_findings_prices_them_and_says_what_cannot_apply():
+    s = summarize(session(variant("eager", "fp32", 10.0, seed=1),
+                          variant("default", "fp32", 8.0, seed=2, compile_s=20)))
+    whys = diagnose(s)
+    base = next(w for w in whys if w.run.startswith("default"))
+    base.findings = [finding("recompiles.count", 0.5), finding("bound.optimizer_bound", 2.0),
+                     finding("cudagraphs.skipped")]
+    plan = tried.plan(s, whys)
+    assert plan.base.label == "default/fp32"
+    assert plan.raced == ["opt", "foreach", "dynamic"]  # the costliest finding's fixes first
+    assert [(c.fix, c.cannot) for c in plan.candidates if c.cannot] == [("no-cudagraphs", "CUDA only")]
+    assert plan.axis_values() == ["none", "opt", "foreach", "dynamic"]
+    lines = try_text.plan_lines(plan, Path("s"))
+    assert lines[0].startswith("try: s: fixes on default/fp32 (1.25× faster against eager)")
+    assert ("  opt: the optimizer's step compiled (+opt) (answers bound.optimizer_bound, costs "
+            "~2.00 ms a step)") in lines
+    assert lines[-1] == "  cannot try here: no-cudagraphs (CUDA only)"
+    only = tried.plan(s, whys, only=["regional"])
+    assert only.raced == ["regional"] and only.candidates[0].answers == ()
+    nothing = tried.plan(s, [])
+    assert nothing.raced == []
+    assert try_text.plan_lines(nothing, Path("s"))[-1].startswith("try: nothing to race")

@@ -1,0 +1,190 @@
+"""``tuimon try`` (issue 34), decided: which fixes a session's findings call for, priced and in
+order (``plan``), and, for a session that raced them, what each did against the variant without
+it (``outcomes``). Decisions only, a code and the figures; report/try_text.py words them.
+
+A fix rides on its variant as the axis ``fix`` (tuimon/fixes.py), so its speedup is the axis
+comparison's (stats/axes.py: against ``fix=none``, rounds paired, with its interval), and its
+break-even the eager comparison's (stats/compare.py: against the eager run without the fix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuimon import fixes
+from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.rows import columns
+
+# A cold compile is one measurement a variant (no interval): a fix "helped the start" only when
+# it cut the compile by this much, well beyond the few % two cold compiles of one graph differ.
+START_CUT = 1.5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    fix: str
+    price_ms: float | None  # the most a step loses to the findings it answers (None: unpriced)
+    answers: tuple[str, ...]  # those findings' codes
+    cannot: str | None = None  # why it cannot apply here; None: it is raced
+
+
+@dataclass(frozen=True)
+class TryPlan:
+    base: RunStats  # the row the fixes are applied to: the session's best compiled variant
+    candidates: tuple[Candidate, ...]  # the raced first, the costliest first; then the others
+
+    @property
+    def raced(self) -> list[str]:
+        return [c.fix for c in self.candidates if c.cannot is None]
+
+    @property
+    def base_fixes(self) -> tuple[str, ...]:
+        """Fixes the base itself already had (a try of a tried variant): kept under every fix."""
+        return fixes.parse(self.base.axes.get(fixes.AXIS, fixes.NONE))
+
+    def axis_values(self) -> list[str]:
+        """The fix axis's values: the base as it is first (the axis baseline), then each fix."""
+        own = self.base_fixes
+        return [fixes.join(own)] + [fixes.join((*own, f)) for f in self.raced]
+
+
+def pick_base(summary: SessionSummary) -> RunStats | None:
+    """The session's best compiled variant (the fastest against its eager run), else its
+    fastest row; None when nothing was timed."""
+    timed = [r for r in columns(summary) if r.timing.median_ms and r.status != "failed"]
+    compiled = [r for r in timed if r.compiled and not r.compile.nothing_compiled]
+    if compiled:
+        return max(compiled, key=lambda r: (r.compare.speedup or 0.0, -r.timing.median_ms))
+    return min(timed, key=lambda r: r.timing.median_ms) if timed else None
+
+
+def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
+         is_script: bool = False) -> TryPlan | None:
+    """What ``tuimon try`` races for this session: the fixes its base row's findings (``whys``:
+    analysis.why.diagnose's) call for, or ``only`` those named; None when no row was timed."""
+    base = pick_base(summary)
+    if base is None:
+        return None
+    findings = [f for w in whys if w.run == base.run for f in w.findings]
+    answered: dict[str, list] = {}
+    for f in findings:
+        codes = [f.what.code, *(p.code for p in f.advice)]
+        for name in fixes.suggested(codes):
+            answered.setdefault(name, []).append(f)
+    names = [n for n in (only if only is not None else answered) if n not in plan_base_fixes(base)]
+    on_cuda = (base.device or "").startswith("cuda")
+    out = []
+    for name in names:
+        found = answered.get(name, [])
+        costs = [f.cost_ms for f in found if f.cost_ms is not None]
+        reason = fixes.cannot(fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
+                              compiled=base.compiled)
+        out.append(Candidate(name, max(costs) if costs else None,
+                             tuple(dict.fromkeys(f.code for f in found)), reason))
+    out.sort(key=lambda c: (c.cannot is not None, c.price_ms is None, -(c.price_ms or 0.0)))
+    return TryPlan(base, tuple(out))
+
+
+def plan_base_fixes(base: RunStats) -> tuple[str, ...]:
+    return fixes.parse(base.axes.get(fixes.AXIS, fixes.NONE))
+
+
+# ---- what each fix did --------------------------------------------------------------------------
+HELPED, START, NO_BETTER, WORSE, FAILED, NOT_APPLIED, CANNOT_TELL = (
+    "helped", "helped_start", "no_better", "worse", "failed", "not_applied", "cannot_tell")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fix: str  # the axis value ("regional", "regional+dynamic")
+    run: str
+    label: str
+    code: str  # one of the codes above
+    speedup: float | None = None  # its step against the same variant without it
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+    compile_s: float | None = None  # its first (cold or warm) compile, and the base's
+    base_compile_s: float | None = None
+    breakeven_s: float | None = None  # against eager, and the base's
+    base_breakeven_s: float | None = None
+    breakeven_never: bool = False
+    peak_bytes: int | None = None  # peak memory (CUDA allocated, else the process's RSS)
+    base_peak_bytes: int | None = None
+    # The largest loss difference from eager over the steps both ran: (the base's, the fix's)
+    loss_diff: tuple[float | None, float | None] = (None, None)
+    recompiles: tuple[int, int] = (0, 0)  # (base, fix)
+    breaks: tuple[int, int] = (0, 0)
+    not_applied: str | None = None  # what the child said of a fix it could not apply
+    error: str | None = None
+
+
+def outcomes(summary: SessionSummary) -> list[Outcome]:
+    """Each fixed row against its variant without the fix, in the session's order."""
+    rows = columns(summary)
+    out = []
+    for r in rows:
+        value = r.axes.get(fixes.AXIS)
+        if value is None:
+            continue
+        home = (summary.axes.get(fixes.AXIS) or [fixes.NONE])[0]
+        if value == home:
+            continue
+        base = next((b for b in rows if b.mode == r.mode and b.precision == r.precision
+                     and b.axes == {**r.axes, fixes.AXIS: home}), None)
+        out.append(outcome(value, r, base, summary))
+    return out
+
+
+def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSummary) -> Outcome:
+    c = r.compare
+    figures = dict(
+        fix=value, run=r.run, label=r.label, speedup=c.axis_speedup, speedup_lo=c.axis_speedup_lo,
+        speedup_hi=c.axis_speedup_hi, compile_s=r.compile.compile_s,
+        base_compile_s=base.compile.compile_s if base else None, breakeven_s=c.breakeven_s,
+        base_breakeven_s=base.compare.breakeven_s if base else None,
+        breakeven_never=c.breakeven_never, peak_bytes=peak(r),
+        base_peak_bytes=peak(base) if base else None,
+        recompiles=(base.compile.recompiles if base else 0, r.compile.recompiles),
+        breaks=(breaks(base) if base else 0, breaks(r)),
+        not_applied=not_applied(r),
+        loss_diff=(base.loss.max_loss_diff if base else None, r.loss.max_loss_diff))
+    if r.status == "failed":
+        return Outcome(code=FAILED, error=r.failure.error, **figures)
+    if figures["not_applied"]:
+        return Outcome(code=NOT_APPLIED, **figures)
+    if summary.busy or r.doubts or (base and base.doubts) or c.axis_speedup is None:
+        return Outcome(code=CANNOT_TELL, **figures)
+    lo, hi = c.axis_speedup_lo, c.axis_speedup_hi
+    if lo is not None and lo > 1.0:
+        code = HELPED
+    elif hi is not None and hi < 1.0:
+        code = WORSE
+    elif (figures["compile_s"] and figures["base_compile_s"]
+          and figures["base_compile_s"] / figures["compile_s"] >= START_CUT):
+        code = START
+    else:
+        code = NO_BETTER
+    return Outcome(code=code, **figures)
+
+
+def peak(r: RunStats) -> int | None:
+    return r.probes.cuda_peak_allocated or r.probes.peak_rss
+
+
+def breaks(r: RunStats) -> int:
+    return sum(int(b.get("count") or 1) for b in r.compile.graph_breaks)
+
+
+def not_applied(r: RunStats) -> str | None:
+    """The child's word on a fix it could not apply (run_started ``fixes``), else None."""
+    said = {name: got.get("text") or "not applied" for name, got in (r.fixes or {}).items()
+            if isinstance(got, dict) and not got.get("applied", True)}
+    if len(r.fixes or {}) == 1:  # one fix: its word alone
+        return next(iter(said.values()), None)
+    return "; ".join(f"{name}: {text}" for name, text in said.items()) or None
+
+
+def winners(found: list[Outcome]) -> list[str]:
+    """The fixes that made the step faster beyond noise, the best first: raced together next."""
+    helped = [o for o in found if o.code == HELPED and "+" not in o.fix]
+    return [o.fix for o in sorted(helped, key=lambda o: -(o.speedup or 0.0))]

@@ -1,0 +1,147 @@
+"""``tuimon try`` in words: what will be raced and why (``plan_lines``), what each fix did
+(``outcome_line``, analysis/tried.py's decisions), and the lines that keep a winner
+(``keep_lines``). The summary's "Tried" section and the command's answer both come from here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuimon import fixes
+from tuimon.analysis import tried
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
+
+VERDICT = {
+    tried.HELPED: "faster",
+    tried.START: "a shorter compile, the step no better beyond noise",
+    tried.NO_BETTER: "no better beyond noise",
+    tried.WORSE: "slower",
+    tried.FAILED: "failed",
+    tried.NOT_APPLIED: "could not be applied",
+    tried.CANNOT_TELL: "cannot tell (the machine was busy or the runs' numbers are in doubt)",
+}
+
+# The lines that make a fix permanent, in the user's own code (docs/try.md says more).
+KEEP = {
+    "regional": ["for block in model.<blocks>:  # each repeated block, instead of torch.compile(model)",
+                 "    block.compile()"],
+    "dynamic": ["model = torch.compile(model, dynamic=True)"],
+    "scalars": ["torch._dynamo.config.capture_scalar_outputs = True",
+                "torch._dynamo.config.capture_dynamic_output_shape_ops = True"],
+    "opt": ["@torch.compile(fullgraph=False)",
+            "def opt_step():", "    optimizer.step()", "# ... and call opt_step() for optimizer.step()"],
+    "foreach": ["optimizer = torch.optim.AdamW(params, lr=..., foreach=True)  # fused=True on CUDA"],
+    "loader": ["DataLoader(dataset, ..., num_workers=<cores>, persistent_workers=True, "
+               "pin_memory=True)  # pin_memory on CUDA"],
+    "amp": ["with torch.autocast(device_type, dtype=torch.bfloat16):",
+            "    loss = loss_fn(model(inputs), targets)"],
+    "tf32": ["torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True"],
+    "no-cudagraphs": ['model = torch.compile(model, mode="max-autotune-no-cudagraphs")'],
+    "reduce-overhead": ['model = torch.compile(model, mode="reduce-overhead")'],
+    "max-autotune": ['model = torch.compile(model, mode="max-autotune")'],
+    "channels-last": ["model = model.to(memory_format=torch.channels_last)",
+                      "inputs = inputs.to(memory_format=torch.channels_last)"],
+}
+
+
+def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
+    base = plan.base
+    said = (f" ({fmt_ratio(base.compare.speedup)} against eager)"
+            if base.compiled and base.compare.speedup else "")
+    lines = [f"try: {session.name}: fixes on {base.label}{said}"]
+    for c in plan.candidates:
+        if c.cannot is not None:
+            continue
+        price = f", costs ~{fmt_ms(c.price_ms)} a step" if c.price_ms else ""
+        why = f" (answers {', '.join(c.answers)}{price})" if c.answers else " (asked for with --only)"
+        lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}")
+    cannot = [f"{c.fix} ({c.cannot})" for c in plan.candidates if c.cannot is not None]
+    if cannot:
+        lines.append(f"  cannot try here: {', '.join(cannot)}")
+    if not plan.raced:
+        lines.append(f"try: nothing to race: {base.label}'s findings call for no fix this machine "
+                     "can try" if not cannot else "try: nothing to race here")
+    return lines
+
+
+def outcome_line(o: tried.Outcome) -> str:
+    """'regional: cold compile 62 s → 14 s, step 1.00× (95 % CI ...), pays off after 40 s
+    instead of 6.0 min — a shorter compile, the step no better beyond noise'."""
+    name = o.fix.replace(fixes.JOIN, " + ")
+    if o.code == tried.FAILED:
+        return f"{name}: failed: {o.error or 'see its log'}"
+    if o.code == tried.NOT_APPLIED:
+        return f"{name}: could not be applied: {o.not_applied}"
+    parts = []
+    if o.compile_s is not None and o.base_compile_s is not None:
+        parts.append(f"compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
+    if o.speedup is not None:
+        parts.append(f"step {fmt_ratio(o.speedup, o.speedup_lo, o.speedup_hi)}")
+    payoff = pays(o)
+    if payoff:
+        parts.append(payoff)
+    if o.peak_bytes and o.base_peak_bytes:
+        parts.append(f"peak memory {fmt_bytes(o.base_peak_bytes)} → {fmt_bytes(o.peak_bytes)}")
+    removed = [f"{what} {a} → {b}" for what, (a, b) in (("recompiles", o.recompiles),
+                                                         ("graph breaks", o.breaks)) if a != b]
+    parts += removed
+    return f"{name}: {', '.join(parts) or 'no figures'} — {VERDICT[o.code]}"
+
+
+def pays(o: tried.Outcome) -> str | None:
+    if o.breakeven_never:
+        return "never pays off against eager"
+    if o.breakeven_s is None:
+        return None
+    text = f"pays off after {fmt_span(o.breakeven_s)}"
+    if o.base_breakeven_s is not None:
+        text += f" instead of {fmt_span(o.base_breakeven_s)}"
+    return text
+
+
+def loss_line(o: tried.Outcome) -> str | None:
+    base, fix = o.loss_diff
+    if fix is None:
+        return None
+    return (f"    losses: max |Δ| {fix:.3g} against eager (the variant without it: "
+            f"{'—' if base is None else f'{base:.3g}'})")
+
+
+def keep_lines(fix_value: str) -> list[str]:
+    out = []
+    for name in fixes.parse(fix_value):
+        out += [f"    {line}" for line in KEEP.get(name, [])]
+    return out
+
+
+def answer_lines(found: list[tried.Outcome], sessions: list[Path]) -> list[str]:
+    """The try's answer: each fix's line, the winners first, and the lines that keep them."""
+    if not found:
+        return ["try: no fix ran (see the sessions' summaries)"]
+    order = {code: k for k, code in enumerate((tried.HELPED, tried.START, tried.NO_BETTER,
+                                               tried.CANNOT_TELL, tried.WORSE, tried.NOT_APPLIED,
+                                               tried.FAILED))}
+    lines = ["tried:"]
+    for o in sorted(found, key=lambda o: (order[o.code], -(o.speedup or 0.0))):
+        lines.append(f"  {outcome_line(o)}")
+        if (loss := loss_line(o)) is not None:
+            lines.append(loss)
+    keep = [o for o in found if o.code in (tried.HELPED, tried.START)]
+    if keep:
+        best = max(keep, key=lambda o: (o.code == tried.HELPED, o.speedup or 0.0))
+        lines.append(f"to keep {best.fix.replace(fixes.JOIN, ' + ')}, write (docs/try.md):")
+        lines += keep_lines(best.fix)
+    lines += [f"session: {s}" for s in sessions]
+    return lines
+
+
+def markdown(found: list[tried.Outcome]) -> list[str]:
+    """summary.md's "Tried" section for a session that raced fixes (its fix axis)."""
+    if not found:
+        return []
+    lines = ["## Tried (tuimon try)", ""]
+    lines += [f"- {outcome_line(o)}" for o in found]
+    keep = [o for o in found if o.code in (tried.HELPED, tried.START)]
+    for o in keep:
+        lines += ["", f"To keep **{o.fix}** (docs/try.md):", "", "```python"]
+        lines += [line[4:] for line in keep_lines(o.fix)] + ["```"]
+    return lines + [""]
