@@ -57,7 +57,8 @@ def tuimon(tmp_path, inductor_cache):
         ours, theirs = (args, ()) if "--" not in args else (args[:args.index("--")],
                                                            args[args.index("--"):])
         cmd = [sys.executable, "-m", "tuimon", *ours]
-        command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls", "compare") else "run"
+        command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls", "compare",
+                                                          "try") else "run"
         if "--out" not in ours and command in ("run", "attach", "ls"):
             cmd += ["--out", str(out)]
         if cache and command == "run":

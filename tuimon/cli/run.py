@@ -189,7 +189,13 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
                        f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)
     if status == "interrupted":
         return EXIT_INTERRUPTED
-    return EXIT_FAILED if status == "failed" else EXIT_OK
+    if status == "failed":
+        return EXIT_FAILED
+    if getattr(args, "then_try", False):  # --try: its fixes raced next (cli/try_fixes.py)
+        from tuimon.cli.try_fixes import try_after
+
+        return try_after(store.path, headless=not use_tui(args))
+    return EXIT_OK
 
 
 def share_processes(args: argparse.Namespace, command: list[str] | None) -> None:

@@ -145,6 +145,9 @@ def run_parser() -> Parser:
                    "before tuimon kept their files apart (variants then overwrite each other's "
                    "checkpoints and your own); by default each works in its own copy-on-write view "
                    "of it under the session directory")
+    p.add_argument("--try", dest="then_try", action="store_true",
+                   help="then race the fixes the session's findings call for, on its best "
+                   "compiled variant (tuimon try SESSION; docs/try.md)")
     p.add_argument("--headless", action="store_true",
                    help="progress lines and a summary table instead of the TUI (also when "
                    "stdout is not a terminal)")

@@ -23,7 +23,7 @@ from tuimon.exit_codes import EXIT_OK
 
 # The original's options that the try session sets itself (with how many values each takes).
 REPLACED = {"--set": 1, "--modes": 1, "--precision": 1, "--compile-optimizer": 0, "--budget": 1,
-            "--out": 1, "--headless": 0, "--detach": 0}
+            "--out": 1, "--headless": 0, "--detach": 0, "--try": 0}
 LENGTH = {"--steps": 1, "--duration": 1}
 
 
@@ -54,15 +54,15 @@ def try_command(args: argparse.Namespace) -> int:
     from tuimon.analysis import diagnose, load_session, tried
     from tuimon.report.try_text import plan_lines
 
-    session = Path(args.session)
-    if not (session / "meta.json").is_file():
-        raise UsageError(f"not a session directory: {session} (no meta.json)")
     only = None
     if args.only is not None:
         try:
             only = list(fixes.parse(args.only.replace(",", fixes.JOIN)))
         except ValueError as exc:
             raise UsageError(f"--only: {exc}") from None
+    session = Path(args.session)
+    if not (session / "meta.json").is_file():
+        raise UsageError(f"not a session directory: {session} (no meta.json)")
     meta, _, summary = load_session(session)
     if not isinstance(meta.get("argv"), list):
         raise UsageError(f"{session}: its meta.json has no command line to run it again")
@@ -78,6 +78,11 @@ def try_command(args: argparse.Namespace) -> int:
     if first is None:
         return EXIT_OK
     return together(session, meta, chosen, first, args)
+
+
+def try_after(session: Path, headless: bool) -> int:
+    """``tuimon RECIPE --try`` / ``tuimon run --try -- CMD``: the session just ended, tried."""
+    return try_command(try_parser().parse_args([str(session), *(["--headless"] if headless else [])]))
 
 
 def race(session: Path, meta: dict, chosen, values: list[str], args) -> Path | None:
