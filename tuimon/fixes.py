@@ -75,6 +75,13 @@ def parse(text: str) -> tuple[str, ...]:
     return names
 
 
+def plain(axes: dict[str, str]) -> dict[str, str]:
+    """A row's axis values as the comparisons match them: ``fix=none`` is no fix at all, so a
+    variant run without the axis (a session before ``tuimon try``, or beside a fix the TUI added)
+    is the baseline of its fixes."""
+    return {k: v for k, v in axes.items() if not (k == AXIS and v == NONE)}
+
+
 def join(names) -> str:
     return JOIN.join(names) if names else NONE
 

@@ -113,3 +113,17 @@ def test_the_plan_follows_the_findings_prices_them_and_says_what_cannot_apply():
     nothing = tried.plan(s, [])
     assert nothing.raced == []
     assert try_text.plan_lines(nothing, Path("s"))[-1].startswith("try: nothing to race")
+
+
+def test_a_fix_added_beside_a_session_without_the_axis_is_compared_with_the_variant_as_it_ran():
+    """The TUI's t adds `default/fp32 · fix=dynamic` to a session whose runs have no fix axis:
+    no axis is fix=none."""
+    s = summarize(session(variant("eager", "fp32", 10.0, seed=1),
+                          variant("default", "fp32", 8.0, seed=2, compile_s=20),
+                          variant("default", "fp32", 6.0, seed=3, compile_s=20, axes={"fix": "dynamic"})))
+    rows = {r.label: r for r in s.variants}
+    fixed = rows["default/fp32 · fix=dynamic"]
+    assert fixed.compare.axis_baseline == "default/fp32" and fixed.compare.baseline == "eager/fp32"
+    (o,) = tried.outcomes(s)
+    assert o.fix == "dynamic" and o.code == tried.HELPED
+    assert o.base_compile_s == pytest.approx(o.compile_s, rel=0.01)

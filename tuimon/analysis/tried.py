@@ -127,10 +127,13 @@ def outcomes(summary: SessionSummary) -> list[Outcome]:
         if value is None:
             continue
         home = (summary.axes.get(fixes.AXIS) or [fixes.NONE])[0]
+        if any(fixes.AXIS not in b.axes for b in rows):
+            home = fixes.NONE  # a fix added beside runs without the axis (the TUI's t)
         if value == home:
             continue
+        without = fixes.plain({**r.axes, fixes.AXIS: home})
         base = next((b for b in rows if b.mode == r.mode and b.precision == r.precision
-                     and b.axes == {**r.axes, fixes.AXIS: home}), None)
+                     and fixes.plain(b.axes) == without), None)
         out.append(outcome(value, r, base, summary))
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tuimon import fixes
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.records import Comparison
@@ -20,10 +21,12 @@ def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[st
     if not r.axes or not r.timing.median_ms:
         return r.compare
     home = {key: (axes.get(key) or [value])[0] for key, value in r.axes.items()}
-    if home == r.axes:
+    if fixes.AXIS in home and any(fixes.AXIS not in b.axes for b in rows.values()):
+        home[fixes.AXIS] = fixes.NONE  # a fix added beside runs without the axis (the TUI's t)
+    if fixes.plain(home) == fixes.plain(r.axes):
         return r.compare  # it is the baseline of its axes
     same = [b for b in rows.values() if b.mode == r.mode and b.precision == r.precision
-            and b.axes == home and b.timing.median_ms]
+            and fixes.plain(b.axes) == fixes.plain(home) and b.timing.median_ms]
     base = same_round(same, r)
     if base is None:
         return r.compare

@@ -75,9 +75,9 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
              and b.axes == r.axes and b.timing.median_ms]
     if not eager and r.axes.get(fixes.AXIS, fixes.NONE) != fixes.NONE:
         # tuimon try races a fix on the compiled variant alone: its eager run is the one without
-        unfixed = {**r.axes, fixes.AXIS: fixes.NONE}
+        unfixed = fixes.plain({**r.axes, fixes.AXIS: fixes.NONE})
         eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
-                 and b.axes == unfixed and b.timing.median_ms]
+                 and fixes.plain(b.axes) == unfixed and b.timing.median_ms]
     base = same_round(eager, r)
     if base is None:
         return
