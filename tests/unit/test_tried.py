@@ -127,3 +127,37 @@ def test_a_fix_added_beside_a_session_without_the_axis_is_compared_with_the_vari
     (o,) = tried.outcomes(s)
     assert o.fix == "dynamic" and o.code == tried.HELPED
     assert o.base_compile_s == pytest.approx(o.compile_s, rel=0.01)
+    # ... and the verdict weighs it against the eager run as it ran (no axis is fix=none too).
+    assert s.verdict.reference == "eager/fp32" and s.verdict.kind == "use"
+    assert s.verdict.winner == "default/fp32 · fix=dynamic"
+
+
+def test_the_tuis_t_picks_the_first_fix_that_applies_and_says_why_the_others_do_not():
+    pick = tried.pick(["no-cudagraphs", "dynamic"], on_cuda=False, is_script=False, compiled=True)
+    assert (pick.fix, pick.value, pick.passed) == ("dynamic", "dynamic", (("no-cudagraphs", "CUDA only"),))
+    assert try_text.fix_hint(pick) == "t → dynamic: dynamic shapes (torch.compile(dynamic=True))"
+    # A variant that has a fix already keeps it; one it has is passed over.
+    again = tried.pick(["dynamic", "regional"], ("dynamic",), on_cuda=False, is_script=False, compiled=True)
+    assert (again.fix, again.value) == ("regional", "dynamic+regional")
+    none = tried.pick(["dynamic"], ("dynamic",), on_cuda=False, is_script=False, compiled=True)
+    assert none.fix is None
+    assert try_text.fix_hint(none) == "no fix to try here: dynamic (this variant has it already)"
+    eager = tried.pick(["opt", "foreach"], on_cuda=False, is_script=True, compiled=False)
+    assert eager.fix == "foreach" and eager.passed == (("opt", "a compiled variant's only"),)
+    nothing = tried.pick([], on_cuda=False, is_script=False, compiled=True)
+    assert try_text.fix_hint(nothing) is None
+    assert try_text.no_fix_line(nothing, "default/fp32").startswith("t: this finding calls for no fix")
+    cuda = tried.pick(["tf32"], on_cuda=False, is_script=False, compiled=True)
+    assert try_text.no_fix_line(cuda, "default/fp32") == ("t: no fix of this finding can be tried on "
+                                                         "default/fp32: tf32 (CUDA only)")
+    assert tried.suggests(finding("recompiles.title")) == ["dynamic"]
+
+
+def test_a_fix_still_running_without_a_compared_step_is_pending_not_a_verdict():
+    evs = session(variant("eager", "fp32", 10.0, seed=1),
+                  variant("default", "fp32", 8.0, seed=2, compile_s=20),
+                  variant("default", "fp32", 6.0, seed=3, compile_s=20, axes={"fix": "dynamic"}, n_steps=2))
+    evs = [e for e in evs if not (e["type"] == events.FINISHED and "fix_dynamic" in e["run"])]
+    (o,) = tried.outcomes(summarize(evs))
+    assert o.code == tried.PENDING
+    assert try_text.outcome_line(o) == "dynamic: under way, no step compared with the variant without it yet"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tuimon import fixes
 from tuimon.analysis.stats import RunStats, SessionSummary
 from tuimon.analysis.stats.rows import columns
+from tuimon.analysis.why.finding import Finding
 
 # A cold compile is one measurement a variant (no interval): a fix "helped the start" only when
 # it cut the compile by this much, well beyond the few % two cold compiles of one graph differ.
@@ -68,8 +69,7 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
     findings = [f for w in whys if w.run == base.run for f in w.findings]
     answered: dict[str, list] = {}
     for f in findings:
-        codes = [f.what.code, *(p.code for p in f.advice)]
-        for name in fixes.suggested(codes):
+        for name in suggests(f):
             answered.setdefault(name, []).append(f)
     names = [n for n in (only if only is not None else answered) if n not in plan_base_fixes(base)]
     on_cuda = (base.device or "").startswith("cuda")
@@ -89,9 +89,40 @@ def plan_base_fixes(base: RunStats) -> tuple[str, ...]:
     return fixes.parse(base.axes.get(fixes.AXIS, fixes.NONE))
 
 
+def suggests(f: Finding) -> list[str]:
+    """The fixes a finding (analysis.why's) calls for: those its code or its advice answer."""
+    return fixes.suggested([f.what.code, *(p.code for p in f.advice)])
+
+
+# ---- the TUI's t: one finding's fix on the focused variant --------------------------------------
+ALREADY = "already"  # a reason a suggested fix is passed over: the variant has it (words: report)
+
+
+@dataclass(frozen=True)
+class Pick:
+    fix: str | None  # the first suggested fix that applies here; None: none does
+    value: str | None  # the fixed variant's fix axis: its own fixes and this one ("dynamic+regional")
+    passed: tuple[tuple[str, str], ...] = ()  # the suggested fixes before it (or all), and why not
+
+
+def pick(suggested: list[str], own: tuple[str, ...] = (), *, on_cuda: bool, is_script: bool,
+         compiled: bool) -> Pick:
+    """Which of a finding's fixes (``suggested``, the registry's order) the TUI's t adds to a
+    variant that already has ``own``: the first that can apply to it (fixes.cannot)."""
+    passed = []
+    for name in suggested:
+        why = ALREADY if name in own else fixes.cannot(
+            fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script, compiled=compiled)
+        if why is None:
+            return Pick(name, fixes.join((*own, name)), tuple(passed))
+        passed.append((name, why))
+    return Pick(None, None, tuple(passed))
+
+
 # ---- what each fix did --------------------------------------------------------------------------
-HELPED, START, NO_BETTER, WORSE, FAILED, NOT_APPLIED, CANNOT_TELL = (
-    "helped", "helped_start", "no_better", "worse", "failed", "not_applied", "cannot_tell")
+HELPED, START, NO_BETTER, WORSE, FAILED, NOT_APPLIED, CANNOT_TELL, PENDING = (
+    "helped", "helped_start", "no_better", "worse", "failed", "not_applied", "cannot_tell",
+    "pending")  # pending: its run goes on and has no step compared yet (a live view's, the TUI's t)
 
 
 @dataclass(frozen=True)
@@ -155,6 +186,8 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
         return Outcome(code=FAILED, error=r.failure.error, **figures)
     if figures["not_applied"]:
         return Outcome(code=NOT_APPLIED, **figures)
+    if r.status in ("queued", "running") and c.axis_speedup is None:
+        return Outcome(code=PENDING, **figures)
     if summary.busy or r.doubts or (base and base.doubts) or c.axis_speedup is None:
         return Outcome(code=CANNOT_TELL, **figures)
     lo, hi = c.axis_speedup_lo, c.axis_speedup_hi

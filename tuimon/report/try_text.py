@@ -18,7 +18,10 @@ VERDICT = {
     tried.FAILED: "failed",
     tried.NOT_APPLIED: "could not be applied",
     tried.CANNOT_TELL: "cannot tell (the machine was busy or the runs' numbers are in doubt)",
+    tried.PENDING: "under way",
 }
+# Why a suggested fix is passed over (fixes.cannot's own words, and these).
+PASSED = {tried.ALREADY: "this variant has it already"}
 
 # The lines that make a fix permanent, in the user's own code (docs/try.md says more).
 KEEP = {
@@ -71,6 +74,8 @@ def outcome_line(o: tried.Outcome) -> str:
         return f"{name}: failed: {o.error or 'see its log'}"
     if o.code == tried.NOT_APPLIED:
         return f"{name}: could not be applied: {o.not_applied}"
+    if o.code == tried.PENDING:
+        return f"{name}: under way, no step compared with the variant without it yet"
     parts = []
     if o.compile_s is not None and o.base_compile_s is not None:
         parts.append(f"compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
@@ -118,8 +123,8 @@ def answer_lines(found: list[tried.Outcome], sessions: list[Path]) -> list[str]:
     if not found:
         return ["try: no fix ran (see the sessions' summaries)"]
     order = {code: k for k, code in enumerate((tried.HELPED, tried.START, tried.NO_BETTER,
-                                               tried.CANNOT_TELL, tried.WORSE, tried.NOT_APPLIED,
-                                               tried.FAILED))}
+                                               tried.CANNOT_TELL, tried.PENDING, tried.WORSE,
+                                               tried.NOT_APPLIED, tried.FAILED))}
     lines = ["tried:"]
     for o in sorted(found, key=lambda o: (order[o.code], -(o.speedup or 0.0))):
         lines.append(f"  {outcome_line(o)}")
@@ -132,6 +137,27 @@ def answer_lines(found: list[tried.Outcome], sessions: list[Path]) -> list[str]:
         lines += keep_lines(best.fix)
     lines += [f"session: {s}" for s in sessions]
     return lines
+
+
+def fix_hint(p: tried.Pick) -> str | None:
+    """Beside a finding in the TUI's why pane: the fix its t adds ('t → dynamic: dynamic shapes
+    (torch.compile(dynamic=True))'), or why none can be tried here; None when it suggests none."""
+    if p.fix is not None:
+        return f"t → {p.fix}: {fixes.FIXES[p.fix].title}"
+    if p.passed:
+        return f"no fix to try here: {passed_text(p)}"
+    return None
+
+
+def no_fix_line(p: tried.Pick, label: str) -> str:
+    """The TUI's notice when t has nothing to add for the selected finding."""
+    if p.passed:
+        return f"t: no fix of this finding can be tried on {label}: {passed_text(p)}"
+    return "t: this finding calls for no fix tuimon can try (w lists what to try by hand)"
+
+
+def passed_text(p: tried.Pick) -> str:
+    return ", ".join(f"{name} ({PASSED.get(why, why)})" for name, why in p.passed)
 
 
 def markdown(found: list[tried.Outcome]) -> list[str]:

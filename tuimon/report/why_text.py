@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from tuimon.analysis import HIGH, MEDIUM, Finding, RunStats, SessionSummary, VariantWhy, columns, diagnose
+from tuimon.analysis import (
+    HIGH,
+    MEDIUM,
+    Finding,
+    RunStats,
+    SessionSummary,
+    VariantWhy,
+    columns,
+    diagnose,
+    tried,
+)
 from tuimon.report.table import speedup_text
 from tuimon.report.why_words import say
 
@@ -27,9 +37,12 @@ class Said:
     severity: int
     cost_ms: float | None
     code: str
+    fixes: list[str] = field(default_factory=list)  # what tuimon try may race for it (the TUI's t)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        del out["fixes"]  # summary.json's why as it was; its tried section says what was raced
+        return out
 
 
 @dataclass
@@ -50,7 +63,7 @@ class VariantSaid:
 
 def said(f: Finding) -> Said:
     return Said(f.rule, say(f.what), [say(p) for p in f.evidence], [say(p) for p in f.advice],
-                f.severity, f.cost_ms, f.code)
+                f.severity, f.cost_ms, f.code, tried.suggests(f))
 
 
 def speed(row: RunStats | None) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from tuimon import fixes
 from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
 from tuimon.analysis.stats.point import Point, point
@@ -36,7 +37,9 @@ def weighed_rows(summary: SessionSummary) -> list[RunStats]:
 
 def reference_of(summary: SessionSummary, rows: list[RunStats]) -> RunStats | None:
     home = baseline(summary.axes)
-    eager = [r for r in rows if r.mode == "eager" and r.axes == home]
+    if fixes.AXIS in home and any(fixes.AXIS not in r.axes for r in rows):
+        home[fixes.AXIS] = fixes.NONE  # a fix added beside runs without the axis (the TUI's t)
+    eager = [r for r in rows if r.mode == "eager" and fixes.plain(r.axes) == fixes.plain(home)]
     eager.sort(key=lambda r: (r.precision not in REFERENCE_PRECISIONS, r.precision))
     return eager[0] if eager else None
 
