@@ -62,6 +62,13 @@ class Variant:
         """The same variant with another mode or precision (a key in the TUI)."""
         return replace(self, **changes)
 
+    def with_fix(self, value: str) -> Variant:
+        """The same variant with its fix axis set to ``value`` (the TUI's t): in the axis's place
+        when it has one, else last."""
+        pairs = dict(self.axes)
+        pairs[fixes_.AXIS] = value
+        return replace(self, axes=tuple(pairs.items()))
+
 
 def parse_list(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     """'eager, default' -> ['eager', 'default']; ValueError with one line on anything unknown."""

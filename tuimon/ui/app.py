@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Grid
 from textual.css.query import NoMatches
@@ -234,6 +235,14 @@ class TuimonApp(Steering, App[str]):
 
     def action_toggle_why(self) -> None:
         self.query_one(WhyPane).toggle_class("visible")
+        self.redraw()
+
+    def action_why_cursor(self, step: int) -> None:
+        """↑ ↓ in the why pane: another finding; with the pane shut the key is not ours."""
+        pane = self.query(WhyPane)
+        if not pane or not pane.first().has_class("visible"):
+            raise SkipAction()
+        pane.first().move(step)
         self.redraw()
 
     def action_toggle_backward(self) -> None:

@@ -20,6 +20,7 @@ class Key:
     shown: str | None = None  # how the help names the key, when not ``keys``
     footer: bool = True
     changes_runs: bool = False  # refused (greyed out) in a read-only viewer
+    palette: bool = True  # offered in the command palette (not a cursor's move)
 
 
 KEYS = [
@@ -45,6 +46,11 @@ KEYS = [
         "show / hide the profiler pane: top ops, step split, modules, syncs, trace", footer=False),
     Key("w", "toggle_why", "why", "show / hide why compile did not help the focused variant: "
         "findings, evidence, what to try", footer=False),
+    Key("up", "why_cursor(-1)", "↑", "in the why pane: select the focused variant's previous / next "
+        "finding (each says the fix t would try)", shown="↑ / ↓", footer=False, palette=False),
+    Key("down", "why_cursor(1)", "↓", footer=False, palette=False),
+    Key("t", "try_fix", "try fix", "in the why pane: try the selected finding's fix now, as a new panel "
+        "(the focused variant with that fix, raced beside it)", footer=False, changes_runs=True),
     Key("b", "toggle_backward", "bwd attrib.",
         "backward attribution (module backward spans) on / off for the next capture", footer=False),
     Key("d", "dump", "dump stacks", "dump the focused run's Python stacks into its log (a run that "
@@ -74,7 +80,8 @@ CHANGES_RUNS = {k.action.split("(")[0] for k in KEYS if k.changes_runs}
 def palette(app, read_only: bool) -> Iterable[SystemCommand]:
     """The keys' actions in the command palette (those that change runs left out when read-only)."""
     for k in KEYS:
-        if k.help is None or k.action.startswith("focus_") or (read_only and k.changes_runs):
+        if (k.help is None or not k.palette or k.action.startswith("focus_")
+                or (read_only and k.changes_runs)):
             continue
         yield SystemCommand(f"{k.help} [{k.shown or k.keys}]", k.help,
                             lambda action=k.action: app.run_action(action))

@@ -1,4 +1,4 @@
-"""The keys that steer runs (mode, precision, restart, pause, add, close, profile, dump, quit):
+"""The keys that steer runs (mode, precision, restart, pause, add, try, close, profile, dump, quit):
 each becomes a command to the source (a daemon over its socket, or a live supervisor), and a
 refusal or a lost daemon becomes a notice, never a crash. A mixin of the app (ui/app.py)."""
 
@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from textual.widgets import RichLog
 
+from tuimon.report.try_text import no_fix_line
 from tuimon.ui.add_screen import AddScreen
 from tuimon.ui.model import RunLive
 from tuimon.ui.screens import QuitScreen
 from tuimon.ui.widgets.profiler_pane import ProfilerPane
+from tuimon.ui.widgets.run_panel import RunPanel
+from tuimon.ui.widgets.why_pane import WhyPane, pick_for
 from tuimon.variants import MODES, SCRIPT, Variant, choices
 
 
@@ -90,6 +93,37 @@ class Steering:
                 self.notify(f"added {variant.label} ({new})")
 
         self.push_screen(AddScreen(offered), picked)
+
+    def action_try_fix(self) -> None:
+        """t: the why pane's selected finding's fix on the focused variant, as a new panel (the
+        variant with the fix axis, raced beside it: analysis/tried.py says what it did)."""
+        pane = self.query_one(WhyPane)
+        if not pane.has_class("visible"):
+            self.notify("t tries a finding's fix: open the why pane with w, pick the finding with ↑ ↓",
+                        severity="warning")
+            return
+        if (live := self._steer()) is None:
+            return
+        label = live.variant.label
+        if (finding := pane.selected(live)) is None:
+            self.notify(f"t: no finding of {label} to try a fix for", severity="warning")
+            return
+        chosen = pick_for(live, finding)
+        if chosen.value is None:
+            self.notify(no_fix_line(chosen, label), severity="warning")
+            return
+        variant = live.variant.with_fix(chosen.value)
+        shown = next((r for r in self.model.panel_runs() if r.variant == variant), None)
+        if shown is not None:
+            self.notify(f"{variant.label} is shown already: its panel is focused")
+            panel = next((p for p in self.query(RunPanel) if p.run == shown.run), None)
+            if panel is not None:
+                self.views.panel = panel
+                panel.focus()
+            return
+        if (new := self._command("add", variant)) is not None:
+            self.notify(f"trying {chosen.fix} on {label}: added {variant.label} ({new}); the why "
+                        "pane says what it did once both have steps")
 
     def action_close_panel(self) -> None:
         if (live := self._steer()) is None:

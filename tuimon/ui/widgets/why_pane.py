@@ -1,7 +1,11 @@
 """The why pane (key w): why compile did not help the focused variant, or what bounds an eager
 one's step (on a panel without findings, every variant's): the findings of ``session.why`` with
 their evidence and what to try. The findings are the summary's, in report/why_text.py's words,
-the same as summary.md's "Why" section; this module only draws."""
+the same as summary.md's "Why" section; this module only draws.
+
+The focused variant's findings are selectable (↑ ↓): each says the fix ``t`` would add to the
+variant as a new panel (analysis/tried.py picks it, report/try_text.py words it), and what each
+fix raced so far did against its variant without it heads the pane (analysis.tried.outcomes)."""
 
 from __future__ import annotations
 
@@ -9,42 +13,138 @@ from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.widgets import Static
 
-from tuimon.analysis import HIGH, MEDIUM, SessionSummary
-from tuimon.report.why_text import VariantSaid, headline, worded
+from tuimon.analysis import HIGH, MEDIUM, SessionSummary, tried
+from tuimon.report.try_text import fix_hint, outcome_line
+from tuimon.report.why_text import Said, VariantSaid, headline, worded
 from tuimon.ui.model import RunLive
+from tuimon.variants import SCRIPT
 
 STYLE = {HIGH: "bold red", MEDIUM: "bold yellow"}
 
 
 class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.cursor = 0  # the selected finding of the focused variant (↑ ↓)
+        self._run: str | None = None  # the run the cursor is on: another focused, it starts again
+        self._summary: SessionSummary | None = None  # the summary last worded, and its words
+        self._whys: list[VariantSaid] = []
+        self._tried: list[str] = []
+        self._drawn: tuple | None = None
+        self._scroll = False  # the cursor moved: bring its finding into view
+        self.shown = None  # the renderable on screen (tests print it)
+
     def compose(self):
         yield Static(id="why-body")
 
     def show(self, live: RunLive | None, summary: SessionSummary) -> None:
-        """Redraw from the summary, when the pane is open (the diagnosis is not free)."""
-        if self.has_class("visible"):
-            self.query_one("#why-body", Static).update(render(live, worded(summary)))
+        """Redraw from the summary, when the pane is open (the diagnosis is not free: once a
+        summary)."""
+        if not self.has_class("visible"):
+            return
+        if summary is not self._summary:
+            self._summary, self._whys, self._drawn = summary, worded(summary), None
+            self._tried = [outcome_line(o) for o in tried.outcomes(summary)]
+        run = live.run if live is not None else None
+        if run != self._run:
+            self._run, self.cursor = run, 0
+        found = mine(live, self._whys)
+        self.cursor = max(0, min(self.cursor, len(found.findings) - 1 if found else 0))
+        key = (run, live.device if live else None, self.cursor)  # and the summary, above
+        if key == self._drawn:  # as on screen (a move past the last finding)
+            self._scroll = False
+            return
+        self._drawn = key
+        cursor = self.cursor if found and found.findings else None
+        picks = [pick_for(live, f) for f in found.findings] if found else []
+        parts, selected = layout(live, self._whys, cursor, picks, self._tried)
+        self.shown = Group(*parts)
+        self.query_one("#why-body", Static).update(self.shown)
+        if self._scroll and selected is not None:
+            self._scroll = False
+            self.call_after_refresh(self._into_view, parts, selected)
+
+    def move(self, step: int) -> None:
+        """↑ ↓: the previous / next finding (drawn at the next redraw)."""
+        self.cursor = max(0, self.cursor + step)
+        self._scroll = True
+
+    def selected(self, live: RunLive | None) -> Said | None:
+        """The finding under the cursor, of the focused variant; None when it has none."""
+        found = mine(live, self._whys)
+        if found is None or not found.findings:
+            return None
+        cursor = self.cursor if live is not None and live.run == self._run else 0
+        return found.findings[min(cursor, len(found.findings) - 1)]
+
+    def _into_view(self, parts: list, selected: tuple[int, int]) -> None:
+        """Scrolls the selected finding (its parts ``selected``) into the pane's view."""
+        width = max(1, self.scrollable_content_region.width)
+        console = self.app.console
+        options = console.options.update_width(width)
+        heights = [len(console.render_lines(p, options, pad=False)) for p in parts]
+        first, end = selected
+        if not self.cursor:  # the first finding: what heads the pane in view too
+            first = 0
+        top = sum(heights[:first])
+        self.scroll_to_region(Region(0, top, width, max(1, sum(heights[first:end]))), animate=False)
 
 
-def render(live: RunLive | None, whys: list[VariantSaid]):
+def mine(live: RunLive | None, whys: list[VariantSaid]) -> VariantSaid | None:
+    """The focused run's variant among the diagnosed ones (with --repeats, its combined row)."""
+    if live is None:
+        return None
+    return next((v for v in whys if v.run == live.run or v.label == live.variant.label), None)
+
+
+def pick_for(live: RunLive, f: Said) -> tried.Pick:
+    """The fix ``t`` adds for finding ``f`` to the focused run's variant (analysis decides)."""
+    variant = live.variant
+    return tried.pick(f.fixes, variant.fixes, on_cuda=(live.device or "").startswith("cuda"),
+                      is_script=live.precision == SCRIPT, compiled=variant.compiled)
+
+
+def render(live: RunLive | None, whys: list[VariantSaid], cursor: int | None = None,
+           picks: list[tried.Pick] | None = None, tried_lines: list[str] | None = None):
+    return Group(*layout(live, whys, cursor, picks or [], tried_lines or [])[0])
+
+
+def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
+           picks: list[tried.Pick], tried_lines: list[str]) -> tuple[list, tuple[int, int] | None]:
+    """The pane's parts, and which of them (first, end) are the selected finding's."""
+    parts: list = [Text(f"tried: {line}", style="bold cyan") for line in tried_lines]
     if not whys:
-        return Text("why: nothing to say yet (no finding for an eager run; n adds a compiled one)",
-                    style="dim")
+        parts.append(Text("why: nothing to say yet (no finding for an eager run; n adds a compiled "
+                          "one)", style="dim"))
+        return parts, None
     # The focused variant first; on a panel without a finding, every variant in order.
-    focused = [v for v in whys if live is not None and v.run == live.run]
-    parts: list = []
-    for v in focused or whys:
+    found = mine(live, whys)
+    selected = None
+    for v in [found] if found else whys:
         parts.append(Text(f"why {headline(v)}", style="bold"))
         if not v.findings:
             parts.append(Padding.indent(Text("no finding yet (a capture is taken as the second turn "
                                              "begins, in runs of 30 steps or more)", style="dim"), 1))
         for k, f in enumerate(v.findings, 1):
-            parts.append(Padding.indent(Text(f"{k}. {f.title}", style=STYLE.get(f.severity, "")), 1))
+            first = len(parts)
+            chosen = v is found and cursor == k - 1
+            title = Text(f"{'▶' if chosen else ' '} {k}. {f.title}", style=STYLE.get(f.severity, ""))
+            if chosen:
+                title.stylize("reverse")
+            parts.append(Padding.indent(title, 0))
             parts += [Padding.indent(Text(f"· {line}"), 4) for line in f.evidence]
             parts += [Padding.indent(Text(f"try: {line}", style="green"), 4) for line in f.advice]
-    if focused and len(whys) > 1:
-        others = ", ".join(v.label for v in whys if v.run != live.run)
+            hint = fix_hint(picks[k - 1]) if v is found and k <= len(picks) else None
+            if hint:
+                parts.append(Padding.indent(Text(hint, style="cyan" if picks[k - 1].fix else "dim"), 4))
+            if chosen:
+                selected = (first, len(parts))
+    if found is not None and any(p.fix for p in picks):
+        parts.append(Text("↑ ↓ select a finding · t tries its fix now, as a new panel", style="dim"))
+    if found is not None and len(whys) > 1:
+        others = ", ".join(v.label for v in whys if v is not found)
         parts.append(Text(f"other variants ({others}): focus their panel", style="dim"))
-    return Group(*parts)
+    return parts, selected
