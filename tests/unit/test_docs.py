@@ -214,3 +214,16 @@ def test_layout_check_finds_a_missing_module(tmp_path):
     layout = ("    tuimon/\n      __init__.py  x\n      a.py  y\n      stats/  z\n        b.py  w\n"
               "    c.py  (not in stats/)\n")
     assert layout_missing(tmp_path / "tuimon", layout) == ["tuimon/stats/c.py"]
+
+
+def test_every_tui_key_is_in_the_tui_pages_key_table():
+    """ui/keys.py is the one list of keys: each one with a help line has a row in docs/tui.md."""
+    from tuimon.ui.keys import KEYS
+
+    text = (DOCS / "tui.md").read_text(encoding="utf-8").split("## Keys", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    shown = {name for row in rows for name in re.findall(r"`([^`]+)`", row)}
+    assert {"t", "↑", "↓", "w"} <= shown  # the table was read
+    missing = [name for k in KEYS if k.help for name in (k.shown or k.keys).replace("/", " ").split()
+               if name not in shown]
+    assert not missing, f"keys not in docs/tui.md's key table: {missing}"
