@@ -48,7 +48,7 @@ def rows(device: str = "cpu", mode: str = "default", **fields) -> tuple[RunStats
     comp = RunStats(f"{mode}-fp32", mode, "fp32", device=device, timing=Timing(median_ms=10.0, steps=100),
                     compile=Compiles(compile_s=5.0))
     held = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
-    for group in {held[key] for key in fields if key in held}:  # some records are frozen
+    for group in {held[key] for key in fields if key in held}:  # records are frozen
         setattr(comp, group, dataclasses.replace(getattr(comp, group), **{
             key: value for key, value in fields.items() if held.get(key) == group}))
     for key, value in fields.items():
@@ -91,10 +91,10 @@ def test_recompiles_name_the_guard_and_the_recompile_limit():
     guard = "guard failed: tensor 'x' size mismatch at index 0. expected 8, actual 12 (shapes.py:12)"
     assert guard in f.evidence
     assert any("mark_dynamic" in a for a in f.advice)
-    comp.compile.compile_failures = [{"failed": "Unsupported", "reason": "Dynamo recompile limit exceeded",
-                                      "count": 1}]
-    comp.compile.recompile_reasons = [
-        "0/7: self.k == 7  # x * self.k  # m.py:3 in forward (HINT: make it a tensor.)"]
+    comp.compile = dataclasses.replace(
+        comp.compile,
+        compile_failures=[{"failed": "Unsupported", "reason": "Dynamo recompile limit exceeded", "count": 1}],
+        recompile_reasons=["0/7: self.k == 7  # x * self.k  # m.py:3 in forward (HINT: make it a tensor.)"])
     (f,) = findings(session(comp, eager), "recompiles")
     assert "a Python value changed" in f.title and "recompile limit was hit" in f.title
     assert f.severity == HIGH and "torch's hint: make it a tensor." in f.advice
@@ -106,9 +106,9 @@ def test_cuda_graphs_skipped_on_a_gpu_and_absent_on_a_cpu():
     (f,) = findings(session(comp, eager), "cudagraphs")
     assert f.title.startswith("CUDA graphs skipped: skipping cudagraphs due to mutated inputs")
     assert f.severity == HIGH and "mutates one of its inputs" in f.advice[0]
-    comp.compile.cudagraphs = [{"kind": "rerecorded", "count": 3,
-                                "text": "CUDAGraph supports dynamic shapes by "
-                                        "recording a new graph for each distinct input size. ..."}]
+    comp.compile = dataclasses.replace(comp.compile, cudagraphs=[
+        {"kind": "rerecorded", "count": 3, "text": "CUDAGraph supports dynamic shapes by recording a new "
+                                                   "graph for each distinct input size. ..."}])
     (f,) = findings(session(comp, eager), "cudagraphs")
     assert f.title.startswith("CUDA graphs re-recorded") and "pad or bucket" in f.advice[0]
     cpu, eager = rows("cpu", "reduce-overhead")
@@ -142,7 +142,7 @@ def test_launch_bound_input_bound_and_an_eager_optimizer():
     assert f.severity == HIGH and "reduce-overhead" in f.advice[0] and "100 %" not in f.title
     assert any("99 % of a core" in e for e in f.evidence)
     comp, eager = rows(mean_data_ms=4.0)
-    eager.timing.mean_data_ms = 4.0
+    eager.timing = dataclasses.replace(eager.timing, mean_data_ms=4.0)
     (f,) = findings(session(comp, eager), "input_bound")
     assert f.title == "input-bound: 40% of each step waits for data" and f.severity == HIGH
     assert "num_workers" in f.advice[1]
@@ -177,7 +177,7 @@ def test_a_disturbed_capture_gives_counts_and_names_not_times():
     comp, eager = rows(p10_ms=1.5, graph_breaks=broke,
                        profiles=[capture(step_ms=42.0, split=split, compiled_graphs=graphs,
                                          top_ops=[{"name": "aten::mm", "self_ms": 9.0}])])
-    eager.timing.p10_ms = 1.0
+    eager.timing = dataclasses.replace(eager.timing, p10_ms=1.0)
     eager.profiles = [capture(step_ms=1.2, top_ops=[{"name": "aten::mm", "self_ms": 0.3},
                                                     {"name": "aten::sqrt", "self_ms": 0.2}])]
     found = {f.rule: f for f in findings(session(comp, eager))}
@@ -203,7 +203,7 @@ def test_memory_and_payoff():
     assert findings(session(comp, eager), "memory")[0].title.startswith("default/fp32 ran out of memory")
     comp, eager = rows(breakeven_steps=500, breakeven_s=6.0, overhead_s=5.2,
                        compile_phases={"dynamo": 0.4, "codegen": 3.6})
-    comp.timing.median_ms = 9.0
+    comp.timing = dataclasses.replace(comp.timing, median_ms=9.0)
     (f,) = findings(session(comp, eager), "payoff")
     assert f.title == "pays off after 500 steps; this run had 100"
     assert "most of the compile: codegen 3.6 s" in f.evidence
@@ -229,7 +229,8 @@ def test_diagnose_orders_findings_and_every_view_shows_them():
     eager_only = SessionSummary([eager])
     assert diagnose(eager_only) == [] and "## Why" not in to_markdown({}, eager_only)
     alone, _ = rows()  # no eager run: no speedup to judge by, the findings still come
-    alone.compile.graph_breaks = [{"where": "m.py:3", "reason": "print", "hint": None, "count": 1}]
+    alone.compile = dataclasses.replace(alone.compile, graph_breaks=[
+        {"where": "m.py:3", "reason": "print", "hint": None, "count": 1}])
     alone_summary = SessionSummary([alone])
     (v,) = diagnose(alone_summary)
     assert top_lines(alone_summary)[0] == ("why default/fp32: no speedup measured (no eager run of its "
@@ -414,7 +415,7 @@ def test_an_unreliable_speedup_is_neither_help_nor_no_help():
     from tuimon.report.why_text import headline
 
     comp, eager = rows()
-    comp.timing.median_ms = 2.0  # 5× faster, its interval clear of 1
+    comp.timing = dataclasses.replace(comp.timing, median_ms=2.0)  # 5× faster, its interval clear of 1
     summary = session(comp, eager)
     (v,) = worded(summary)
     assert v.helped and not v.doubted and headline(v).endswith("— compile helped")

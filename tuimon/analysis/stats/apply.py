@@ -1,6 +1,8 @@
 """How one event changes what is known: the session's own facts (``apply_session``) and a run's
 row (``apply_run``): its status, compiles, graph breaks, recompiles, validation passes, pauses.
-Collector (collect.py) calls these as the events come."""
+Collector (collect.py) calls these as the events come. The row is the fold's own; its records are
+frozen: an event that changes one puts a new one in the row (a list or dict in it is never grown
+in place: the summary's rows share them)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.analysis.stats.compiles import fallback, made_graph
+from tuimon.analysis.stats.records import Compiles, evolve
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
 
@@ -50,8 +53,8 @@ def apply_run(r: RunStats, e: dict) -> None:
                     "python", "cuda"):
             if e.get(key) is not None:
                 setattr(r, key, e[key])
-        r.timing.warmup_auto = str(e.get("warmup", "auto")) == "auto"
-        r.timing.length_steps, r.timing.length_s = e.get("steps"), e.get("duration")
+        r.timing = replace(r.timing, warmup_auto=str(e.get("warmup", "auto")) == "auto",
+                           length_steps=e.get("steps"), length_s=e.get("duration"))
         r.notes = list(e.get("notes") or [])
         r.fixes = dict(e.get("fixes") or {})
     elif kind == events.MEMORY:
@@ -62,13 +65,13 @@ def apply_run(r: RunStats, e: dict) -> None:
             r.status = "not run"
         elif r.status != "failed":  # a job's other node may finish after one failed (merge.py)
             r.status = "stopped" if e.get("reason") == "stopped" else "done"
-        r.compile.compiles = e.get("compiles", r.compile.compiles)
-        if e.get("compile_s") is not None and r.compiled:
-            r.compile.compile_s = e["compile_s"]
-        # training's apart (script runs)
-        r.compile.val_compiles = e.get("val_compiles", r.compile.val_compiles)
-        if e.get("val_compile_s"):
-            r.compile.val_compile_s = e["val_compile_s"]
+        c = r.compile
+        r.compile = replace(
+            c, compiles=e.get("compiles", c.compiles),
+            compile_s=e["compile_s"] if e.get("compile_s") is not None and r.compiled else c.compile_s,
+            # training's apart (script runs)
+            val_compiles=e.get("val_compiles", c.val_compiles),
+            val_compile_s=e["val_compile_s"] if e.get("val_compile_s") else c.val_compile_s)
     elif kind == events.FAILED:
         r.status = "failed"
         what = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
@@ -87,94 +90,108 @@ def apply_run(r: RunStats, e: dict) -> None:
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
             r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
-            r.compile.uncompiled = str(e["uncompiled"])
+            r.compile = replace(r.compile, uncompiled=str(e["uncompiled"]))
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)
-            r.timing.untimed = str(e.get("text"))
-    elif kind == events.COMPILE:
-        _apply_compile(r, e)
-    elif e.get("validation") and kind in (events.GRAPH_BREAK, events.RECOMPILE):
-        _apply_validation(r, e)
-    elif kind == events.GRAPH_BREAK:
-        where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
-        known = next((b for b in r.compile.graph_breaks if b["where"] == where
-                      and b["reason"] == e.get("reason")),
-                     None)
-        if known is None:
-            r.compile.graph_breaks.append({"where": where, "reason": e.get("reason") or "",
-                                           "hint": _hint(e.get("detail")), "count": 1})
-        else:
-            known["count"] += 1
-    elif kind == events.CUDAGRAPHS:
-        _count(r.compile.cudagraphs, {"kind": e.get("kind") or "skipped", "text": e.get("text") or ""})
-    elif kind == events.RECOMPILE and e.get("after_validation"):
-        # Training's first compile of code only a validation pass had compiled (a sanity check
-        # before the first step): torch's recompile, not training's; its guards say validation's.
-        _add_reasons(r.compile.val_reasons, e)
-    elif kind == events.RECOMPILE:
-        r.compile.recompiles += 1
-        for reason in e.get("reasons") or []:
-            if reason not in r.compile.recompile_reasons:
-                r.compile.recompile_reasons.append(reason)
+            r.timing = replace(r.timing, untimed=str(e.get("text")))
+    elif kind in (events.COMPILE, events.GRAPH_BREAK, events.CUDAGRAPHS, events.RECOMPILE):
+        r.compile = fold_compile(r.compile, e)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
         r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
     if kind in WARM_EVENTS:
-        fold(r, e)
+        r.warm = fold(r.warm, e)
 
 
-def _apply_validation(r: RunStats, e: dict) -> None:
+def fold_compile(c: Compiles, e: dict) -> Compiles:
+    """A compile, graph break, CUDA graph skip or recompile: the run's Compiles after it."""
+    kind = e["type"]
+    if e.get("validation") and kind in (events.COMPILE, events.GRAPH_BREAK, events.RECOMPILE):
+        return _validation(c, e)
+    if kind == events.COMPILE:
+        return _compile(c, e)
+    if kind == events.GRAPH_BREAK:
+        where = f"{Path(e['file']).name}:{e.get('line')}" if e.get("file") else "?"
+        known = next((k for k, b in enumerate(c.graph_breaks) if b["where"] == where
+                      and b["reason"] == e.get("reason")), None)
+        if known is None:
+            return evolve(c, graph_breaks=[*c.graph_breaks, {
+                "where": where, "reason": e.get("reason") or "", "hint": _hint(e.get("detail")), "count": 1}])
+        return evolve(c, graph_breaks=_counted_at(c.graph_breaks, known))
+    if kind == events.CUDAGRAPHS:
+        return evolve(c, cudagraphs=_count(c.cudagraphs, {"kind": e.get("kind") or "skipped",
+                                                           "text": e.get("text") or ""}))
+    if e.get("after_validation"):
+        # Training's first compile of code only a validation pass had compiled (a sanity check
+        # before the first step): torch's recompile, not training's; its guards say validation's.
+        return evolve(c, val_reasons=_add_reasons(c.val_reasons, e))
+    reasons = list(c.recompile_reasons)
+    for reason in e.get("reasons") or []:
+        if reason not in reasons:
+            reasons.append(reason)
+    return evolve(c, recompiles=c.recompiles + 1, recompile_reasons=reasons)
+
+
+def _validation(c: Compiles, e: dict) -> Compiles:
     """A validation pass's compile, recompile or graph break: apart from training's."""
     if e["type"] == events.COMPILE:
-        if made_graph(e):
-            r.compile.val_compiles += 1  # (the runner's count, in finished, replaces this at the end)
-        elif e.get("forward", True):
-            _count(r.compile.compile_failures, fallback(e))
-        r.compile.val_compile_s = round((r.compile.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4)
+        made, failures = made_graph(e), c.compile_failures
+        if not made and e.get("forward", True):
+            failures = _count(failures, fallback(e))
         reason = e.get("fail_reason") or ""
-        if e.get("failed") and ("recompile limit" in reason.lower() or "cache_size_limit" in reason):
-            r.compile.val_limit = True
-    elif e["type"] == events.RECOMPILE:
-        r.compile.val_recompiles += 1
-        _add_reasons(r.compile.val_reasons, e)
+        limit = bool(e.get("failed")) and ("recompile limit" in reason.lower()
+                                           or "cache_size_limit" in reason)
+        # (val_compiles: the runner's count, in finished, replaces this at the end)
+        return evolve(c, val_compiles=c.val_compiles + made, compile_failures=failures,
+                       val_compile_s=round((c.val_compile_s or 0.0) + (e.get("seconds") or 0.0), 4),
+                       val_limit=c.val_limit or limit)
+    if e["type"] == events.RECOMPILE:
+        return evolve(c, val_recompiles=c.val_recompiles + 1, val_reasons=_add_reasons(c.val_reasons, e))
+    return c
 
 
-def _add_reasons(found: list[str], e: dict) -> None:
+def _add_reasons(found: list[str], e: dict) -> list[str]:
+    out = list(found)
     for reason in e.get("reasons") or []:
-        if reason not in found and len(found) < 20:
-            found.append(reason)
+        if reason not in out and len(out) < 20:
+            out.append(reason)
+    return out
 
 
-def _apply_compile(r: RunStats, e: dict) -> None:
+def _compile(c: Compiles, e: dict) -> Compiles:
     """A graph only where the compile made one (stats/compiles.py): a frame Dynamo could not
     compile runs eager, and is kept as a fallback with torch's reason; its time is still the
     run's compile time (it was spent)."""
-    if e.get("validation"):
-        _apply_validation(r, e)
-        return
     forward = e.get("forward", True)
+    phases = dict(c.compile_phases)
     if forward:
-        r.compile.graphs_fwd += made_graph(e)
+        graphs_fwd = c.graphs_fwd + made_graph(e)
         # An AOTAutograd cache hit brings its backward graph with it: no lazy backward compile
         # follows (a warm start's "2 fwd + 0 bwd graphs" would say no backward was compiled).
-        r.compile.graphs_bwd += bool(made_graph(e) and e.get("aot_cache_hits"))
+        graphs_bwd = c.graphs_bwd + bool(made_graph(e) and e.get("aot_cache_hits"))
         for phase, seconds in (e.get("phases") or {}).items():
-            r.compile.compile_phases[phase] = r.compile.compile_phases.get(phase, 0.0) + (seconds or 0.0)
+            phases[phase] = phases.get(phase, 0.0) + (seconds or 0.0)
     else:
-        r.compile.graphs_bwd += 1
-        r.compile.compile_phases["backward"] = r.compile.compile_phases.get("backward",
-                                                                            0.0) + (e.get("seconds") or 0.0)
-    r.compile.fx_cache_hits += e.get("fx_cache_hits") or 0
-    r.compile.fx_cache_misses += e.get("fx_cache_misses") or 0
+        graphs_fwd, graphs_bwd = c.graphs_fwd, c.graphs_bwd + 1
+        phases["backward"] = phases.get("backward", 0.0) + (e.get("seconds") or 0.0)
+    failures = c.compile_failures
     if forward and not made_graph(e) or e.get("failed"):  # ran eager: e.g. Dynamo's recompile limit
-        _count(r.compile.compile_failures, fallback(e))
+        failures = _count(failures, fallback(e))
+    return evolve(c, graphs_fwd=graphs_fwd, graphs_bwd=graphs_bwd, compile_phases=phases,
+                   fx_cache_hits=c.fx_cache_hits + (e.get("fx_cache_hits") or 0),
+                   fx_cache_misses=c.fx_cache_misses + (e.get("fx_cache_misses") or 0),
+                   compile_failures=failures)
 
 
-def _count(found: list[dict], item: dict) -> None:
+def _count(found: list[dict], item: dict) -> list[dict]:
     """One row per distinct item, counted (a bounded list: torch may say the same often)."""
-    known = next((f for f in found if all(f.get(k) == v for k, v in item.items())), None)
+    known = next((k for k, f in enumerate(found) if all(f.get(x) == v for x, v in item.items())), None)
     if known is not None:
-        known["count"] += 1
-    elif len(found) < 20:
-        found.append({**item, "count": 1})
+        return _counted_at(found, known)
+    return [*found, {**item, "count": 1}] if len(found) < 20 else found
+
+
+def _counted_at(found: list[dict], k: int) -> list[dict]:
+    """``found`` with its ``k``th row counted once more (a new row: the old list stays as it was)."""
+    return [*found[:k], {**found[k], "count": found[k]["count"] + 1}, *found[k + 1:]]
 
 
 def _hint(detail: str | None) -> str | None:

@@ -13,16 +13,25 @@ from tuimon.analysis.stats.agreement import loss_gap
 from tuimon.analysis.stats.apply import apply_run, apply_session, track_pause
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
-from tuimon.analysis.stats.compiles import combine_compiles, compile_story
+from tuimon.analysis.stats.compiles import combine_compiles, compile_story, untimed
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan, within_rounds
 from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_stats
 from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
-from tuimon.analysis.stats.replicates import apply_noise, combine_replicates
+from tuimon.analysis.stats.replicates import combine_replicates, noise_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
-from tuimon.analysis.stats.steady_state import HEAD, is_measured, profile_stats, steady_window, step_stats
+from tuimon.analysis.stats.steady_state import (
+    HEAD,
+    final_loss,
+    is_measured,
+    late_compiles,
+    profile_stats,
+    steady_window,
+    step_compile_s,
+    step_stats,
+)
 from tuimon.analysis.stats.verdict import decide
 from tuimon.analysis.stats.warm import WARM_EVENTS, WarmTrack
 from tuimon.axes import order_from
@@ -161,27 +170,18 @@ class Collector:
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
     def summary(self) -> SessionSummary:
+        """Every statistic of what was folded, as records composed into rows in the order they
+        depend on each other. The rows are the summary's own (``_copy``); no statistics module
+        changes one: each returns a record (or a new row), put in the row here."""
         runs = {run: _copy(r) for run, r in self.runs.items()}
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
         quiet_only = self._session.quiet_only
         own = self._session.schedule != "parallel"  # runs side by side, as the user asked
-        for run, r in runs.items():
-            if run in self.jobs:  # what the lead rank says for the job (device, compiles, ...)
-                self.jobs[run].lead(r)
-            busy = busy_periods(samples, run) if quiet_only else None
-            steady = step_stats(r, steps[run], *self._counts[run], busy=busy,
-                                own=own_periods(samples, run) if own else None, quiet_only=quiet_only)
-            r.phases = phase_stats(steady)
-            profile_stats(r, steps[run])
-            if run in self.jobs:  # its ranks against each other, over its steady state
-                window = steady_window(steps[run])
-                self.jobs[run].summarize(r, r.timing.steady_from, window[0] if window else None)
-            r.paused_s = round(sum(b - a for a, b in self._pauses[run] if b is not None), 3)
-            r.load.faults_per_step = self._faults[run].per_step()
-            r.loss = replace(r.loss, loss_nonfinite=self._loss[run].nonfinite)
-            compile_story(r)
-        self.warm.finish(runs)  # each compiled run's start, and why a warm one missed
+        for run in runs:
+            runs[run] = self._run_row(runs[run], steps[run], samples, quiet_only, own)
+        for r in runs.values():  # each compiled run's start, and why a warm one missed
+            r.warm = self.warm.finish(r)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             r.probes, r.load = probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
@@ -190,52 +190,77 @@ class Collector:
             v.phases = combine_phases([runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
-        apply_noise(list(variants.values()), noise)
-        for r in runs.values():  # after every run's probes: a comparison weighs both loads
-            compare(r, runs, losses, noise, self._session.pin_malloc)
+        for v in variants.values():
+            v.timing = noise_interval(v, noise)
+        pinned = self._session.pin_malloc
+        for run in runs:  # after every run's probes: a comparison weighs both loads
+            r = compare(runs[run], runs, losses, noise, pinned)
             r.phases = phase_compare(r, runs, noise)
+            runs[run] = r
         for v in variants.values():  # compiles and losses: every process, a busy round's too
             every = sorted(v.processes + v.left_out, key=lambda p: p["round"] or 0)
-            combine_compiles(v, [runs[p["run"]] for p in every if p["run"] in runs])
+            processes = [runs[p["run"]] for p in every if p["run"] in runs]
+            v.compile = combine_compiles(v, processes)
+            v.timing = replace(v.timing, untimed=untimed(processes))  # said with its compiles
             losses[v.run] = losses[every[0]["run"]]  # round 1's (the whole length) speak for it
-        for v in variants.values():
-            compare(v, variants, losses, noise, self._session.pin_malloc)
+        for run in variants:
+            v = compare(variants[run], variants, losses, noise, pinned)
             v.phases = phase_compare(v, variants, noise)
+            variants[run] = v
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)
         for rows in (runs, variants):
             for r in rows.values():
                 r.compare = axis_compare(r, rows, session.axes, noise)
                 r.loss = loss_gap(r, rows, losses)
-        session_busy(session, list(runs.values()))
+        session.busy = session_busy(list(runs.values()))
+        skipped = skipped_at_build(session, runs)
+        for s in skipped:  # skipped, not failed
+            runs[s["run"]] = replace(runs[s["run"]], status="skipped")
         session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,
                           unsupported=list(self._session.unsupported),
                           warnings=list(self._session.warnings),
-                          skipped=list(self._session.skipped) + skipped_at_build(session, runs))
+                          skipped=list(self._session.skipped) + skipped)
         session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
         session.files = self._files.report({r.run: r.label + (f" #{r.replicate}" if r.replicate else "")
                                             for r in runs.values()})
         return session
 
+    def _run_row(self, r: RunStats, steps: list[dict], samples: list[dict], quiet_only: bool,
+                 own: bool) -> RunStats:
+        """One run's row from its steps: its step times, phases, load, compiles, in turn."""
+        job = self.jobs.get(r.run)
+        if job is not None:  # what the lead rank says for the job (device, compiles, ...)
+            r = job.lead(r)
+        busy = busy_periods(samples, r.run) if quiet_only else None
+        timing, load, steady = step_stats(r, steps, *self._counts[r.run], busy=busy,
+                                          own=own_periods(samples, r.run) if own else None,
+                                          quiet_only=quiet_only)
+        timing, profiles = profile_stats(timing, r.profiles, steps)
+        compiles = r.compile
+        if r.compiled and compiles.compile_s is None:  # the runner did not say: its steps do
+            compiles = replace(compiles, compile_s=step_compile_s(steps))
+        r = replace(r, timing=timing, profiles=profiles, compile=compiles, phases=phase_stats(steady),
+                    doubts=r.doubts + late_compiles(steps, timing.steady_from),
+                    load=replace(load, faults_per_step=self._faults[r.run].per_step()),
+                    loss=replace(r.loss, final_loss=final_loss(steps),
+                                 loss_nonfinite=self._loss[r.run].nonfinite),
+                    paused_s=round(sum(b - a for a, b in self._pauses[r.run] if b is not None), 3))
+        if job is not None:  # its ranks against each other, over its steady state
+            window = steady_window(steps)
+            r = job.summarize(r, timing.steady_from, window[0] if window else None)
+        r.compile = compile_story(r)  # once its status and steady state are known
+        return r
+
 
 def _copy(r: RunStats) -> RunStats:
-    """A row the summary may fill without touching the one the events fold into: its records
-    copied, and what the events grow (lists, counts by key) copied too."""
-    c = r.compile
-    return replace(
-        r, notes=list(r.notes), warnings=list(r.warnings), doubts=list(r.doubts),
-        profiles=[dict(p) for p in r.profiles], timing=replace(r.timing), compare=replace(r.compare),
-        load=replace(r.load), loss=replace(r.loss), probes=replace(r.probes), failure=replace(r.failure),
-        compile=replace(c, compile_phases=dict(c.compile_phases),
-                        graph_breaks=sorted((dict(b) for b in c.graph_breaks), key=lambda b: -b["count"]),
-                        recompile_reasons=list(c.recompile_reasons), val_reasons=list(c.val_reasons),
-                        compile_failures=[dict(f) for f in c.compile_failures],
-                        cudagraphs=[dict(x) for x in c.cudagraphs]),
-        warm=replace(r.warm, cache={k: dict(v) if isinstance(v, dict) else v
-                                    for k, v in r.warm.cache.items()},
-                     artifacts=dict(r.warm.artifacts), artifact_notes=list(r.warm.artifact_notes)),
-        job=replace(r.job))
+    """The summary's own row, from the fold's: the lists the fold grows in place copied (its
+    records are frozen: the fold replaces a record, never changes one), and its graph breaks
+    most frequent first."""
+    return replace(r, warnings=list(r.warnings), profiles=list(r.profiles),
+                   compile=replace(r.compile, graph_breaks=sorted(r.compile.graph_breaks,
+                                                                  key=lambda b: -b["count"])))
 
 
 class LossTrack:
@@ -265,12 +290,9 @@ class LossTrack:
 
 def skipped_at_build(session: SessionSummary, runs: dict[str, RunStats]) -> list[dict]:
     """tuimon sweep: a variant that ran out of memory before its first step is skipped (too big
-    for this machine), not failed."""
+    for this machine), not failed: {label, run, reason} each."""
     if not session.sweep:
         return []
-    out = []
-    for r in runs.values():
-        if r.status == "failed" and r.failure.failure_kind in (OOM_HOST, OOM_CUDA) and r.timing.steps == 0:
-            r.status = "skipped"
-            out.append({"label": r.label, "run": r.run, "reason": r.failure.error or r.failure.failure_kind})
-    return out
+    return [{"label": r.label, "run": r.run, "reason": r.failure.error or r.failure.failure_kind}
+            for r in runs.values() if r.status == "failed"
+            and r.failure.failure_kind in (OOM_HOST, OOM_CUDA) and r.timing.steps == 0]

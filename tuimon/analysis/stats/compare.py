@@ -8,8 +8,8 @@ import math
 from dataclasses import replace
 
 from tuimon import fixes
-from tuimon.analysis.stats.faults import compare_faults
-from tuimon.analysis.stats.load import compare_load
+from tuimon.analysis.stats.faults import faults_gap
+from tuimon.analysis.stats.load import load_gap
 from tuimon.analysis.stats.noise import Noise, ratio_interval
 from tuimon.analysis.stats.records import Comparison, Losses
 from tuimon.analysis.stats.rows import RunStats
@@ -70,7 +70,9 @@ def loss_parity(r: RunStats, base: RunStats, losses: dict[str, dict[int, float]]
 
 
 def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, float]],
-            noise: Noise, pinned: bool | None = None) -> None:
+            noise: Noise, pinned: bool | None = None) -> RunStats:
+    """``r`` against its baseline: its Losses, Comparison, each start's break-even, and a doubt
+    (with its Load's flag) when their neighbours' load or their page faults differed."""
     eager = [b for b in runs.values() if b.mode == "eager" and b.precision == r.precision
              and b.axes == r.axes and b.timing.median_ms]
     if not eager and r.axes.get(fixes.AXIS, fixes.NONE) != fixes.NONE:
@@ -80,17 +82,21 @@ def compare(r: RunStats, runs: dict[str, RunStats], losses: dict[str, dict[int, 
                  and fixes.plain(b.axes) == unfixed and b.timing.median_ms]
     base = same_round(eager, r)
     if base is None:
-        return
-    r.loss = loss_parity(r, base, losses)
+        return r
+    loss = loss_parity(r, base, losses)
     if not r.timing.median_ms:
-        r.compare = replace(r.compare, baseline=base.label)
-        return
-    compare_load(r, base)
-    if not r.processes:  # --repeats: the spread between processes is in the interval already
-        compare_faults(r, base, pinned)
-    r.compare = speedup_against(r, base, noise)
-    if r is not base:
-        starts_breakeven(r, base, pays_off)  # cold and warm apart (warm.py)
+        return replace(r, loss=loss, compare=replace(r.compare, baseline=base.label))
+    doubts, load = list(r.doubts), r.load
+    if (what := load_gap(r, base)) is not None:  # their neighbours differed
+        doubts.append(what)
+        load = replace(load, load_differs=True)
+    # --repeats: the spread between processes is in the interval already
+    if not r.processes and (what := faults_gap(r, base, pinned)) is not None:
+        doubts.append(what)
+        load = replace(load, faults_differ=True)
+    return replace(r, loss=loss, doubts=doubts, load=load, compare=speedup_against(r, base, noise),
+                   # each start's break-even: cold and warm apart (warm.py)
+                   warm=starts_breakeven(r, base, pays_off) if r is not base else r.warm)
 
 
 def speedup_against(r: RunStats, base: RunStats, noise: Noise) -> Comparison:

@@ -10,7 +10,7 @@ nothing, and says torch's reason.
 
 The runner marks a validation pass's compile events ``validation: true`` (runner/script/
 validation.py) and says why a compiled variant will compile nothing in a note flagged
-``uncompiled``; collect.py folds them into the row, and ``compile_story`` sorts them once the
+``uncompiled``; apply.py folds them into the row, and ``compile_story`` sorts them once the
 run's events are in (report/compile_text.py words them).
 """
 
@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.records import Compiles
 from tuimon.analysis.stats.rows import RunStats
 
 SIZE = re.compile(r"size mismatch at index (\d+)\. expected (\d+), actual (\d+)")
@@ -69,7 +71,11 @@ def limit_hit(f: dict) -> bool:
 
 def fell_back(r: RunStats, validation: bool = False) -> list[dict]:
     """The frames that failed to compile and run eager (training's, or a validation pass's)."""
-    return [f for f in r.compile.compile_failures if bool(f.get("validation")) == validation
+    return failed_frames(r.compile, validation)
+
+
+def failed_frames(c: Compiles, validation: bool = False) -> list[dict]:
+    return [f for f in c.compile_failures if bool(f.get("validation")) == validation
             and f.get("failed") and not limit_hit(f)]
 
 
@@ -90,57 +96,61 @@ def guard_kind(reason: str) -> Point:
     return point("guard", text=guard if len(guard) <= 60 else guard[:59] + "…")
 
 
-def compile_story(r: RunStats) -> None:
-    """Fills ``val_guards`` (the validation passes' failed guards by kind, each once),
-    ``fell_back`` (training's frames that ran eager beside compiled ones) and ``nothing_compiled``
-    (why a compiled variant compiled nothing for training; None when it compiled, or while it
-    may still): ``failed`` (Dynamo tried and could not: the first failure, and whether only a
-    validation pass tried), ``no_op`` (the frames it found no tensor operation in), ``runner``
-    (the runner's own words, as the first step ended), ``none_ran`` (no compile ran at all)."""
-    r.compile.val_guards = list(dict.fromkeys(guard_kind(x) for x in r.compile.val_reasons))
-    r.compile.nothing_compiled, r.compile.fell_back = None, []
+def compile_story(r: RunStats, c: Compiles | None = None) -> Compiles:
+    """``r``'s Compiles (``c``, else its own) with ``val_guards`` (the validation passes' failed
+    guards by kind, each once), ``fell_back`` (training's frames that ran eager beside compiled
+    ones) and ``nothing_compiled`` (why a compiled variant compiled nothing for training; None
+    when it compiled, or while it may still): ``failed`` (Dynamo tried and could not: the first
+    failure, and whether only a validation pass tried), ``no_op`` (the frames it found no tensor
+    operation in), ``runner`` (the runner's own words, as the first step ended), ``none_ran`` (no
+    compile ran at all)."""
+    c = r.compile if c is None else c
+    c = replace(c, val_guards=list(dict.fromkeys(guard_kind(x) for x in c.val_reasons)),
+                nothing_compiled=None, fell_back=[])
     if not r.compiled or r.status in ("queued", "failed", "skipped"):
-        return
-    train, val = fell_back(r), fell_back(r, validation=True)
-    if r.compile.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
-        r.compile.fell_back = [dict(f) for f in train]
-        return
+        return c
+    train, val = failed_frames(c), failed_frames(c, validation=True)
+    if c.graphs_fwd:  # compiled graphs ran: what fell back beside them is said apart
+        return replace(c, fell_back=[dict(f) for f in train])
     if train or val:  # Dynamo tried and could not: torch's reason (a validation pass's, if only it tried)
-        r.compile.nothing_compiled = point("failed", failure=dict((train or val)[0]), validation=not train)
-        return
-    tried = [f for f in r.compile.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
+        return replace(c, nothing_compiled=point("failed", failure=dict((train or val)[0]),
+                                                 validation=not train))
+    tried = [f for f in c.compile_failures if not f.get("validation") and f.get("reason") == NO_OP]
     if tried:
         frames = list(dict.fromkeys(f["frame"] for f in tried if f.get("frame")))
-        r.compile.nothing_compiled = point("no_op", frames=frames)
-        return
-    if r.compile.compiles or r.compile.compile_s:
-        return
-    if r.compile.uncompiled:  # the runner said so as the first step ended
-        r.compile.nothing_compiled = point("runner", text=r.compile.uncompiled)
-    elif r.compile.compile_s == 0.0 and r.status in ("done", "stopped") and r.timing.median_ms:
+        return replace(c, nothing_compiled=point("no_op", frames=frames))
+    if c.compiles or c.compile_s:
+        return c
+    if c.uncompiled:  # the runner said so as the first step ended
+        return replace(c, nothing_compiled=point("runner", text=c.uncompiled))
+    if c.compile_s == 0.0 and r.status in ("done", "stopped") and r.timing.median_ms:
         # it said it compiled for 0 s, and reached a steady state
-        r.compile.nothing_compiled = point("none_ran")
+        return replace(c, nothing_compiled=point("none_ran"))
+    return c
 
 
-def combine_compiles(row: RunStats, processes: list[RunStats]) -> None:
-    """--repeats: the combined row's validation compiles (summed), whether it compiled nothing
-    (its first process speaks for it), what fell back, and whether it measured nothing at all."""
+def combine_compiles(row: RunStats, processes: list[RunStats]) -> Compiles:
+    """--repeats: the combined row's Compiles with its validation compiles (summed), whether it
+    compiled nothing (its first process speaks for it) and what fell back."""
     if not processes:
-        return
-    row.compile.val_compiles = sum(r.compile.val_compiles for r in processes)
-    row.compile.val_recompiles = sum(r.compile.val_recompiles for r in processes)
+        return row.compile
     times = [r.compile.val_compile_s for r in processes if r.compile.val_compile_s is not None]
-    row.compile.val_compile_s = statistics.median(times) if times else None
-    row.compile.val_reasons = list(dict.fromkeys(x for r in processes for x in r.compile.val_reasons))
-    row.compile.val_limit = any(r.compile.val_limit for r in processes)
-    row.compile.uncompiled = processes[0].compile.uncompiled
-    compile_story(row)
+    c = replace(row.compile, val_compiles=sum(r.compile.val_compiles for r in processes),
+                val_recompiles=sum(r.compile.val_recompiles for r in processes),
+                val_compile_s=statistics.median(times) if times else None,
+                val_reasons=list(dict.fromkeys(x for r in processes for x in r.compile.val_reasons)),
+                val_limit=any(r.compile.val_limit for r in processes),
+                uncompiled=processes[0].compile.uncompiled)
+    c = compile_story(row, c)
     if all(r.compile.nothing_compiled for r in processes):
-        row.compile.nothing_compiled = processes[0].compile.nothing_compiled
-    row.compile.fell_back = _once([x for r in processes for x in r.compile.fell_back])
-    # Not a compile's, but said with them: a process whose training ran where tuimon does not
-    # hook speaks for its variant (its later rounds are not run: control/handover.py).
-    row.timing.untimed = next((r.timing.untimed for r in processes if r.timing.untimed), None)
+        c = replace(c, nothing_compiled=processes[0].compile.nothing_compiled)
+    return replace(c, fell_back=_once([x for r in processes for x in r.compile.fell_back]))
+
+
+def untimed(processes: list[RunStats]) -> str | None:
+    """Not a compile's, but said with them: a process whose training ran where tuimon does not
+    hook speaks for its variant (its later rounds are not run: control/handover.py)."""
+    return next((r.timing.untimed for r in processes if r.timing.untimed), None)
 
 
 def _once(failures: list[dict]) -> list[dict]:

@@ -63,10 +63,3 @@ def faults_gap(r: RunStats, base: RunStats, pinned: bool | None = None) -> Point
     return point("faults_differ", base=base.label, base_rate=base.load.faults_per_step, label=r.label,
                  rate=r.load.faults_per_step, gap_ms=gap_ms, fault_us=FAULT_US, pinned=bool(pinned))
 
-
-def compare_faults(r: RunStats, base: RunStats, pinned: bool | None = None) -> None:
-    """Mark ``r``'s comparison with ``base`` unreliable when their fault rates differ."""
-    what = faults_gap(r, base, pinned)
-    if what is not None:
-        r.distrust(what)
-        r.load.faults_differ = True

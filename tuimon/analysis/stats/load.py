@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.records import Load
-from tuimon.analysis.stats.rows import RunStats, SessionSummary, max_of, mean_of
+from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 
 BUSY_CORES = 0.5  # other processes using more than this much CPU: the machine is not the run's
 DIFFERS_CORES = 0.5  # a baseline and a variant whose neighbours differ by more: not comparable
@@ -113,25 +113,17 @@ def load_gap(r: RunStats, base: RunStats) -> Point | None:
                  load=load_figures(r))
 
 
-def compare_load(r: RunStats, base: RunStats) -> None:
-    """Mark ``r``'s comparison with ``base`` unreliable when their neighbours differed."""
-    what = load_gap(r, base)
-    if what is not None:
-        r.distrust(what)
-        r.load.load_differs = True
-
-
-def session_busy(summary: SessionSummary, runs: list[RunStats]) -> None:
+def session_busy(runs: list[RunStats]) -> Point | None:
     """Every run stepped beside other processes' load (``busy``, with the worst run's load), or
-    --quiet-only kept the steps they met out (``busy_dropped``)."""
+    --quiet-only kept the steps they met out (``busy_dropped``); None when neither."""
     dropped = sum(r.load.busy_dropped for r in runs)
     if dropped:
-        summary.busy = point("busy_dropped", steps=dropped)
-        return
+        return point("busy_dropped", steps=dropped)
     measured = [r for r in runs if r.timing.median_ms and r.load.foreign_cores is not None]
     if measured and all(busy(r) for r in measured):
         worst = max(measured, key=lambda r: (load_cores(r) or 0.0, r.load.foreign_gpu_sm or 0))
-        summary.busy = point("busy", load=load_figures(worst))
+        return point("busy", load=load_figures(worst))
+    return None
 
 
 def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:

@@ -112,12 +112,10 @@ def _log_se(p: dict) -> float | None:
 def _proxy(r: RunStats, name: str) -> RunStats:
     """The phase as a row of its own, for noise.py's interval machinery."""
     p = r.phases.step_phases[name]
-    proxy = RunStats(r.run, r.mode, r.precision, timing=Timing(
-        median_ms=p["median_ms"], median_ci_lo=p.get("ci_lo"), median_ci_hi=p.get("ci_hi")))
-    if r.processes:
-        proxy.processes = [{"median_ms": m} for m in p.get("process_medians") or []]
-        proxy.timing.within_log_se = p.get("within_log_se")
-    return proxy
+    timing = Timing(median_ms=p["median_ms"], median_ci_lo=p.get("ci_lo"), median_ci_hi=p.get("ci_hi"),
+                    within_log_se=p.get("within_log_se") if r.processes else None)
+    processes = [{"median_ms": m} for m in p.get("process_medians") or []] if r.processes else []
+    return RunStats(r.run, r.mode, r.precision, timing=timing, processes=processes)
 
 
 def phase_speedup(base: RunStats, r: RunStats, name: str,

@@ -205,42 +205,42 @@ class JobFold:
         return job
 
     # ---- the summary ---------------------------------------------------------------------------
-    def lead(self, job: RunStats) -> None:
-        """What the lowest rank says for the whole job (before the job's step statistics)."""
+    def lead(self, job: RunStats) -> RunStats:
+        """The job's row with what the lowest rank says for the whole job (before the job's step
+        statistics): device, notes, compile figures, memory peaks, world size."""
         if not self.rows:
-            return
+            return job
         lead = self.rows[min(self.rows)]
-        for key in LEAD_FIELDS:
-            setattr(job, key, getattr(lead, key))
-        job.timing.warmup_auto = lead.timing.warmup_auto
-        for key in LEAD_COMPILE:
-            value = getattr(lead.compile, key)
-            setattr(job.compile, key, [dict(b) for b in value] if key == "graph_breaks" else
-                    value.copy() if isinstance(value, (list, dict)) else value)
-        job.notes = list(lead.notes)
         ranks = sorted(self.rows)
+        warnings = list(job.warnings)
         for w in (w for r in ranks for w in self.rows[r].warnings):
-            if w not in job.warnings:
-                job.warnings.append(w)
+            if w not in warnings:
+                warnings.append(w)
         peaks = ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved")
-        job.probes = replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
-                                            for key in peaks})
-        job.compile.compile_s = max_of([self.rows[r].compile.compile_s
-                                        for r in ranks]) or job.compile.compile_s
-        job.compile.recompiles = max(self.rows[r].compile.recompiles for r in ranks)
-        job.compile.compiles = max(self.rows[r].compile.compiles for r in ranks)
+        compiles = replace(job.compile, **{key: getattr(lead.compile, key) for key in LEAD_COMPILE},
+                           compile_s=max_of([self.rows[r].compile.compile_s for r in ranks])
+                           or job.compile.compile_s,
+                           recompiles=max(self.rows[r].compile.recompiles for r in ranks),
+                           compiles=max(self.rows[r].compile.compiles for r in ranks))
         world = [self.info[r].get("world_size") for r in ranks if self.info.get(r)]
-        job.job = replace(job.job, world_size=max([w for w in world if w] or [len(ranks)]),
-                          backend=next((self.info[r].get("backend") for r in ranks
-                                        if self.info.get(r, {}).get("backend")), None),
-                          hosts=sorted({self.info[r].get("host") for r in ranks
-                                        if self.info.get(r, {}).get("host")}))
+        return replace(
+            job, **{key: getattr(lead, key) for key in LEAD_FIELDS}, notes=list(lead.notes),
+            warnings=warnings,
+            timing=replace(job.timing, warmup_auto=lead.timing.warmup_auto), compile=compiles,
+            probes=replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
+                                          for key in peaks}),
+            job=replace(job.job, world_size=max([w for w in world if w] or [len(ranks)]),
+                        backend=next((self.info[r].get("backend") for r in ranks
+                                      if self.info.get(r, {}).get("backend")), None),
+                        hosts=sorted({self.info[r].get("host") for r in ranks
+                                      if self.info.get(r, {}).get("host")})))
 
-    def summarize(self, job: RunStats, steady_from: int | None, samples_from: float | None) -> None:
-        """Per-rank rows, skew, stragglers and divergence, over the job's steady state."""
+    def summarize(self, job: RunStats, steady_from: int | None, samples_from: float | None) -> RunStats:
+        """The job's row with its per-rank rows, skew, stragglers and divergence, over the job's
+        steady state (and its status once every rank has ended)."""
         ranks = sorted(self.rows)
         if not ranks:
-            return
+            return job
         medians, slow = self._analyse(ranks, steady_from)
         rows = []
         for r in ranks:
@@ -270,11 +270,13 @@ class JobFold:
                  "compile_steps": self.compile_steps[r],
                  "reasons": self.rows[r].compile.recompile_reasons} for r in ranks}, self.last_i)
         own = {x["rank"]: x["own_ms"] for x in rows if x["own_ms"] is not None}
-        job.job = replace(job.job, ranks=rows, skew_pct=skew_pct(own), stragglers=list(slow.values()),
-                          compile_divergence=diverging)
-        if job.status in ("running", "queued") and not self.active and all(
+        status = job.status
+        if status in ("running", "queued") and not self.active and all(
                 self.rows[r].status not in ("running", "queued") or r in self.killed for r in ranks):
-            job.status = "failed" if any(self.rows[r].status == "failed" for r in ranks) else "done"
+            status = "failed" if any(self.rows[r].status == "failed" for r in ranks) else "done"
+        return replace(job, status=status, job=replace(
+            job.job, ranks=rows, skew_pct=skew_pct(own), stragglers=list(slow.values()),
+            compile_divergence=diverging))
 
     def _analyse(self, ranks: list[int], steady_from: int | None) -> tuple[dict, dict]:
         """Each rank's medians and the stragglers (cached for a while in a live view)."""

@@ -4,23 +4,26 @@ losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure`
 (``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``) and where a step goes
 (``Phases``). None is "not measured", never zero.
 
-Each frozen record is computed and returned by its statistics module (phases.py, probes.py,
-compare.py, axes.py, agreement.py; ranks.py's Job) and collect.py puts it in the row; a later
-figure replaces the record (``dataclasses.replace``), never changes it. Timing, Load, Compiles
-and Warm are still filled in place: folded event by event (apply.py, warm.py) or by several
-modules in turn (steady_state.py, load.py, faults.py, compiles.py, replicates.py).
+Every record is frozen (tests/unit/test_records.py). Its statistics module computes and returns
+it: steady_state.py's Timing (and the Load of the steps it kept out), probes.py and load.py's
+Load, compiles.py's Compiles, warm.py's Warm, phases.py, compare.py, axes.py, agreement.py,
+ranks.py's Job; replicates.py a combined row's. collect.py's ``summary()`` puts each in the row,
+step by step, in the order they depend on each other; a later figure makes a new record
+(``dataclasses.replace``), never changes one. The live fold (apply.py, warm.py's ``fold``) puts a
+new record in the run's row at each event that changes it (``evolve``), and never grows a list
+or dict inside one: a summary's rows share them.
 
 summary.json keeps a row flat, in the order it always had (``flat``): readers of the file see
 no groups."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from tuimon.analysis.stats.point import Point
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timing:
     """The step times (stats/steady_state.py)."""
     steps: int = 0
@@ -72,7 +75,7 @@ class Comparison:
     breakeven_hi: int | None = None  # None with breakeven_lo set: may never pay off
 
 
-@dataclass
+@dataclass(frozen=True)
 class Load:
     """What ran beside it (stats/load.py, stats/faults.py)."""
     # Steps that met the session's other runs' load (stats/load.py): {steps, cores, dropped, share}
@@ -133,7 +136,7 @@ class Failure:
     hung_s: float | None = None  # ended (stopped) while hung: seconds since its last step
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compiles:
     """From the compile trace (compiled variants; stats/compiles.py)."""
     compile_s: float | None = None
@@ -163,7 +166,7 @@ class Compiles:
     cudagraphs: list[dict] = field(default_factory=list)  # torch's CUDA graph skips: {kind, text, count}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Warm:
     """Warm start (stats/warm.py, docs/compile.md#warm-start). A compiled run's start: cold (a
     fresh, empty cache) | warm (seeded only from compile artifacts: ``seed``, a run or session)
@@ -232,6 +235,23 @@ FLAT_ORDER = (
     "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
     "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
     "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes")
+
+
+_NAMES: dict[type, frozenset[str]] = {}
+
+
+def evolve(record, **changes):
+    """``dataclasses.replace`` for the live fold (apply.py, warm.py), which makes a new record
+    at every compile event: the same fields with ``changes``, without running ``__init__`` again
+    (a frozen record's sets each field through ``object.__setattr__``: ~4 µs for Compiles' 25,
+    more than the rest of the event's folding)."""
+    kind = type(record)
+    names = _NAMES.get(kind) or _NAMES.setdefault(kind, frozenset(f.name for f in fields(kind)))
+    if not changes.keys() <= names:
+        raise TypeError(f"{kind.__name__} has no field {', '.join(sorted(changes.keys() - names))}")
+    new = object.__new__(kind)
+    new.__dict__.update(record.__dict__, **changes)
+    return new
 
 
 def flat(row) -> dict:

@@ -1,6 +1,6 @@
 """--repeats K: one combined row per variant from its K processes (geometric mean of their
 medians). Its interval needs the spread between processes, pooled over every variant of the
-session (noise.py): ``apply_noise`` sets it once the rows are all combined.
+session (noise.py): ``noise_interval`` gives it once the rows are all combined.
 
 The processes run in rounds, every variant once a round, so a round's processes meet the same
 machine. A round in which other processes loaded the machine (stats/load.py: more than half a
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from tuimon.analysis.stats.intervals import log_se
 from tuimon.analysis.stats.load import busy, load_cores, load_figures
 from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.probes import combine_probes
-from tuimon.analysis.stats.records import Failure, Losses
+from tuimon.analysis.stats.records import Compiles, Failure, Load, Losses, Timing
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -76,94 +77,92 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     group = sorted(group, key=lambda r: r.replicate or 0)
     first = group[0]
     k = len(group)
-    row = RunStats(f"{first.mode}-{first.precision}{id_part(tuple(first.axes.items()))}×{k}",
-                   first.mode, first.precision, axes=dict(first.axes))
-    row.left_out = [{**_process(r), "why": left_out[r.replicate]} for r in group
-                    if r.replicate in left_out]
     timed = [r for r in group if r.replicate not in left_out]  # what its step time rests on
-    row.processes = [_process(r) for r in timed]
     statuses = {r.status for r in group if r.status != "not run"} or {"not run"}
-    row.status = next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done")
-    row.failure = Failure(error=next((f"{r.run}: {r.failure.error}" for r in group if r.failure.error), None))
-    row.device, row.device_name = first.device, first.device_name
-    row.params, row.batch_size = first.params, first.batch_size
-    row.timing.warmup_auto = first.timing.warmup_auto
-    row.notes, row.load.own_load = list(first.notes), first.load.own_load
-    row.fixes = dict(first.fixes)  # what its child said of tuimon try's fixes (round 1's)
-    row.timing.steps = sum(r.timing.steps for r in group)
-    row.timing.measured = sum(r.timing.measured for r in timed)
-    row.timing.warmup_steps = sum(r.timing.warmup_steps for r in timed)
-    row.timing.gap_steps = sum(r.timing.gap_steps for r in group)
-    row.turns = sum(r.turns for r in group)
-    row.paused_s = sum(r.paused_s for r in group)
-    row.compile.compiles = sum(r.compile.compiles for r in group)
-    # One run of the user's script recompiles as one process does (each process runs it, round 1
-    # whole): the same recompiles in every process are not K times as many.
-    row.compile.recompiles = max((r.compile.recompiles for r in group), default=0)
-    row.compile.recompile_reasons = list(dict.fromkeys(x for r in group for x in r.compile.recompile_reasons))
-    row.warnings = list(dict.fromkeys(w for r in group for w in r.warnings))
     doubted = next((r for r in timed if r.doubts), None)  # its first doubted process speaks for it
-    row.doubts = [Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts] \
-        if doubted else []
-    row.compile.graph_breaks = first.compile.graph_breaks
-    row.compile.compile_phases = first.compile.compile_phases
-    row.compile.compile_failures = first.compile.compile_failures
-    row.compile.cudagraphs = first.compile.cudagraphs
-    row.compile.graphs_fwd, row.compile.graphs_bwd = first.compile.graphs_fwd, first.compile.graphs_bwd
-    row.compile.fx_cache_hits = sum(r.compile.fx_cache_hits for r in group)
-    row.compile.fx_cache_misses = sum(r.compile.fx_cache_misses for r in group)
+
     def median(group: list[RunStats], value) -> float | None:
         values = [v for v in map(value, group) if v is not None]
         return statistics.median(values) if values else None
 
-    # Compiles: every process.
-    row.compile.compile_s = median(group, lambda r: r.compile.compile_s)
-    row.timing.overhead_s = median(group, lambda r: r.timing.overhead_s)
-    row.timing.first_step_ms = median(group, lambda r: r.timing.first_step_ms)
-    # What it measured while stepping: the rounds it rests on.
-    row.timing.mean_data_ms = median(timed, lambda r: r.timing.mean_data_ms)
-    row.load.faults_per_step = median(timed, lambda r: r.load.faults_per_step)
+    timing = Timing(warmup_auto=first.timing.warmup_auto, steps=sum(r.timing.steps for r in group),
+                    measured=sum(r.timing.measured for r in timed),
+                    warmup_steps=sum(r.timing.warmup_steps for r in timed),
+                    gap_steps=sum(r.timing.gap_steps for r in group),
+                    # Compiles: every process.
+                    overhead_s=median(group, lambda r: r.timing.overhead_s),
+                    first_step_ms=median(group, lambda r: r.timing.first_step_ms),
+                    # What it measured while stepping: the rounds it rests on.
+                    mean_data_ms=median(timed, lambda r: r.timing.mean_data_ms))
+    # One run of the user's script recompiles as one process does (each process runs it, round 1
+    # whole): the same recompiles in every process are not K times as many.
+    compiles = Compiles(compiles=sum(r.compile.compiles for r in group),
+                        recompiles=max((r.compile.recompiles for r in group), default=0),
+                        recompile_reasons=list(dict.fromkeys(x for r in group
+                                                             for x in r.compile.recompile_reasons)),
+                        graph_breaks=first.compile.graph_breaks, compile_phases=first.compile.compile_phases,
+                        compile_failures=first.compile.compile_failures, cudagraphs=first.compile.cudagraphs,
+                        graphs_fwd=first.compile.graphs_fwd, graphs_bwd=first.compile.graphs_bwd,
+                        fx_cache_hits=sum(r.compile.fx_cache_hits for r in group),
+                        fx_cache_misses=sum(r.compile.fx_cache_misses for r in group),
+                        compile_s=median(group, lambda r: r.compile.compile_s))
     # Other processes' load while it stepped: the mean over the rounds it rests on (the table's
     # "other processes while it stepped", the verdict's load gap and busy judgement).
-    for key in ("foreign_cores", "own_cores", "foreign_gpu_sm"):
-        setattr(row.load, key, mean_of([getattr(r.load, key) for r in timed]))
-    row.load.foreign_gpu_mem = max_of([r.load.foreign_gpu_mem for r in timed])
-    row.load.foreign_gpu_pids = sorted({p for r in timed for p in r.load.foreign_gpu_pids})[:5]
-    row.load.busy_dropped = sum(r.load.busy_dropped for r in timed)
-    row.load.own_dropped = sum(r.load.own_dropped for r in timed)
-    row.probes = combine_probes(group, timed)
-    combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
-    row.loss = Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
-                      loss_nonfinite=sum(r.loss.loss_nonfinite for r in group))
+    load = Load(own_load=first.load.own_load, faults_per_step=median(timed, lambda r: r.load.faults_per_step),
+                **{key: mean_of([getattr(r.load, key) for r in timed])
+                   for key in ("foreign_cores", "own_cores", "foreign_gpu_sm")},
+                foreign_gpu_mem=max_of([r.load.foreign_gpu_mem for r in timed]),
+                foreign_gpu_pids=sorted({p for r in timed for p in r.load.foreign_gpu_pids})[:5],
+                busy_dropped=sum(r.load.busy_dropped for r in timed),
+                own_dropped=sum(r.load.own_dropped for r in timed))
+    row = RunStats(
+        f"{first.mode}-{first.precision}{id_part(tuple(first.axes.items()))}×{k}", first.mode,
+        first.precision, axes=dict(first.axes),
+        left_out=[{**_process(r), "why": left_out[r.replicate]} for r in group if r.replicate in left_out],
+        processes=[_process(r) for r in timed],
+        status=next((s for s in ("failed", "running", "queued", "stopped") if s in statuses), "done"),
+        failure=Failure(error=next((f"{r.run}: {r.failure.error}" for r in group if r.failure.error), None)),
+        device=first.device, device_name=first.device_name, params=first.params, batch_size=first.batch_size,
+        notes=list(first.notes), turns=sum(r.turns for r in group), paused_s=sum(r.paused_s for r in group),
+        fixes=dict(first.fixes),  # what its child said of tuimon try's fixes (round 1's)
+        warnings=list(dict.fromkeys(w for r in group for w in r.warnings)),
+        doubts=[Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts]
+        if doubted else [],
+        timing=timing, compile=compiles, load=load, probes=combine_probes(group, timed),
+        loss=Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
+                    loss_nonfinite=sum(r.loss.loss_nonfinite for r in group)))
+    row = combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
     measured = [r for r in timed if r.timing.median_ms]
     if not measured:
         return row
     logs = [math.log(r.timing.median_ms) for r in measured]
     n = len(logs)
-    row.timing.median_ms = math.exp(statistics.fmean(logs))
-    row.timing.p10_ms = statistics.median(r.timing.p10_ms for r in measured)
-    row.timing.p90_ms = statistics.median(r.timing.p90_ms for r in measured)
+    median_ms = math.exp(statistics.fmean(logs))
     # Samples (or steps) per step ÷ the combined median, as for one process: a median of the
     # processes' throughputs would give the row a fractional batch (31.97 against 32.02 samples),
     # read as a batch-size axis: the verdict and the axes would weigh per sample.
     sizes = [r.timing.throughput * r.timing.median_ms / 1000.0 for r in measured if r.timing.throughput]
-    row.timing.throughput = statistics.median(sizes) / (row.timing.median_ms / 1000.0) if sizes else None
-    row.timing.throughput_unit = measured[0].timing.throughput_unit
     # The least the processes' own step noise allows (with two or three processes their spread
     # can come out near zero by luck).
     within = [log_se(r) for r in measured]
-    if None not in within:  # a process too short for an interval of its own: no floor to trust
-        row.timing.within_log_se = math.sqrt(sum(x * x for x in within)) / n
+    row.timing = replace(
+        row.timing, median_ms=median_ms, p10_ms=statistics.median(r.timing.p10_ms for r in measured),
+        p90_ms=statistics.median(r.timing.p90_ms for r in measured),
+        throughput=statistics.median(sizes) / (median_ms / 1000.0) if sizes else None,
+        throughput_unit=measured[0].timing.throughput_unit,
+        # a process too short for an interval of its own: no floor to trust
+        within_log_se=math.sqrt(sum(x * x for x in within)) / n if None not in within else None)
     return row
 
 
-def apply_noise(rows: list[RunStats], noise: Noise) -> None:
-    """Each combined row's standard error and median interval, from the pooled spread."""
-    for row in rows:
-        var = row_variance(row, noise)
-        if var is None or not row.timing.median_ms:
-            continue
-        row.timing.log_se = math.sqrt(var)
-        half = noise.crit * row.timing.log_se
-        t = row.timing
-        t.median_ci_lo, t.median_ci_hi = t.median_ms * math.exp(-half), t.median_ms * math.exp(half)
+def noise_interval(row: RunStats, noise: Noise) -> Timing:
+    """A combined row's Timing with its standard error and median interval, from the pooled
+    spread."""
+    var = row_variance(row, noise)
+    t = row.timing
+    if var is None or not t.median_ms:
+        return t
+    se = math.sqrt(var)
+    half = noise.crit * se
+    return replace(t, log_se=se, median_ci_lo=t.median_ms * math.exp(-half),
+                   median_ci_hi=t.median_ms * math.exp(half))

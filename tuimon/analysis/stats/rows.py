@@ -90,10 +90,6 @@ class RunStats:
     def compiled(self) -> bool:
         return self.mode != "eager"
 
-    def distrust(self, why: Point) -> None:
-        """One more reason its numbers should not be trusted (they add up)."""
-        self.doubts.append(why)
-
 
 @dataclass
 class SessionSummary:

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
-from tuimon.analysis.stats.point import point
+from tuimon.analysis.stats.point import Point, point
+from tuimon.analysis.stats.records import Load, Timing
 from tuimon.analysis.stats.rows import RunStats
 
 HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at most half of them)
@@ -24,28 +25,25 @@ def is_measured(step: dict) -> bool:
 
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,
                busy: list[tuple[float, float]] | None = None,
-               own: list[tuple[float, float, float]] | None = None, quiet_only: bool = False) -> list[dict]:
-    """``busy``: --quiet-only's periods of other processes' load; steps ending in them are kept
-    out of the steady state and counted in ``busy_dropped``. ``own``: the periods (start, end,
-    cores) in which the session's other runs loaded the machine beside this run's steps; steps
-    ending in them are kept out (``own_dropped``) when they are few (stats/load.py) or with
-    --quiet-only, and ``own_load`` says so either way. Returns the steady steps."""
-    r.timing.steps = total
+               own: list[tuple[float, float, float]] | None = None,
+               quiet_only: bool = False) -> tuple[Timing, Load, list[dict]]:
+    """``r``'s Timing and Load (the steps its load kept out), and its steady steps. ``busy``:
+    --quiet-only's periods of other processes' load; steps ending in them are kept out of the
+    steady state and counted in ``busy_dropped``. ``own``: the periods (start, end, cores) in which
+    the session's other runs loaded the machine beside this run's steps; steps ending in them are
+    kept out (``own_dropped``) when they are few (stats/load.py) or with --quiet-only, and
+    ``own_load`` says so either way."""
+    t, load = {"steps": total}, {}  # the fields found, for its Timing and its Load
     if not run_steps:
-        return []
-    r.timing.gap_steps = sum(1 for s in run_steps if s.get("gap"))
-    r.timing.first_step_ms = run_steps[0]["ms"]
-    if r.compiled and r.compile.compile_s is None:
-        total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
-        r.compile.compile_s = round(total, 3) if total else None
-    losses = [s.get("loss") for s in run_steps]
-    r.loss = replace(r.loss, final_loss=next((x for x in reversed(losses) if x is not None), None))
+        return replace(r.timing, **t), r.load, []
+    t["gap_steps"] = sum(1 for s in run_steps if s.get("gap"))
+    t["first_step_ms"] = run_steps[0]["ms"]
     candidates = [s for s in run_steps if is_measured(s)]  # in step order
     if busy:
         in_busy = _finder(busy)
         quiet = [s for s in candidates if in_busy(s["t"]) is None]
-        r.load.busy_dropped = len(candidates) - len(quiet)
-        measured_total -= r.load.busy_dropped
+        load["busy_dropped"] = len(candidates) - len(quiet)
+        measured_total -= load["busy_dropped"]
         candidates = quiet
     if own:
         in_own = _finder(own)
@@ -54,31 +52,26 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
         if met:
             dropped = quiet_only or len(met) <= OWN_DROP_SHARE * len(candidates)
             cores = statistics.fmean(own[k][2] for _, k in met)
-            r.load.own_load = own_load(len(met), cores, dropped)
+            load["own_load"] = own_load(len(met), cores, dropped)
             if dropped:
                 out = {id(s) for s, _ in met}
                 candidates = [s for s in candidates if id(s) not in out]
-                r.load.own_dropped = len(met)
-                measured_total -= r.load.own_dropped
+                load["own_dropped"] = len(met)
+                measured_total -= load["own_dropped"]
     cut = mser5([s["ms"] for s in candidates[:HEAD]]) if r.timing.warmup_auto else 0
     steady = candidates[cut:]
-    r.timing.measured = measured_total - cut
-    r.timing.warmup_steps = r.timing.steps - r.timing.measured
+    t["measured"] = measured_total - cut
+    t["warmup_steps"] = total - t["measured"]
     if not steady:
-        return []
-    r.timing.steady_from = steady[0]["i"]
+        return replace(r.timing, **t), replace(r.load, **load), []
     in_order = [s["ms"] for s in steady]
     measured = sorted(in_order)
-    r.timing.median_ms = statistics.median(measured)
-    r.timing.p10_ms = percentile(measured, 0.10)
-    r.timing.p90_ms = percentile(measured, 0.90)
-    r.timing.autocorr = lag1_autocorr(in_order)
-    r.timing.median_ci_lo, r.timing.median_ci_hi = median_interval(measured, r.timing.autocorr)
-    r.timing.mean_data_ms = statistics.fmean(s.get("data_ms", 0.0) for s in steady)
+    median = statistics.median(measured)
+    autocorr = lag1_autocorr(in_order)
+    lo, hi = median_interval(measured, autocorr)
     samples = statistics.median(s.get("n", 0) for s in steady)
     if not samples:  # a script whose batches tuimon cannot see: steps per second
-        samples, r.timing.throughput_unit = 1, "steps"
-    r.timing.throughput = samples / (r.timing.median_ms / 1000.0) if r.timing.median_ms > 0 else None
+        samples, t["throughput_unit"] = 1, "steps"
     # A profiled step is slow because of the profiler, not warm-up (unless it compiled too).
     kept_apart = [s["ms"] for s in run_steps if not is_measured(s) and not s.get("gap")
                   and (s.get("compile_ms") or not s.get("profiled"))]
@@ -86,16 +79,36 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     # A gap in warm-up (a validation pass before the first step: Lightning's sanity check) is
     # not training's time, but training's compile in it is (a validation pass's is not in it).
     gap_compile_ms = sum(s.get("compile_ms", 0.0) for s in run_steps
-                         if s.get("gap") and s["i"] < r.timing.steady_from)
-    r.timing.overhead_s = max(0.0, (sum(kept_apart) - len(kept_apart) * r.timing.median_ms + gap_compile_ms)
-                              / 1000.0)
-    # A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time cost
-    # of that pass, not training steps whose shapes or guards keep changing.
-    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > r.timing.steady_from
-            and not s.get("gap")]
-    if late:
-        r.distrust(point("recompiled", steps=len(late), first=late[0]["i"]))
-    return steady
+                         if s.get("gap") and s["i"] < steady[0]["i"])
+    timing = replace(r.timing, **t, steady_from=steady[0]["i"], median_ms=median,
+                     p10_ms=percentile(measured, 0.10), p90_ms=percentile(measured, 0.90), autocorr=autocorr,
+                     median_ci_lo=lo, median_ci_hi=hi,
+                     mean_data_ms=statistics.fmean(s.get("data_ms", 0.0) for s in steady),
+                     throughput=samples / (median / 1000.0) if median > 0 else None,
+                     overhead_s=max(0.0, (sum(kept_apart) - len(kept_apart) * median + gap_compile_ms)
+                                    / 1000.0))
+    return timing, replace(r.load, **load), steady
+
+
+def step_compile_s(run_steps: list[dict]) -> float | None:
+    """The compile time the steps' own ``compile_ms`` add up to (a compiled run whose runner did
+    not say it: finished carries it)."""
+    total = sum(s.get("compile_ms", 0.0) for s in run_steps) / 1000.0
+    return round(total, 3) if total else None
+
+
+def final_loss(run_steps: list[dict]) -> float | None:
+    return next((x for x in reversed([s.get("loss") for s in run_steps]) if x is not None), None)
+
+
+def late_compiles(run_steps: list[dict], steady_from: int | None) -> list[Point]:
+    """A doubt when steps compiled after the steady state began: its shapes or guards keep
+    changing. A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time
+    cost of that pass, not training's."""
+    if steady_from is None:
+        return []
+    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > steady_from and not s.get("gap")]
+    return [point("recompiled", steps=len(late), first=late[0]["i"])] if late else []
 
 
 def _finder(periods: list[tuple]):
@@ -137,16 +150,19 @@ def mser5(series: list[float]) -> int:
     return best_d * b
 
 
-def profile_stats(r: RunStats, run_steps: list[dict]) -> None:
+def profile_stats(timing: Timing, profiles: list[dict], run_steps: list[dict]) -> tuple[Timing, list[dict]]:
+    """The steps the profiler recorded taken out of the warm-up (``profiled_steps``), and each
+    capture with ``recorded_median_ms``: the median step time of the steps it recorded."""
     profiled: dict[int, list[float]] = {}
     for s in run_steps:
         if s.get("profiled"):
             profiled.setdefault(s["profiled"], []).append(s["ms"])
-    r.timing.profiled_steps = sum(len(v) for v in profiled.values())
-    r.timing.warmup_steps -= r.timing.profiled_steps
-    for p in r.profiles:
+    n = sum(len(v) for v in profiled.values())
+    out = []
+    for p in profiles:
         times = profiled.get(p.get("capture"))
-        p["recorded_median_ms"] = statistics.median(times) if times else None
+        out.append({**p, "recorded_median_ms": statistics.median(times) if times else None})
+    return replace(timing, profiled_steps=n, warmup_steps=timing.warmup_steps - n), out
 
 
 def steady_window(run_steps: list[dict]) -> tuple[float, float] | None:

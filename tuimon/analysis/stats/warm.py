@@ -10,8 +10,10 @@ warm ones answers neither "what does the first run cost" nor "what does a restar
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from tuimon import events
+from tuimon.analysis.stats.records import Warm, evolve
 from tuimon.analysis.stats.rows import RunStats
 
 COLD, WARM, PERSISTENT = "cold", "warm", "persistent"
@@ -21,55 +23,69 @@ ORDER = (COLD, WARM, PERSISTENT)
 CACHES = ("fx", "aot")
 
 
-def fold(r: RunStats, e: dict) -> None:
-    """One event's share of a run's warm-start facts (collect.py calls it for WARM_EVENTS)."""
+def fold(w: Warm, e: dict) -> Warm:
+    """A run's warm-start facts after one event (apply.py calls it for WARM_EVENTS)."""
     kind = e["type"]
     if e.get("validation") and kind in (events.COMPILE, events.CACHE_LOOKUP):
-        return  # a script's validation pass: its compiles are apart from training's (compiles.py)
+        return w  # a script's validation pass: its compiles are apart from training's (compiles.py)
     if kind == events.RUN_QUEUED:
-        r.warm.start, r.warm.seed = e.get("start"), e.get("seed")
-    elif kind == events.ARTIFACTS:
-        action = e.get("action")
-        if action == "unusable":
-            if r.warm.start == WARM:  # seeding failed: the run compiles cold
-                r.warm.start, r.warm.seed = COLD, None
-            _note(r, e.get("text"))
-        elif action == "seeded":
-            r.warm.artifacts["seeded"] = {k: e.get(k) for k in ("kind", "bytes", "files", "seconds", "seed",
-                                                                "seed_run") if e.get(k) is not None}
-            _note(r, e.get("text"))
-        elif action == "loaded":
-            r.warm.artifacts["loaded"] = {k: e.get(k) for k in ("bytes", "entries", "seconds")}
-        elif action == "saved":
-            if e.get("bytes") is not None:
-                r.warm.artifacts["bundle_bytes"] = e["bytes"]
-            _note(r, e.get("text"))
-        elif action == "kept":
-            r.warm.artifacts.update({k: e.get(k) for k in ("dir_bytes", "files", "path")})
-            if e.get("bundle_bytes") is not None:
-                r.warm.artifacts["bundle_bytes"] = e["bundle_bytes"]
-    elif kind == events.CACHE_LOOKUP:
-        counts = r.warm.cache.setdefault(e.get("cache") or "fx", {})
-        state = e.get("state") or "miss"
-        counts[state] = counts.get(state, 0) + 1
+        return evolve(w, start=e.get("start"), seed=e.get("seed"))
+    if kind == events.ARTIFACTS:
+        return _artifacts(w, e)
+    if kind == events.CACHE_LOOKUP:
+        which, state = e.get("cache") or "fx", e.get("state") or "miss"
+        found = dict(w.cache.get(which, {}))
+        found[state] = found.get(state, 0) + 1
+        cache = {**w.cache, which: found}
         if e.get("reason"):
-            r.warm.cache["bypass_reason"] = e["reason"]
-    elif kind == events.COMPILE:
+            cache["bypass_reason"] = e["reason"]
+        return evolve(w, cache=cache)
+    if kind == events.COMPILE:
+        cache = dict(w.cache)
         if e.get("kernels") is not None:  # torch 2.4 does not say
-            r.warm.cache["kernels"] = r.warm.cache.get("kernels", 0) + e["kernels"]
-            r.warm.cache["kernel_s"] = round(r.warm.cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0),
-                                             4)
+            cache["kernels"] = cache.get("kernels", 0) + e["kernels"]
+            cache["kernel_s"] = round(cache.get("kernel_s", 0.0) + (e.get("kernel_s") or 0.0), 4)
         # The metrics' counts too: torch 2.4 reports no lookups (``counts`` prefers lookups).
-        for cache, hits, misses in (("fx", "fx_cache_hits", "fx_cache_misses"),
+        for which, hits, misses in (("fx", "fx_cache_hits", "fx_cache_misses"),
                                     ("aot", "aot_cache_hits", "aot_cache_misses")):
-            found = r.warm.cache.setdefault(f"{cache}_metrics", {})
+            found = dict(cache.get(f"{which}_metrics", {}))
             found["hit"] = found.get("hit", 0) + (e.get(hits) or 0)
             found["miss"] = found.get("miss", 0) + (e.get(misses) or 0)
+            cache[f"{which}_metrics"] = found
+        return evolve(w, cache=cache)
+    return w
 
 
-def _note(r: RunStats, text: str | None) -> None:
-    if text and text not in r.warm.artifact_notes:
-        r.warm.artifact_notes.append(text)
+def _artifacts(w: Warm, e: dict) -> Warm:
+    action = e.get("action")
+    if action == "unusable":
+        if w.start == WARM:  # seeding failed: the run compiles cold
+            w = evolve(w, start=COLD, seed=None)
+        return _note(w, e.get("text"))
+    if action == "seeded":
+        seeded = {k: e.get(k) for k in ("kind", "bytes", "files", "seconds", "seed", "seed_run")
+                  if e.get(k) is not None}
+        w = evolve(w, artifacts={**w.artifacts, "seeded": seeded})
+        return _note(w, e.get("text"))
+    if action == "loaded":
+        loaded = {k: e.get(k) for k in ("bytes", "entries", "seconds")}
+        return evolve(w, artifacts={**w.artifacts, "loaded": loaded})
+    if action == "saved":
+        if e.get("bytes") is not None:
+            w = evolve(w, artifacts={**w.artifacts, "bundle_bytes": e["bytes"]})
+        return _note(w, e.get("text"))
+    if action == "kept":
+        artifacts = {**w.artifacts, **{k: e.get(k) for k in ("dir_bytes", "files", "path")}}
+        if e.get("bundle_bytes") is not None:
+            artifacts["bundle_bytes"] = e["bundle_bytes"]
+        return evolve(w, artifacts=artifacts)
+    return w
+
+
+def _note(w: Warm, text: str | None) -> Warm:
+    if text and text not in w.artifact_notes:
+        return evolve(w, artifact_notes=[*w.artifact_notes, text])
+    return w
 
 
 def counts(cache: dict, which: str) -> dict:
@@ -83,42 +99,42 @@ def missed(r: RunStats) -> bool:
     return any(counts(r.warm.cache, c).get("miss") for c in CACHES)
 
 
-def run_starts(r: RunStats) -> None:
-    """A compiled run's own ``starts`` entry (one start: its own)."""
+def run_starts(r: RunStats) -> Warm:
+    """A compiled run's Warm with its own ``starts`` entry (one start: its own)."""
     if r.compiled and r.warm.start:
-        r.warm.starts = {r.warm.start: _figures([r])}
+        return replace(r.warm, starts={r.warm.start: _figures([r])})
+    return r.warm
 
 
-def combine_starts(row: RunStats, group: list[RunStats]) -> None:
-    """A combined row (--repeats): its processes split by start, the compile figures of each;
-    the row's own compile_s, overhead_s, first step, phases and cache counts are its cold
+def combine_starts(row: RunStats, group: list[RunStats]) -> RunStats:
+    """A combined row (--repeats) with its processes split by start, the compile figures of
+    each; the row's own compile_s, overhead_s, first step, phases and cache counts are its cold
     start's (the first run on a machine), else its warm one's."""
     if not row.compiled:
-        return
+        return row
     by_start: dict[str, list[RunStats]] = {}
     for r in group:
         if r.warm.start:
             by_start.setdefault(r.warm.start, []).append(r)
-    row.warm.starts = {s: _figures(by_start[s]) for s in ORDER if s in by_start}
+    starts = {s: _figures(by_start[s]) for s in ORDER if s in by_start}
     first = next((s for s in ORDER if s in by_start), None)
     if first is None:
-        return
+        return replace(row, warm=replace(row.warm, starts=starts))
     chosen = by_start[first]
-    fig = row.warm.starts[first]
-    row.compile.compile_s, row.timing.overhead_s = fig["compile_s"], fig["overhead_s"]
-    row.timing.first_step_ms = fig["first_step_ms"]
-    row.compile.compile_phases = dict(chosen[0].compile.compile_phases)
-    row.compile.fx_cache_hits = sum(r.compile.fx_cache_hits for r in chosen)
-    row.compile.fx_cache_misses = sum(r.compile.fx_cache_misses for r in chosen)
-    row.warm.cache = dict(chosen[0].warm.cache)
-    row.warm.start = None
+    fig = starts[first]
     kept = next((r for r in group if r.warm.artifacts.get("dir_bytes") is not None
                  or r.warm.artifacts.get("bundle_bytes")), None)
-    if kept is not None:
-        row.warm.artifacts = {**kept.warm.artifacts, "run": kept.run}
-    row.warm.artifact_notes = list(dict.fromkeys(n for r in group for n in r.warm.artifact_notes))
-    row.warm.miss_reasons = list(dict.fromkeys(x for r in group for x in r.warm.miss_reasons))
-    row.warm.seed = next((r.warm.seed for r in group if r.warm.seed), None)
+    warm = replace(row.warm, starts=starts, cache=dict(chosen[0].warm.cache), start=None,
+                   artifacts=row.warm.artifacts if kept is None else {**kept.warm.artifacts, "run": kept.run},
+                   artifact_notes=list(dict.fromkeys(n for r in group for n in r.warm.artifact_notes)),
+                   miss_reasons=list(dict.fromkeys(x for r in group for x in r.warm.miss_reasons)),
+                   seed=next((r.warm.seed for r in group if r.warm.seed), None))
+    compiles = replace(row.compile, compile_s=fig["compile_s"],
+                       compile_phases=dict(chosen[0].compile.compile_phases),
+                       fx_cache_hits=sum(r.compile.fx_cache_hits for r in chosen),
+                       fx_cache_misses=sum(r.compile.fx_cache_misses for r in chosen))
+    timing = replace(row.timing, overhead_s=fig["overhead_s"], first_step_ms=fig["first_step_ms"])
+    return replace(row, warm=warm, compile=compiles, timing=timing)
 
 
 def _figures(runs: list[RunStats]) -> dict:
@@ -148,15 +164,19 @@ def _figures(runs: list[RunStats]) -> dict:
             "breakeven_never": False}
 
 
-def starts_breakeven(r: RunStats, base: RunStats, pays_off) -> None:
-    """Each start's break-even against the baseline (``pays_off`` from compare.py)."""
+def starts_breakeven(r: RunStats, base: RunStats, pays_off) -> Warm:
+    """``r``'s Warm with each start's break-even against the baseline (``pays_off`` from
+    compare.py)."""
     if not (r.timing.median_ms and base.timing.median_ms):
-        return
-    for fig in r.warm.starts.values():
-        if fig["overhead_s"] is None:
-            continue
-        fig["breakeven_steps"], fig["breakeven_s"], fig["breakeven_never"] = pays_off(
-            base.timing.median_ms, base.timing.overhead_s, r.timing.median_ms, fig["overhead_s"])
+        return r.warm
+    starts = {}
+    for start, fig in r.warm.starts.items():
+        if fig["overhead_s"] is not None:
+            steps, seconds, never = pays_off(base.timing.median_ms, base.timing.overhead_s,
+                                             r.timing.median_ms, fig["overhead_s"])
+            fig = {**fig, "breakeven_steps": steps, "breakeven_s": seconds, "breakeven_never": never}
+        starts[start] = fig
+    return replace(r.warm, starts=starts)
 
 
 def overhead(r: RunStats, start: str | None) -> float | None:
@@ -190,22 +210,23 @@ class WarmTrack:
         elif kind == events.RUN_STARTED and run is not None:
             self.facts[run] = {k: e.get(k) for k in self.FACTS if e.get(k) is not None}
 
-    def finish(self, runs: dict[str, RunStats]) -> None:
-        """Each compiled run's ``starts`` entry, and a warm start's reasons when it missed."""
+    def finish(self, r: RunStats) -> Warm:
+        """A run's Warm with its ``starts`` entry when compiled, and a warm start's reasons when
+        it missed."""
         from tuimon.analysis.stats.cache_miss import miss_reasons
 
-        for r in runs.values():
-            run_starts(r)
-            if r.warm.start != WARM or not (missed(r) or r.warm.cache.get("kernels")):
-                continue
-            seeded = r.warm.artifacts.get("seeded") or {}
-            here = there = None
-            if self.source is not None and r.warm.seed == self.source.get("session"):
-                src = (self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}
-                source, run_there = src.get("lookups") or [], src
-                here, there = self.source.get("here") or {}, self.source.get("there") or {}
-            else:
-                seed = r.warm.seed or ""
-                source, run_there = self.lookups.get(seed, []), self.facts.get(seed, {})
-            r.warm.miss_reasons = miss_reasons(self.lookups.get(r.run, []), source, self.facts.get(r.run, {}),
-                                               run_there, here, there, seeded, r.warm.cache)
+        warm = run_starts(r)
+        if warm.start != WARM or not (missed(r) or warm.cache.get("kernels")):
+            return warm
+        seeded = warm.artifacts.get("seeded") or {}
+        here = there = None
+        if self.source is not None and warm.seed == self.source.get("session"):
+            src = (self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}
+            source, run_there = src.get("lookups") or [], src
+            here, there = self.source.get("here") or {}, self.source.get("there") or {}
+        else:
+            seed = warm.seed or ""
+            source, run_there = self.lookups.get(seed, []), self.facts.get(seed, {})
+        return replace(warm, miss_reasons=miss_reasons(self.lookups.get(r.run, []), source,
+                                                        self.facts.get(r.run, {}), run_there, here, there,
+                                                        seeded, warm.cache))
