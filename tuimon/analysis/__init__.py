@@ -17,6 +17,7 @@ from tuimon.analysis.compare import (
     label,
     open_session,
 )
+from tuimon.analysis.fixes_applied import FixOutcome, fixes_applied
 from tuimon.analysis.read import load_session
 from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, summarize
 from tuimon.analysis.stats.change import Change
@@ -43,9 +44,11 @@ from tuimon.analysis.why import HIGH, INFO, MEDIUM, Finding, VariantWhy, diagnos
 
 __all__ = [
     "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "SESSION_SD", "STEP_PARTS", "Change",
-    "Collector", "Column", "Comparison", "Finding", "Point", "RunStats", "Session", "SessionSummary",
+    "Collector", "Column", "Comparison", "Finding", "FixOutcome", "Point", "RunStats", "Session",
+    "SessionSummary",
     "StepSeries", "VariantDiff", "Verdict", "VariantWhy", "axis_range", "busy", "cache_counts",
-    "columns", "compare_sessions", "diagnose", "diverging", "fell_back", "group_figures", "guard",
+    "columns", "compare_sessions", "diagnose", "diverging", "fell_back", "fixes_applied",
+    "group_figures", "guard",
     "is_measured", "label", "load_figures", "load_session", "loss_gap_ready", "made_graph", "not_yet",
     "open_session",
     "own_time_spread", "recent_median", "step_kind", "step_split", "summarize",

@@ -74,6 +74,7 @@ class ScriptSteps(ScriptEnd):
         self.i = 0  # steps recorded so far
         self.boundaries = 0
         self.module = None  # the trained module, when compile_modes found it
+        self.fixes = None  # tuimon try's (runner/script/fixes.py): settled as the run ends
         self.ring = StepRing(RING, pre=self.ident is not None)
         self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
         self.timeline = Timeline()  # the step's parts, from the hooks (runner/phases.py)
