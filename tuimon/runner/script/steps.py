@@ -211,7 +211,8 @@ class ScriptSteps(ScriptEnd):
             script=list(s.program.command) or None, params=None, batch_size=None, image_size=None,
             seed=s.seed, steps=self.steps_asked, duration=self.duration, round=s.length.round,
             warmup=s.warmup, threads=torch.get_num_threads(), extra={},
-            notes=list(s.hooks.notes), **self._rank_fields())
+            notes=list(s.hooks.notes), **self._rank_fields(),
+            **({"fixes": list(self.fixes.names)} if self.fixes and self.fixes.names else {}))
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
             self.profiler.outer = True  # captures name the modules outside the trained one
