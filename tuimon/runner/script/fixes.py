@@ -30,8 +30,10 @@ UNSEEN = {
 def start(s, say) -> Fixes:
     """The run's fixes (``s``: its settings), flags and constructor defaults applied now, before
     the script's first line; ``say(text, **fields)``: a run note."""
-    fx = Fixes(registry.asked(s.fixes, s.axes), say, mode=s.mode, precision=s.precision,
-               on_cuda=torch.cuda.is_available(), is_script=True)
+    names = registry.asked(s.fixes, s.axes)
+    # A script picks its device later: CUDA where torch sees it (not asked without a fix).
+    fx = Fixes(names, say, mode=s.mode, precision=s.precision,
+               on_cuda=bool(names) and torch.cuda.is_available(), is_script=True)
     fx.flags()
     fx.constructors()
     return fx
