@@ -94,10 +94,11 @@ def cannot(fix: Fix, *, on_cuda: bool, is_script: bool, compiled: bool) -> str |
     return None
 
 
-def asked(fixes: tuple[str, ...], axes) -> tuple[str, ...]:
+def asked(fixes: tuple[str, ...], axes, knobs=()) -> tuple[str, ...]:
     """The fixes a run applies: its variant's ``fix`` axis value where it has one (each variant
-    its own: the plan's settings are shared by every run), else ``RunSettings.fixes``."""
-    value = dict(axes).get(AXIS)
+    its own: the plan's settings are shared by every run), else a fixed ``--set fix=NAME`` knob
+    (one value is a knob, not an axis), else ``RunSettings.fixes``."""
+    value = dict(axes).get(AXIS, dict(knobs).get(AXIS))
     return parse(value) if value is not None else tuple(fixes)
 
 

@@ -351,6 +351,8 @@ def test_the_fix_axis_is_the_runs_fixes_never_a_knob():
     assert fixes.asked(s.fixes, s.axes) == ("regional", "dynamic")  # each variant its own
     assert fixes.asked(("amp",), ()) == ("amp",)
     assert fixes.asked((), (("fix", "none"),)) == ()
+    assert fixes.asked((), (), (("fix", "loader"),)) == ("loader",)  # --set fix=loader: a knob
+    assert fixes.without_axis((("fix", "loader"), ("bs", "4"))) == (("bs", "4"),)
     assert fixes.without_axis(s.axes) == (("width", "8"),)
     cmd, env = axes.for_script(["python", "t.py", "--w", "{width}"], dict(s.axes))
     assert cmd == ["python", "t.py", "--w", "8"] and env == {}

@@ -96,7 +96,7 @@ def main(settings: RunSettings | None = None) -> int:
             warm.load(torch)
         from tuimon.runner.fixes import Fixes, channels_last
 
-        fx = Fixes(fixes.asked(s.fixes, s.axes), lambda text, **f: said.append((text, f)),
+        fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
                    mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
                    is_script=False)
         mode, precision = fx.mode, fx.precision  # the variant's, or what its fixes make of it

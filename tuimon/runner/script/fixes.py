@@ -30,7 +30,7 @@ UNSEEN = {
 def start(s, say) -> Fixes:
     """The run's fixes (``s``: its settings), flags and constructor defaults applied now, before
     the script's first line; ``say(text, **fields)``: a run note."""
-    names = registry.asked(s.fixes, s.axes)
+    names = registry.asked(s.fixes, s.axes, s.knobs)
     # A script picks its device later: CUDA where torch sees it (not asked without a fix).
     fx = Fixes(names, say, mode=s.mode, precision=s.precision,
                on_cuda=bool(names) and torch.cuda.is_available(), is_script=True)
