@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from tuimon.fixes import AXIS as FIX_AXIS
+
 Pairs = tuple[tuple[str, str], ...]  # a variant's axis values: ((key, value), ...) in axis order
 
 SEPARATOR = " · "  # a label's axis values: "default/fp32 · width=512"
@@ -85,7 +87,9 @@ def id_part(pairs: Pairs) -> str:
 
 def for_script(command: list[str], values: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """A script's command with ``{key}`` replaced by each knob's value, and the environment
-    variables for the knobs its command never names."""
+    variables for the knobs its command never names. The reserved ``fix`` axis is neither (the
+    hooks apply it: tuimon/fixes.py)."""
+    values = {key: value for key, value in values.items() if key != FIX_AXIS}
     named = {key for key in values if any("{" + key + "}" in word for word in command)}
     out = []
     for word in command:

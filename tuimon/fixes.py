@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 AXIS = "fix"  # the reserved axis key: never a --set key
+OPT = "+opt"  # variants.OPT (variants imports axes; this leaf imports nothing of tuimon)
 NONE = "none"  # the axis baseline: the variant as the session ran it
 JOIN = "+"
 
@@ -98,6 +99,41 @@ def cannot(fix: Fix, *, on_cuda: bool, is_script: bool, compiled: bool) -> str |
     if fix.compiled_only and not compiled:
         return "a compiled variant's only"
     return None
+
+
+def asked(fixes: tuple[str, ...], axes, knobs=()) -> tuple[str, ...]:
+    """The fixes a run applies: its variant's ``fix`` axis value where it has one (each variant
+    its own: the plan's settings are shared by every run), else a fixed ``--set fix=NAME`` knob
+    (one value is a knob, not an axis), else ``RunSettings.fixes``."""
+    value = dict(axes).get(AXIS, dict(knobs).get(AXIS))
+    return parse(value) if value is not None else tuple(fixes)
+
+
+def without_axis(pairs) -> tuple[tuple[str, str], ...]:
+    """--set pairs without the reserved ``fix`` axis: never a recipe's cfg.extra knob, never a
+    script's {KEY} or environment variable (the child gets it as its settings' fixes)."""
+    return tuple((k, v) for k, v in (pairs.items() if isinstance(pairs, dict) else pairs)
+                 if k != AXIS)
+
+
+def variant_under(mode: str, precision: str, names, *, on_cuda: bool,
+                  is_script: bool) -> tuple[str, str]:
+    """The (mode, precision) a run trains with under ``names``: a mode fix's mode for the
+    model's (``opt`` keeps or adds ``+opt``), ``amp``'s precision for a recipe (a script's
+    autocast is applied by its hooks instead). A fix that cannot apply changes nothing."""
+    compiled = mode.removesuffix(OPT) != "eager"
+    model, opt = mode.removesuffix(OPT), mode.endswith(OPT)
+    for name in names:
+        fix = FIXES[name]
+        if cannot(fix, on_cuda=on_cuda, is_script=is_script, compiled=compiled):
+            continue
+        if fix.mode:
+            model = fix.mode
+        if name == "opt":
+            opt = True
+        if fix.precision and not is_script:
+            precision = fix.precision
+    return model + (OPT if opt else ""), precision
 
 
 def suggested(codes) -> list[str]:

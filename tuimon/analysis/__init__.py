@@ -45,9 +45,11 @@ from tuimon.analysis.why import HIGH, INFO, MEDIUM, Finding, VariantWhy, diagnos
 
 __all__ = [
     "HIGH", "INFO", "MEDIUM", "PART_SHORT", "PHASES", "SESSION_SD", "STEP_PARTS", "Change",
-    "Collector", "Column", "Comparison", "Finding", "Point", "RunStats", "Session", "SessionSummary",
+    "Collector", "Column", "Comparison", "Finding", "Point", "RunStats", "Session",
+    "SessionSummary",
     "StepSeries", "VariantDiff", "Verdict", "VariantWhy", "axis_range", "busy", "cache_counts",
-    "columns", "compare_sessions", "diagnose", "diverging", "fell_back", "group_figures", "guard",
+    "columns", "compare_sessions", "diagnose", "diverging", "fell_back",
+    "group_figures", "guard",
     "is_measured", "label", "load_figures", "load_session", "loss_gap_ready", "made_graph", "not_yet",
     "open_session",
     "own_time_spread", "recent_median", "step_kind", "step_split", "summarize", "tried",

@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 
-from tuimon import events, failures
+from tuimon import events, failures, fixes
 from tuimon.envvars import SETTINGS as SETTINGS_ENV
 from tuimon.runner.control import Control
 from tuimon.runner.crash import cuda_memory, recipe_frame
@@ -63,6 +63,7 @@ def main(settings: RunSettings | None = None) -> int:
     emitter.emit_now(events.PHASE, phase="building")
     stage = "build"
     warm = None
+    said: list[tuple[str, dict]] = []  # what came of the run's fixes: notes after run_started
     try:
         import torch
 
@@ -93,17 +94,26 @@ def main(settings: RunSettings | None = None) -> int:
 
             warm = WarmStart(emitter)
             warm.load(torch)
+        from tuimon.runner.fixes import Fixes, channels_last
+
+        fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
+                   mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
+                   is_script=False)
+        mode, precision = fx.mode, fx.precision  # the variant's, or what its fixes make of it
+        fx.flags()  # before anything compiles
+        fx.constructors()  # before build() makes the optimizer
         module = contract.load_module(recipe_path)
         sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
-        extra = contract.Extra([*s.knobs, *s.axes])  # the fixed --set knobs, then its axes'
+        # The fixed --set knobs, then its axes' (the reserved axis ``fix`` is the run's fixes).
+        extra = contract.Extra(fixes.without_axis((*s.knobs, *s.axes)))
         cfg = contract.Config(
             device=device,
             batch_size=s.batch_size or sizes["batch_size"],
             image_size=s.image_size or sizes["image_size"],
             seed=s.seed,
             extra=extra,
-            mode=s.mode,
-            precision=s.precision,
+            mode=mode,
+            precision=precision,
         )
         seed_everything(torch, s.seed)
         recipe = contract.validate(module.build(cfg), recipe_path)
@@ -112,6 +122,10 @@ def main(settings: RunSettings | None = None) -> int:
                          "a typo? (runs that differ only by it are the same)")
         recipe.model.to(device)
         recipe.model.train()
+        if fx.on("channels-last"):
+            four = channels_last(recipe.model) > 0
+            fx.tell("channels-last", four, "the model and its 4-D inputs in channels_last" if four
+                    else "no 4-D parameter or buffer (no convolution): nothing to change")
         if ident is not None:  # DDP around the model, this rank's shard of the batches
             recipe.model = distributed.wrap(torch, recipe.model, device)
             recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"],
@@ -120,8 +134,12 @@ def main(settings: RunSettings | None = None) -> int:
         steps, duration = s.length.this_process(sizes["steps"])
         turns = s.turns
         trainer = loop.Trainer(recipe, device, loop.LoopSettings(
-            s.mode, s.precision, steps, duration, s.fixed_warmup, turns.turn_steps, turns.turn_s,
-            turns.turn_first, s.length.steady_duration))
+            mode, precision, steps, duration, s.fixed_warmup, turns.turn_steps, turns.turn_s,
+            turns.turn_first, s.length.steady_duration),
+            compile_model=lambda m, mode: fx.compile_model(
+                m, torch.compile, fx.compile_kwargs({"mode": mode})),
+            channels_last=fx.settled.get("channels-last", False))
+        recipe_fixes(fx, trainer, recipe)
         trainer.ranked = ident is not None
         watch = CompileWatch()
         watch.install()
@@ -135,8 +153,8 @@ def main(settings: RunSettings | None = None) -> int:
 
             HintListener(emitter).install()
         profiler = make_profiler(torch, s, trainer, recipe.model, steps, profile_dir)
-        notes = variant_notes(model_mode(s.mode), device)
-        if compiles_optimizer(s.mode):
+        notes = variant_notes(model_mode(mode), device)
+        if compiles_optimizer(mode) and not fx.on("opt"):
             notes.append("the optimizer's step is compiled too (mode default)" if
                          trainer.optimizer_compiled else "the optimizer's step is left eager: "
                          f"{type(recipe.optimizer).__name__} defines its own step")
@@ -162,8 +180,10 @@ def main(settings: RunSettings | None = None) -> int:
             threads=torch.get_num_threads(),
             extra=dict(extra),
             notes=notes,
+            **({"fixes": list(fx.names)} if fx.names else {}),
             **rank_fields,
         )
+        say_fixes(emitter, said)
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)
@@ -191,6 +211,7 @@ def main(settings: RunSettings | None = None) -> int:
                 warm.save(sys.modules["torch"])
             emitter.emit_now(events.FINISHED, reason="stopped")
             return 130
+        say_fixes(emitter, said)  # what the fixes did before the failure (fused refused, ...)
         memory = cuda_memory(exc)
         text = failures.plain(str(exc)).strip()  # a coloured message: its text
         emitter.emit_now(
@@ -226,6 +247,28 @@ def make_profiler(torch, s: RunSettings, trainer, model, steps: int | None, out_
                     out_dir=out_dir, run=s.run, hook_guards=hook_guards,
                     auto=profile.auto_profile, steps=steps,
                     turns=bool(s.turns.turn_steps or s.turns.turn_s))
+
+
+def recipe_fixes(fx, trainer, recipe) -> None:
+    """What the trainer made of the fixes it applies (opt, amp); the rest settled: the recipe
+    is built, nothing else will be made."""
+    if fx.on("opt"):
+        name = type(recipe.optimizer).__name__
+        fx.tell("opt", trainer.optimizer_compiled, f"the optimizer's step compiled too ({name}, "
+                "mode default), as a MODE+opt variant does" if trainer.optimizer_compiled else
+                f"the optimizer's step is left eager: {name} defines its own step")
+    if fx.on("amp"):
+        dtype = str(trainer.dtype).replace("torch.", "")
+        fx.tell("amp", True, f"autocast to {dtype} around the forward and loss" +
+                (", with a GradScaler" if trainer.scaler is not None else ""))
+    fx.settle({"foreach": f"{type(recipe.optimizer).__name__} is none of torch.optim's "
+               "optimizers that take foreach", "regional": "the model was not compiled"})
+
+
+def say_fixes(emitter, said: list) -> None:
+    while said:
+        text, fields = said.pop(0)
+        emitter.emit(events.WARNING, text=text, note=True, **fields)
 
 
 def variant_notes(mode: str, device: str) -> list[str]:

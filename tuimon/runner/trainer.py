@@ -13,6 +13,7 @@ import torch
 
 from tuimon.recipe import Recipe
 from tuimon.runner.compile_optimizer import compile_step
+from tuimon.runner.fixes import inputs_channels_last
 from tuimon.variants import compiles_optimizer, model_mode
 
 
@@ -39,7 +40,11 @@ def amp_dtype(device: str):
 class Trainer:
     """One variant's model, optimiser and step function, ready to run."""
 
-    def __init__(self, recipe: Recipe, device: str, settings: LoopSettings) -> None:
+    def __init__(self, recipe: Recipe, device: str, settings: LoopSettings, *,
+                 compile_model=None, channels_last: bool = False) -> None:
+        """``compile_model(model, mode)``: the model compiled as the run's fixes say (regional,
+        dynamic: runner/fixes.py), else torch.compile; ``channels_last``: 4-D inputs converted in
+        the step (the model already is)."""
         self.recipe = recipe
         self.device = device
         self.settings = settings
@@ -48,7 +53,9 @@ class Trainer:
         use_scaler = self.dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         model, mode = recipe.model, model_mode(settings.mode)
-        self.model = model if mode == "eager" else torch.compile(model, mode=mode)
+        compile_model = compile_model or (lambda m, mode: torch.compile(m, mode=mode))
+        self.model = model if mode == "eager" else compile_model(model, mode)
+        self.channels_last = channels_last
         # MODE+opt: the optimizer's step compiled too (a recipe's own optimizer; torch's kind)
         self.optimizer_compiled = compiles_optimizer(settings.mode) and compile_step(
             torch, recipe.optimizer)
@@ -83,6 +90,8 @@ class Trainer:
         # profiled_step runs the same three parts, labelled: keep forward / backward / optimize
         # below in step with this.
         inputs, targets = batch
+        if self.channels_last:
+            inputs = inputs_channels_last(inputs)
         opt = self.recipe.optimizer
         with self.autocast():
             if self.recipe.forward_loss is not None:
@@ -102,6 +111,8 @@ class Trainer:
     # The three parts of a step, apart so a profiler capture can label each (profiled_step).
     def forward(self, batch):
         inputs, targets = batch
+        if self.channels_last:  # the fix channels-last (runner/fixes.py), as a user's step would
+            inputs = inputs_channels_last(inputs)
         with self.autocast():
             if self.recipe.forward_loss is not None:
                 return self.recipe.forward_loss(self.model, inputs, targets)

@@ -56,7 +56,8 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.timing = replace(r.timing, warmup_auto=str(e.get("warmup", "auto")) == "auto",
                            length_steps=e.get("steps"), length_s=e.get("duration"))
         r.notes = list(e.get("notes") or [])
-        r.fixes = dict(e.get("fixes") or {})
+        # tuimon try's fixes it was asked for: none applied until its runner says so (below)
+        r.fixes = {str(name): {"applied": False, "text": None} for name in e.get("fixes") or []}
     elif kind == events.MEMORY:
         r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
             "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
@@ -87,6 +88,12 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.turns += 1
     elif kind == events.WARNING and e.get("text") not in r.warnings:
         r.warnings.append(e.get("text"))
+        if e.get("fix"):  # what came of a fix (runner/fixes.py): applied once any note says so
+            name = str(e["fix"])
+            said = r.fixes.get(name, {"applied": False, "text": None})
+            text = str(e.get("text") or "").removeprefix(f"fix {name}: ")
+            r.fixes = {**r.fixes, name: {"applied": said["applied"] or bool(e.get("applied")),
+                                         "text": said["text"] if said["applied"] else text}}
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
             r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why

@@ -11,6 +11,11 @@ one-shot global forward pre-hook, removed once found, so no hook is ever traced 
 ``MODE+opt`` variant also compiles every optimizer's step as the optimizer is made
 (runner/compile_optimizer.py).
 
+``tuimon try``'s fixes (runner/script/fixes.py) change every compile here: ``dynamic=True``, a
+mode fix's mode (the ``mode`` given is already theirs), and ``regional``, which compiles the
+module's repeated blocks one by one instead (runner/fixes.py; tuimon's own compile of them waits
+for the module's first call to end, as its whole compile does).
+
 When the first step ends and nothing will be compiled (no torch.optim optimizer to find the
 module by, no module holding all its parameters, no module of class NAME), the run says so
 once, in a note flagged ``uncompiled``: the summary then names the variant as one that compiled
@@ -33,12 +38,14 @@ SEEN = 12  # class names remembered while looking for --compile-module's
 
 
 class CompileModes:
-    def __init__(self, mode: str, auto: bool, say, module: str | None = None) -> None:
+    def __init__(self, mode: str, auto: bool, say, module: str | None = None,
+                 fixes=None) -> None:
         self.mode = model_mode(mode)  # the model's ('default+opt' -> 'default')
         self.named = module if self.mode != "eager" else None  # --compile-module: a class name
         self.auto = auto and self.mode != "eager" and not self.named
         self.compile_optimizer = compiles_optimizer(mode)  # MODE+opt: every optimizer's step too
         self.say = say  # one line for the run's notes: say(text, **fields)
+        self.fixes = fixes  # tuimon try's (runner/fixes.py's Fixes), or None
         self.script_compiles = 0
         self.auto_done = False  # tuimon compiled a module for the script
         self._auto = None  # that module, weakly (script/phases.py says why)
@@ -85,7 +92,13 @@ class CompileModes:
             self.say(f"the script's {what} options= were dropped for mode={self.mode}")
         if asked != self.mode:
             self.say(f"the script's {what}(mode={asked!r}) runs with mode={self.mode!r} here")
-        return out
+        return self.fixes.compile_kwargs(out) if self.fixes is not None else out
+
+    def _compiled(self, model, kwargs: dict, what: str, whole=None):
+        """``model`` compiled with ``kwargs``: whole, or its blocks (the fix regional)."""
+        if self.fixes is None:
+            return (whole or self._orig_compile)(model, **kwargs)
+        return self.fixes.compile_model(model, self._orig_compile, kwargs, what, whole)
 
     def compile_call(self, model, kwargs: dict):
         if self.listener is not None:
@@ -94,15 +107,18 @@ class CompileModes:
         out = self._kwargs(kwargs, "torch.compile")
         if out is None:
             return self._told(model) if model is not None else (lambda fn: fn)
-        if model is None:
+        if model is None:  # @torch.compile(...): a function's decorator, not a module
+            if self.fixes is not None and self.fixes.on("regional"):
+                self.fixes.tell("regional", False, "the script compiles a function, not a module")
             return self._orig_compile(**out)
-        return self._told(self._orig_compile(model, **out))
+        return self._told(self._compiled(model, out, "the module the script compiles"))
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
         self._undo_auto(module)
         out = self._kwargs(kwargs, "Module.compile")
         if out is not None:
-            self._orig_module_compile(module, *args, **out)
+            self._compiled(module, out, "the module the script compiles",
+                           lambda m, **kw: self._orig_module_compile(m, *args, **kw))
         self._told(module)
         return None
 
@@ -126,10 +142,12 @@ class CompileModes:
     def optimizer_made(self, optimizer) -> None:
         if self.compile_optimizer:
             name = type(optimizer).__name__
-            if compile_step(torch, optimizer, self._orig_compile):  # not the script's call
-                self.say(f"tuimon compiles the optimizer's step too ({name}, mode default)")
-            else:
-                self.say(f"the optimizer's step is left eager: {name} defines its own step")
+            done = compile_step(torch, optimizer, self._orig_compile)  # not the script's call
+            self.say(f"tuimon compiles the optimizer's step too ({name}, mode default)" if done
+                     else f"the optimizer's step is left eager: {name} defines its own step")
+            if self.fixes is not None and self.fixes.on("opt"):
+                self.fixes.tell("opt", done, f"{name}'s step compiled too, as a MODE+opt "
+                                "variant's" if done else f"{name} defines its own step: left eager")
         if not self.auto or self.script_compiles or self._optimizer_params is not None:
             return
         self._optimizer_params = param_ids(optimizer)
@@ -171,14 +189,30 @@ class CompileModes:
 
     def _compile(self, module, which: str) -> None:
         self._remove_hook()
-        # On this module alone (a wrapper's __setattr__ may copy it onto the module it wraps).
-        object.__setattr__(module, "_compiled_call_impl",
-                           self._orig_compile(_compilable_call(module), mode=self.mode))
+        kwargs = {"mode": self.mode}
+        if self.fixes is not None:
+            kwargs = self.fixes.compile_kwargs(kwargs)
+
+        def whole(m, **kw):
+            # On this module alone (a wrapper's __setattr__ may copy it onto the module it wraps).
+            object.__setattr__(m, "_compiled_call_impl", self._orig_compile(_compilable_call(m), **kw))
+
+        if self.fixes is not None and self.fixes.on("regional"):
+            def after_first_call(m, args, out):  # its blocks compiled once this eager call ends
+                done.remove()
+                self.fixes.compile_model(m, self._orig_compile, kwargs, f"{type(m).__name__} "
+                                         f"({which})", whole)
+
+            done = module.register_forward_hook(after_first_call, always_call=True)
+        else:
+            whole(module, **kwargs)
         self.auto_done, self._auto = True, weak(module)
         self._told(module)
         what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"
         off = " (--no-auto-compile turns this off)" if not self.named else ""
-        self.say(f"{what} compiled {type(module).__name__} ({which}) with mode={self.mode!r} at its "
+        verb = ("compiled" if self.fixes is None or not self.fixes.on("regional")
+                else "compiles the repeated blocks of (the fix regional)")
+        self.say(f"{what} {verb} {type(module).__name__} ({which}) with mode={self.mode!r} at its "
                  f"first call, which ran eager{off}")
 
     def asked(self) -> bool:

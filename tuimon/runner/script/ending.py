@@ -11,6 +11,7 @@ import time
 from tuimon import events, failures
 from tuimon.runner.crash import cuda_memory
 from tuimon.runner.loop import peak_memory
+from tuimon.runner.script.fixes import settle
 from tuimon.runner.steps import _emit_ready
 
 
@@ -38,6 +39,7 @@ class ScriptEnd:
         self.enabled = False
         if self.failed:
             return
+        settle(self.fixes)  # each fix nothing was said of: not applied, and why
         if self.compile_asked is not None and self.compile_asked() and (
                 text := self.watch.nothing_compiled(self.settings.mode)):
             self.emitter.emit_now(events.WARNING, text=text)

@@ -88,6 +88,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     from tuimon.runner.orphan import watch_parent
     from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
     from tuimon.runner.profiling import outer_spans
+    from tuimon.runner.script import fixes as script_fixes
     from tuimon.runner.script.children import Children, forked, report_dir
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
@@ -113,14 +114,14 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     control = Control(fds[1], sock=sock)
     if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    watch = CompileWatch()
-    watch.install()
+    (watch := CompileWatch()).install()
     run = ScriptSteps(s, emitter, control, watch, ident)
     emitter.emit_now(events.PHASE, phase="building")
     if newer:
         emitter.emit(events.WARNING, text=newer, note=True)
     _seed(s.seed, torch)
-    modes = CompileModes(s.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module)
+    run.fixes = fx = script_fixes.start(s, run.note)  # tuimon try's: flags, defaults, now
+    modes = CompileModes(fx.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module, fx)
     modes.install()
     run.compile_asked = modes.asked
     watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
@@ -135,7 +136,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     enter, leave = timeline.enter, timeline.leave
     # CPU: each part a span, its three lines inline (no call: see Timeline); CUDA
     # (``timeline.mark`` set once the run starts): ``enter`` / ``leave``, events on the step clock.
-    forward = modes.listener = ForwardTimer(timeline, run.note)
+    forward = modes.listener = ForwardTimer(timeline, run.note, script_fixes.amp(fx))
     if s.mode != "eager":
         from tuimon.runner.compile_trace import TraceListener
 

@@ -38,9 +38,12 @@ from tuimon.runner.refs import param_ids
 
 
 class ForwardTimer:
-    def __init__(self, timeline: Timeline, say) -> None:
+    def __init__(self, timeline: Timeline, say, amp=None) -> None:
         self.timeline = timeline
         self.say = say  # one line for the run's notes
+        # tuimon try's amp (runner/script/fixes.py): amp(call, module) is the call under
+        # autocast, here outside every compiled frame, as a user's autocast around model(x) is
+        self.amp = amp
         self._module = None  # a weak reference to the trained module, once found
         # The wrapper in the module's slot, weakly too (it holds what it calls, the module's
         # compiled call, and so the module); its ``inner``: the slot's callable it calls (a
@@ -127,6 +130,10 @@ class ForwardTimer:
         timeline, perf, grad = self.timeline, time.perf_counter, torch.is_grad_enabled
         ref, call_impl = self._module, type(module)._call_impl  # weakly, through its reference
         name = outer_spans.module_name(module)
+        call = inner
+        if self.amp is not None:
+            call = self.amp(inner if inner is not None else
+                            (lambda *args, **kwargs: call_impl(ref(), *args, **kwargs)), module)
 
         def timed_call(*args, **kwargs):
             part = FORWARD if grad() else EVAL
@@ -135,7 +142,7 @@ class ForwardTimer:
             if timeline.mark is None:  # CPU: a span (runner/phases.py)
                 t0, i0 = perf(), timeline.inner
                 try:
-                    return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
+                    return call(*args, **kwargs) if call is not None else call_impl(ref(), *args, **kwargs)
                 finally:
                     spent = perf() - t0
                     timeline.acc[part] += spent - (timeline.inner - i0)
@@ -144,7 +151,7 @@ class ForwardTimer:
                         spans.close(span)
             timeline.enter(part)
             try:
-                return inner(*args, **kwargs) if inner is not None else call_impl(ref(), *args, **kwargs)
+                return call(*args, **kwargs) if call is not None else call_impl(ref(), *args, **kwargs)
             finally:
                 timeline.leave()
                 if spans is not None:

@@ -74,6 +74,7 @@ class ScriptSteps(ScriptEnd):
         self.i = 0  # steps recorded so far
         self.boundaries = 0
         self.module = None  # the trained module, when compile_modes found it
+        self.fixes = None  # tuimon try's (runner/script/fixes.py): settled as the run ends
         self.ring = StepRing(RING, pre=self.ident is not None)
         self.backward_at = 0.0  # perf_counter() as the step's last backward() began (hooks)
         self.timeline = Timeline()  # the step's parts, from the hooks (runner/phases.py)
@@ -210,7 +211,8 @@ class ScriptSteps(ScriptEnd):
             script=list(s.program.command) or None, params=None, batch_size=None, image_size=None,
             seed=s.seed, steps=self.steps_asked, duration=self.duration, round=s.length.round,
             warmup=s.warmup, threads=torch.get_num_threads(), extra={},
-            notes=list(s.hooks.notes), **self._rank_fields())
+            notes=list(s.hooks.notes), **self._rank_fields(),
+            **({"fixes": list(self.fixes.names)} if self.fixes and self.fixes.names else {}))
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
             self.profiler.outer = True  # captures name the modules outside the trained one
