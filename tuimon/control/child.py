@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from tuimon import axes, events, fixes
+from tuimon import axes, events
 from tuimon.envvars import SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER, plain
 from tuimon.settings import Process, RunSettings
@@ -70,9 +70,8 @@ class Child:
                    else recipe_command(program.nproc, []))
         else:
             # --set knobs: {key} in the command, else an environment variable (tuimon/axes.py)
-            # (the fix axis is tuimon try's, applied by the hooks: never the script's to read)
-            own = {k: v for k, v in settings.axes if k != fixes.AXIS}
-            cmd, knobs = axes.for_script(list(program.command), {**dict(settings.knobs), **own})
+            cmd, knobs = axes.for_script(list(program.command), {**dict(settings.knobs),
+                                                                 **dict(settings.axes)})
             env.update(knobs)
             if cwd is not None and os.sep in cmd[0] and not os.path.isabs(cmd[0]):
                 # ./train.py, venv/bin/python: the program the user named, from their directory
