@@ -74,9 +74,9 @@ def try_command(args: argparse.Namespace) -> int:
         print(line, flush=True)
     if not chosen.raced or args.plan:
         return EXIT_OK
-    first = race(session, meta, chosen, chosen.axis_values(), args)
+    rc, first = race(session, meta, chosen, chosen.axis_values(), args)
     if first is None:
-        return EXIT_OK
+        return rc  # the session could not start: its own one line was said
     return together(session, meta, chosen, first, args)
 
 
@@ -85,8 +85,9 @@ def try_after(session: Path, headless: bool) -> int:
     return try_command(try_parser().parse_args([str(session), *(["--headless"] if headless else [])]))
 
 
-def race(session: Path, meta: dict, chosen, values: list[str], args) -> Path | None:
-    """One try session: the eager run, the base and ``values`` of the fix axis; its path."""
+def race(session: Path, meta: dict, chosen, values: list[str], args) -> tuple[int, Path | None]:
+    """One try session: the eager run, the base and ``values`` of the fix axis; its exit code
+    and its path (None when none was made)."""
     from tuimon.cli import main
 
     out = session.parent.resolve()
@@ -97,11 +98,11 @@ def race(session: Path, meta: dict, chosen, values: list[str], args) -> Path | N
     try:
         if cwd and os.path.isdir(cwd):
             os.chdir(cwd)  # a script's relative paths mean what they meant
-        main(argv)
+        rc = main(argv)
     finally:
         os.chdir(here)
     made = sorted(set(out.iterdir()) - before)
-    return made[-1] if made else None
+    return rc, (made[-1] if made else None)
 
 
 def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
@@ -116,7 +117,7 @@ def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
     if len(best) >= 2 and not args.no_together:
         print(f"try: {', '.join(best)} each helped: racing them together", flush=True)
         own = chosen.base_fixes
-        second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args)
+        _, second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args)
         if second is not None:
             found += tried.outcomes(load_session(second)[2])
     for line in answer_lines(found, [first] + ([second] if second else [])):
@@ -132,9 +133,9 @@ def rebuild(meta: dict, chosen, values: list[str], out: Path, args) -> list[str]
     if "--" in argv:
         i = argv.index("--")
         argv, command = argv[:i], argv[i:]
-    head = []
     if argv[:1] in (["run"], ["sweep"]):
-        head, argv = ["run"], argv[1:]
+        argv = argv[1:]
+    head = ["run"] if command else []  # a script: tuimon run ... -- CMD; a recipe: tuimon RECIPE
     drop = {**REPLACED, **(LENGTH if args.budget is not None else {})}
     options = strip(argv, drop)
     base = chosen.base
