@@ -47,4 +47,8 @@ def test_the_default_runs_three_processes_a_variant_round_one_whole(tuimon):
     md = (session / "summary.md").read_text()
     # "(60 steps) ·", or "(60 steps) — left out: …" when a round met other processes' load
     assert "| median step per process |" in md and "(60 steps) " in md and "(20 steps)" in md
-    assert summary["noise"]["measured"] and summary["noise"]["processes"] == 3
+    # A round that met other processes' load (lingering compile workers of an earlier test, in
+    # the full suite) is left out of the spread, with its reason; the three processes still ran.
+    left_out = summary["variants"][0]["left_out"]
+    assert all(p.get("why") for p in left_out) and len(left_out) <= 1, left_out
+    assert summary["noise"]["measured"] and summary["noise"]["processes"] == 3 - len(left_out)
