@@ -366,6 +366,8 @@ def test_what_became_of_each_runs_fixes():
                            text=f"fix {name}: {text}")
 
     evs = [
+        # a script's hooks may say what came of a fix before its run_started
+        note("a", "loader", False, "a DataLoader given num_workers=4 by the code: left as it is"),
         events.make(events.RUN_STARTED, "a", fixes=["regional", "loader", "dynamic"]),
         note("a", "regional", False, "no repeated block in Net: the model compiled whole"),
         note("a", "loader", False, "a DataLoader given num_workers=4 by the code: left as it is"),
@@ -382,3 +384,15 @@ def test_what_became_of_each_runs_fixes():
     assert a["regional"] == {"applied": False, "text": "no repeated block in Net: the model compiled whole"}
     assert a["loader"] == {"applied": True, "text": "a DataLoader over X made with num_workers=2"}
     assert a["dynamic"] == {"applied": False, "text": None}
+
+
+def test_a_fix_said_before_its_run_started_stays_said():
+    """A script's hooks apply regional at the trained module's first call, which may come before
+    the run's run_started is folded (nanoGPT under tuimon try)."""
+    evs = [events.make(events.WARNING, "s", note=True, fix="regional", applied=True,
+                       text="fix regional: compiled 4 blocks of Block one by one"),
+           events.make(events.RUN_STARTED, "s", fixes=["regional"])]
+    row = RunStats("s", "default", "script")
+    for e in evs:
+        apply_run(row, e)
+    assert row.fixes == {"regional": {"applied": True, "text": "compiled 4 blocks of Block one by one"}}

@@ -56,8 +56,11 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.timing = replace(r.timing, warmup_auto=str(e.get("warmup", "auto")) == "auto",
                            length_steps=e.get("steps"), length_s=e.get("duration"))
         r.notes = list(e.get("notes") or [])
-        # tuimon try's fixes it was asked for: none applied until its runner says so (below)
-        r.fixes = {str(name): {"applied": False, "text": None} for name in e.get("fixes") or []}
+        # tuimon try's fixes it was asked for: none applied until its runner says so (below; a
+        # script's hooks may say so before its run_started)
+        asked = {str(name): r.fixes.get(str(name), {"applied": False, "text": None})
+                 for name in e.get("fixes") or []}
+        r.fixes = {**asked, **{k: v for k, v in r.fixes.items() if k not in asked}}
     elif kind == events.MEMORY:
         r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
             "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
