@@ -164,3 +164,14 @@ def test_a_fix_still_running_without_a_compared_step_is_pending_not_a_verdict():
     (o,) = tried.outcomes(summarize(evs))
     assert o.code == tried.PENDING
     assert try_text.outcome_line(o) == "dynamic: under way, no step compared with the variant without it yet"
+
+
+def test_a_fix_that_makes_compile_pay_off_where_it_never_did_says_so():
+    s = summarize(session(
+        variant("eager", "fp32", 8.0, seed=1, axes={"fix": "none"}),
+        variant("default", "fp32", 9.0, seed=2, compile_s=20, axes={"fix": "none"}),
+        variant("default", "fp32", 6.0, seed=3, compile_s=20, axes={"fix": "regional"}),
+        axes={"fix": ["none", "regional"]}))
+    (o,) = tried.outcomes(s)
+    assert o.base_breakeven_never and o.breakeven_s is not None
+    assert "pays off after" in try_text.outcome_line(o) and "(without it: never)" in try_text.outcome_line(o)

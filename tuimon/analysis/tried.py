@@ -139,6 +139,7 @@ class Outcome:
     breakeven_s: float | None = None  # against eager, and the base's
     base_breakeven_s: float | None = None
     breakeven_never: bool = False
+    base_breakeven_never: bool = False
     peak_bytes: int | None = None  # peak memory (CUDA allocated, else the process's RSS)
     base_peak_bytes: int | None = None
     # The largest loss difference from eager over the steps both ran: (the base's, the fix's)
@@ -176,7 +177,8 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
         speedup_hi=c.axis_speedup_hi, compile_s=r.compile.compile_s,
         base_compile_s=base.compile.compile_s if base else None, breakeven_s=c.breakeven_s,
         base_breakeven_s=base.compare.breakeven_s if base else None,
-        breakeven_never=c.breakeven_never, peak_bytes=peak(r),
+        breakeven_never=c.breakeven_never,
+        base_breakeven_never=base.compare.breakeven_never if base else False, peak_bytes=peak(r),
         base_peak_bytes=peak(base) if base else None,
         recompiles=(base.compile.recompiles if base else 0, r.compile.recompiles),
         breaks=(breaks(base) if base else 0, breaks(r)),

@@ -100,6 +100,8 @@ def pays(o: tried.Outcome) -> str | None:
     text = f"pays off after {fmt_span(o.breakeven_s)}"
     if o.base_breakeven_s is not None:
         text += f" instead of {fmt_span(o.base_breakeven_s)}"
+    elif o.base_breakeven_never:
+        text += " (without it: never)"
     return text
 
 
