@@ -12,6 +12,7 @@ imported by name from every tier, and so are the helpers a test module shares wi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -89,6 +90,22 @@ def reaper(tmp_path):
                 for child in proc.children(recursive=True):
                     child.kill()
                 proc.kill()
+
+
+def runner_events(cache: Path, timeout: float = 400, **settings) -> tuple[int, list[dict]]:
+    """One recipe run as the supervisor starts it (``python -m tuimon.runner`` with its
+    RunSettings, made flat from ``settings``, its events on a pipe): (exit code, its events)."""
+    from tuimon.settings import RunSettings
+
+    event_r, event_w = os.pipe()
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache),
+           **RunSettings.make(event_fd=event_w, **settings).environ()}
+    proc = subprocess.Popen([sys.executable, "-m", "tuimon.runner"], pass_fds=(event_w,), env=env,
+                            stdout=subprocess.DEVNULL)
+    os.close(event_w)
+    with os.fdopen(event_r, "rb") as f:
+        got = [json.loads(line) for line in f]
+    return proc.wait(timeout=timeout), got
 
 
 def wait_for(predicate, timeout: float = 30.0, what: str = ""):

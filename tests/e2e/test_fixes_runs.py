@@ -7,17 +7,14 @@ processes it starts. The pieces on their own are in tests/unit/test_fixes_child.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 
-from conftest import SCRIPTS, TEST_RECIPES
+from conftest import SCRIPTS, TEST_RECIPES, runner_events
 from test_end_to_end import runs_of
 from test_files_apart import tree
 
 from tuimon.analysis import summarize
-from tuimon.settings import RunSettings
 
 BLOCKS = str(TEST_RECIPES / "blocks.py")
 
@@ -33,18 +30,10 @@ def forward_of(path, cls: str) -> str:
 def runner(recipe: str, fix: str, cache, *knobs: str, mode: str = "default", steps: int = 4):
     """One recipe run (python -m tuimon.runner) with ``fix`` as its variant's fix axis: its
     events by type."""
-    event_r, event_w = os.pipe()
-    settings = RunSettings.make(
-        recipe=recipe, run="r", mode=mode, device="cpu", steps=steps, warmup="0", event_fd=event_w,
-        axes=(("fix", fix),), knobs=tuple(tuple(k.split("=", 1)) for k in knobs),
-        auto_profile=False)
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache), **settings.environ()}
-    proc = subprocess.Popen([sys.executable, "-m", "tuimon.runner"], pass_fds=(event_w,), env=env,
-                            stdout=subprocess.DEVNULL)
-    os.close(event_w)
-    with os.fdopen(event_r, "rb") as f:
-        got = [json.loads(line) for line in f]
-    assert proc.wait(timeout=400) == 0, [e for e in got if e["type"] == "failed"]
+    rc, got = runner_events(cache, recipe=recipe, run="r", mode=mode, device="cpu", steps=steps,
+                            warmup="0", axes=(("fix", fix),),
+                            knobs=tuple(tuple(k.split("=", 1)) for k in knobs), auto_profile=False)
+    assert rc == 0, [e for e in got if e["type"] == "failed"]
     by_type: dict[str, list] = {}
     for e in got:
         by_type.setdefault(e["type"], []).append(e)

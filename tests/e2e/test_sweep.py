@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 
-from conftest import RECIPES, SCRIPTS, TEST_RECIPES
+from conftest import RECIPES, SCRIPTS, TEST_RECIPES, runner_events
 from test_end_to_end import runs_of
 
 TINY = str(RECIPES / "tiny_mlp.py")
@@ -97,18 +95,9 @@ def test_a_budget_shares_the_time_between_the_runs(tuimon):
 
 def test_a_steady_duration_leaves_compiles_aside(tmp_path, inductor_cache):
     """steady_duration (a sweep's runs): --duration counts stepping time, not the compile."""
-    from tuimon.settings import RunSettings
-
-    event_r, event_w = os.pipe()
-    settings = RunSettings.make(recipe=TINY, run="r", mode="default", device="cpu", duration=1.5,
-                                steady_duration=True, event_fd=event_w)
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache), **settings.environ()}
-    proc = subprocess.Popen([sys.executable, "-m", "tuimon.runner"], pass_fds=(event_w,), env=env,
-                            stdout=subprocess.DEVNULL)
-    os.close(event_w)
-    with os.fdopen(event_r, "rb") as f:
-        got = [json.loads(line) for line in f]
-    assert proc.wait(timeout=300) == 0
+    rc, got = runner_events(inductor_cache, timeout=300, recipe=TINY, run="r", mode="default",
+                            device="cpu", duration=1.5, steady_duration=True)
+    assert rc == 0
     end = next(e for e in got if e["type"] == "finished")
     assert end["reason"] == "duration" and end["compile_s"] > 0.3
     assert end["seconds"] - end["compile_s"] >= 1.5
