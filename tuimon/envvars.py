@@ -26,3 +26,6 @@ PIN_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD
 # session, "save": keep torch's mega-cache bundle there, "load": a bundle to load before the first
 # compile} (runner/warm_start.py; control/warm.py sets it). Ranks of a job inherit it; rank 0 saves.
 ARTIFACTS = "TUIMON_ARTIFACTS"
+# Where the measured GEMM peaks are kept (runner/peak_bench.py; default
+# $XDG_CACHE_HOME/tuimon/peaks.json): tests point it at their own file.
+PEAK_CACHE = "TUIMON_PEAK_CACHE"

@@ -53,6 +53,17 @@ CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind
 #   and whenever they change: config_parts), briefs {component: short value}
 CACHE_LOOKUP = "cache_lookup"
 
+# One step's FLOPs, counted once per run on an extra step outside the measured ones and undone
+# after (runner/flops.py): forward, backward, optimizer, step (FLOPs, ints; a phase torch's
+# FlopCounterMode has no formula for counts 0; optimizer null without one), precision (the one
+# most FLOPs ran in: fp32 | tf32 | bf16 | fp16 | fp8), dtypes {dtype: FLOPs}, ops {op: FLOPs} (the
+# top ones), calls (the module's training calls a step: forward and backward are multiplied by
+# them), counted_on "eager" (a compiled variant's eager module), seconds (the count's cost);
+# peak: the measured GEMM peak of this machine (runner/peak_bench.py) {peaks {dtype: FLOP/s},
+# key, cached, measured_at, seconds, threads, per_thread, all_threads} or null; error: why
+# nothing was counted (then no counts), peak_error: why no peak.
+FLOPS = "flops"
+
 # Written by the supervisor (parent process).
 SESSION_STARTED = "session_started"
 RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it takes (a restart);

@@ -104,6 +104,7 @@ class Profiling:
     profile_window: tuple[int, int, int] = PROFILE_WINDOW
     profile_backward: str = PROFILE_BACKWARD
     auto_profile: bool = True  # the automatic diagnosis capture
+    count_flops: bool = True  # a step's FLOPs counted once, on an extra step (runner/flops.py)
     profile_dir: str | None = None  # where captures' chrome traces go (the session's profiles/)
 
 

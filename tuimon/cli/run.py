@@ -248,7 +248,8 @@ def run_settings(args: argparse.Namespace, program: Program, fixed: dict[str, st
                       steady_duration=bool(getattr(args, "steady_duration", False))),
         profile=Profiling(profile_at=args.profile_at, profile_window=args.profile_window,
                           profile_backward=args.profile_backward or PROFILE_BACKWARD,
-                          auto_profile=not args.no_auto_capture),
+                          auto_profile=not args.no_auto_capture,
+                          count_flops=not getattr(args, "no_flops", False)),
         hooks=script_hooks(args, args.schedule, runs) if program.is_script else ScriptHooks())
 
 

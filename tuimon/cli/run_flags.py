@@ -134,6 +134,9 @@ def run_parser() -> Parser:
                    help="take no automatic diagnosis capture (by default each run without a "
                    "capture gets one short profiler window as its second turn begins, for the "
                    "'why' diagnosis)")
+    p.add_argument("--no-flops", action="store_true",
+                   help="count no FLOPs (by default each run counts one extra step's FLOPs, "
+                   "outside its measured steps and undone after, for FLOP/s and MFU per phase)")
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")

@@ -186,7 +186,14 @@ def main(settings: RunSettings | None = None) -> int:
         say_fixes(emitter, said)
         stage = "step"
         started = time.monotonic()
-        reason = loop.run(trainer, emitter, watch, control, profiler)
+        first = None
+        if s.profile.count_flops and ident is None:  # a job's ranks: not counted (measuring.md)
+            from tuimon.runner import flop_event
+
+            def first() -> float:
+                return flop_event.emit(emitter, device, lambda: flop_event.recipe_count(
+                    trainer, loop.mover(device)))
+        reason = loop.run(trainer, emitter, watch, control, profiler, first=first)
         if warm is not None:
             warm.save(torch)
         if text := watch.nothing_compiled(s.mode):

@@ -55,7 +55,7 @@ POLL_S = 0.05
 
 
 def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Control | None = None,
-        profiler: Profiler | None = None, guard: SyncGuard | None = None) -> str:
+        profiler: Profiler | None = None, guard: SyncGuard | None = None, first=None) -> str:
     """Train until the step count or duration is reached, or the parent says stop; returns why.
 
     ``guard`` (default: from TUIMON_SYNC_DEBUG, CUDA only) checks tuimon's own per-step work for
@@ -65,7 +65,11 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     around the batch hand-over and three where the step's parts end (runner/phases.py), the loss
     capture, five stores into preallocated ring columns, and a few compares (a control read due,
     a profiler capture due, a flush due, the phase).
-    Step events are built and encoded only when the emitter flushes, a few times a second."""
+    Step events are built and encoded only when the emitter flushes, a few times a second.
+
+    ``first()``: work before the first step, outside every step (the FLOP count, runner/
+    flop_event.py), in the run's first turn when it takes turns (its neighbours wait then);
+    returns the seconds it took, kept out of a --duration."""
     s = trainer.settings
     control = control or Control(None)
     on_cuda = trainer.device_type == "cuda"
@@ -127,6 +131,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     pre_col = ring.pre  # a rank's time to backward(), per step (None outside a job)
     ph_col = None if on_cuda else ring.ph  # the CPU's phases, per step (the CUDA clock fills its own)
     tr = trainer
+    if first is not None and not taking_turns:
+        first()
     started = time.monotonic()
     reason = "steps"
     i = 0  # steps recorded in the ring so far (the step running now, while it runs)
@@ -140,6 +146,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                         i=i):
                     reason = control.stop_reason or "stopped"  # stopped while waiting its turn
                     break
+                if first is not None and i == 0:  # in its first turn, before the turn's clock
+                    started += first()
                 turns.begin(i)
                 if profiler is not None:
                     profiler.turn_began()

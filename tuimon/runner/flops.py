@@ -1,0 +1,227 @@
+"""FLOPs of one training step, per phase (forward, backward, optimizer), counted once per variant
+by torch's own counter (``torch.utils.flop_counter.FlopCounterMode``), then emitted as one
+``flops`` event (tuimon/events.py).
+
+Where the count runs, and why there: on an extra step *between* the measured ones, never inside
+one. A recipe's runs it before its first step (after its first turn began: runner/loop.py); a
+script's at a step boundary in its warm-up (runner/script/flop_catch.py), both outside every
+step's clock. A counting step costs several times a plain one (the counter's dispatch on every
+op), so inside a step it would have to be kept out of every statistic; as an extra step it is in
+none, and the hot path carries nothing of it.
+
+The extra step trains the model, so it is undone (``Snapshot``): parameters, buffers (BatchNorm's
+running stats), gradients, the optimizer's state and hyper-parameters, and every random
+generator (Python's, NumPy's, torch's CPU and CUDA) are put back exactly as they were, in place
+(the tensors the run holds stay the same objects). The measured steps then train from the same
+state as without the count, so eager and compiled variants keep today's loss parity
+(tests/e2e/test_flops_runs.py checks a run's losses with and without it).
+
+It runs on the eager module (a compiled variant's ``_orig_mod``, a DDP wrapper's ``module``) and
+the optimizer's eager step: FlopCounterMode does not see inside compiled graphs, and running a
+compiled frame under it would compile it again. A compiled variant's FLOPs are therefore its
+eager module's (docs/measuring.md says what that cannot see).
+
+The precision the FLOPs ran in is read off the ops themselves (the dtype of each counted op's
+first tensor input), so autocast, a script's own ``.half()`` and TF32 are told apart without
+asking the settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+PHASES = ("forward", "backward", "optimizer")
+TOP_OPS = 6  # the ops with the most FLOPs a step, named in the event
+
+
+class Counter(FlopCounterMode):
+    """FlopCounterMode that also keeps each counted op's FLOPs by input dtype."""
+
+    def __init__(self) -> None:
+        super().__init__(display=False)
+        self.by_dtype: dict[str, int] = {}
+
+    def _count_flops(self, func_packet, out, args, kwargs):  # torch >= 2.3's hook
+        out_val = super()._count_flops(func_packet, out, args, kwargs)
+        if func_packet in self.flop_registry:
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            name = str(first.dtype).replace("torch.", "") if first is not None else "?"
+            flops = self.flop_registry[func_packet](*args, **kwargs, out_val=out)
+            self.by_dtype[name] = self.by_dtype.get(name, 0) + int(flops)
+        return out_val
+
+
+def precision_of(by_dtype: dict[str, int], on_cuda: bool) -> str | None:
+    """The precision most of the step's FLOPs ran in: fp32 (tf32 where CUDA's matmuls may use
+    it), bf16, fp16, fp8; None when nothing was counted."""
+    if not by_dtype:
+        return None
+    top = max(by_dtype, key=by_dtype.get)
+    if top.startswith("float8"):
+        return "fp8"
+    named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}.get(top)
+    if named == "fp32" and on_cuda and (torch.backends.cuda.matmul.allow_tf32
+                                         or torch.get_float32_matmul_precision() != "highest"):
+        return "tf32"
+    return named or top
+
+
+class Snapshot:
+    """What one extra training step changes, kept to be put back exactly (in place)."""
+
+    def __init__(self, module, optimizer) -> None:
+        params = list(module.parameters())
+        if optimizer is not None:
+            params += [p for g in optimizer.param_groups for p in g["params"]]
+        self.params = list({id(p): p for p in params}.values())
+        held = {id(t): t for t in (*self.params, *module.buffers())}
+        self.tensors = [(t, t.detach().clone()) for t in held.values()]
+        self.grads = [(p, None if p.grad is None else p.grad.detach().clone()) for p in self.params]
+        self.optimizer = optimizer
+        if optimizer is not None:
+            self.state = {id(p): {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
+                                  for k, v in s.items()} for p, s in optimizer.state.items()}
+            self.keys = list(optimizer.state.keys())
+            self.groups = [{k: v for k, v in g.items() if k != "params"}
+                           for g in optimizer.param_groups]
+        self.rng = (random.getstate(), torch.get_rng_state(),
+                    torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
+        self.np_rng = None
+        with contextlib.suppress(ImportError):
+            import numpy as np
+
+            self.np_rng = np.random.get_state()
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        for t, saved in self.tensors:
+            t.copy_(saved)
+        for p, g in self.grads:
+            if g is None:
+                p.grad = None
+            elif p.grad is not None and p.grad.shape == g.shape:
+                p.grad.copy_(g)
+            else:
+                p.grad = g
+        opt = self.optimizer
+        if opt is not None:
+            live = opt.state
+            for p in list(live.keys()):
+                if id(p) not in self.state:
+                    del live[p]  # state the counting step made (an Adam's first moments)
+            for p in self.keys:
+                for k, v in self.state[id(p)].items():
+                    cur = live[p].get(k)
+                    if isinstance(v, torch.Tensor) and isinstance(cur, torch.Tensor) \
+                            and cur.shape == v.shape:
+                        cur.copy_(v)
+                    else:
+                        live[p][k] = v.clone() if isinstance(v, torch.Tensor) else v
+            for g, saved in zip(opt.param_groups, self.groups, strict=True):
+                g.update(saved)
+        random.setstate(self.rng[0])
+        torch.set_rng_state(self.rng[1])
+        if self.rng[2] is not None:
+            torch.cuda.set_rng_state_all(self.rng[2])
+        if self.np_rng is not None:
+            import numpy as np
+
+            np.random.set_state(self.np_rng)
+
+
+def eager_module(module):
+    """The module without its compiled wrapper (``torch.compile``'s ``_orig_mod``) or DDP's
+    (``module``): what FlopCounterMode can see, and no collective in the counting step."""
+    for _ in range(4):
+        inner = getattr(module, "_orig_mod", None)
+        if inner is None and type(module).__name__ in ("DistributedDataParallel", "DataParallel"):
+            inner = getattr(module, "module", None)
+        if inner is None:
+            return module
+        module = inner
+    return module
+
+
+def eager_step(optimizer):
+    """The optimizer's step as its class defines it, without torch's step hooks (a script's
+    step boundary listens there) and past an instance's compiled step (``+opt``)."""
+    hooked = type(optimizer).step
+    body = getattr(hooked, "__wrapped__", None)
+    if body is None or not getattr(hooked, "hooked", False):
+        return lambda: hooked(optimizer)
+    return lambda: body(optimizer)
+
+
+def count_step(module, optimizer, forward, backward, *, calls: int = 1, on_cuda: bool = False,
+               keep: bool = True) -> dict:
+    """One extra step's FLOPs: ``forward()`` returns what ``backward(out)`` differentiates;
+    ``optimizer``'s eager step follows. ``calls``: the module's training calls a real step makes
+    (a script's gradient accumulation), by which forward and backward are multiplied. The model
+    and every generator are put back as they were (``keep``: False only in tests). Returns the
+    ``flops`` event's fields."""
+    t0 = time.perf_counter()
+    snap = Snapshot(module, optimizer) if keep else None
+    counted, ops, by_dtype = {}, {}, {}
+    try:
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)  # the step's own gradients, not leftovers
+        for name in PHASES:
+            if name == "optimizer" and optimizer is None:
+                counted[name] = None
+                continue
+            with Counter() as c:
+                if name == "forward":
+                    out = forward()
+                elif name == "backward":
+                    backward(out)
+                    out = None
+                else:
+                    eager_step(optimizer)()
+            scale = calls if name != "optimizer" else 1
+            counted[name] = c.get_total_flops() * scale
+            for op, n in c.get_flop_counts().get("Global", {}).items():
+                ops[str(op)] = ops.get(str(op), 0) + n * scale
+            for dtype, n in c.by_dtype.items():
+                by_dtype[dtype] = by_dtype.get(dtype, 0) + n * scale
+    finally:
+        out = None
+        if snap is not None:
+            snap.restore()
+    top = dict(sorted(ops.items(), key=lambda kv: -kv[1])[:TOP_OPS])
+    return {**counted, "step": sum(v for v in counted.values() if v),
+            "precision": precision_of(by_dtype, on_cuda), "dtypes": by_dtype, "ops": top,
+            "calls": calls, "counted_on": "eager", "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def backward_of(out) -> None:
+    """Backward from a forward's output, whatever it is: a loss (a scalar), or a script module's
+    outputs (each float tensor that requires grad, as if summed into a loss: the module's
+    backward FLOPs do not depend on the gradient flowing in). ``torch.autograd.backward``'s own
+    function, never the patched name (a script's hooks count backward() calls there)."""
+    leaves = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
+    if not leaves:
+        raise ValueError("the forward's output has nothing to differentiate")
+    grads = [torch.ones_like(t) for t in leaves]
+    from torch.autograd import Variable
+
+    Variable._execution_engine.run_backward(tuple(leaves), tuple(grads), False, False, (),
+                                            allow_unreachable=True, accumulate_grad=True)
+
+
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+    elif hasattr(obj, "__dataclass_fields__") or hasattr(obj, "to_tuple"):  # a HF ModelOutput
+        with contextlib.suppress(Exception):
+            yield from _tensors(obj.to_tuple() if hasattr(obj, "to_tuple") else vars(obj))
