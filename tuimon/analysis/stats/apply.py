@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.analysis.stats.compiles import fallback, made_graph
+from tuimon.analysis.stats.flops import counted
 from tuimon.analysis.stats.records import Compiles, evolve
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
@@ -76,6 +77,8 @@ def apply_run(r: RunStats, e: dict) -> None:
             # training's apart (script runs)
             val_compiles=e.get("val_compiles", c.val_compiles),
             val_compile_s=e["val_compile_s"] if e.get("val_compile_s") else c.val_compile_s)
+    elif kind == events.FLOPS:  # a new record: the counts and peaks (rates at the summary)
+        r.flops = counted(e)
     elif kind == events.FAILED:
         r.status = "failed"
         what = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")

@@ -15,6 +15,7 @@ from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.compiles import combine_compiles, compile_story, untimed
 from tuimon.analysis.stats.faults import FaultTrack
+from tuimon.analysis.stats.flops import first_count, flop_rates
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.noise import pooled, session_plan, within_rounds
 from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_stats
@@ -192,6 +193,8 @@ class Collector:
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
         for v in variants.values():
             v.timing = noise_interval(v, noise)
+            v.flops = flop_rates(first_count([runs[p["run"]] for p in v.processes]), v.timing,
+                                 v.phases, v.device, v.device_name)
         pinned = self._session.pin_malloc
         for run in runs:  # after every run's probes: a comparison weighs both loads
             r = compare(runs[run], runs, losses, noise, pinned)
@@ -251,6 +254,7 @@ class Collector:
             window = steady_window(steps)
             r = job.summarize(r, timing.steady_from, window[0] if window else None)
         r.compile = compile_story(r)  # once its status and steady state are known
+        r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name)
         return r
 
 

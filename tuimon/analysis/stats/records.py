@@ -1,13 +1,13 @@
 """A row's statistics, one small record per job (``RunStats``, rows.py, is their composition):
 its step times (``Timing``), its speedups (``Comparison``), the load beside it (``Load``), its
 losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure``), its compiles
-(``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``) and where a step goes
-(``Phases``). None is "not measured", never zero.
+(``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``), where a step goes
+(``Phases``) and its FLOPs, FLOP/s and MFU (``Flops``). None is "not measured", never zero.
 
 Every record is frozen (tests/unit/test_records.py). Its statistics module computes and returns
 it: steady_state.py's Timing (and the Load of the steps it kept out), probes.py and load.py's
 Load, compiles.py's Compiles, warm.py's Warm, phases.py, compare.py, axes.py, agreement.py,
-ranks.py's Job; replicates.py a combined row's. collect.py's ``summary()`` puts each in the row,
+ranks.py's Job, flops.py's Flops; replicates.py a combined row's. collect.py's ``summary()`` puts each in the row,
 step by step, in the order they depend on each other; a later figure makes a new record
 (``dataclasses.replace``), never changes one. The live fold (apply.py, warm.py's ``fold``) puts a
 new record in the run's row at each event that changes it (``evolve``), and never grows a list
@@ -207,9 +207,51 @@ class Phases:
     phases_missing: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Flops:
+    """FLOPs of a step and of its phases, the FLOP/s they achieved at the phase medians, and MFU
+    against two peaks (stats/flops.py; docs/measuring.md#flops-peaks-and-mfu). FLOPs are torch's
+    FlopCounterMode's on one extra step of the eager module (a compiled variant's too); FLOP/s
+    and peaks in FLOP/s; an MFU a fraction (1.0 = 100 %), None where a figure is missing."""
+    flops_step: int | None = None  # forward + backward + optimizer
+    flops_forward: int | None = None
+    flops_backward: int | None = None
+    flops_optimizer: int | None = None  # None: no optimizer seen; 0: nothing with a FLOP formula
+    flops_precision: str | None = None  # what most FLOPs ran in: fp32 | tf32 | bf16 | fp16 | fp8
+    flops_calls: int | None = None  # the module's training calls a step (each counted)
+    flops_counted_on: str | None = None  # "eager": the module without its compiled wrapper
+    flops_ops: dict = field(default_factory=dict)  # the top ops {op: FLOPs a step}
+    flops_error: str | None = None  # why nothing was counted (the runner's words)
+    flop_s_step: float | None = None  # achieved: FLOPs / median time (the step's, each phase's)
+    flop_s_forward: float | None = None
+    flop_s_backward: float | None = None
+    flop_s_optimizer: float | None = None
+    peak_measured: float | None = None  # this machine's GEMM best at flops_precision
+    peak_measured_key: str | None = None  # host | device | torch (runner/peak_bench.py)
+    peak_measured_error: str | None = None
+    peak_datasheet: float | None = None  # the device's dense peak at flops_precision (tuimon/peaks.py)
+    peak_device: str | None = None  # the device as the table names it
+    # What the table said: found | unknown-device | no-precision | no-precision-known | cpu
+    peak_lookup: str | None = None
+    # The peaks MFU stands on: both | measured-cpu | measured-unknown-device |
+    # measured-no-precision | datasheet | None (no peak: no MFU)
+    mfu_basis: str | None = None
+    mfu_measured_step: float | None = None
+    mfu_measured_forward: float | None = None
+    mfu_measured_backward: float | None = None
+    mfu_measured_optimizer: float | None = None
+    mfu_datasheet_step: float | None = None
+    mfu_datasheet_forward: float | None = None
+    mfu_datasheet_backward: float | None = None
+    mfu_datasheet_optimizer: float | None = None
+    # "PHASE:PEAK" of each MFU over 100 %: a peak that is wrong for this run, never a fact
+    mfu_over: tuple[str, ...] = ()
+
+
 # RunStats' groups, by attribute name.
 GROUPS = {"timing": Timing, "compare": Comparison, "load": Load, "loss": Losses, "probes": Probes,
-          "failure": Failure, "compile": Compiles, "warm": Warm, "job": Job, "phases": Phases}
+          "failure": Failure, "compile": Compiles, "warm": Warm, "job": Job, "phases": Phases,
+          "flops": Flops}
 
 # summary.json's row, as it always was: one flat object, its keys in this order.
 FLAT_ORDER = (
@@ -234,7 +276,14 @@ FLAT_ORDER = (
     "val_recompiles", "val_reasons", "val_guards", "val_limit", "uncompiled", "nothing_compiled",
     "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
     "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
-    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes")
+    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes",
+    "flops_step", "flops_forward", "flops_backward", "flops_optimizer", "flops_precision",
+    "flops_calls", "flops_counted_on", "flops_ops", "flops_error", "flop_s_step", "flop_s_forward",
+    "flop_s_backward", "flop_s_optimizer", "peak_measured", "peak_measured_key",
+    "peak_measured_error", "peak_datasheet", "peak_device", "peak_lookup", "mfu_basis",
+    "mfu_measured_step", "mfu_measured_forward", "mfu_measured_backward", "mfu_measured_optimizer",
+    "mfu_datasheet_step", "mfu_datasheet_forward", "mfu_datasheet_backward",
+    "mfu_datasheet_optimizer", "mfu_over")
 
 
 _NAMES: dict[type, frozenset[str]] = {}

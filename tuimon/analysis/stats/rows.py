@@ -13,6 +13,7 @@ from tuimon.analysis.stats.records import (
     Comparison,
     Compiles,
     Failure,
+    Flops,
     Job,
     Load,
     Losses,
@@ -75,6 +76,7 @@ class RunStats:
     warm: Warm = field(default_factory=Warm)
     job: Job = field(default_factory=Job)
     phases: Phases = field(default_factory=Phases)
+    flops: Flops = field(default_factory=Flops)
 
     @property
     def label(self) -> str:
