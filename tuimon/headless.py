@@ -16,7 +16,7 @@ from rich.text import Text
 from tuimon import events, failures
 from tuimon.analysis import SessionSummary, columns, is_measured, recent_median, tried
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import files_text, try_text, verdict_text, why_text
+from tuimon.report import files_text, flops_text, try_text, verdict_text, why_text
 from tuimon.report.table import answer_notes, compile_cache, compile_notes, table, top_ops_text
 from tuimon.report.trust_text import busy_text, row_notes, unreliable_text
 from tuimon.variants import Variant
@@ -281,6 +281,8 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
             console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)
         if r.doubts:
             console.print(f"unreliable: {r.label}: {unreliable_text(r)}", style="yellow", highlight=False)
+    for note in flops_text.notes(summary):  # MFU on one peak, or over 100 %
+        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     if summary.busy:
         console.print(f"note: {busy_text(summary.busy)}", style="bold yellow", highlight=False)
     for line in why_text.top_lines(summary):

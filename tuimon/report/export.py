@@ -23,7 +23,7 @@ from tuimon.analysis import (
     step_split,
     tried,
 )
-from tuimon.report import files_text, summary_json, try_text, verdict_text, why_text
+from tuimon.report import files_text, flops_text, summary_json, try_text, verdict_text, why_text
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import (
     answer_notes,
@@ -104,6 +104,8 @@ def to_markdown(meta: dict, summary: SessionSummary) -> str:
                     "between processes: --repeats 3 or more measures that.")
     if any(r.timing.profiled_steps for r in summary.runs):
         out[-1] += " Steps a profiler capture recorded are kept apart too (the profiler slows them)."
+    if flops := flops_text.section(summary):
+        out += ["", *flops]
     if why := why_text.markdown(summary):
         out += ["", *why]
     if files := files_text.markdown(summary.files):

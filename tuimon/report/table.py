@@ -14,6 +14,7 @@ from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words
     top_break_text,
     validation_text,
 )
+from tuimon.report.flops_text import flop_rows
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
 from tuimon.report.trust_text import load_words, reason_text
@@ -328,7 +329,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     if summary.axes:
         rows.insert(rows.index(("speedup vs eager", speedup)) + 1, ("vs axis baseline", axis_text))
     at = next(k for k, (name, _) in enumerate(rows) if name == "compile / warm-up time")
-    rows[at:at] = part_rows(summary)  # where the step goes, and what compile did to each part
+    rows[at:at] = part_rows(summary) + flop_rows(summary)  # where the step goes; its FLOPs and MFU
     if any(r.load.faults_per_step is not None for r in runs):
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
     if any(r.job.world_size for r in runs):  # torchrun jobs: their ranks against each other

@@ -7,7 +7,8 @@ losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure`
 Every record is frozen (tests/unit/test_records.py). Its statistics module computes and returns
 it: steady_state.py's Timing (and the Load of the steps it kept out), probes.py and load.py's
 Load, compiles.py's Compiles, warm.py's Warm, phases.py, compare.py, axes.py, agreement.py,
-ranks.py's Job, flops.py's Flops; replicates.py a combined row's. collect.py's ``summary()`` puts each in the row,
+ranks.py's Job, flops.py's Flops; replicates.py a combined row's. collect.py's ``summary()`` puts
+each in the row,
 step by step, in the order they depend on each other; a later figure makes a new record
 (``dataclasses.replace``), never changes one. The live fold (apply.py, warm.py's ``fold``) puts a
 new record in the run's row at each event that changes it (``evolve``), and never grows a list

@@ -10,7 +10,8 @@ One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs
 ``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
 eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
 ``payoff`` (compile that pays off after the run), ``fallback`` (frames Dynamo could not
-compile, which ran eager). ``finding`` holds what they share. A variant that compiled nothing
+compile, which ran eager), ``flops`` (each phase's FLOP/s against the measured peak:
+compute-bound, or memory- or launch-bound). ``finding`` holds what they share. A variant that compiled nothing
 (stats/compiles.py) gets that one finding, with torch's reason: no rule reads compiled graphs
 that never were.
 
@@ -29,6 +30,7 @@ from tuimon.analysis.why.breaks import graph_breaks
 from tuimon.analysis.why.cudagraphs import cudagraphs
 from tuimon.analysis.why.fallback import fallbacks, uncompiled
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy, context
+from tuimon.analysis.why.flops import flop_use
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
 from tuimon.analysis.why.payoff import payoff
@@ -36,9 +38,9 @@ from tuimon.analysis.why.recompiles import recompiles
 from tuimon.analysis.why.syncs import host_syncs
 
 RULES = (fallbacks, graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound,
-         optimizer_bound, memory, payoff, op_diff, phase_split)
+         optimizer_bound, memory, payoff, op_diff, phase_split, flop_use)
 # An eager variant: what bounds its step (compile's own rules have nothing to read there).
-EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split)
+EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split, flop_use)
 
 __all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "VariantWhy", "diagnose"]
 

@@ -5,9 +5,9 @@ codes here (tests/unit/test_import_rules.py checks that every code a rule return
 from __future__ import annotations
 
 from tuimon.analysis import Point
-from tuimon.report.why_words import capture, compiled, step
+from tuimon.report.why_words import capture, compiled, flops, step
 
-WORDS = {**compiled.WORDS, **step.WORDS, **capture.WORDS}
+WORDS = {**compiled.WORDS, **step.WORDS, **capture.WORDS, **flops.WORDS}
 
 
 def say(p: Point) -> str:

@@ -1,0 +1,172 @@
+"""FLOPs, FLOP/s and MFU in words (analysis/stats/flops.py decides; only the wording is here):
+the summary table's rows, summary.md's section and the headless lines, the panel's line
+("fwd 1.2 TFLOP/s · 31 % of measured peak"), and the Why words of the flops family.
+
+An MFU over 100 % is never printed as a figure: it reads "over 100 %: the peak does not fit"."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, SessionSummary, columns
+from tuimon.fmt import DASH
+
+PHASES = ("forward", "backward", "optimizer")
+SHORT = {"step": "step", "forward": "fwd", "backward": "bwd", "optimizer": "opt"}
+PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+BASIS = {  # what MFU stands on, when it is not both peaks
+    "measured-cpu": "a CPU: no datasheet peak, the measured peak stands alone",
+    "measured-unknown-device": "device not in tuimon's peak table: MFU against the measured peak",
+    "measured-no-precision": "no datasheet peak for this precision on this device: MFU against "
+                             "the measured peak",
+    "datasheet": "no measured peak: MFU against the datasheet's",
+}
+
+
+def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
+    """'15.2 MFLOP', '1.23 TFLOP/s' (unit 'FLOP/s'), '0 FLOP'; a dash for None."""
+    if n is None:
+        return DASH
+    for div, prefix in PREFIXES:
+        if n >= div:
+            x = n / div
+            return f"{x:.3g} {prefix}{unit}"
+    return f"{n:.0f} {unit}"
+
+
+def fmt_mfu(x: float | None) -> str:
+    """'31 %', '4.2 %', '0.07 %'; over 100 % is a wrong peak, said so."""
+    if x is None:
+        return DASH
+    if x > 1.0:
+        return "over 100 % (the peak does not fit)"
+    pct = x * 100
+    return f"{pct:.0f} %" if pct >= 10 else f"{pct:.1f} %" if pct >= 0.1 else f"{pct:.2f} %"
+
+
+def counts_cell(r: RunStats) -> str:
+    """'15.2 MFLOP (fwd 5.41 M · bwd 9.76 M · opt 0) · fp32'"""
+    f = r.flops
+    if f.flops_error:
+        return f"not counted: {f.flops_error}"
+    if f.flops_step is None:
+        return DASH
+    parts = [f"{SHORT[n]} {_short(getattr(f, f'flops_{n}'))}" for n in PHASES
+             if getattr(f, f"flops_{n}") is not None]
+    calls = f" · ×{f.flops_calls} calls" if f.flops_calls and f.flops_calls > 1 else ""
+    return f"{fmt_flops(f.flops_step)} ({' · '.join(parts)}) · {f.flops_precision or '?'}{calls}"
+
+
+def _short(n: int | None) -> str:
+    return fmt_flops(n, "").strip() if n else "0"
+
+
+def rates_cell(r: RunStats) -> str:
+    """'0.75 GFLOP/s (fwd 10.6 G · bwd 3.2 G)'"""
+    f = r.flops
+    if f.flop_s_step is None:
+        return DASH
+    parts = [f"{SHORT[n]} {fmt_flops(getattr(f, f'flop_s_{n}'), '').strip()}" for n in PHASES
+             if getattr(f, f"flop_s_{n}")]
+    return fmt_flops(f.flop_s_step, "FLOP/s") + (f" ({' · '.join(parts)})" if parts else "")
+
+
+def mfu_cell(r: RunStats, peak: str) -> str:
+    """MFU against one peak ('measured' or 'datasheet'): '0.4 % (fwd 5.2 % · bwd 1.6 %) of 206
+    GFLOP/s fp32', or why there is none."""
+    f = r.flops
+    if f.flop_s_step is None:
+        return DASH
+    value = f.peak_measured if peak == "measured" else f.peak_datasheet
+    if value is None:
+        if peak == "measured":
+            return "n/a: " + (f.peak_measured_error or f"no measured {f.flops_precision} peak")
+        return _no_sheet(r)
+    parts = [f"{SHORT[n]} {fmt_mfu(getattr(f, f'mfu_{peak}_{n}'))}" for n in PHASES
+             if getattr(f, f"mfu_{peak}_{n}") is not None]
+    who = f" {f.peak_device}" if peak == "datasheet" else ""
+    text = fmt_mfu(getattr(f, f"mfu_{peak}_step"))
+    if parts:
+        text += f" ({' · '.join(parts)})"
+    return text + f" of{who} {fmt_flops(value, 'FLOP/s')} {f.flops_precision}"
+
+
+def _no_sheet(r: RunStats) -> str:
+    f = r.flops
+    lookup = f.peak_lookup
+    if lookup == "cpu":
+        return "n/a on a CPU (the measured peak stands alone)"
+    if lookup == "unknown-device":
+        return f"unknown device {r.device_name or '?'}: the measured peak stands in"
+    if lookup in ("no-precision", "no-precision-known"):
+        return (f"{f.peak_device} has no {f.flops_precision or '?'} datasheet peak: the measured "
+                "peak stands in")
+    return DASH
+
+
+def flop_rows(summary: SessionSummary) -> list[tuple[str, object]]:
+    """The table's rows, when any run counted its FLOPs."""
+    runs = columns(summary)
+    if not any(r.flops.flops_step is not None or r.flops.flops_error for r in runs):
+        return []
+    return [("FLOPs a step (eager module)", counts_cell),
+            ("achieved FLOP/s (at the medians)", rates_cell),
+            ("MFU vs measured peak", lambda r: mfu_cell(r, "measured")),
+            ("MFU vs datasheet peak", lambda r: mfu_cell(r, "datasheet"))]
+
+
+def panel_line(r: RunStats) -> str:
+    """The panel's line under its phase bar: 'fwd 1.2 TFLOP/s · 31 % of measured peak · bwd ...'
+    (empty without FLOP/s)."""
+    f = r.flops
+    out = []
+    for name in ("forward", "backward"):
+        rate = getattr(f, f"flop_s_{name}")
+        if not rate:
+            continue
+        text = f"{SHORT[name]} {fmt_flops(rate, 'FLOP/s')}"
+        mfu, peak = getattr(f, f"mfu_measured_{name}"), "measured"
+        if mfu is None:
+            mfu, peak = getattr(f, f"mfu_datasheet_{name}"), "datasheet"
+        if mfu is not None:
+            text += (" · over 100 % of the peak?" if mfu > 1.0 else
+                     f" · {fmt_mfu(mfu)} of {peak} peak")
+        out.append(text)
+    return "  ".join(out)
+
+
+def lines(r: RunStats) -> list[str]:
+    """summary.md's and the headless output's lines for one row (none without a count)."""
+    f = r.flops
+    if f.flops_error:
+        return [f"{r.label}: FLOPs not counted: {f.flops_error}"]
+    if f.flops_step is None:
+        return []
+    return [f"{r.label}: {counts_cell(r)}; {rates_cell(r)}",
+            f"  MFU vs measured peak: {mfu_cell(r, 'measured')}",
+            f"  MFU vs datasheet peak: {mfu_cell(r, 'datasheet')}",
+            *(f"  ({note})" for note in row_notes(r))]
+
+
+def row_notes(r: RunStats) -> list[str]:
+    """What MFU stands on when it is not both peaks, and an MFU over 100 %, flagged."""
+    f = r.flops
+    out = [BASIS[f.mfu_basis]] if f.mfu_basis in BASIS and f.mfu_basis != "measured-cpu" else []
+    if f.mfu_over:
+        out.append("MFU over 100 % (" + ", ".join(x.replace(":", " vs ") for x in f.mfu_over)
+                   + "): a peak that does not fit this run, not a measurement")
+    return out
+
+
+def notes(summary: SessionSummary) -> list[str]:
+    """The headless output's notes under the table (its rows hold the figures)."""
+    return [f"{r.label}: {note}" for r in columns(summary) for note in row_notes(r)]
+
+
+def section(summary: SessionSummary) -> list[str]:
+    """summary.md's FLOPs section (empty when no run counted)."""
+    rows = [line for r in columns(summary) for line in lines(r)]
+    if not rows:
+        return []
+    return ["## FLOPs and MFU", "",
+            "FLOPs of one extra step of the eager module (torch's FlopCounterMode; a compiled "
+            "variant's too), over each phase's median time; see docs/measuring.md.", "",
+            "    " + "\n    ".join(rows), ""]
