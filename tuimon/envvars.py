@@ -27,5 +27,6 @@ PIN_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD
 # compile} (runner/warm_start.py; control/warm.py sets it). Ranks of a job inherit it; rank 0 saves.
 ARTIFACTS = "TUIMON_ARTIFACTS"
 # Where the measured GEMM peaks are kept (runner/peak_bench.py; default
-# $XDG_CACHE_HOME/tuimon/peaks.json): tests point it at their own file.
+# $XDG_CACHE_HOME/tuimon/peaks.json): tests point it at their own file, in a directory of its own
+# (a script run's file routing leaves that directory alone: runner/script/files.py).
 PEAK_CACHE = "TUIMON_PEAK_CACHE"

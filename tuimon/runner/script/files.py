@@ -40,6 +40,7 @@ import threading
 from collections.abc import Callable
 
 from tuimon import mirror
+from tuimon.envvars import PEAK_CACHE
 
 READ, TRUNC, KEEP, MAKE, CHANGE = "read", "trunc", "keep", "make", "change"
 # TRUNC: the file's old content goes (open "w"); KEEP: it stays (append, "r+", utime, chmod);
@@ -87,6 +88,7 @@ class FilesApart:
         self.hide = frozenset(settings.get("hide") or ())
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         tuimon = [os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
+        tuimon.append(os.path.dirname(os.environ.get(PEAK_CACHE) or ""))  # the measured peaks' own
         self.exempt = [os.path.abspath(p) for p in [*DEVICES, cache, *(settings.get("exempt") or ()),
                                                     *tuimon, *compiler_dirs()] if p]
         self.on_outside = on_outside

@@ -136,7 +136,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     enter, leave = timeline.enter, timeline.leave
     # CPU: each part a span, its three lines inline (no call: see Timeline); CUDA
     # (``timeline.mark`` set once the run starts): ``enter`` / ``leave``, events on the step clock.
-    forward = modes.listener = ForwardTimer(timeline, run.note, script_fixes.amp(fx))
+    forward = modes.listener = run.forward = ForwardTimer(timeline, run.note, script_fixes.amp(fx))
     if s.mode != "eager":
         from tuimon.runner.compile_trace import TraceListener
 

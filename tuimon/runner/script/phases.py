@@ -55,6 +55,9 @@ class ForwardTimer:
         self._gave_up = False
         self._retargeted = False  # looking again, for a new lead optimizer's module
         self.looking = False  # ... and not found yet: the next boundary's check() gives up
+        # The FLOP count's (script/flop_catch.py): while set, the wrapper hands it each training
+        # call's arguments (the first steps only; the plain wrapper goes back once counted).
+        self.catch = None
 
     @property
     def module(self):
@@ -157,17 +160,24 @@ class ForwardTimer:
                 if spans is not None:
                     spans.close(span)
 
+        if self.catch is not None:
+            timed_call = _catching(timed_call, self.catch, grad)
         timed_call.inner = inner
         self._wrapper = weakref.ref(timed_call)
         _slot(module, timed_call)
 
-    def check(self) -> None:
+    def check(self, rewrap: bool = False) -> None:
         """At a step boundary after a compile (the hooks ask then, or while ``looking``): the
         slot still holds the wrapper (a compile in place replaced it: wrap the compiled call); a
-        search begun by ``retarget`` a step ago that found nothing gives up."""
+        search begun by ``retarget`` a step ago that found nothing gives up. ``rewrap``: the
+        wrapper made again (the FLOP count's catching one in or out)."""
         module = self.module
         if module is not None:
-            if module._compiled_call_impl is not self.wrapper:
+            wrapper = self.wrapper
+            if module._compiled_call_impl is not wrapper:
+                self._wrap()
+            elif rewrap:
+                _slot(module, wrapper.inner)
                 self._wrap()
         elif self._retargeted and self._hook is not None:
             self.give_up()
@@ -196,6 +206,15 @@ class ForwardTimer:
         if model._compiled_call_impl is (wrapper := self.wrapper):
             _slot(model, wrapper.inner)
         self._module = self._wrapper = None
+
+
+def _catching(timed_call, catch, grad):
+    def catching_call(*args, **kwargs):
+        if grad():  # a training call: its arguments, for the FLOP count
+            catch.seen(args, kwargs)
+        return timed_call(*args, **kwargs)
+
+    return catching_call
 
 
 def _slot(module, call) -> None:

@@ -95,6 +95,8 @@ class ScriptSteps(ScriptEnd):
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
         self.recurring = Recurring()  # whether the validation work a step held makes it a gap
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
+        self.forward = None  # the ForwardTimer (hooks.py): the trained module, for the FLOP count
+        self.at_boundary = None  # the FLOP count (script/flop_catch.py), until it has counted
         # Which call ends a step: the lead optimizer's step(), or backward() (lead.py).
         self.leader = Lead(self.note)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
@@ -216,6 +218,10 @@ class ScriptSteps(ScriptEnd):
         if self.make_profiler is not None:
             self.profiler = self.make_profiler()
             self.profiler.outer = True  # captures name the modules outside the trained one
+        if s.profile.count_flops and self.ident is None and self.forward is not None:
+            from tuimon.runner.script.flop_catch import FlopCatch
+
+            self.at_boundary = FlopCatch(self, self.forward)
         self._phase = "warmup"
         self.emitter.emit_now(events.PHASE, phase="warmup")
         self.gap = self.validating.since is not None  # a pass before training: Lightning's sanity check
@@ -318,6 +324,8 @@ class ScriptSteps(ScriptEnd):
             _emit_ready(emitter, self.clock.ready(), ring, self.losses, i, self.warmup)
             emitter.emit(events.MEMORY, **peak_memory(self.device))
             emitter.flush()
+        if self.at_boundary is not None and self.at_boundary(i):  # outside every step's clock
+            self.at_boundary = None
         try:
             self._between(i)
         finally:

@@ -1,0 +1,95 @@
+"""A script's FLOPs (runner/flops.py), counted at one step boundary of its warm-up: the trained
+module found by script/phases.py, called again on the arguments of its last training call,
+with a backward from its outputs and the lead optimizer's eager step, then all of it undone.
+
+The script's own step function is out of reach, so the counted step is rebuilt from what the
+hooks see: the module's forward (its arguments kept by a catching wrapper during one whole step,
+with the autocast the script had on around the call), a backward from its outputs (a loss the
+script computes outside the module, cross-entropy and the like, has no matmul: FlopCounterMode
+counts it 0 anyway), and the optimizer's step. A step that calls the module N times (gradient
+accumulation) counts its forward and backward N times (``calls``).
+
+Cost: the catching wrapper is in the module's slot for the first steps only (warm-up steps,
+each one list store a call); once counted, the plain wrapper goes back and the boundaries carry
+one attribute test a step (``ScriptSteps.at_boundary``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from tuimon.runner import flop_event
+from tuimon.runner.flops import backward_of, count_step, eager_module
+
+TRIES = 8  # boundaries to wait for a whole step seen through the wrapper before saying why not
+
+
+class FlopCatch:
+    def __init__(self, run, forward) -> None:
+        self.run = run  # ScriptSteps
+        self.forward = forward  # ForwardTimer: the trained module, its slot
+        self.args = None  # (args, kwargs, autocast) of the step's last training call
+        self.calls = 0  # training calls seen since the last boundary
+        self.whole = False  # the wrapper was in place as this step began
+        self.tries = 0
+        forward.catch = self
+        if forward.module is not None:
+            forward.check(rewrap=True)  # found before training began: the catching wrapper in
+
+    def seen(self, args, kwargs) -> None:
+        """A training call of the trained module (from the catching wrapper)."""
+        self.calls += 1
+        self.args = (args, kwargs, _autocast())
+
+    def __call__(self, i: int) -> bool:
+        """At a step boundary, outside every step's clock: count once a whole step was seen;
+        True when done (counted, or given up)."""
+        self.tries += 1
+        if self.whole and self.calls and self.args is not None:
+            args, kwargs, cast = self.args
+            module, calls = self.forward.module, self.calls
+            self._done()
+            seconds = flop_event.emit(self.run.emitter, self.run.device,
+                                      lambda: self._count(module, args, kwargs, cast, calls))
+            self.run._began += seconds  # kept out of a --duration
+            return True
+        if self.tries > TRIES:
+            self._done()
+            flop_event.emit(self.run.emitter, self.run.device, _nothing)
+            return True
+        self.whole = self.forward.module is not None and self.forward.wrapper is not None
+        self.calls, self.args = 0, None
+        return False
+
+    def _done(self) -> None:
+        self.forward.catch = None
+        if self.forward.module is not None:
+            self.forward.check(rewrap=True)  # the plain wrapper back in the slot
+        self.args = None
+
+    def _count(self, module, args, kwargs, cast, calls: int) -> dict:
+        eager = eager_module(module)
+        call = type(eager)._call_impl  # the module's own call: past the slot and its wrapper
+
+        def forward():
+            with (torch.autocast(cast[0], dtype=cast[1]) if cast else contextlib.nullcontext()):
+                return call(eager, *args, **kwargs)
+
+        return count_step(eager, self.run.leader.lead, forward, backward_of, calls=calls,
+                          on_cuda=self.run.on_cuda)
+
+
+def _nothing() -> dict:
+    raise RuntimeError("no training call of the trained module seen in a whole step (its "
+                       "forward is not split out): nothing to count on")
+
+
+def _autocast() -> tuple | None:
+    """(device type, dtype) of the autocast on around a call, or None."""
+    for device in ("cuda", "cpu"):
+        with contextlib.suppress(TypeError, AttributeError, RuntimeError):
+            if torch.is_autocast_enabled(device):
+                return device, torch.get_autocast_dtype(device)
+    return None
