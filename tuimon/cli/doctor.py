@@ -27,6 +27,7 @@ from typing import Any
 from tuimon import __version__
 from tuimon.cli.args import DEFAULT_CACHE, DEFAULT_OUT, Parser
 from tuimon.cli.doctor_caches import cache_rows, caches_report
+from tuimon.cli.doctor_peaks import peak_report, peak_rows
 from tuimon.exit_codes import EXIT_OK
 from tuimon.failures import fmt_bytes
 
@@ -42,6 +43,9 @@ def doctor_parser() -> Parser:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: a table on a terminal, plain lines otherwise; json: one object "
                    "(default: text)")
+    p.add_argument("--peak", action="store_true",
+                   help="measure this machine's GEMM peak per dtype (a few seconds) and keep it "
+                   "for the runs' MFU (default: show the kept one)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="the session directory to check, as given to a run (default: the run's "
                    "default, ./tuimon-sessions)")
@@ -50,7 +54,7 @@ def doctor_parser() -> Parser:
 
 def doctor_command(args: argparse.Namespace) -> int:
     """The ``doctor`` subcommand (bad flags were one line and exit 2 already, in `Parser`)."""
-    report = collect(out=args.out or DEFAULT_OUT, cache=DEFAULT_CACHE)
+    report = collect(out=args.out or DEFAULT_OUT, cache=DEFAULT_CACHE, measure=args.peak)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -61,9 +65,10 @@ def doctor_command(args: argparse.Namespace) -> int:
 # --- collecting -----------------------------------------------------------------------------
 
 
-def collect(*, out: str, cache: Path, nvml: Any = None, torch: dict | None = None) -> dict:
-    """Everything doctor reports, JSON-serialisable. `nvml` (a pynvml module) and `torch` (the
-    child's answer) can be injected for tests."""
+def collect(*, out: str, cache: Path, nvml: Any = None, torch: dict | None = None,
+            measure: bool = False, peak: dict | None = None) -> dict:
+    """Everything doctor reports, JSON-serialisable. `nvml` (a pynvml module), `torch` (the
+    child's answer) and `peak` (the peak child's) can be injected for tests."""
     torch = torch if torch is not None else torch_report()
     return {
         "tuimon": {"version": __version__, "path": str(Path(__file__).resolve().parent)},
@@ -76,6 +81,7 @@ def collect(*, out: str, cache: Path, nvml: Any = None, torch: dict | None = Non
         "sessions": sessions_report(out),
         "cache": cache_report(cache),
         "caches": caches_report(torch),  # torch.compile's own caches (doctor_caches.py)
+        "peak": peak if peak is not None else peak_report(torch, measure),  # doctor_peaks.py
     }
 
 
@@ -256,7 +262,7 @@ def rows(r: dict) -> list[tuple[str, str]]:
         cache = (f"{c['path']}: {c['state']} ({c['fx_graphs']} FX graphs, {c['files']} files, "
                  f"{_size(c['size'])})")
     out.append(("Inductor cache", cache))
-    return out + cache_rows(r.get("caches") or {})
+    return out + cache_rows(r.get("caches") or {}) + peak_rows(r.get("peak") or {}, nv["devices"])
 
 
 def show(report: dict) -> None:

@@ -1,8 +1,10 @@
 """A panel's phase bar: where its steady step goes, one line — a stacked bar of the phases'
 shares of the step (data, forward, backward, optimizer, eval, other; a colour each) and their median
 times beside their names in the same colours ("data 0.02 fwd 2.3 bwd 3.4 opt 0.80 other 0.05
-ms", "fwd ?" for a phase its steps could not see). Live: it redraws with the summary (analysis/stats/
-phases.py computes it; report/phase_text.py words it). Hidden until the run has phases."""
+ms", "fwd ?" for a phase its steps could not see); under it, once the run counted its FLOPs, what
+forward and backward achieve ("fwd 1.2 TFLOP/s · 31 % of measured peak", report/flops_text.py).
+Live: it redraws with the summary (analysis/stats/phases.py and flops.py compute it;
+report/phase_text.py words it). Hidden until the run has phases."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tuimon.analysis import RunStats
+from tuimon.report.flops_text import panel_line
 from tuimon.report.phase_text import medians, shares
 from tuimon.ui.widgets.redraw import update
 
@@ -47,6 +50,11 @@ def bar(r: RunStats, width: int) -> Text:
         t.append(f" {ms}")
     t.append(" ms", style="dim")
     t.truncate(width, overflow="ellipsis")
+    if flops := panel_line(r):  # FLOP/s and MFU of forward and backward
+        line = Text(flops, style="dim", no_wrap=True)
+        line.truncate(width, overflow="ellipsis")
+        t.append("\n")
+        t.append_text(line)
     return t
 
 
