@@ -105,6 +105,23 @@ def fmt_pct(share: float) -> str:
     return f"{share * 100:.0f} %" if abs(share) >= 0.01 else f"{share * 100:.1f} %"
 
 
+def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
+    """FLOPs or FLOP/s with an SI prefix, three digits: '15.2 MFLOP', '1.23 TFLOP/s' (unit
+    'FLOP/s'); '0 FLOP'; a dash for None."""
+    if n is None:
+        return DASH
+    for div, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g} {prefix}{unit}"
+    return f"{n:.0f} {unit}"
+
+
+def fmt_small_pct(share: float) -> str:
+    """A share as a percentage with the digits a small one needs: '31 %', '4.2 %', '0.07 %'."""
+    pct = share * 100
+    return f"{pct:.0f} %" if pct >= 10 else f"{pct:.1f} %" if pct >= 0.1 else f"{pct:.2f} %"
+
+
 def fmt_short(ms: float) -> str:
     """A time in ms as a bare number, as few digits as it needs: 12, 3.4, 0.56, 0.004."""
     if ms >= 10:

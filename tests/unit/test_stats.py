@@ -380,7 +380,12 @@ recompiles recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell
 val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
 start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
 world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
-fixes label unreliable val_words"""
+fixes flops_step flops_forward flops_backward flops_optimizer flops_precision flops_calls
+flops_counted_on flops_ops flops_error flop_s_step flop_s_forward flop_s_backward flop_s_optimizer
+peak_measured peak_measured_key peak_measured_error peak_datasheet peak_device peak_lookup
+mfu_basis mfu_measured_step mfu_measured_forward mfu_measured_backward mfu_measured_optimizer
+mfu_datasheet_step mfu_datasheet_forward mfu_datasheet_backward mfu_datasheet_optimizer mfu_over
+label unreliable val_words flops_words"""
 ROW_KEYS = _ROW_KEYS.split()
 
 

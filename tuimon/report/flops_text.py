@@ -7,11 +7,10 @@ An MFU over 100 % is never printed as a figure: it reads "over 100 %: the peak d
 from __future__ import annotations
 
 from tuimon.analysis import RunStats, SessionSummary, columns
-from tuimon.fmt import DASH
+from tuimon.fmt import DASH, fmt_flops, fmt_small_pct
 
 PHASES = ("forward", "backward", "optimizer")
 SHORT = {"step": "step", "forward": "fwd", "backward": "bwd", "optimizer": "opt"}
-PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 BASIS = {  # what MFU stands on, when it is not both peaks
     "measured-cpu": "a CPU: no datasheet peak, the measured peak stands alone",
     "measured-unknown-device": "device not in tuimon's peak table: MFU against the measured peak",
@@ -21,25 +20,16 @@ BASIS = {  # what MFU stands on, when it is not both peaks
 }
 
 
-def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
-    """'15.2 MFLOP', '1.23 TFLOP/s' (unit 'FLOP/s'), '0 FLOP'; a dash for None."""
-    if n is None:
-        return DASH
-    for div, prefix in PREFIXES:
-        if n >= div:
-            x = n / div
-            return f"{x:.3g} {prefix}{unit}"
-    return f"{n:.0f} {unit}"
-
-
-def fmt_mfu(x: float | None) -> str:
-    """'31 %', '4.2 %', '0.07 %'; over 100 % is a wrong peak, said so."""
+def fmt_mfu(x: float | None, over: bool = False) -> str:
+    """'31 %', '4.2 %', '0.07 %'; one analysis found over 100 % (``over``) is a wrong peak,
+    said so instead of the figure."""
     if x is None:
         return DASH
-    if x > 1.0:
-        return "over 100 % (the peak does not fit)"
-    pct = x * 100
-    return f"{pct:.0f} %" if pct >= 10 else f"{pct:.1f} %" if pct >= 0.1 else f"{pct:.2f} %"
+    return "over 100 % (the peak does not fit)" if over else fmt_small_pct(x)
+
+
+def _mfu(r: RunStats, peak: str, part: str) -> str:
+    return fmt_mfu(getattr(r.flops, f"mfu_{peak}_{part}"), f"{part}:{peak}" in r.flops.mfu_over)
 
 
 def counts_cell(r: RunStats) -> str:
@@ -80,10 +70,10 @@ def mfu_cell(r: RunStats, peak: str) -> str:
         if peak == "measured":
             return "n/a: " + (f.peak_measured_error or f"no measured {f.flops_precision} peak")
         return _no_sheet(r)
-    parts = [f"{SHORT[n]} {fmt_mfu(getattr(f, f'mfu_{peak}_{n}'))}" for n in PHASES
+    parts = [f"{SHORT[n]} {_mfu(r, peak, n)}" for n in PHASES
              if getattr(f, f"mfu_{peak}_{n}") is not None]
     who = f" {f.peak_device}" if peak == "datasheet" else ""
-    text = fmt_mfu(getattr(f, f"mfu_{peak}_step"))
+    text = _mfu(r, peak, "step")
     if parts:
         text += f" ({' · '.join(parts)})"
     return text + f" of{who} {fmt_flops(value, 'FLOP/s')} {f.flops_precision}"
@@ -127,7 +117,7 @@ def panel_line(r: RunStats) -> str:
         if mfu is None:
             mfu, peak = getattr(f, f"mfu_datasheet_{name}"), "datasheet"
         if mfu is not None:
-            text += (" · over 100 % of the peak?" if mfu > 1.0 else
+            text += (" · over 100 % of the peak?" if f"{name}:{peak}" in f.mfu_over else
                      f" · {fmt_mfu(mfu)} of {peak} peak")
         out.append(text)
     return "  ".join(out)

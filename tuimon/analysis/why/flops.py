@@ -26,7 +26,7 @@ def flop_use(ctx: Context) -> list[Finding]:
     f = r.flops
     if f.flops_step is None:
         return []
-    over = [x for x in f.mfu_over]
+    over = list(f.mfu_over)
     findings = []
     if over:
         findings.append(Finding("flops", point("flops.over_peak", over=over, basis=f.mfu_basis),
@@ -66,4 +66,5 @@ def _use(r, name: str):
     if rate is None or mfu is None:
         return None
     return point("flops.phase_use", label=r.label, name=name, flop_s=rate, mfu=mfu,
-                 peak=f.peak_measured, precision=f.flops_precision)
+                 over=f"{name}:measured" in f.mfu_over, peak=f.peak_measured,
+                 precision=f.flops_precision)

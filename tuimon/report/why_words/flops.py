@@ -3,7 +3,8 @@ compute-bound, far below (memory- or launch-bound), an MFU over 100 %."""
 
 from __future__ import annotations
 
-from tuimon.report.flops_text import fmt_flops, fmt_mfu
+from tuimon.fmt import fmt_flops
+from tuimon.report.flops_text import fmt_mfu
 
 WORDS = {
     "flops.over_peak": lambda f: ("MFU over 100 % (" + ", ".join(x.replace(":", " vs ") for x in f["over"])
@@ -13,7 +14,7 @@ WORDS = {
     "flops.compute_bound": lambda f: (f"compute-bound: {' and '.join(f['phases'])} near this machine's "
                                       "measured GEMM peak"),
     "flops.phase_use": lambda f: (f"{f['label']}'s {f['name']}: {fmt_flops(f['flop_s'], 'FLOP/s')}, "
-                                  f"{fmt_mfu(f['mfu'])} of the measured {f['precision']} peak "
+                                  f"{fmt_mfu(f['mfu'], f['over'])} of the measured {f['precision']} peak "
                                   f"({fmt_flops(f['peak'], 'FLOP/s')})"),
     "flops.lower_precision": lambda f: (f"fewer bits a FLOP: --precision amp (bf16/fp16 autocast) "
                                         f"instead of {f['precision']}" + (", or allow TF32 "
