@@ -42,6 +42,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, parts[0]))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def peak_cache(tmp_path_factory) -> Path:
+    """The measured GEMM peaks (runner/peak_bench.py) in the test session's own file, in a
+    directory of its own: measured once by the first run that counts FLOPs, never the user's."""
+    from tuimon.envvars import PEAK_CACHE
+
+    path = tmp_path_factory.mktemp("peaks") / "peaks.json"
+    os.environ[PEAK_CACHE] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def inductor_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("inductor-cache")

@@ -79,7 +79,8 @@ def check(c: Ctx) -> list[Step]:
     junit = c.dir("junit-cuda.xml")
     tests = ["tests/e2e/test_cuda_syncs.py", "tests/unit/test_probes_gpu.py", "tests/unit/test_doctor.py",
              "tests/e2e/test_bad_input.py::test_cuda_requested_without_cuda",
-             "tests/e2e/test_ranks.py::test_the_ddp_script_on_two_gpus_with_nccl"]
+             "tests/e2e/test_ranks.py::test_the_ddp_script_on_two_gpus_with_nccl",
+             "tests/e2e/test_flops_cuda.py", "tests/unit/test_flops_stats.py"]
     pytest = [c.py, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--junitxml", str(junit)]
     nvml, trust = c.dir("nvml.json"), c.dir("trust.json")
     return [
@@ -89,7 +90,8 @@ def check(c: Ctx) -> list[Step]:
              stdout_to=c.dir("doctor.json"), min_s=10),
         Step("cuda-tests", [*pytest, *tests], 330,
              "the CUDA tests unskipped: zero added syncs (TUIMON_SYNC_DEBUG=error) on a recipe and a "
-             "script, the NVML probe against a real NVML, doctor, --device cuda:99",
+             "script, the NVML probe against a real NVML, doctor, --device cuda:99; FLOPs: the "
+             "measured GEMM peak against the datasheet's, precision read off the ops, MFU on swin_t",
              collect="junit", env={"TUIMON_SYNC_DEBUG": "error"}, artifact=junit, dry="run",
              dry_argv=[*pytest, "tests/unit/test_probes_gpu.py::test_full_device_sample"], min_s=60),
         Step("nvml", [c.py, str(r / "bench/gpu/nvml_check.py"), "--json", str(nvml), "--seconds", "12"],

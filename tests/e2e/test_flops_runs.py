@@ -1,0 +1,73 @@
+"""Issue 35, FLOPs in real runs: a recipe's runner counts its FLOPs once, before its measured
+steps, and its losses are the same step by step with and without the count (the extra step is
+undone); a compiled variant counts its eager module; a script counts its trained module's
+calls a step (gradient accumulation); summary.json carries the keys a plot reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import RECIPES, SCRIPTS, runner_events
+
+TINY = str(RECIPES / "tiny_mlp.py")
+
+
+def run(cache, mode: str = "eager", **settings) -> list[dict]:
+    rc, got = runner_events(cache, recipe=TINY, run="r", mode=mode, device="cpu", steps=12,
+                            auto_profile=False, **settings)
+    assert rc == 0, [e for e in got if e["type"] == "failed"]
+    return got
+
+
+def test_the_count_runs_once_before_the_first_step_and_changes_no_loss(inductor_cache):
+    counted = run(inductor_cache)
+    plain = run(inductor_cache, count_flops=False)
+    flops = [e for e in counted if e["type"] == "flops"]
+    assert len(flops) == 1 and not [e for e in plain if e["type"] == "flops"]
+    first_step = next(k for k, e in enumerate(counted) if e["type"] == "step")
+    assert counted.index(flops[0]) < first_step  # outside every step: before the first
+    f = flops[0]
+    # TinyMLP at its CPU default (batch 32): 784 -> 512 -> 512 -> 10
+    mms = [2 * 32 * 784 * 512, 2 * 32 * 512 * 512, 2 * 32 * 512 * 10]
+    assert f["forward"] == sum(mms) and f["backward"] == sum(mms) + sum(mms[1:])
+    assert f["step"] == f["forward"] + f["backward"] + f["optimizer"]
+    assert f["precision"] == "fp32" and f["peak"]["peaks"]["fp32"] > 0
+    losses = [[e["loss"] for e in got if e["type"] == "step"] for got in (counted, plain)]
+    assert len(losses[0]) == 12 and losses[0] == losses[1]  # the measured steps: as without
+
+
+def test_a_compiled_variant_counts_its_eager_module_and_compiles_nothing_for_it(inductor_cache):
+    got = run(inductor_cache, mode="default")
+    f = next(e for e in got if e["type"] == "flops")
+    eager = next(e for e in run(inductor_cache) if e["type"] == "flops")
+    assert (f["forward"], f["backward"], f["counted_on"]) == (eager["forward"], eager["backward"], "eager")
+    # its compiles all come with its first measured step, none before it (the count ran eager)
+    first_step = next(k for k, e in enumerate(got) if e["type"] == "step")
+    assert not [e for e in got[:first_step] if e["type"] == "compile"]
+
+
+def test_a_session_shows_flops_and_mfu_in_summary_json_and_the_table(tuimon):
+    proc, session = tuimon(str(RECIPES / "tiny_mlp.py"), "--headless", "--steps", "40",
+                           "--modes", "eager,default", "--no-auto-capture")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((session / "summary.json").read_text())
+    for r in doc["runs"]:
+        assert r["flops_step"] > 0 and r["flops_counted_on"] == "eager" and r["flops_precision"] == "fp32"
+        assert r["flop_s_forward"] > 0 and r["peak_measured"] > 0 and r["mfu_basis"] == "measured-cpu"
+        assert 0 < r["mfu_measured_step"] < 1 and r["mfu_datasheet_step"] is None
+    assert "MFU vs measured peak" in proc.stdout and "n/a on a CPU" in proc.stdout
+    assert "## FLOPs and MFU" in (session / "summary.md").read_text()
+
+
+def test_a_scripts_flops_count_each_call_of_a_step(tuimon):
+    proc, session = tuimon("run", "--headless", "--steps", "12", "--modes", "eager",
+                           "--no-auto-capture", "--", sys.executable, str(SCRIPTS / "grad_accum.py"),
+                           "--epochs", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads((session / "summary.json").read_text())["runs"][0]
+    # nn.Sequential(Linear(32, 64), ReLU, Linear(64, 10)), micro-batches of 16, 4 a step
+    forward = 2 * 16 * 32 * 64 + 2 * 16 * 64 * 10
+    assert r["flops_calls"] == 4 and r["flops_forward"] == 4 * forward
+    assert r["flops_backward"] == 4 * (2 * 16 * 32 * 64 + 2 * 2 * 16 * 64 * 10)
+    assert r["mfu_measured_forward"] is not None
