@@ -94,3 +94,20 @@ async def test_the_bar_stays_hidden_without_phases(tmp_path):
         await settle(app, pilot)
         assert not any(p.query_one(PhaseBar).display for p in app.query(RunPanel))
         assert "by phase" not in str(app.query_one(ComparisonStrip).render())
+
+
+async def test_the_phase_bar_says_flops_and_mfu_once_the_run_counted_them(tmp_path):
+    """Issue 35: a second line under the bar, 'fwd 1 TFLOP/s · 50 % of measured peak ...'; an
+    MFU over 100 % reads as a question, never a figure."""
+    from test_flops_stats import flops_event
+
+    evs = two_runs()
+    evs.insert(2, flops_event("eager-fp32", peaks={"fp32": 2e12}))
+    evs.append(flops_event("default-fp32", peaks={"fp32": 1.5e12}))  # its backward: over 100 %
+    app = TuimonApp(Recorder(tmp_path, evs))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        texts = [str(p.query_one(PhaseBar).render()) for p in app.query(RunPanel)]
+        eager, compiled = texts
+        assert re.search(r"\nfwd 1(\.0\d)? TFLOP/s · 5\d % of measured peak  bwd 2(\.0\d)? TFLOP/s", eager)
+        assert "over 100 % of the peak?" in compiled and "%" in compiled.split("\n")[1]

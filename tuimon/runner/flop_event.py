@@ -23,6 +23,8 @@ def emit(emitter, device: str, count) -> float:
         fields = count()
     except Exception as exc:  # noqa: BLE001 - said, and the run goes on uncounted
         fields = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # an out-of-memory count: its blocks back before the steps
     try:
         fields["peak"] = peak_bench.peak(torch, device)
     except Exception as exc:  # noqa: BLE001 - no peak: FLOP/s still stand

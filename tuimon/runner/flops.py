@@ -71,8 +71,16 @@ def precision_of(by_dtype: dict[str, int], on_cuda: bool) -> str | None:
     return named or top
 
 
+def _keep(t):
+    """A copy of ``t`` in host memory (a GPU's is the scarce one: a model that fills it still
+    counts), and the device it goes back to."""
+    t = t.detach()
+    return (t.to("cpu", copy=True) if t.device.type != "cpu" else t.clone()), t.device
+
+
 class Snapshot:
-    """What one extra training step changes, kept to be put back exactly (in place)."""
+    """What one extra training step changes, kept in host memory to be put back exactly, in
+    place (the tensors the run holds stay the same objects)."""
 
     def __init__(self, module, optimizer) -> None:
         params = list(module.parameters())
@@ -80,11 +88,11 @@ class Snapshot:
             params += [p for g in optimizer.param_groups for p in g["params"]]
         self.params = list({id(p): p for p in params}.values())
         held = {id(t): t for t in (*self.params, *module.buffers())}
-        self.tensors = [(t, t.detach().clone()) for t in held.values()]
-        self.grads = [(p, None if p.grad is None else p.grad.detach().clone()) for p in self.params]
+        self.tensors = [(t, _keep(t)[0]) for t in held.values()]
+        self.grads = [(p, None if p.grad is None else _keep(p.grad)) for p in self.params]
         self.optimizer = optimizer
         if optimizer is not None:
-            self.state = {id(p): {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
+            self.state = {id(p): {k: (_keep(v) if isinstance(v, torch.Tensor) else v)
                                   for k, v in s.items()} for p, s in optimizer.state.items()}
             self.keys = list(optimizer.state.keys())
             self.groups = [{k: v for k, v in g.items() if k != "params"}
@@ -104,10 +112,10 @@ class Snapshot:
         for p, g in self.grads:
             if g is None:
                 p.grad = None
-            elif p.grad is not None and p.grad.shape == g.shape:
-                p.grad.copy_(g)
+            elif p.grad is not None and p.grad.shape == g[0].shape:
+                p.grad.copy_(g[0])
             else:
-                p.grad = g
+                p.grad = g[0].to(g[1])
         opt = self.optimizer
         if opt is not None:
             live = opt.state
@@ -115,13 +123,16 @@ class Snapshot:
                 if id(p) not in self.state:
                     del live[p]  # state the counting step made (an Adam's first moments)
             for p in self.keys:
-                for k, v in self.state[id(p)].items():
-                    cur = live[p].get(k)
-                    if isinstance(v, torch.Tensor) and isinstance(cur, torch.Tensor) \
-                            and cur.shape == v.shape:
-                        cur.copy_(v)
+                saved, state = self.state[id(p)], live[p]
+                for k in [k for k in state if k not in saved]:
+                    del state[k]
+                for k, v in saved.items():
+                    cur = state.get(k)
+                    if isinstance(v, tuple) and isinstance(cur, torch.Tensor) \
+                            and cur.shape == v[0].shape and cur.dtype == v[0].dtype:
+                        cur.copy_(v[0])
                     else:
-                        live[p][k] = v.clone() if isinstance(v, torch.Tensor) else v
+                        state[k] = v[0].to(v[1], copy=True) if isinstance(v, tuple) else v
             for g, saved in zip(opt.param_groups, self.groups, strict=True):
                 g.update(saved)
         random.setstate(self.rng[0])
