@@ -127,7 +127,7 @@ def _recipe(path):
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
 def test_every_shipped_recipe_runs_under_100_percent_of_the_measured_peak(path):
     """At its CPU defaults (its real shapes here), eager fp32: the counted FLOPs of a step over
-    the best of three plain steps stay under this machine's measured fp32 peak."""
+    the faster of two plain steps stay under this machine's measured fp32 peak."""
     r = _recipe(path)
     r.model.train()
     batch = r.batches[0] if isinstance(r.batches, (list, tuple)) else next(iter(r.batches))
@@ -141,7 +141,7 @@ def test_every_shipped_recipe_runs_under_100_percent_of_the_measured_peak(path):
     counted = count_step(r.model, r.optimizer, forward, backward_of)
     assert counted["step"] > 0 and counted["forward"] > 0 and counted["backward"] > counted["forward"] / 2
     best = float("inf")
-    for _ in range(3):
+    for _ in range(2):
         t0 = time.perf_counter()
         loss = forward()
         loss.backward()
@@ -150,4 +150,27 @@ def test_every_shipped_recipe_runs_under_100_percent_of_the_measured_peak(path):
         best = min(best, time.perf_counter() - t0)
     measured = peak(torch, "cpu")["peaks"]["fp32"]
     mfu = counted["step"] / best / measured
+    print(f"{path.stem}: {counted['step']:.4g} FLOP a step, {best * 1000:.0f} ms, "
+          f"{counted['step'] / best:.3g} FLOP/s, MFU {mfu:.1%} of {measured:.3g}")
     assert 0 < mfu < 1.0, (path.stem, counted["step"], best, measured)
+
+
+def test_the_precision_a_gpus_flops_ran_in():
+    """CUDA's paths without a GPU: fp32 matmuls read tf32 where CUDA may use TF32 (torchtitan#668
+    took the TF32 peak for a bf16 run, and the other way round), fp8 from _scaled_mm's inputs."""
+    from tuimon.runner.flops import precision_of
+
+    before = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        assert precision_of({"float32": 10}, on_cuda=True) == "fp32"
+        torch.set_float32_matmul_precision("high")
+        assert precision_of({"float32": 10}, on_cuda=True) == "tf32"
+        assert precision_of({"float32": 10}, on_cuda=False) == "fp32"  # a CPU has no TF32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before[0]
+        torch.set_float32_matmul_precision(before[1])
+    assert precision_of({"float8_e4m3fn": 10, "bfloat16": 3}, on_cuda=True) == "fp8"
+    assert precision_of({"bfloat16": 10, "float32": 3}, on_cuda=True) == "bf16"
+    assert precision_of({}, on_cuda=True) is None
