@@ -28,8 +28,8 @@ def test_the_count_runs_once_before_the_first_step_and_changes_no_loss(inductor_
     first_step = next(k for k, e in enumerate(counted) if e["type"] == "step")
     assert counted.index(flops[0]) < first_step  # outside every step: before the first
     f = flops[0]
-    # TinyMLP at its CPU default (batch 32): 784 -> 512 -> 512 -> 10
-    mms = [2 * 32 * 784 * 512, 2 * 32 * 512 * 512, 2 * 32 * 512 * 10]
+    # TinyMLP at its CPU default (batch 32): 64 -> 256 -> 256 -> 10
+    mms = [2 * 32 * 64 * 256, 2 * 32 * 256 * 256, 2 * 32 * 256 * 10]
     assert f["forward"] == sum(mms) and f["backward"] == sum(mms) + sum(mms[1:])
     assert f["step"] == f["forward"] + f["backward"] + f["optimizer"]
     assert f["precision"] == "fp32" and f["peak"]["peaks"]["fp32"] > 0
@@ -42,9 +42,10 @@ def test_a_compiled_variant_counts_its_eager_module_and_compiles_nothing_for_it(
     f = next(e for e in got if e["type"] == "flops")
     eager = next(e for e in run(inductor_cache) if e["type"] == "flops")
     assert (f["forward"], f["backward"], f["counted_on"]) == (eager["forward"], eager["backward"], "eager")
-    # its compiles all come with its first measured step, none before it (the count ran eager)
-    first_step = next(k for k, e in enumerate(got) if e["type"] == "step")
-    assert not [e for e in got[:first_step] if e["type"] == "compile"]
+    # it compiles in its first step, after the count (which ran eager: nothing compiled for it)
+    at = got.index(f)
+    compiles = [k for k, e in enumerate(got) if e["type"] == "compile"]
+    assert compiles and min(compiles) > at
 
 
 def test_a_session_shows_flops_and_mfu_in_summary_json_and_the_table(tuimon):
