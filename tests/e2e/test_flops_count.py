@@ -62,6 +62,18 @@ def test_a_small_conv_nets_flops_are_the_analytic_count():
     assert got["step"] == sum(got[p] for p in ("forward", "backward", "optimizer"))
 
 
+def test_a_depthwise_convs_backward_is_twice_its_forward():
+    """ConvNeXt's 7×7 depthwise convs: torch's own backward formula counts the weight gradient as
+    a dense conv over the batch (65× the forward for 64 channels); tuimon's counts it once."""
+    torch.manual_seed(0)
+    c = 64
+    conv = nn.Conv2d(c, c, 7, padding=3, groups=c, bias=False)
+    x = torch.randn(2, c, 8, 8, requires_grad=True)
+    got = count_step(conv, None, lambda: conv(x).sum(), backward_of)
+    forward = 2 * 2 * 8 * 8 * c * 7 * 7  # each output element: 49 mul-adds of its own channel
+    assert got["forward"] == forward and got["backward"] == 2 * forward
+
+
 def test_bf16_autocast_reads_bf16_and_counts_the_same():
     torch.manual_seed(0)
     model = linear_stack()
