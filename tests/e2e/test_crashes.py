@@ -24,9 +24,11 @@ from tuimon.sessiondir import store
 
 FAIL = str(TEST_RECIPES / "fail_how.py")
 SLOW = str(TEST_RECIPES / "slow_steps.py")
-# fail_how.py fails in fp32 (the first variant): the amp sibling runs after the failure.
+# fail_how.py fails in fp32 (the first variant): the amp sibling runs after the failure. It counts
+# its steps in a closure, which the FLOP count's extra step would advance by one (measuring.md):
+# --no-flops keeps "fails at step N" at step N.
 TWO = ("--modes", "eager", "--precision", "fp32,amp", "--device", "cpu", "--steps", "10",
-       "--no-probes")
+       "--no-probes", "--no-flops")
 
 
 def one_fails(tuimon, how: str) -> tuple[dict, str, str]:

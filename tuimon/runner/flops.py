@@ -10,9 +10,11 @@ op), so inside a step it would have to be kept out of every statistic; as an ext
 none, and the hot path carries nothing of it.
 
 The extra step trains the model, so it is undone (``Snapshot``): parameters, buffers (BatchNorm's
-running stats), gradients, the optimizer's state and hyper-parameters, and every random
-generator (Python's, NumPy's, torch's CPU and CUDA) are put back exactly as they were, in place
-(the tensors the run holds stay the same objects). The measured steps then train from the same
+running stats), each module's plain Python numbers and flags (a forward that counts its calls),
+gradients, the optimizer's state and hyper-parameters, and every random generator (Python's,
+NumPy's, torch's CPU and CUDA) are put back exactly as they were, in place (the tensors the run
+holds stay the same objects). What it cannot put back is Python state outside the model: a
+recipe's ``forward_loss`` that counts its calls in a closure or a global sees one call more. The measured steps then train from the same
 state as without the count, so eager and compiled variants keep today's loss parity
 (tests/e2e/test_flops_runs.py checks a run's losses with and without it).
 
@@ -85,6 +87,9 @@ def precision_of(by_dtype: dict[str, int], on_cuda: bool) -> str | None:
     return named or top
 
 
+_PLAIN = (int, float, bool, str, type(None))
+
+
 def _keep(t):
     """A copy of ``t`` in host memory (a GPU's is the scarce one: a model that fills it still
     counts), and the device it goes back to."""
@@ -103,6 +108,10 @@ class Snapshot:
         self.params = list({id(p): p for p in params}.values())
         held = {id(t): t for t in (*self.params, *module.buffers())}
         self.tensors = [(t, _keep(t)[0]) for t in held.values()]
+        # Each module's plain numbers and flags (a forward that counts its calls, a schedule's
+        # step): the Python state of the model's own a step may change.
+        self.attrs = [(m, {k: v for k, v in vars(m).items() if type(v) in _PLAIN})
+                      for m in module.modules()]
         self.grads = [(p, None if p.grad is None else _keep(p.grad)) for p in self.params]
         self.optimizer = optimizer
         if optimizer is not None:
@@ -123,6 +132,8 @@ class Snapshot:
     def restore(self) -> None:
         for t, saved in self.tensors:
             t.copy_(saved)
+        for m, saved in self.attrs:
+            m.__dict__.update(saved)
         for p, g in self.grads:
             if g is None:
                 p.grad = None

@@ -131,12 +131,12 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
     pre_col = ring.pre  # a rank's time to backward(), per step (None outside a job)
     ph_col = None if on_cuda else ring.ph  # the CPU's phases, per step (the CUDA clock fills its own)
     tr = trainer
-    if first is not None and not taking_turns:
-        first()
     started = time.monotonic()
     reason = "steps"
     i = 0  # steps recorded in the ring so far (the step running now, while it runs)
     try:
+        if first is not None and not taking_turns:
+            started += first()  # a stop's SIGINT inside it is a stop, as inside a step
         while i < steps:
             if guarded and (profiler is None or profiler.capture is None):
                 guard.ours()
