@@ -14,9 +14,12 @@ running stats), each module's plain Python numbers and flags (a forward that cou
 gradients, the optimizer's state and hyper-parameters, and every random generator (Python's,
 NumPy's, torch's CPU and CUDA) are put back exactly as they were, in place (the tensors the run
 holds stay the same objects). What it cannot put back is Python state outside the model: a
-recipe's ``forward_loss`` that counts its calls in a closure or a global sees one call more. The measured steps then train from the same
-state as without the count, so eager and compiled variants keep today's loss parity
-(tests/e2e/test_flops_runs.py checks a run's losses with and without it).
+recipe's ``forward_loss`` that counts its calls in a closure or a global sees one call more.
+Each tensor's autograd version goes back too: a graph the script built before the count (a
+GAN's generator loss through the discriminator just stepped) still finds the tensors it saved
+as it saved them. The measured steps then train from the same state as without the count, so
+eager and compiled variants keep today's loss parity (tests/e2e/test_flops_runs.py checks a
+run's losses with and without it).
 
 It runs on the eager module (a compiled variant's ``_orig_mod``, a DDP wrapper's ``module``) and
 the optimizer's eager step: FlopCounterMode does not see inside compiled graphs, and running a
@@ -108,11 +111,13 @@ class Snapshot:
         self.params = list({id(p): p for p in params}.values())
         held = {id(t): t for t in (*self.params, *module.buffers())}
         self.tensors = [(t, _keep(t)[0]) for t in held.values()]
+        # The step's gradients go to fresh tensors (``clear_grads``); these are put back as they
+        # are, untouched.
+        self.grads = [(p, p.grad) for p in self.params]
         # Each module's plain numbers and flags (a forward that counts its calls, a schedule's
         # step): the Python state of the model's own a step may change.
         self.attrs = [(m, {k: v for k, v in vars(m).items() if type(v) in _PLAIN})
                       for m in module.modules()]
-        self.grads = [(p, None if p.grad is None else _keep(p.grad)) for p in self.params]
         self.optimizer = optimizer
         if optimizer is not None:
             self.state = {id(p): {k: (_keep(v) if isinstance(v, torch.Tensor) else v)
@@ -128,6 +133,15 @@ class Snapshot:
 
             self.np_rng = np.random.get_state()
 
+        self.versions = [(t, t._version) for t, _ in self.tensors]
+        if optimizer is not None:
+            self.versions += [(v, v._version) for s in optimizer.state.values() for v in s.values()
+                              if isinstance(v, torch.Tensor)]
+
+    def clear_grads(self) -> None:
+        for p in self.params:
+            p.grad = None
+
     @torch.no_grad()
     def restore(self) -> None:
         for t, saved in self.tensors:
@@ -135,12 +149,7 @@ class Snapshot:
         for m, saved in self.attrs:
             m.__dict__.update(saved)
         for p, g in self.grads:
-            if g is None:
-                p.grad = None
-            elif p.grad is not None and p.grad.shape == g[0].shape:
-                p.grad.copy_(g[0])
-            else:
-                p.grad = g[0].to(g[1])
+            p.grad = g
         opt = self.optimizer
         if opt is not None:
             live = opt.state
@@ -160,6 +169,9 @@ class Snapshot:
                         state[k] = v[0].to(v[1], copy=True) if isinstance(v, tuple) else v
             for g, saved in zip(opt.param_groups, self.groups, strict=True):
                 g.update(saved)
+        set_versions = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+        if set_versions is not None:  # torch >= 2.3: the values are as saved, and so their versions
+            set_versions(tuple(t for t, _ in self.versions), tuple(v for _, v in self.versions))
         random.setstate(self.rng[0])
         torch.set_rng_state(self.rng[1])
         if self.rng[2] is not None:
@@ -204,8 +216,10 @@ def count_step(module, optimizer, forward, backward, *, calls: int = 1, on_cuda:
     snap = Snapshot(module, optimizer) if keep else None
     counted, ops, by_dtype = {}, {}, {}
     try:
-        if optimizer is not None:
-            optimizer.zero_grad(set_to_none=True)  # the step's own gradients, not leftovers
+        if snap is not None:
+            snap.clear_grads()  # the step's own gradients, not leftovers (those are kept)
+        elif optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
         for name in PHASES:
             if name == "optimizer" and optimizer is None:
                 counted[name] = None
@@ -234,19 +248,34 @@ def count_step(module, optimizer, forward, backward, *, calls: int = 1, on_cuda:
             "calls": calls, "counted_on": "eager", "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def backward_of(out) -> None:
+def backward_of(out, params=()) -> None:
     """Backward from a forward's output, whatever it is: a loss (a scalar), or a script module's
     outputs (each float tensor that requires grad, as if summed into a loss: the module's
-    backward FLOPs do not depend on the gradient flowing in). ``torch.autograd.backward``'s own
-    function, never the patched name (a script's hooks count backward() calls there)."""
+    backward FLOPs do not depend on the gradient flowing in), through the autograd engine itself
+    (never ``torch.autograd.backward``'s name: a script's hooks count the calls there).
+    ``params``: the only tensors that get a gradient (a GAN's discriminator's input comes from
+    the generator: its parameters must not)."""
     leaves = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
     if not leaves:
         raise ValueError("the forward's output has nothing to differentiate")
     grads = [torch.ones_like(t) for t in leaves]
     from torch.autograd import Variable
 
-    Variable._execution_engine.run_backward(tuple(leaves), tuple(grads), False, False, (),
-                                            allow_unreachable=True, accumulate_grad=True)
+    Variable._execution_engine.run_backward(tuple(leaves), tuple(grads), False, False,
+                                            tuple(params), allow_unreachable=True,
+                                            accumulate_grad=True)
+
+
+def detached(obj):
+    """A call's arguments cut from the graph they came from (no gradient flows back out of the
+    counted step into what made them)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return type(obj)(detached(o) for o in obj)
+    if isinstance(obj, dict) and type(obj) is dict:
+        return {k: detached(v) for k, v in obj.items()}
+    return obj
 
 
 def _tensors(obj):

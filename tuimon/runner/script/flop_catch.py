@@ -21,7 +21,7 @@ import contextlib
 import torch
 
 from tuimon.runner import flop_event
-from tuimon.runner.flops import backward_of, count_step, eager_module
+from tuimon.runner.flops import backward_of, count_step, detached, eager_module
 
 TRIES = 8  # boundaries to wait for a whole step seen through the wrapper before saying why not
 
@@ -72,13 +72,15 @@ class FlopCatch:
     def _count(self, module, args, kwargs, cast, calls: int) -> dict:
         eager = eager_module(module)
         call = type(eager)._call_impl  # the module's own call: past the slot and its wrapper
+        args, kwargs = detached(args), detached(kwargs)
+        params = tuple(p for p in eager.parameters() if p.requires_grad)
 
         def forward():
             with (torch.autocast(cast[0], dtype=cast[1]) if cast else contextlib.nullcontext()):
                 return call(eager, *args, **kwargs)
 
-        return count_step(eager, self.run.leader.lead, forward, backward_of, calls=calls,
-                          on_cuda=self.run.on_cuda)
+        return count_step(eager, self.run.leader.lead, forward,
+                          lambda out: backward_of(out, params), calls=calls, on_cuda=self.run.on_cuda)
 
 
 def _nothing() -> dict:
