@@ -26,3 +26,9 @@ PIN_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 * 2**20), "MALLOC_TRIM_THRESHOLD
 # session, "save": keep torch's mega-cache bundle there, "load": a bundle to load before the first
 # compile} (runner/warm_start.py; control/warm.py sets it). Ranks of a job inherit it; rank 0 saves.
 ARTIFACTS = "TUIMON_ARTIFACTS"
+# The fd of the fork server's end of its socket to the supervisor (control/forkserver.py,
+# runner/forkserver.py): set on the fork server alone, never on a run.
+FORKSERVER_FD = "TUIMON_FORKSERVER_FD"
+# 0: every recipe run is its own `python -m tuimon.runner` process, no fork server (a user's
+# escape hatch; docs/measuring.md).
+FORKSERVER = "TUIMON_FORKSERVER"

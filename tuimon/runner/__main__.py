@@ -181,6 +181,8 @@ def main(settings: RunSettings | None = None) -> int:
             extra=dict(extra),
             notes=notes,
             **({"fixes": list(fx.names)} if fx.names else {}),
+            # forked with torch already imported: its start leaves out these seconds
+            **({"preloaded_s": s.process.preloaded_s} if s.process.preloaded_s else {}),
             **rank_fields,
         )
         say_fixes(emitter, said)
