@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 from tuimon.control import forkserver
 from tuimon.control.forkserver import Forked, ForkServer, comparable, enabled
@@ -16,6 +17,7 @@ def idle(env: dict) -> ForkServer:
     server = ForkServer.__new__(ForkServer)
     server._base, server.ready_s = comparable(env), 2.5
     server._dead = server._closed = False
+    server._started, server._proc = 0.0, object()
     server._cond, server._exits = threading.Condition(), {}
     return server
 
@@ -38,8 +40,10 @@ def test_only_what_torch_reads_when_it_compiles_may_differ():
 
 def test_not_ready_dead_or_closed_takes_nothing():
     server = idle(BASE)
-    server.ready_s = None
-    assert not server.takes(BASE)
+    server.ready_s, server._started = None, time.monotonic()
+    assert not server.takes(BASE) and not server.settled()  # the runs wait for its imports
+    server._started -= forkserver.READY_WAIT_S + 1
+    assert server.settled() and not server.takes(BASE)  # never ready: the runs are spawned
     for flag in ("_dead", "_closed"):
         server = idle(BASE)
         setattr(server, flag, True)
@@ -77,6 +81,7 @@ def test_the_switch_and_what_runs_without_it(tmp_path):
 
     class Plan:
         env: dict = {}
+        torch_trace = False
 
         class program:
             is_script = True
@@ -84,6 +89,9 @@ def test_the_switch_and_what_runs_without_it(tmp_path):
     assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # a script
     Plan.program.is_script = False
     assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=True) is None  # torchrun's ranks
+    Plan.torch_trace = True
+    assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # TORCH_TRACE
+    Plan.torch_trace = False
     os.environ["TUIMON_FORKSERVER"] = "0"
     try:
         assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None

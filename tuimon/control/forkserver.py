@@ -1,12 +1,14 @@
 """The fork server's parent side: one ``python -m tuimon.runner.forkserver`` a recipe session,
 asked for a runner per run once it has imported torch (runner/forkserver.py says why).
 
-It is never waited for: a run that starts before it is ready is spawned as before, so the first
-run starts no later than without it, and a session of one run costs one idle import beside it.
+The session's first runs wait for its imports (``settled``), which their own would have taken
+as long, and then all fork from it: a round's runs start together, so the saving is there from
+the first round. One that never gets ready (its torch fails to import, or takes over
+``READY_WAIT_S``) is left alone and the runs are spawned as before, to fail or run on their own.
 A run is forked only when its environment differs from the fork server's in nothing torch reads
 at import: tuimon's own variables and the compile caches' directories (read when torch
-compiles). Anything else (``--pin-malloc``'s malloc settings, a structured trace, a torchrun
-job, a script) is spawned as its own process. ``TUIMON_FORKSERVER=0`` turns it off.
+compiles); a session with a structured trace (read at import), a torchrun job or a script has
+none. ``TUIMON_FORKSERVER=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tuimon.envvars import FORKSERVER, FORKSERVER_FD
 # What torch reads only when it compiles (checked by tests/e2e/test_forkserver_runs.py): a run may set
 # its own. Every TUIMON_* variable is tuimon's, read by the runner after the fork.
 LAZY = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
+READY_WAIT_S = 120.0  # 4 s on a quiet 2-core machine; a busy one, or a slow disk, takes longer
 PID_WAIT_S = 30.0  # a fork answers in milliseconds; this long means the fork server is stuck
 
 
@@ -42,7 +45,7 @@ def enabled(environ=os.environ) -> bool:
 
 def for_plan(plan, log_path: Path, jobs: bool) -> ForkServer | None:
     """The session's fork server, started now: recipe runs, not torchrun jobs, not turned off."""
-    if plan.program.is_script or jobs or not enabled():
+    if plan.program.is_script or jobs or plan.torch_trace or not enabled():
         return None
     return ForkServer({**os.environ, "PYTHONUNBUFFERED": "1", **plan.env}, log_path)
 
@@ -63,7 +66,7 @@ class Forked:
 
 class ForkServer:
     def __init__(self, env: dict, log_path: Path) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._env, self._log_path = env, log_path
         self._base = comparable(env)
         self._cond = threading.Condition()
         self._spawning = threading.Lock()  # one request, then its pid, at a time
@@ -72,16 +75,25 @@ class ForkServer:
         self._closed = False  # no more runs are asked of it
         self._pids: deque[int] = deque()
         self._exits: dict[int, int] = {}
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._proc: subprocess.Popen | None = None  # started when the first run is due
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(log_path, "ab") as log:
+            with open(self._log_path, "ab") as log:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "tuimon.runner.forkserver"], stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-                    env={**env, FORKSERVER_FD: str(theirs.fileno())}, start_new_session=True)
+                    env={**self._env, FORKSERVER_FD: str(theirs.fileno())},
+                    start_new_session=True)
+        except OSError:
+            self._dead = True
+            return
         finally:
             theirs.close()
         self._sock = ours
+        self._started = time.monotonic()
         threading.Thread(target=self._read, daemon=True, name="tuimon-forkserver").start()
 
     def _read(self) -> None:
@@ -104,6 +116,14 @@ class ForkServer:
                 self._cond.notify_all()
             if not data:
                 return
+
+    def settled(self) -> bool:
+        """Ready, or never will be: until then no run starts (it would fork from it). The first
+        call starts it."""
+        if self._proc is None and not self._dead:
+            self._start()
+        return (self.ready_s is not None or self._dead or self._closed
+                or time.monotonic() - self._started > READY_WAIT_S)
 
     def takes(self, env: dict) -> bool:
         """Ready, alive, and nothing in ``env`` that torch would have read at import differs."""
@@ -149,6 +169,11 @@ class ForkServer:
     def close(self) -> None:
         """No more runs: it tells the exits of the runners still running, then ends."""
         self._closed = True
+        if self._proc is None:
+            return
+        if self.ready_s is None:  # still importing: nothing forked yet
+            self.kill()
+            return
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_WR)
         try:
@@ -160,6 +185,7 @@ class ForkServer:
         """End it now (its runners go on: each is its own session and watches the supervisor;
         the codes of those still running are lost)."""
         self._closed = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, 9)
-        self._proc.wait()
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, 9)
+            self._proc.wait()

@@ -138,4 +138,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tuimon.runner.__main__ import leave
+
+    leave(main())  # a fork ends as the runner it became; this process as quickly
