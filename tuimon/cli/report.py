@@ -40,8 +40,7 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"tuimon: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
-        where = exc.filename or args.session
-        raise UsageError(f"cannot write the report into {where}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write the report into {args.session}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a session whose events cannot be summarized
         raise UsageError(f"cannot read the session {args.session}: {exc}") from None
     print(done_line(written))

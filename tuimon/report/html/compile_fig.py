@@ -17,8 +17,9 @@ OTHER = "#BBBBBB"
 
 
 def _label(run_label: str, e: dict, at: float) -> str:
-    graph = "fwd" if e.get("forward", True) else "bwd"
-    what = f"{run_label} · {e.get('compile_id', '?')} {graph} {short_name(e.get('frame') or '', 18)}".rstrip()
+    # a forward graph by its frame (forward, training_step, ...), a backward one as such
+    graph = short_name(e.get("frame") or "forward", 18) if e.get("forward", True) else "backward"
+    what = f"{run_label} · {e.get('compile_id', '?')} {graph}"
     tags = [f"at {fmt_s(at)}"]
     if e.get("recompile_reason"):
         tags.append("recompile")
