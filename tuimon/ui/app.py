@@ -228,7 +228,9 @@ class TuimonApp(Steering, App[str]):
 
     def _report_written(self, line: str, error: bool) -> None:
         """The report's one line (from its waiting thread), as a notice on the UI's loop."""
-        with contextlib.suppress(RuntimeError):  # the app has closed meanwhile
+        if not self.is_running:  # the app has closed meanwhile (the page is written all the same)
+            return
+        with contextlib.suppress(RuntimeError):  # ... or closes just now
             self.call_from_thread(self.notify, line, severity="error" if error else "information",
                                   timeout=10)
 
