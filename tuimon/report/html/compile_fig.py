@@ -38,7 +38,7 @@ def compile_timeline(rep: Report) -> tuple[Fig | None, str]:
     if not found:
         return None, "no compile was recorded in this session (only eager runs, or nothing compiled)"
     shown = found[:ROWS]
-    fig = figure(1.0 + 0.24 * len(shown))
+    fig = figure(1.4 + 0.24 * len(shown))
     ax = fig.add_subplot()
     ys, names, reasons = list(range(len(shown))), [], []
     for y, (e, label) in zip(ys, shown, strict=True):
@@ -64,7 +64,7 @@ def compile_timeline(rep: Report) -> tuple[Fig | None, str]:
     for _, name, colour in PHASES:  # the legend's entries (empty bars)
         ax.barh([0], [0], color=colour, label=name)
     ax.barh([0], [0], color=OTHER, label="other (guards, cache, ...)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(len(shown), 2) ** 0.5 - 0.12), ncols=5)
     more = len(found) - len(shown)
     caption = (f"{len(found)} compile(s), each a bar in the order they started: its time in Dynamo's trace, "
                "AOTAutograd, Inductor and its code generation (as torch reports them), the rest as other; "

@@ -68,7 +68,7 @@ def payoff(rep: Report) -> tuple[Fig | None, str]:
         ends.append(rep.summary.horizon["steps"])
     n_max = max(max(ends), 10)
     colour = colours(rep)
-    fig = figure(4.2)
+    fig = figure(4.6)
     ax = fig.add_subplot()
     for r in bases + compiled:
         for start, s in starts(r) if r.compiled else [(None, r)]:
@@ -109,7 +109,7 @@ def payoff(rep: Report) -> tuple[Fig | None, str]:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("training steps")
     ax.set_ylabel("time spent training (s)")
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3)
     caption = ("Each straight line: a variant's warm-up overhead (compile, warm-up steps) and then its "
                "median step, step after step, as the break-even is computed; dashed: a warm start "
                "(its cache seeded from an earlier run's artifacts). Where a compiled variant's line "
