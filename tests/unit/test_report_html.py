@@ -158,6 +158,18 @@ def test_a_live_session_is_reported_as_partial(tmp_path, capsys):
     assert "could not be drawn" not in text
 
 
+def test_a_session_whose_owner_is_gone_is_partial_and_says_it_never_ended(tmp_path, capsys):
+    s = tmp_path / "stale"
+    s.mkdir()
+    (s / "events.jsonl").write_text('{"type": "session_started", "t": 1800000000.0}\n')
+    (s / "meta.json").write_text(json.dumps({"name": "stale", "status": "running"}))  # no owner alive
+    assert main(["report", str(s)]) == 0
+    assert capsys.readouterr().out.endswith("— partial: the session never ended\n")
+    text = (s / "report.html").read_text()
+    assert "this session never ended: the process that ran it is gone" in text
+    assert "no step was recorded" in text and "could not be drawn" not in text
+
+
 def test_matplotlib_missing_is_one_line_with_how_to_install_it(tmp_path):
     s = Path(shutil.copytree(RECORDED, tmp_path / "session"))
     code = ("import sys; sys.modules['matplotlib'] = None\n"  # import matplotlib now raises

@@ -55,5 +55,6 @@ def done_line(written) -> str:
         folder = written.figures[0].parent
         line += f"; {len(written.figures) // 2} figures as PNG and SVG in {folder}/"
     if written.partial:
-        line += " — partial: the session is still running"
+        why = "the session never ended" if written.stale else "the session is still running"
+        line += f" — partial: {why}"
     return line

@@ -22,6 +22,7 @@ from tuimon.report.html.data import Report, read
 from tuimon.report.html.payoff_fig import payoff
 from tuimon.report.html.phase_fig import phase_bars
 from tuimon.report.html.step_figs import distributions, step_time
+from tuimon.sessiondir import listing
 
 REPORT = "report.html"
 FIGURES = "report-figures"  # --png: each figure as PNG and SVG, in this folder beside report.html
@@ -54,7 +55,8 @@ class Written:
     html: Path
     bytes: int
     figures: list[Path] = field(default_factory=list)
-    partial: bool = False
+    partial: bool = False  # the session had not ended: still running, or ``stale`` (its owner gone)
+    stale: bool = False
 
 
 def _figure(fig: Fig | None, why: str = "") -> str:
@@ -73,9 +75,7 @@ def _drawn(draw, rep: Report) -> tuple[Fig | None, str]:
         raise
     except Exception as exc:  # noqa: BLE001 - one figure's bug must not lose the whole report
         return None, f"this figure could not be drawn ({type(exc).__name__}: {exc})"
-    if isinstance(out, tuple):
-        return out
-    return out, "nothing to draw in this session"
+    return out if isinstance(out, tuple) else (out, "")
 
 
 def build(rep: Report) -> tuple[str, list[Fig]]:
@@ -111,10 +111,8 @@ def build(rep: Report) -> tuple[str, list[Fig]]:
         key = "why" if title.startswith("Why") else title.split()[0].lower()
         sections.append((key, title, markdown.to_html("\n".join(body.splitlines()[1:]), shift=1)))
     when = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    partial = (f'<p class="partial"><strong>Partial:</strong> this session was still running when this '
-               f"report was written ({when}): it shows the {sum(map(len, rep.steps.values())):,} steps "
-               f"recorded so far. Run <code>tuimon report {html.escape(str(rep.path))}</code> again once "
-               f"it has ended.</p>") if rep.partial else ""
+    partial = (f'<p class="partial"><strong>Partial:</strong> {partial_text(rep, when)}</p>'
+               if rep.partial else "")
     nav = "".join(f'<a href="#{key}">{html.escape(title.split(",")[0])}</a>' for key, title, _ in sections)
     body = "\n".join(f'<section id="{key}"><h2>{html.escape(title)}</h2>\n{content}</section>'
                      for key, title, content in sections)
@@ -138,6 +136,17 @@ session's events alone · one file, nothing fetched: it opens offline</p>
     return page, figs
 
 
+def partial_text(rep: Report, when: str) -> str:
+    """Why the page is partial: still running, or its owner gone without ending it."""
+    steps = f"{sum(map(len, rep.steps.values())):,}"
+    if rep.state == listing.STALE:
+        return (f"this session never ended: the process that ran it is gone (killed, or the machine "
+                f"went down). The page shows the {steps} steps it recorded.")
+    return (f"this session was still running when this report was written ({when}): it shows the "
+            f"{steps} steps recorded so far. Run <code>tuimon report {html.escape(str(rep.path))}</code> "
+            f"again once it has ended.")
+
+
 def _atomic(target: Path, data: bytes) -> None:
     """The file whole or not at all (a full disk leaves the old one)."""
     tmp = target.with_name(target.name + ".tmp")
@@ -159,7 +168,7 @@ def write(path: str | Path, png: bool = False) -> Written:
     target = rep.path / REPORT
     data = page.encode("utf-8")
     _atomic(target, data)
-    out = Written(target, len(data), partial=rep.partial)
+    out = Written(target, len(data), partial=rep.partial, stale=rep.state == listing.STALE)
     if png:
         folder = rep.path / FIGURES
         folder.mkdir(exist_ok=True)
