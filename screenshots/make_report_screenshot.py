@@ -1,15 +1,17 @@
 """The report page for README / docs/commands.md, made from the real thing:
 .venv/bin/python screenshots/make_report_screenshot.py [SESSION]
 
-`tuimon report` on a recorded session (default: tests/data/session_script_vae, the pytorch/examples
-VAE under `tuimon run`, whose compile pays off after ~190 steps), copied to a temporary directory
-first, then Debian's chromium (headless, through playwright; installed with apt-get when missing,
-as the tests do) opening report.html with every request but the file's own refused:
+`tuimon report` on a recorded session (default: tests/data/session_script_fabric_lm, Lightning
+Fabric's language-model example under `tuimon run`, its compiled variant started cold and warm:
+compile pays off after 192 steps cold, 51 warm), copied to a temporary directory first (its
+events.jsonl.gz unpacked), then Debian's chromium (headless, through playwright; installed with
+apt-get when missing, as the tests do) opening report.html with every request but the file's own refused:
 report-1280x1000.png, the top of the page (the verdict and "is compile worth it"). Takes ~10 s.
 """
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import subprocess
 import sys
@@ -24,7 +26,7 @@ import browser  # noqa: E402  (tests/browser.py)
 
 WIDTH, HEIGHT = 1280, 1000
 OUT = HERE / f"report-{WIDTH}x{HEIGHT}.png"
-DEFAULT = ROOT / "tests" / "data" / "session_script_vae"
+DEFAULT = ROOT / "tests" / "data" / "session_script_fabric_lm"
 
 
 def main() -> None:
@@ -36,6 +38,9 @@ def main() -> None:
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     with tempfile.TemporaryDirectory() as tmp:
         session = Path(shutil.copytree(source, Path(tmp) / source.name))
+        if (packed := session / "events.jsonl.gz").exists():  # kept small in the repository
+            (session / "events.jsonl").write_bytes(gzip.decompress(packed.read_bytes()))
+            packed.unlink()
         subprocess.run([sys.executable, "-m", "tuimon", "report", str(session)], check=True, cwd=tmp)
         left: list[str] = []
 

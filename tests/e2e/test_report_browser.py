@@ -7,6 +7,7 @@ size on screen) and the screenshot must show it (not a blank page)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -22,6 +23,9 @@ SESSIONS = {  # what each is, and the figures its page must draw
     "recipe": ("session_recipe_tiny_mlp", {"payoff", "step-time", "distributions", "phases", "compiles"}),
     "script": ("session_script_vae", {"payoff", "step-time", "distributions", "phases", "compiles"}),
     "ranks": ("session_ranks_tiny_mlp", {"payoff", "step-time", "distributions", "phases", "compiles"}),
+    # a script's compiled variant started cold and warm: two break-evens on one figure
+    "script-warm": ("session_script_fabric_lm", {"payoff", "step-time", "distributions", "phases",
+                                                 "compiles"}),
 }
 LOCAL = ("file:", "data:", "about:")
 
@@ -68,6 +72,9 @@ def test_the_offline_check_sees_a_request_that_would_leave(chrome, tmp_path):
 def test_the_report_opens_offline_with_every_figure_drawn(chrome, kind, tmp_path):
     name, figures = SESSIONS[kind]
     session = Path(shutil.copytree(DATA / name, tmp_path / name))
+    if (packed := session / "events.jsonl.gz").exists():  # kept small in the repository
+        (session / "events.jsonl").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
     proc = subprocess.run([sys.executable, "-m", "tuimon", "report", str(session)], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -78,6 +85,7 @@ def test_the_report_opens_offline_with_every_figure_drawn(chrome, kind, tmp_path
             const box = f.querySelector('svg').getBoundingClientRect();
             return [f.id.slice(4), Math.round(box.width), Math.round(box.height)]; })""")
         verdict = page.inner_text(".verdict")
+        payoff = page.inner_text("#fig-payoff")
         title = page.title()
         shot = tmp_path / f"report-{kind}.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -87,6 +95,8 @@ def test_the_report_opens_offline_with_every_figure_drawn(chrome, kind, tmp_path
     assert {f for f, _, _ in drawn} == figures
     assert all(w > 500 and h > 100 for _, w, h in drawn), drawn
     assert verdict.startswith("Verdict:")
+    if kind == "script-warm":
+        assert "break-even cold: step 192" in payoff and "break-even warm: step 51" in payoff
     assert title == f"tuimon report: {json.loads((session / 'meta.json').read_text())['name']}"
     assert not blank(shot)
 

@@ -37,7 +37,8 @@ def starts(r: RunStats) -> list[tuple[str | None, RunStats]]:
 def _measured(rep: Report, run: str) -> tuple[list[int], list[float]]:
     """A process's steps' running total (s) against their count, thinned to POINTS points (a
     running total is monotone: dropping points between kept ones hides nothing)."""
-    steps = sorted(rep.steps.get(run, []), key=lambda s: s["i"])
+    # a script's steps that held a validation pass are not training's (the break-even leaves them out)
+    steps = sorted((s for s in rep.steps.get(run, []) if not s.get("gap")), key=lambda s: s["i"])
     every = max(1, math.ceil(len(steps) / POINTS))
     xs, ys, total = [], [], 0.0
     for k, s in enumerate(steps):
@@ -115,7 +116,8 @@ def payoff(rep: Report) -> tuple[Fig | None, str]:
                "(its cache seeded from an earlier run's artifacts). Where a compiled variant's line "
                "crosses its eager baseline's, compile has paid for itself (●; the shaded span: the "
                "range the speedup's 95 % interval allows). The thick faint lines: what each variant's "
-               "first process measured, its steps' running total over the steps it ran (at most "
+               "first process measured, its steps' running total over the steps it ran (a script's steps "
+               "that held a validation pass left out; at most "
                f"{POINTS} points); it climbs faster than the straight line where steps vary a lot (the "
                "line takes the median step, the total every step). Start-up before the first step is "
                "in neither. "
