@@ -38,8 +38,9 @@ def test_the_ui_and_the_command_line_start_without_matplotlib():
         "; import tuimon.cli.report as r; r.report_parser()")
     assert "tuimon.ui.app" in loaded and "tuimon.cli.report" in loaded
     assert not any(m == "matplotlib" or m.startswith("matplotlib.") for m in loaded)
-    # ... and the report's own package does load it, when it draws (the check can fail)
-    assert "matplotlib" in modules_after("import tuimon.report.html.canvas as c; c.figure(1.0)")
+    # ... and the report's own package does load it, when it draws (the check can fail), and no torch
+    drawing = modules_after("import tuimon.report.html.page, tuimon.report.html.canvas as c; c.figure(1.0)")
+    assert "matplotlib" in drawing and "torch" not in drawing
 
 
 def test_runner_does_not_import_textual():

@@ -56,7 +56,7 @@ def test_the_page_holds_the_verdict_the_table_and_every_figure_in_summary_mds_wo
     for section in ("payoff", "table", "steps", "distributions", "phases", "compiles", "mfu", "memory"):
         assert f'<section id="{section}">' in text
     for fig in ("payoff", "step-time", "distributions", "phases"):
-        assert f'<figure id="fig-{fig}"><svg' in text
+        assert re.search(f'<figure id="fig-{fig}" role="img" aria-label="[^"]+"><svg', text)
     assert text.count("<svg") == 4  # no compile events in a synthetic session: said instead
     assert "no compile was recorded in this session" in text
     assert "could not be drawn" not in text
@@ -119,7 +119,8 @@ def test_the_compile_timeline_draws_each_compile_by_phase_and_names_recompiles(t
     with open(s / "events.jsonl", "a") as f:
         f.writelines(json.dumps(e) + "\n" for e in compiles)
     text = page.write(s).html.read_text()
-    assert '<figure id="fig-compiles"><svg' in text and "Dynamo trace" in text and "codegen / compile" in text
+    assert '<figure id="fig-compiles" role="img"' in text
+    assert "Dynamo trace" in text and "codegen / compile" in text
     assert "default/fp32 · 0/1 forward (at " in text and ", recompile)" in text
     assert "2 compile(s)" in text and "Recompiled because: 0/1 in default/fp32: 0/0: tensor" in text
 
@@ -129,11 +130,23 @@ def test_the_compile_timeline_draws_each_compile_by_phase_and_names_recompiles(t
     ([str(ROOT / "tuimon")], "not a tuimon session directory (no events.jsonl)"),
     ([], "the following arguments are required: session"),
     (["x", "--bogus"], "unrecognized arguments"),
+    ([str(RECORDED / "logs")], "not a tuimon session directory (no events.jsonl)"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, line, capsys):
     assert main(["report", *args]) == 2
     err = capsys.readouterr().err
     assert line in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_session_without_its_meta_json_needs_force(tmp_path, capsys):
+    s = tmp_path / "no-meta"
+    s.mkdir()
+    shutil.copy(RECORDED / "events.jsonl", s / "events.jsonl")
+    assert main(["report", str(s)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--force" in err and not (s / "report.html").exists()
+    assert main(["report", str(s), "--force"]) == 0
+    assert (s / "report.html").is_file()
 
 
 def test_an_unwritable_session_is_one_line(tmp_path, capsys):

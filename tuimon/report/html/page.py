@@ -62,8 +62,8 @@ class Written:
 def _figure(fig: Fig | None, why: str = "") -> str:
     if fig is None:
         return f'<p class="na">{html.escape(why)}.</p>'
-    return (f'<figure id="fig-{fig.name}">{fig.svg()}<figcaption>{html.escape(fig.caption)}'
-            f"</figcaption></figure>")
+    return (f'<figure id="fig-{fig.name}" role="img" aria-label="{html.escape(fig.title)}">{fig.svg()}'
+            f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>")
 
 
 def _drawn(draw, rep: Report) -> tuple[Fig | None, str]:
