@@ -64,7 +64,7 @@ def compile_timeline(rep: Report) -> tuple[Fig | None, str]:
     for _, name, colour in PHASES:  # the legend's entries (empty bars)
         ax.barh([0], [0], color=colour, label=name)
     ax.barh([0], [0], color=OTHER, label="other (guards, cache, ...)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(len(shown), 2) ** 0.5 - 0.12), ncols=5)
+    fig.legend(loc="outside lower center", ncols=5)  # below the axes: it never hides a bar
     more = len(found) - len(shown)
     caption = (f"{len(found)} compile(s), each a bar in the order they started: its time in Dynamo's trace, "
                "AOTAutograd, Inductor and its code generation (as torch reports them), the rest as other; "

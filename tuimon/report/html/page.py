@@ -173,6 +173,7 @@ def write(path: str | Path, png: bool = False) -> Written:
         folder = rep.path / FIGURES
         folder.mkdir(exist_ok=True)
         for k, f in enumerate(figs, 1):
+            f.figure.suptitle(f.title, x=0.01, ha="left", fontsize=11)  # a file alone: titled
             stem = folder / f"{k}-{f.name}"
             _atomic(stem.with_suffix(".png"), f.png())
             _atomic(stem.with_suffix(".svg"), f.svg().encode("utf-8"))

@@ -110,7 +110,7 @@ def payoff(rep: Report) -> tuple[Fig | None, str]:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("training steps")
     ax.set_ylabel("time spent training (s)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3)
+    fig.legend(loc="outside lower center", ncols=3)  # below the axes: it never hides a line
     caption = ("Each straight line: a variant's warm-up overhead (compile, warm-up steps) and then its "
                "median step, step after step, as the break-even is computed; dashed: a warm start "
                "(its cache seeded from an earlier run's artifacts). Where a compiled variant's line "

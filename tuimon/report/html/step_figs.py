@@ -75,7 +75,7 @@ def step_time(rep: Report) -> Fig | None:
         ax.set_ylim(max(0.0, span[0] * 0.9), span[1] * 1.05)
     ax.set_xlabel("wall time since the session started (s)")
     ax.set_ylabel("step time (ms)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=4)
+    fig.legend(loc="outside lower center", ncols=4)  # below the axes: it never hides a line
     steps = sum(len(rep.steps.get(r.run, [])) for r in runs)
     caption = (f"Each line: one process's step time over the session, in {NCOLS} columns of "
                f"{fmt_s(width)} each: a point is the median of the steps in its column (a column of "
