@@ -86,7 +86,8 @@ def test_a_10000_step_session_stays_under_2_mb_and_its_distribution_counts_every
         assert len(steady) >= r.timing.measured > 9_000  # every step, not a sample
         assert f"{r.label}: median" in big_page and f"{len(steady):,} steps" in big_page
     # the step-time lines are downsampled, and the caption says so
-    assert "in 400 columns of" in big_page and "20,000 steps in all" in big_page
+    assert "(top; 400 columns of" in big_page and "(below; 400 columns of 25 step(s))" in big_page
+    assert "20,000 steps in all" in big_page
 
 
 def test_png_writes_each_figure_as_png_and_svg_and_nothing_else_is_touched(tmp_path, capsys):

@@ -35,6 +35,38 @@ def x_range(rep: Report) -> tuple[float, float]:
     return rep.t0, x1
 
 
+def _line(ax, rep: Report, r: RunStats, colour: str, cols: list, at) -> None:
+    """One process's columns as a median line and its p10–p90 band; ``at(k)`` is column k's x."""
+    style = ROUND_STYLE[((r.replicate or 1) - 1) % len(ROUND_STYLE)]
+    xs, mid, lo, hi = [], [], [], []
+    for k, col in enumerate(cols):
+        gap = col is None or col.kind == "compile"  # no step here (a pause, a turn), or a compile
+        xs.append(at(k))
+        mid.append(float("nan") if gap else col.p50)
+        lo.append(float("nan") if gap else col.p10)
+        hi.append(float("nan") if gap else col.p90)
+    name = r.label + (f" · round {r.replicate}" if r.replicate else "")
+    ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, linewidth=0)
+    ax.plot(xs, mid, color=colour, linestyle=style, linewidth=1.2, label=name)
+
+
+def _compiled(ax, rep: Report, r: RunStats, colour: str, top: float | None, x) -> int:
+    """Each step of a run that compiled, marked at ``x(step)`` with its time (on the axis's top
+    when it lies above: ▼); how many lie above."""
+    above = 0
+    for s in rep.steps.get(r.run, []):
+        if step_kind(s) != "compile":
+            continue
+        y = s["ms"] if top is None else min(s["ms"], top)
+        above += 0 if y == s["ms"] else 1
+        ax.plot([x(s)], [y], marker="v" if y != s["ms"] else "o", color=colour, markersize=6,
+                linestyle="none")
+        down = -10 - 10 * ((r.replicate or 1) - 1)  # rounds compile at the same step: one a line
+        ax.annotate(f"compile {fmt_s(s['ms'] / 1000)}", (x(s), y), fontsize=7, color=colour,
+                    xytext=(4, down), textcoords="offset points")
+    return above
+
+
 @styled
 def step_time(rep: Report) -> Fig | None:
     runs = [r for r in rep.summary.runs if rep.series.get(r.run) and rep.series[r.run].buckets()]
@@ -43,51 +75,42 @@ def step_time(rep: Report) -> Fig | None:
     colour, span = colours(rep), y_range(rep)
     (x0, x1), top = x_range(rep), span[1] if span else None
     width = (x1 - x0) / NCOLS
-    fig = figure(3.8)
-    ax = fig.add_subplot()
+    last = max(b.i1 for r in runs for b in rep.series[r.run].buckets()) + 1
+    ncols = min(NCOLS, last)  # by step: a column is a step at least
+    fig = figure(5.8)
+    by_t, by_i = fig.subplots(2, 1, sharey=True)
     clipped = 0
     for r in runs:
-        c = colour[r.label]
-        style = ROUND_STYLE[((r.replicate or 1) - 1) % len(ROUND_STYLE)]
-        xs, mid, lo, hi = [], [], [], []
-        for k, col in enumerate(rep.series[r.run].columns(x0, x1, NCOLS, "t")):
-            gap = col is None or col.kind == "compile"  # no step here (a pause, a turn), or a compile
-            xs.append(x0 + (k + 0.5) * width - rep.t0)
-            mid.append(float("nan") if gap else col.p50)
-            lo.append(float("nan") if gap else col.p10)
-            hi.append(float("nan") if gap else col.p90)
-        name = r.label + (f" · round {r.replicate}" if r.replicate else "")
-        ax.fill_between(xs, lo, hi, color=c, alpha=0.18, linewidth=0)
-        ax.plot(xs, mid, color=c, linestyle=style, linewidth=1.2, label=name)
-        for s in rep.steps.get(r.run, []):  # each step that compiled, at its time
-            if step_kind(s) != "compile":
-                continue
-            y = s["ms"] if top is None else min(s["ms"], top)
-            clipped += 0 if y == s["ms"] else 1
-            ax.plot([s["t"] - rep.t0], [y], marker="v" if y != s["ms"] else "o", color=c, markersize=6,
-                    linestyle="none")
-            ax.annotate(f"compile {fmt_s(s['ms'] / 1000)}", (s["t"] - rep.t0, y), fontsize=7, color=c,
-                        xytext=(4, -10), textcoords="offset points")
+        c, series = colour[r.label], rep.series[r.run]
+        _line(by_t, rep, r, c, series.columns(x0, x1, NCOLS, "t"), lambda k: x0 + (k + 0.5) * width - rep.t0)
+        _line(by_i, rep, r, c, series.columns(0, last, ncols, "i"), lambda k: (k + 0.5) * last / ncols)
+        clipped += _compiled(by_t, rep, r, c, top, lambda s: s["t"] - rep.t0)
+        _compiled(by_i, rep, r, c, top, lambda s: s["i"])
         for e in rep.compiles.get(r.run, []):  # when it compiled: a shaded span of its length
-            ax.axvspan(e["t"] - e.get("seconds", 0.0) - rep.t0, e["t"] - rep.t0, color=c, alpha=0.08,
-                       linewidth=0)
+            by_t.axvspan(e["t"] - e.get("seconds", 0.0) - rep.t0, e["t"] - rep.t0, color=c, alpha=0.08,
+                         linewidth=0)
     if span:
-        ax.set_ylim(max(0.0, span[0] * 0.9), span[1] * 1.05)
-    ax.set_xlabel("wall time since the session started (s)")
-    ax.set_ylabel("step time (ms)")
-    fig.legend(loc="outside lower center", ncols=4)  # below the axes: it never hides a line
+        by_t.set_ylim(max(0.0, span[0] * 0.9), span[1] * 1.05)
+    by_t.set_xlabel("wall time since the session started (s)")
+    by_i.set_xlabel("step")
+    by_i.xaxis.set_major_formatter("{x:,.0f}")
+    for ax in (by_t, by_i):
+        ax.set_ylabel("step time (ms)")
+    handles, names = by_t.get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncols=4)  # below: it never hides a line
     steps = sum(len(rep.steps.get(r.run, [])) for r in runs)
-    caption = (f"Each line: one process's step time over the session, in {NCOLS} columns of "
-               f"{fmt_s(width)} each: a point is the median of the steps in its column (a column of "
-               f"few steps takes its neighbours' too: a rolling median), the band their p10–p90 ({steps:,} "
-               f"steps in all; the TUI's charts are drawn the same way). Shaded: the time a compile ran; "
-               f"● a step that compiled, its time beside it (▼ on the axis's top when it lies above)."
+    caption = (f"Each line: one process's step time, over the session's wall time (top; {NCOLS} columns "
+               f"of {fmt_s(width)}) and by step (below; {ncols} columns of {last / ncols:,.3g} step(s)): a "
+               f"point is the median of the steps in its column (a column of few steps takes its "
+               f"neighbours' too: a rolling median), the band their p10–p90 ({steps:,} steps in all; the "
+               f"TUI's charts are drawn the same way). Shaded: the time a compile ran; ● a step that "
+               f"compiled, its time beside it (▼ on the axis's top when it lies above)."
                + (" Rounds (--repeats) are told apart by the line's dash." if any(r.replicate for r in runs)
                   else "")
                + (f" The y axis stops where the TUI's charts do: {clipped} compile step(s) lie above it."
                   if clipped else "")
-               + " Gaps: the run paused, waited for its turn, or had not started.")
-    return Fig("step-time", "Step time over wall time", caption, fig)
+               + " Gaps in time: the run paused, waited for its turn, or had not started.")
+    return Fig("step-time", "Step time over wall time, and by step", caption, fig)
 
 
 def _bins(values: list[float], lo: float, hi: float, n: int) -> tuple[list[float], list[int]]:
