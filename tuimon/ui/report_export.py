@@ -2,8 +2,8 @@
 thread, its one line shown as a notice when it is written.
 
 A child, not a call: a report takes seconds (the session summarized again, the figures drawn:
-3.5-7.4 s for a 10,000-step session on a loaded 2-core machine, docs/tui.md), which in this process would hold the
-GIL against the redraws, and it keeps matplotlib out of the TUI's process altogether
+3.5-7.4 s for a 10,000-step session on a loaded 2-core machine, docs/tui.md), which in this
+process would hold the GIL against the redraws, and it keeps matplotlib out of the TUI's process altogether
 (tests/unit/test_import_rules.py). One report at a time: a second press while one is being
 written says so."""
 
