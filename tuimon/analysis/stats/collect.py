@@ -125,6 +125,8 @@ class Collector:
             self._faults[run].mark(e.get("minflt"), *self._counts[run])
         if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
             joined = self._job_steps(self.jobs[run].end())
+            if r.status == "queued" and self.jobs[run].rows:  # its ranks started: it ran
+                r.status = "running"
             self._event(r, run, e)
             return joined
         self._event(r, run, e)
