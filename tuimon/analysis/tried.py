@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from tuimon import fixes
 from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.candidates import MIN_STEADY
+from tuimon.analysis.stats.live import not_yet
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.why.finding import Finding
 
@@ -136,6 +139,7 @@ class Outcome:
     speedup_hi: float | None = None
     compile_s: float | None = None  # its first (cold or warm) compile, and the base's
     base_compile_s: float | None = None
+    start: str | None = None  # "cold" / "warm" / "persistent" when both compiles started alike
     breakeven_s: float | None = None  # against eager, and the base's
     base_breakeven_s: float | None = None
     breakeven_never: bool = False
@@ -148,6 +152,7 @@ class Outcome:
     breaks: tuple[int, int] = (0, 0)
     not_applied: str | None = None  # what the child said of a fix it could not apply
     error: str | None = None
+    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW (below)
 
 
 def outcomes(summary: SessionSummary) -> list[Outcome]:
@@ -175,7 +180,9 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
     figures = dict(
         fix=value, run=r.run, label=r.label, speedup=c.axis_speedup, speedup_lo=c.axis_speedup_lo,
         speedup_hi=c.axis_speedup_hi, compile_s=r.compile.compile_s,
-        base_compile_s=base.compile.compile_s if base else None, breakeven_s=c.breakeven_s,
+        base_compile_s=base.compile.compile_s if base else None,
+        start=start_of(r) if base and start_of(r) == start_of(base) else None,
+        breakeven_s=c.breakeven_s,
         base_breakeven_s=base.compare.breakeven_s if base else None,
         breakeven_never=c.breakeven_never,
         base_breakeven_never=base.compare.breakeven_never if base else False, peak_bytes=peak(r),
@@ -190,8 +197,8 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
         return Outcome(code=NOT_APPLIED, **figures)
     if r.status in ("queued", "running") and c.axis_speedup is None:
         return Outcome(code=PENDING, **figures)
-    if summary.busy or r.doubts or (base and base.doubts) or c.axis_speedup is None:
-        return Outcome(code=CANNOT_TELL, **figures)
+    if reasons := unsure(summary, r, base):
+        return Outcome(code=CANNOT_TELL, unsure=reasons, **figures)
     lo, hi = c.axis_speedup_lo, c.axis_speedup_hi
     if lo is not None and lo > 1.0:
         code = HELPED
@@ -203,6 +210,37 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
     else:
         code = NO_BETTER
     return Outcome(code=code, **figures)
+
+
+# Why a fix's step cannot be told: the machine's load (the session was busy, or other processes'
+# load differed between a row and its baseline), the rows' other doubts (recompiles after
+# warm-up, page faults), or too few steady steps for an interval.
+LOAD, DOUBTS, FEW = "load", "doubts", "few_steps"
+
+
+def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple[Point, ...]:
+    """Why the fix's step against its variant without it cannot be told, each reason typed (a
+    point: LOAD with the session's ``busy`` or a row's ``label`` and ``doubts``, DOUBTS with a
+    row's, FEW with the ``steps`` measured of the ``need``ed); () when it can. --quiet-only's
+    dropped steps are no reason: the steps kept met no load."""
+    out = []
+    if summary.busy is not None and summary.busy.code == "busy":
+        out.append(point(LOAD, busy=summary.busy))
+    for row in (base, r):
+        for code, mine in ((LOAD, [d for d in (row.doubts if row else []) if d.code == "load_differs"]),
+                           (DOUBTS, [d for d in (row.doubts if row else []) if d.code != "load_differs"])):
+            if mine:
+                out.append(point(code, label=row.label, doubts=mine))
+    few = not_yet(r, base)
+    if few or r.compare.axis_speedup is None or r.compare.axis_speedup_lo is None:
+        out.append(point(FEW, steps=few[0] if few else None, need=MIN_STEADY))
+    return tuple(out)
+
+
+def start_of(r: RunStats) -> str | None:
+    """How the compile the row's compile_s is started: its own start, or a combined row's first
+    (stats/warm.py puts the cold processes' figures first)."""
+    return r.warm.start or next(iter(r.warm.starts), None)
 
 
 def peak(r: RunStats) -> int | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from tuimon import fixes
 from tuimon.analysis import tried
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
+from tuimon.report.trust_text import load_words
 
 VERDICT = {
     tried.HELPED: "faster",
@@ -17,7 +18,7 @@ VERDICT = {
     tried.WORSE: "slower",
     tried.FAILED: "failed",
     tried.NOT_APPLIED: "could not be applied",
-    tried.CANNOT_TELL: "cannot tell (the machine was busy or the runs' numbers are in doubt)",
+    tried.CANNOT_TELL: "cannot tell",  # then why (unsure_text)
     tried.PENDING: "under way",
 }
 # Why a suggested fix is passed over (fixes.cannot's own words, and these).
@@ -78,7 +79,8 @@ def outcome_line(o: tried.Outcome) -> str:
         return f"{name}: under way, no step compared with the variant without it yet"
     parts = []
     if o.compile_s is not None and o.base_compile_s is not None:
-        parts.append(f"compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
+        start = f"{o.start} " if o.start in ("cold", "warm") else ""
+        parts.append(f"{start}compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
     if o.speedup is not None:
         parts.append(f"step {fmt_ratio(o.speedup, o.speedup_lo, o.speedup_hi)}")
     payoff = pays(o)
@@ -89,7 +91,33 @@ def outcome_line(o: tried.Outcome) -> str:
     removed = [f"{what} {a} → {b}" for what, (a, b) in (("recompiles", o.recompiles),
                                                          ("graph breaks", o.breaks)) if a != b]
     parts += removed
-    return f"{name}: {', '.join(parts) or 'no figures'} — {VERDICT[o.code]}"
+    verdict = VERDICT[o.code]
+    if o.code == tried.CANNOT_TELL and o.unsure:
+        verdict += f": {unsure_text(o.unsure)}"
+    return f"{name}: {', '.join(parts) or 'no figures'} — {verdict}"
+
+
+def unsure_text(reasons) -> str:
+    """Why a fix's step cannot be told (analysis/tried.py unsure), short: the rows' notes in
+    summary.md say the doubts at length."""
+    return "; ".join(dict.fromkeys(reason_words(r) for r in reasons))
+
+
+def reason_words(r) -> str:
+    if r.code == tried.LOAD and r.get("busy") is not None:
+        return (f"the machine was busy (other processes used {load_words(r.get('busy').get('load'))}"
+                " while the steps ran)")
+    if r.code == tried.LOAD:
+        return f"other processes' load differed between {r.get('label')} and its baseline"
+    if r.code == tried.DOUBTS:
+        return f"{r.get('label')}: " + ", ".join(DOUBT.get(d.code, d.code) for d in r.get("doubts"))
+    if r.get("steps") is not None:
+        return f"too few steady steps to compare ({r.get('steps')} of {r.get('need')})"
+    return "too few steady steps for an interval"
+
+
+# A row's doubts in a few words (report/trust_text.py doubt_text says them at length).
+DOUBT = {"recompiled": "recompiles after warm-up", "faults_differ": "page faults differed from eager's"}
 
 
 def pays(o: tried.Outcome) -> str | None:
