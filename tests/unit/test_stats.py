@@ -380,7 +380,7 @@ recompiles recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell
 val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
 start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
 world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
-fixes label unreliable val_words"""
+fixes repeated label unreliable val_words"""
 ROW_KEYS = _ROW_KEYS.split()
 
 

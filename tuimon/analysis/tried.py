@@ -30,6 +30,7 @@ class Candidate:
     price_ms: float | None  # the most a step loses to the findings it answers (None: unpriced)
     answers: tuple[str, ...]  # those findings' codes
     cannot: str | None = None  # why it cannot apply here; None: it is raced
+    repeated: dict | None = None  # regional's: the base's repeated block (None: not known)
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,10 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
         found = answered.get(name, [])
         costs = [f.cost_ms for f in found if f.cost_ms is not None]
         reason = fixes.cannot(fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
-                              compiled=base.compiled)
+                              compiled=base.compiled) or blockless(name, base.repeated)
         out.append(Candidate(name, max(costs) if costs else None,
-                             tuple(dict.fromkeys(f.code for f in found)), reason))
+                             tuple(dict.fromkeys(f.code for f in found)), reason,
+                             base.repeated if name == REGIONAL else None))
     out.sort(key=lambda c: (c.cannot is not None, c.price_ms is None, -(c.price_ms or 0.0)))
     return TryPlan(base, tuple(out))
 
@@ -93,8 +95,22 @@ def plan_base_fixes(base: RunStats) -> tuple[str, ...]:
 
 
 def suggests(f: Finding) -> list[str]:
-    """The fixes a finding (analysis.why's) calls for: those its code or its advice answer."""
+    """The fixes a finding (analysis.why's) calls for: those its code or its advice answer
+    (whether each can apply to a row: fixes.cannot, blockless)."""
     return fixes.suggested([f.what.code, *(p.code for p in f.advice)])
+
+
+# ---- regional needs a repeated block -----------------------------------------------------------
+REGIONAL = "regional"
+NO_BLOCK = "no_block"  # why regional cannot apply: the child found no repeated block (words: report)
+
+
+def blockless(name: str, repeated: dict | None) -> str | None:
+    """NO_BLOCK when ``name`` is regional and the model is known to repeat no block (a compiled
+    run's note: runner/fixes.py repeated_note); None otherwise, unknown included."""
+    if name == REGIONAL and repeated is not None and int(repeated.get("count") or 0) < 2:
+        return NO_BLOCK
+    return None
 
 
 # ---- the TUI's t: one finding's fix on the focused variant --------------------------------------
@@ -106,18 +122,22 @@ class Pick:
     fix: str | None  # the first suggested fix that applies here; None: none does
     value: str | None  # the fixed variant's fix axis: its own fixes and this one ("dynamic+regional")
     passed: tuple[tuple[str, str], ...] = ()  # the suggested fixes before it (or all), and why not
+    repeated: dict | None = None  # regional's: the variant's repeated block (None: not known)
 
 
 def pick(suggested: list[str], own: tuple[str, ...] = (), *, on_cuda: bool, is_script: bool,
-         compiled: bool) -> Pick:
+         compiled: bool, repeated: dict | None = None) -> Pick:
     """Which of a finding's fixes (``suggested``, the registry's order) the TUI's t adds to a
-    variant that already has ``own``: the first that can apply to it (fixes.cannot)."""
+    variant that already has ``own``: the first that can apply to it (fixes.cannot; regional
+    not on a model known to repeat no block: ``repeated``, the row's)."""
     passed = []
     for name in suggested:
         why = ALREADY if name in own else fixes.cannot(
-            fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script, compiled=compiled)
+            fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
+            compiled=compiled) or blockless(name, repeated)
         if why is None:
-            return Pick(name, fixes.join((*own, name)), tuple(passed))
+            return Pick(name, fixes.join((*own, name)), tuple(passed),
+                        repeated if name == REGIONAL else None)
         passed.append((name, why))
     return Pick(None, None, tuple(passed))
 

@@ -22,7 +22,16 @@ VERDICT = {
     tried.PENDING: "under way",
 }
 # Why a suggested fix is passed over (fixes.cannot's own words, and these).
-PASSED = {tried.ALREADY: "this variant has it already"}
+PASSED = {tried.ALREADY: "this variant has it already", tried.NO_BLOCK: "no repeated block"}
+
+
+def block_words(repeated: dict | None) -> str:
+    """regional's target: '8 blocks of Block', or, not known yet, 'if it has a repeated block'."""
+    if repeated is None:
+        return "if it has a repeated block"
+    if tried.blockless(tried.REGIONAL, repeated):
+        return f"no repeated block in {repeated.get('model')}"
+    return f"{repeated['count']} blocks of {repeated.get('block')}"
 
 # The lines that make a fix permanent, in the user's own code (docs/try.md says more).
 KEEP = {
@@ -57,8 +66,10 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
             continue
         price = f", costs ~{fmt_ms(c.price_ms)} a step" if c.price_ms else ""
         why = f" (answers {', '.join(c.answers)}{price})" if c.answers else " (asked for with --only)"
-        lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}")
-    cannot = [f"{c.fix} ({c.cannot})" for c in plan.candidates if c.cannot is not None]
+        where = f" — {block_words(c.repeated)}" if c.fix == tried.REGIONAL else ""
+        lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}{where}")
+    cannot = [f"{c.fix} ({block_words(c.repeated) if c.cannot == tried.NO_BLOCK else c.cannot})"
+              for c in plan.candidates if c.cannot is not None]
     if cannot:
         lines.append(f"  cannot try here: {', '.join(cannot)}")
     if not plan.raced:
@@ -173,7 +184,8 @@ def fix_hint(p: tried.Pick) -> str | None:
     """Beside a finding in the TUI's why pane: the fix its t adds ('t → dynamic: dynamic shapes
     (torch.compile(dynamic=True))'), or why none can be tried here; None when it suggests none."""
     if p.fix is not None:
-        return f"t → {p.fix}: {fixes.FIXES[p.fix].title}"
+        where = f" — {block_words(p.repeated)}" if p.fix == tried.REGIONAL else ""
+        return f"t → {p.fix}: {fixes.FIXES[p.fix].title}{where}"
     if p.passed:
         return f"no fix to try here: {passed_text(p)}"
     return None

@@ -38,10 +38,12 @@ class Said:
     cost_ms: float | None
     code: str
     fixes: list[str] = field(default_factory=list)  # what tuimon try may race for it (the TUI's t)
+    repeated: dict | None = None  # its row's repeated block (regional's: tried.pick), if said
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        del out["fixes"]  # summary.json's why as it was; its tried section says what was raced
+        del out["fixes"], out["repeated"]  # summary.json's why as it was (its tried section says
+        # what was raced)
         return out
 
 
@@ -61,9 +63,9 @@ class VariantSaid:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-def said(f: Finding) -> Said:
+def said(f: Finding, row: RunStats | None = None) -> Said:
     return Said(f.rule, say(f.what), [say(p) for p in f.evidence], [say(p) for p in f.advice],
-                f.severity, f.cost_ms, f.code, tried.suggests(f))
+                f.severity, f.cost_ms, f.code, tried.suggests(f), row.repeated if row else None)
 
 
 def speed(row: RunStats | None) -> str | None:
@@ -83,7 +85,8 @@ def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> lis
     out = []
     for v in diagnose(summary) if whys is None else whys:
         speedup = speed(rows.get(v.run)) if v.compiled else None
-        out.append(VariantSaid(v.run, v.label, speedup, v.helped, [said(f) for f in v.findings], v.compiled,
+        out.append(VariantSaid(v.run, v.label, speedup, v.helped,
+                               [said(f, rows.get(v.run)) for f in v.findings], v.compiled,
                                v.doubted))
     return out
 

@@ -94,7 +94,7 @@ def main(settings: RunSettings | None = None) -> int:
 
             warm = WarmStart(emitter)
             warm.load(torch)
-        from tuimon.runner.fixes import Fixes, channels_last
+        from tuimon.runner.fixes import Fixes, channels_last, repeated_note
 
         fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
                    mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
@@ -183,6 +183,9 @@ def main(settings: RunSettings | None = None) -> int:
             **({"fixes": list(fx.names)} if fx.names else {}),
             **rank_fields,
         )
+        if model_mode(s.mode) != "eager":  # its repeated block: tuimon try's regional
+            text, fact = repeated_note(recipe.model)
+            said.append((text, {"repeated": fact}))
         say_fixes(emitter, said)
         stage = "step"
         started = time.monotonic()

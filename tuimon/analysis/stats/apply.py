@@ -97,6 +97,10 @@ def apply_run(r: RunStats, e: dict) -> None:
             text = str(e.get("text") or "").removeprefix(f"fix {name}: ")
             r.fixes = {**r.fixes, name: {"applied": said["applied"] or bool(e.get("applied")),
                                          "text": said["text"] if said["applied"] else text}}
+        if isinstance(e.get("repeated"), dict):  # its model's repeated block: the most repeated
+            mine = e["repeated"]                    # of the modules it compiled
+            if r.repeated is None or int(mine.get("count") or 0) > int(r.repeated.get("count") or 0):
+                r.repeated = dict(mine)
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
             r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why

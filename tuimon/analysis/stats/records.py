@@ -234,7 +234,8 @@ FLAT_ORDER = (
     "val_recompiles", "val_reasons", "val_guards", "val_limit", "uncompiled", "nothing_compiled",
     "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
     "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
-    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes")
+    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes",
+    "repeated")
 
 
 _NAMES: dict[type, frozenset[str]] = {}

@@ -104,7 +104,8 @@ def pick_for(live: RunLive, f: Said) -> tried.Pick:
     """The fix ``t`` adds for finding ``f`` to the focused run's variant (analysis decides)."""
     variant = live.variant
     return tried.pick(f.fixes, variant.fixes, on_cuda=(live.device or "").startswith("cuda"),
-                      is_script=live.precision == SCRIPT, compiled=variant.compiled)
+                      is_script=live.precision == SCRIPT, compiled=variant.compiled,
+                      repeated=f.repeated)
 
 
 def render(live: RunLive | None, whys: list[VariantSaid], cursor: int | None = None,
