@@ -18,6 +18,7 @@ from tuimon.analysis.stats.live import not_yet
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.why.finding import Finding
+from tuimon.analysis.why.price import Price
 
 # A cold compile is one measurement a variant (no interval): a fix "helped the start" only when
 # it cut the compile by this much, well beyond the few % two cold compiles of one graph differ.
@@ -27,10 +28,13 @@ START_CUT = 1.5
 @dataclass(frozen=True)
 class Candidate:
     fix: str
-    price_ms: float | None  # the most a step loses to the findings it answers (None: unpriced)
+    # The most a step loses to the findings it answers, a start's compile spread over the run's
+    # steps (Price.per_step_ms; the order of the plan); None: unpriced
+    price_ms: float | None
     answers: tuple[str, ...]  # those findings' codes
     cannot: str | None = None  # why it cannot apply here; None: it is raced
     repeated: dict | None = None  # regional's: the base's repeated block (None: not known)
+    price: Price | None = None  # the costliest finding's price (words: report/price_text.py)
 
 
 @dataclass(frozen=True)
@@ -80,14 +84,28 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
     out = []
     for name in names:
         found = answered.get(name, [])
-        costs = [f.cost_ms for f in found if f.cost_ms is not None]
+        prices = [p for p in map(price_of, found) if p is not None]
+        top = max(prices, key=lambda p: p.per_step_ms(run_steps(base)), default=None)
         reason = fixes.cannot(fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
                               compiled=base.compiled) or blockless(name, base.repeated)
-        out.append(Candidate(name, max(costs) if costs else None,
+        out.append(Candidate(name, top.per_step_ms(run_steps(base)) if top else None,
                              tuple(dict.fromkeys(f.code for f in found)), reason,
-                             base.repeated if name == REGIONAL else None))
+                             base.repeated if name == REGIONAL else None, top))
     out.sort(key=lambda c: (c.cannot is not None, c.price_ms is None, -(c.price_ms or 0.0)))
     return TryPlan(base, tuple(out))
+
+
+def run_steps(r: RunStats) -> int | None:
+    """The steps one start of the row is spread over: its asked length, else its steps a process
+    (a combined row's processes each started once)."""
+    if r.timing.length_steps:
+        return r.timing.length_steps
+    return r.timing.steps // max(1, len(r.processes)) if r.timing.steps else None
+
+
+def price_of(f: Finding) -> Price | None:
+    """A finding's price (diagnose sets it), else its step cost alone."""
+    return f.price or (Price(f.cost_ms) if f.cost_ms is not None else None)
 
 
 def plan_base_fixes(base: RunStats) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tuimon import fixes
 from tuimon.analysis import tried
-from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
+from tuimon.fmt import fmt_bytes, fmt_ratio, fmt_span
+from tuimon.report.price_text import price_text
 from tuimon.report.trust_text import load_words
 
 VERDICT = {
@@ -64,7 +65,7 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
     for c in plan.candidates:
         if c.cannot is not None:
             continue
-        price = f", costs ~{fmt_ms(c.price_ms)} a step" if c.price_ms else ""
+        price = f", {price_text(c.price)}" if price_text(c.price) else ""
         why = f" (answers {', '.join(c.answers)}{price})" if c.answers else " (asked for with --only)"
         where = f" — {block_words(c.repeated)}" if c.fix == tried.REGIONAL else ""
         lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}{where}")

@@ -6,6 +6,7 @@ in place: the summary's rows share them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,10 +190,21 @@ def _compile(c: Compiles, e: dict) -> Compiles:
     failures = c.compile_failures
     if forward and not made_graph(e) or e.get("failed"):  # ran eager: e.g. Dynamo's recompile limit
         failures = _count(failures, fallback(e))
+    recompile_s = c.recompile_s
+    if c.recompiles and _attempt(e.get("compile_id")):  # a recompile's compile (training's)
+        recompile_s = round(recompile_s + (e.get("seconds") or 0.0), 4)
     return evolve(c, graphs_fwd=graphs_fwd, graphs_bwd=graphs_bwd, compile_phases=phases,
+                   recompile_s=recompile_s,
                    fx_cache_hits=c.fx_cache_hits + (e.get("fx_cache_hits") or 0),
                    fx_cache_misses=c.fx_cache_misses + (e.get("fx_cache_misses") or 0),
                    compile_failures=failures)
+
+
+def _attempt(compile_id) -> int:
+    """'0/2' -> 2: which compile of its frame (0: the first; a recompile's is 1 on)."""
+    head, slash, tail = str(compile_id or "").rpartition("/")
+    lead = re.match(r"\d+", tail)
+    return int(lead.group()) if slash and lead else 0
 
 
 def _count(found: list[dict], item: dict) -> list[dict]:

@@ -133,6 +133,8 @@ def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
             first = len(parts)
             chosen = v is found and cursor == k - 1
             title = Text(f"{'▶' if chosen else ' '} {k}. {f.title}", style=STYLE.get(f.severity, ""))
+            if f.price:  # what it costs a step or a start
+                title.append(f" — {f.price}", style="magenta")
             if chosen:
                 title.stylize("reverse")
             parts.append(Padding.indent(title, 0))
