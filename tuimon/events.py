@@ -17,9 +17,7 @@ SCHEMA_VERSION = 1
 RUN_STARTED = "run_started"  # pid, variant, device, device_name, torch, params, batch_size, ...;
 #   fixes: [name] the tuimon try fixes it was asked to apply (tuimon/fixes.py; absent: none).
 #   What came of each is a run note: a warning with note, fix (its name), applied (true / false),
-#   text "fix NAME: what it did / why not" (runner/fixes.py; stats/apply.py folds them: a row's fixes).
-#   A compiled run's note with repeated {model, block, count} (count 0, block null: none) says the
-#   repeated block of each model it compiles, which tuimon try's regional needs (a row's repeated)
+#   text "fix NAME: what it did / why not" (runner/fixes.py; stats/apply.py folds them: a row's fixes)
 PHASE = "phase"  # phase: building | compiling | warmup | steady | paused (resume: the phase before)
 STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile ran in the step);
 #   ph: where the step went, [data, forward, backward, optimizer] in µs (ints, STEP_PHASES' order;
@@ -116,6 +114,11 @@ PROFILE = "profile"
 #     session), files [{path, bytes}] (the largest first, at most 100), count, bytes, partial;
 #   files_changed (supervisor, session-wide, at the session's end): dirs (the user's directories
 #     watched), changes [{path, change: added | changed | removed}] (at most 100), count.
+# A compiled run's model (runner, run-tagged; a recipe's after its run_started, a script's at each
+#   module it or tuimon compiles): repeated {model, block, count} (count 0, block null: no
+#   repeated block), text (one line). What tuimon try's regional needs (stats/apply.py: a row's
+#   repeated); not a note: no view lists it.
+MODEL = "model"
 FILE_WRITTEN = "file_written"
 FILES = "files"
 FILES_CHANGED = "files_changed"

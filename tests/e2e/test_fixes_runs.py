@@ -143,6 +143,8 @@ def test_a_scripts_fixes_apply_and_leave_no_trace(tuimon, tmp_path):
     assert "workers: 0" not in (logs / f"default-script-fix_{fix}.log").read_text()
     outcomes = fixes_of(evs)
     assert set(outcomes) == {f"default-script-fix_{fix}"}
+    # tuimon's auto-compile says the model's repeated block, fix or no fix (a model event)
+    assert [e["repeated"] for e in plain["model"]] == [{"model": "Net", "block": "Block", "count": 4}]
 
     def env_of(run):
         (path,) = (session / "files" / run).rglob("env.json")

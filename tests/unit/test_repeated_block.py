@@ -59,7 +59,7 @@ def test_a_scripts_compile_says_the_compiled_modules_repeated_block():
 
 
 def noted(evs: list[dict], run: str, count: int, block: str | None = "Block") -> list[dict]:
-    return evs + [events.make(events.WARNING, run, note=True, text="...",
+    return evs + [events.make(events.MODEL, run, text="...",
                               repeated={"model": "Net", "block": block, "count": count})]
 
 

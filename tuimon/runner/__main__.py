@@ -183,10 +183,10 @@ def main(settings: RunSettings | None = None) -> int:
             **({"fixes": list(fx.names)} if fx.names else {}),
             **rank_fields,
         )
+        say_fixes(emitter, said)
         if model_mode(s.mode) != "eager":  # its repeated block: tuimon try's regional
             text, fact = repeated_note(recipe.model)
-            said.append((text, {"repeated": fact}))
-        say_fixes(emitter, said)
+            emitter.emit(events.MODEL, text=text, repeated=fact)
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)

@@ -98,16 +98,16 @@ def apply_run(r: RunStats, e: dict) -> None:
             text = str(e.get("text") or "").removeprefix(f"fix {name}: ")
             r.fixes = {**r.fixes, name: {"applied": said["applied"] or bool(e.get("applied")),
                                          "text": said["text"] if said["applied"] else text}}
-        if isinstance(e.get("repeated"), dict):  # its model's repeated block: the most repeated
-            mine = e["repeated"]                    # of the modules it compiled
-            if r.repeated is None or int(mine.get("count") or 0) > int(r.repeated.get("count") or 0):
-                r.repeated = dict(mine)
         if e.get("backwards"):  # several backward() a step: its loss is the last one's
             r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
             r.compile = replace(r.compile, uncompiled=str(e["uncompiled"]))
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)
             r.timing = replace(r.timing, untimed=str(e.get("text")))
+    elif kind == events.MODEL and isinstance(e.get("repeated"), dict):
+        mine = e["repeated"]  # its model's repeated block: the most repeated of those it compiled
+        if r.repeated is None or int(mine.get("count") or 0) > int(r.repeated.get("count") or 0):
+            r.repeated = dict(mine)
     elif kind in (events.COMPILE, events.GRAPH_BREAK, events.CUDAGRAPHS, events.RECOMPILE):
         r.compile = fold_compile(r.compile, e)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
