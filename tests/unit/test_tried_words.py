@@ -74,3 +74,12 @@ def test_cannot_tell_for_too_few_steps_says_how_many():
 def test_a_quiet_session_tells_and_says_no_reason():
     (o,) = tried.outcomes(summarize(raced(processes=1, dynamic=(6.0, 20))))
     assert o.code == tried.HELPED and o.unsure == ()
+
+
+def test_the_tried_section_ends_before_the_sessions_own_list():
+    """A rule after it: in Markdown the session's list would otherwise join the fixes' list."""
+    from tuimon.report import export
+
+    md = export.to_markdown({"name": "s", "recipe": "r.py"}, summarize(raced(regional=(8.0, 5))))
+    tried_at, rule, recipe = md.index("## Tried"), md.index("\n---\n"), md.index("- recipe: `r.py`")
+    assert tried_at < rule < recipe

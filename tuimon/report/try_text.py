@@ -213,4 +213,4 @@ def markdown(found: list[tried.Outcome]) -> list[str]:
     for o in keep:
         lines += ["", f"To keep **{o.fix}** (docs/try.md):", "", "```python"]
         lines += [line[4:] for line in keep_lines(o.fix)] + ["```"]
-    return lines + [""]
+    return lines + ["", "---", ""]  # a rule: the session's own list below is not the section's
