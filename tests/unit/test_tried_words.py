@@ -2,12 +2,14 @@
 compile said cold, and "cannot tell" with its typed reason (the machine's load, the rows' doubts,
 too few steps). Synthetic sessions."""
 
+import json
+
 from test_tried import raced
 from test_verdict import session, variant
 
 from tuimon import events
 from tuimon.analysis import summarize, tried
-from tuimon.report import try_text
+from tuimon.report import export, try_text
 
 RUNS = ("eager-fp32-fix_none", "default-fp32-fix_none", "default-fp32-fix_dynamic")
 
@@ -41,6 +43,8 @@ def test_cannot_tell_for_load_says_the_machine_was_busy():
     line = try_text.outcome_line(o)
     assert line.endswith("— cannot tell: the machine was busy (other processes used ~1.5 cores "
                          "while the steps ran)"), line
+    (said,) = json.loads(export.to_json({}, s))["tried"]  # as summary.json keeps every point
+    assert said["unsure"][0]["code"] == "load" and said["unsure"][0]["busy"]["code"] == "busy"
 
 
 def test_cannot_tell_for_doubts_names_the_row_and_its_doubt_not_the_load():
@@ -78,8 +82,6 @@ def test_a_quiet_session_tells_and_says_no_reason():
 
 def test_the_tried_section_ends_before_the_sessions_own_list():
     """A rule after it: in Markdown the session's list would otherwise join the fixes' list."""
-    from tuimon.report import export
-
     md = export.to_markdown({"name": "s", "recipe": "r.py"}, summarize(raced(regional=(8.0, 5))))
     tried_at, rule, recipe = md.index("## Tried"), md.index("\n---\n"), md.index("- recipe: `r.py`")
     assert tried_at < rule < recipe
