@@ -114,6 +114,11 @@ PROFILE = "profile"
 #     session), files [{path, bytes}] (the largest first, at most 100), count, bytes, partial;
 #   files_changed (supervisor, session-wide, at the session's end): dirs (the user's directories
 #     watched), changes [{path, change: added | changed | removed}] (at most 100), count.
+# A compiled run's model (runner, run-tagged; a recipe's after its run_started, a script's at each
+#   module it or tuimon compiles): repeated {model, block, count} (count 0, block null: no
+#   repeated block), text (one line). What tuimon try's regional needs (stats/apply.py: a row's
+#   repeated); not a note: no view lists it.
+MODEL = "model"
 FILE_WRITTEN = "file_written"
 FILES = "files"
 FILES_CHANGED = "files_changed"

@@ -158,6 +158,35 @@ def extras(c: Ctx) -> list[Step]:
     ]
 
 
+def try_fixes(c: Ctx) -> list[Step]:
+    """Issue 34 on CUDA: tuimon try's GPU-only fixes for real (tf32, reduce-overhead,
+    no-cudagraphs, max-autotune on a recipe; the loader's pinned memory and tf32 on a script),
+    each raced against the variant without it (the fix axis, as tuimon try runs it), and the
+    fake-CUDA tests of the same fixes on a real one."""
+    r = c.root
+    pytest = [c.py, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"]
+    return [
+        facts(c),
+        Step("try-cuda-tests", [*pytest, "tests/unit/test_fixes_cuda.py"], 90,
+             "the GPU-only fixes apply where CUDA is there and refuse where not (fake CUDA, on a GPU)",
+             min_s=30),  # the dry run checks it only: the unit suite runs it on every machine
+        c.session("try-recipe", str(r / "recipes/tiny_mlp.py"), "--modes", "eager,default",
+                  "--precision", "fp32", "--set", "fix=none,tf32,reduce-overhead,no-cudagraphs",
+                  "--steps", "2000", timeout_s=240, min_s=120,
+                  what="tf32, reduce-overhead and no-cudagraphs raced on CUDA (a launch-bound model)"),
+        Step("try-script", c.tuimon("run", "--headless", "--modes", "eager,default", "--set",
+                                    "fix=none,loader,tf32", "--steps", "300", "--out",
+                                    str(c.sessions("try-script")), "--", c.py,
+                                    str(r / "tests/scripts/amp_scaler.py")), 180,
+             "the loader's pinned memory and workers, and tf32, on an unmodified script on CUDA",
+             collect="session", min_s=90),
+        c.session("try-autotune", str(r / "recipes/tiny_mlp.py"), "--modes", "eager,default",
+                  "--precision", "fp32", "--set", "fix=none,max-autotune", "--steps", "1000",
+                  timeout_s=240, min_s=120,
+                  what="max-autotune raced on CUDA: its cold compile (kernels benchmarked) and step"),
+    ]
+
+
 def phases(c: Ctx) -> list[Step]:
     """Issue 25 (step phases), measured once the build has them: a recipe and a script on CUDA."""
     r = c.root
@@ -215,6 +244,7 @@ STAGES = {
     "modes": (modes, "reduce-overhead and max-autotune (amp) for the three models", 570),
     "modes-fp32": (lambda c: modes(c, "fp32"), "reduce-overhead and max-autotune in fp32", 570),
     "extras": (extras, "CUDA graphs seen and skipped, syncs on another recipe, GPU screenshots", 380),
+    "try": (try_fixes, "issue 34: tuimon try's GPU-only fixes raced on CUDA", 480),
     "phases": (phases, "issue 25: step phases on CUDA (when the build has them)", 300),
     "warm": (warm, "issue 26: cold vs warm compile on CUDA (when the build has --warm)", 420),
     "suite": (suite, "the whole test suite (optional)", 540),

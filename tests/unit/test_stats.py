@@ -376,11 +376,11 @@ cuda_peak_allocated cuda_peak_reserved final_loss max_loss_diff loss_ref loss_ga
 loss_nonfinite common_steps wall_s turns paused_s error failure_kind failure_tail hung_s cpu_mean
 cpu_max tree_rss_max children_max gpu_util_mean vram_max gpu_proc_mem_max temp_max power_mean
 throttled_share throttle_reasons samples warnings compile_phases graphs_fwd graphs_bwd graph_breaks
-recompiles recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell_back val_compiles
+recompiles recompile_s recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell_back val_compiles
 val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
 start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
 world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
-fixes label unreliable val_words"""
+fixes repeated label unreliable val_words"""
 ROW_KEYS = _ROW_KEYS.split()
 
 

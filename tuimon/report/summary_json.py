@@ -24,7 +24,9 @@ def document(meta: dict, summary: SessionSummary) -> dict:
     for key, rows in (("runs", summary.runs), ("variants", summary.variants)):
         for d, r in zip(doc[key], rows, strict=True):
             d.update(row_words(r, summary.quiet_only))
-    raced = [asdict(o) | {"line": try_text.outcome_line(o)} for o in tried.outcomes(summary)]
+    # Each fix's figures, its reasons as the summary's other points are kept, and its line
+    raced = [asdict(o) | {"unsure": [p.to_dict() for p in o.unsure], "line": try_text.outcome_line(o)}
+             for o in tried.outcomes(summary)]
     return {"meta": meta, **doc, "why": why_text.as_json(summary), **({"tried": raced} if raced else {})}
 
 

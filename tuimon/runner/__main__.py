@@ -98,7 +98,7 @@ def main(settings: RunSettings | None = None) -> int:
 
             warm = WarmStart(emitter)
             warm.load(torch)
-        from tuimon.runner.fixes import Fixes, channels_last
+        from tuimon.runner.fixes import Fixes, channels_last, repeated_note
 
         fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
                    mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
@@ -190,6 +190,9 @@ def main(settings: RunSettings | None = None) -> int:
             **rank_fields,
         )
         say_fixes(emitter, said)
+        if model_mode(s.mode) != "eager":  # its repeated block: tuimon try's regional
+            text, fact = repeated_note(recipe.model)
+            emitter.emit(events.MODEL, text=text, repeated=fact)
         stage = "step"
         started = time.monotonic()
         reason = loop.run(trainer, emitter, watch, control, profiler)

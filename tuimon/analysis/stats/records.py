@@ -146,6 +146,7 @@ class Compiles:
     graphs_bwd: int = 0
     graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, hint, count}, most often first
     recompiles: int = 0
+    recompile_s: float = 0.0  # the compile time of the recompiles (compile ids "N/1" on)
     recompile_reasons: list[str] = field(default_factory=list)
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
@@ -229,12 +230,13 @@ FLAT_ORDER = (
     "error", "failure_kind", "failure_tail", "hung_s", "cpu_mean", "cpu_max", "tree_rss_max",
     "children_max", "gpu_util_mean", "vram_max", "gpu_proc_mem_max", "temp_max", "power_mean",
     "throttled_share", "throttle_reasons", "samples", "warnings", "compile_phases", "graphs_fwd",
-    "graphs_bwd", "graph_breaks", "recompiles", "recompile_reasons", "fx_cache_hits",
+    "graphs_bwd", "graph_breaks", "recompiles", "recompile_s", "recompile_reasons", "fx_cache_hits",
     "fx_cache_misses", "compile_failures", "fell_back", "val_compiles", "val_compile_s",
     "val_recompiles", "val_reasons", "val_guards", "val_limit", "uncompiled", "nothing_compiled",
     "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
     "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
-    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes")
+    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes",
+    "repeated")
 
 
 _NAMES: dict[type, frozenset[str]] = {}

@@ -55,6 +55,9 @@ class RunStats:
     notes: list[str] = field(default_factory=list)  # the runner's own (run_started)
     # tuimon try's fixes, as the child applied them (run_started): {name: {applied, text}}
     fixes: dict[str, dict] = field(default_factory=dict)
+    # Its compiled model's repeated block, as the child found it (a note's ``repeated``: model,
+    # block, count; count 0: none); None: not said (eager, an older session). regional needs one.
+    repeated: dict | None = None
     warnings: list[str] = field(default_factory=list)
     wall_s: float | None = None
     turns: int = 0  # interleaved schedule: turns it waited for (the first included)

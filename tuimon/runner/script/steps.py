@@ -182,10 +182,14 @@ class ScriptSteps(ScriptEnd):
 
     def note(self, text: str, **fields) -> None:
         """Said once per text, as a run warning flagged as a note (``uncompiled``: why a
-        compiled variant compiles nothing, runner/script/compile_modes.py)."""
+        compiled variant compiles nothing, runner/script/compile_modes.py); a compiled model's
+        ``repeated`` block as a model event instead (no view lists it)."""
         if text not in self._notes_said:
             self._notes_said.add(text)
-            self.emitter.emit(events.WARNING, text=text, note=True, **fields)
+            if "repeated" in fields:
+                self.emitter.emit(events.MODEL, text=text, **fields)
+            else:
+                self.emitter.emit(events.WARNING, text=text, note=True, **fields)
 
     # ---- the run's start and the boundaries -------------------------------------------------
     def _start(self) -> None:
