@@ -11,7 +11,8 @@ use, or over ``FOREIGN_CORES`` of other processes on the CPU).
 
 Per step: the energy of its steady periods that ran alone, each holding only measured steps,
 over the steps that ended in them. Per run: its whole life (build and compiles included), from
-its first sample to its last, only when no other run of the session lived beside it.
+its first sample to its last, only when no other run of the session lived beside it (and no
+other process was busy on its device).
 
 Codes of ``energy_why`` (report/memory_text.py words them): no_sensor, rapl (its reason),
 no_samples, shared (it never stepped alone), no_steady.
@@ -72,7 +73,7 @@ def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], lives:
     span = lives.spans.get(r.run)
     if span is not None and lives.alone(r.run):
         life = [s for s in mine if s["t"] >= span[0] and (span[1] is None or s["t"] <= span[1])]
-        if len(life) >= 2:
+        if len(life) >= 2 and all(_quiet(s, gpus, on_gpu) for s in life[1:]):
             found["joules_run"] = _joules(reader, life)
     window = steady_window(run_steps)
     if window is None:
@@ -158,6 +159,11 @@ def _alone(run: str, a: dict, b: dict, gpus: list[int], on_gpu: bool) -> bool:
             return False
     elif set(b["runs"]) != {run}:
         return False
+    return _quiet(b, gpus, on_gpu)
+
+
+def _quiet(b: dict, gpus: list[int], on_gpu: bool) -> bool:
+    """No other process busy on the device over the period ending at sample ``b``."""
     if on_gpu:
         for d in b.get("devices", []):
             foreign = d.get("foreign") or {}

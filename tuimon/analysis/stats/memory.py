@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.records import Memory
 from tuimon.analysis.stats.rows import RunStats
@@ -105,11 +106,12 @@ def batch_fit(base: int | None, phases: dict[str, dict], budget: int | None,
 
 
 def memory_compare(r: RunStats, rows: dict[str, RunStats]) -> Memory:
-    """``r``'s phases against its baseline's (the eager run its speedup is against): each
-    phase's difference in bytes, and whether compile saved, added or kept it the same."""
+    """``r``'s phases against its baseline's (the eager run its speedup is against, by label):
+    each phase's difference in bytes, and whether compile saved, added or kept it the same."""
     m = r.memory
-    base = rows.get(r.compare.baseline) if r.compare.baseline else None
-    if base is None or base is r or not m.mem_phases or not base.memory.mem_phases:
+    labelled = [b for b in rows.values() if b.label == r.compare.baseline and b.memory.mem_phases]
+    base = same_round(labelled, r)  # its own round's, as its speedup's (compare.py)
+    if base is None or base is r or base.run == r.run or not m.mem_phases:
         return m
     theirs = base.memory.mem_phases
     phases = {}
