@@ -158,7 +158,8 @@ def test_energy_from_power_times_time_where_the_counter_is_missing():
 def test_energy_is_na_where_the_device_says_neither():
     r = rows(sequential(energy=False, power=None))["eager-fp32"]
     assert r.energy.energy_source is None and r.energy.energy_why.code == "no_sensor"
-    assert memory_text.per_step_cell(r) == "n/a (this GPU reports neither energy nor power)"
+    assert memory_text.per_step_cell(r) == "n/a: this GPU reports neither energy nor power"
+    assert memory_text.per_run_cell(r) == "n/a"  # its why said once, in the per-step row
 
 
 def test_runs_side_by_side_cannot_tell_their_energy_apart():
@@ -170,7 +171,7 @@ def test_runs_side_by_side_cannot_tell_their_energy_apart():
     for name in r:
         assert r[name].energy.joules_per_step is None and r[name].energy.joules_run is None
         assert r[name].energy.energy_why.code == "shared"
-        assert memory_text.per_run_cell(r[name]) == "cannot tell: other runs lived beside it"
+        assert memory_text.per_run_cell(r[name]).startswith("cannot tell: other runs")
 
 
 def test_turns_count_only_the_periods_a_run_stepped_alone():
@@ -208,8 +209,8 @@ def test_rapl_unreadable_is_said_as_its_reason():
                    "rapl": "RAPL's counters are readable by root only here (x: permission denied)"})
     r = rows(evs)["eager-fp32"]
     assert r.energy.energy_why.code == "rapl"
-    assert memory_text.per_step_cell(r) == ("n/a (RAPL's counters are readable by root only here "
-                                            "(x: permission denied))")
+    assert memory_text.per_step_cell(r) == ("n/a: RAPL's counters are readable by root only here "
+                                            "(x: permission denied)")
 
 
 def test_summary_files_carry_the_figures_codes_and_words(tmp_path):

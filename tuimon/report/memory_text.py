@@ -83,11 +83,11 @@ def energy_why(p: Point | None) -> str:
     if p is None:
         return DASH
     if p.code == "rapl":
-        return f"n/a ({p.get('reason')})"
+        return f"n/a: {p.get('reason')}"
     if p.code == "no_sensor":
-        return ("n/a (this GPU reports neither energy nor power)" if p.get("device") == "gpu"
-                else "n/a (no energy counter on this machine)")
-    return {"no_samples": "n/a (no probe samples)",
+        return ("n/a: this GPU reports neither energy nor power" if p.get("device") == "gpu"
+                else "n/a: no energy counter on this machine")
+    return {"no_samples": "n/a: no probe samples",
             "shared": "cannot tell: it never stepped alone on its device (other runs or "
                       "processes beside it)",
             "no_steady": "cannot tell: no steady steps"}.get(p.code, "cannot tell")
@@ -107,8 +107,8 @@ def per_run_cell(r: RunStats) -> str:
     if e.joules_run is not None:
         return f"{fmt_joules(e.joules_run)} (its whole life, compiles included)"
     if e.energy_source is None:
-        return energy_why(e.energy_why)
-    return "cannot tell: other runs lived beside it"
+        return "n/a"  # why: said once, in the per-step row
+    return "cannot tell: other runs (or processes) shared its device"
 
 
 def memory_rows(summary: SessionSummary) -> list[tuple[str, object]]:
