@@ -102,8 +102,9 @@ def check(c: Ctx) -> list[Step]:
              "tuimon's overhead at ~1 ms and ~10 ms GPU steps (≤ 2 % and ≤ 0.5 %)", collect="json",
              artifact=trust, min_s=90),
         c.session("memory-energy", str(r / "recipes/tiny_mlp.py"), "--modes",
-                  "eager,default,reduce-overhead", "--schedule", "sequential", "--steps", "600",
-                  "--interval", "0.2", "--no-auto-capture", timeout_s=150, min_s=60, dry="run",
+                  "eager,default,reduce-overhead", "--schedule", "sequential", "--steps", "20000",
+                  "--duration", "6", "--interval", "0.2", "--no-auto-capture", timeout_s=150,
+                  min_s=60, dry="run",
                   dry_argv=c.tiny("memory-energy", "--modes", "eager", "--interval", "0.2"),
                   what="issue 35: memory per phase, compile against eager, the CUDA-graph pool, the "
                        "batch that fits; joules per step and run from NVML's counter, each alone"),
