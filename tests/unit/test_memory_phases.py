@@ -37,7 +37,7 @@ class FakeAllocator:
     def memory_stats_as_nested_dict(self, index: int) -> dict:
         self.read_modes.append(self.mode)
         return {"allocated_bytes": {"all": {"peak": self.peak, "current": self.current}},
-                "reserved_bytes": {"all": {"current": self.reserved}}}
+                "reserved_bytes": {"all": {"current": self.reserved, "peak": self.reserved}}}
 
     def reset_peak_memory_stats(self, index: int) -> None:
         self.peak = self.current
@@ -98,6 +98,17 @@ def test_each_phase_has_its_peak_read_without_a_sync():
     assert found["total"] == 1024 * MiB
     assert found["budget"] == 1024 * MiB - 100 * MiB  # reserved + the device's free
     assert trainer.mark() == 0.0  # the trainer's own marks again
+    # The flush window's peaks survive the resets: said in a memory event after the step.
+    assert mem.window() == {"cuda_peak_allocated": 650 * MiB, "cuda_peak_reserved": 650 * MiB}
+
+
+def test_the_window_keeps_a_peak_from_before_the_measured_step():
+    cuda = FakeAllocator()
+    cuda.alloc(900 * MiB)  # step 0's compile, in the same flush window
+    cuda.free(900 * MiB)
+    mem = PhaseMemory(cuda, 0)
+    measured_step(FakeTrainer(cuda), mem, None)
+    assert mem.window()["cuda_peak_allocated"] == 900 * MiB  # not the step's 350 MiB
 
 
 def test_a_step_that_compiled_is_measured_again_on_the_next():

@@ -239,6 +239,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 ring.extra[i] = (compile_ms, profiled, 0, 1)
                 found = mem.end(i, bool(compile_ms))
                 mem_at = mem.at
+                emitter.emit(events.MEMORY, **mem.window())  # the window's peaks, across its resets
                 if found is not None:
                     emitter.emit(events.MEMORY_PHASES, **found)
             step_phase = "warmup" if i < warmup else "steady"

@@ -50,17 +50,29 @@ class PhaseMemory:
         self._step_ends: dict[str, int] = {}
         self._step_base = 0
         self._next = 1  # a recipe's marks close forward, backward, optimizer in order
+        self._window = [0, 0]  # allocated and reserved peaks of the flush window, across resets
 
     def _read(self) -> tuple[int, int]:
         stats = self.cuda.memory_stats_as_nested_dict(self.index)
         self.cuda.reset_peak_memory_stats(self.index)
-        return _stat(stats, "allocated_bytes", "peak"), _stat(stats, "allocated_bytes", "current")
+        peak = _stat(stats, "allocated_bytes", "peak")
+        # The flush window's peaks (the ``memory`` event's, runner/trainer.py's peak_memory) span
+        # these resets: kept here, said in a memory event after the step (``window``).
+        self._window[0] = max(self._window[0], peak)
+        self._window[1] = max(self._window[1], _stat(stats, "reserved_bytes", "peak"))
+        return peak, _stat(stats, "allocated_bytes", "current")
 
     def begin(self) -> None:
         """The measured step begins: its peaks start from here."""
         self._step_peaks, self._step_ends = {}, {}
         self._next = 1
+        self._window = [0, 0]
         _, self._step_base = self._read()
+
+    def window(self) -> dict:
+        """The peaks the flush window had by the measured step's end (the resets cleared them):
+        a ``memory`` event's fields, so its peaks stay the highest of every step."""
+        return {"cuda_peak_allocated": self._window[0], "cuda_peak_reserved": self._window[1]}
 
     def close(self, part: int | None = None) -> None:
         """A part of the step ends now (``part``: runner/phases.py's index; None: the next of

@@ -303,6 +303,7 @@ class ScriptSteps(ScriptEnd):
             self.timeline.mark = self.clock.mark
             found = self.mem.end(i, bool(compile_ms))
             self.mem_at = self.mem.at
+            self.emitter.emit(events.MEMORY, **self.mem.window())  # the window's peaks, kept
             if found is not None:
                 self.emitter.emit(events.MEMORY_PHASES, **found)
         # Said once two steps in a row, neither kept apart, held the same count: step 0 holds
