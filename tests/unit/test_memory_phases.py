@@ -177,6 +177,18 @@ def test_the_graph_pool_is_read_from_the_cudagraph_trees(monkeypatch):
     found = graph_pool(0)
     assert found["graph_pool"] is None and "AttributeError" in found["graph_pool_unread"]
 
+    trees.get_manager = lambda i, create_if_none_exists: manager
+    segments[:] = [{"total_size": 64 * MiB}]  # a snapshot that names no pool: not "none"
+    assert graph_pool(0)["graph_pool_unread"].startswith("KeyError")
+
+    def old_torch(*args, **kwargs):  # torch before 2.6: no arguments
+        if args or kwargs:
+            raise TypeError("memory_snapshot() takes 0 positional arguments")
+        return [{"segment_pool_id": (0, 1), "total_size": 8 * MiB, "allocated_size": 0}]
+
+    torch.cuda.memory_snapshot = old_torch
+    assert graph_pool(0) == {"graph_pool": 8 * MiB, "graph_pool_used": 0}
+
 
 def test_no_cudagraph_trees_imported_means_no_pool(monkeypatch):
     monkeypatch.setitem(memory_phases.sys.modules, "torch", types.SimpleNamespace())

@@ -171,13 +171,24 @@ def graph_pool(index: int) -> dict:
         manager = trees.get_manager(index, create_if_none_exists=False)
         if manager is None:
             return {"graph_pool": 0}
-        pool = manager.cuda_graphs_thread_pool
-        try:  # torch 2.6+: only that pool's segments, without the traces
-            segments = torch.cuda.memory_snapshot(pool, include_traces=False)
-        except TypeError:
-            segments = torch.cuda.memory_snapshot()
-        mine = [s for s in segments if tuple(s.get("segment_pool_id", ())) == tuple(pool)]
+        pool = tuple(manager.cuda_graphs_thread_pool)
+        segments = _snapshot(torch, pool)
+        if any("segment_pool_id" not in s for s in segments):
+            raise KeyError("the allocator's snapshot names no segment's pool")
+        mine = [s for s in segments if tuple(s["segment_pool_id"]) == pool]
         return {"graph_pool": sum(int(s.get("total_size", 0)) for s in mine),
                 "graph_pool_used": sum(int(s.get("allocated_size", 0)) for s in mine)}
     except Exception as exc:  # noqa: BLE001 - torch's internals move: say so, never fail the run
         return {"graph_pool": None, "graph_pool_unread": f"{type(exc).__name__}: {exc}"[:200]}
+
+
+def _snapshot(torch, pool: tuple) -> list[dict]:
+    """The allocator's segments: that pool's alone without the traces (torch 2.6+), else every
+    segment without them, else every segment (older torch); filtered by pool by the caller."""
+    for args, kwargs in (((pool,), {"include_traces": False}), ((None,), {"include_traces": False}),
+                         ((), {})):
+        try:
+            return torch.cuda.memory_snapshot(*args, **kwargs)
+        except (TypeError, RuntimeError):  # an older signature, a pool it will not single out
+            continue
+    return torch.cuda.memory_snapshot()
