@@ -20,6 +20,9 @@ no_samples, shared (it never stepped alone), no_steady.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
+
 from tuimon import events
 from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.records import Energy
@@ -82,18 +85,20 @@ def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], lives:
     steps = 0
     ordered = sorted(samples, key=lambda s: s["t"])
     ends = sorted((s["t"], is_measured(s)) for s in run_steps)
+    times = [t for t, _ in ends]
+    apart = list(accumulate((0 if ok else 1 for _, ok in ends), initial=0))  # kept apart, so far
     for a, b in zip(ordered, ordered[1:], strict=False):
         if a["t"] < window[0] or b["t"] > window[1] or not _alone(r.run, a, b, gpus, on_gpu):
             continue
-        inside = [ok for t, ok in ends if a["t"] < t <= b["t"]]
-        if not inside or not all(inside):
+        lo, hi = bisect_right(times, a["t"]), bisect_right(times, b["t"])  # steps ending in (a, b]
+        if hi == lo or apart[hi] != apart[lo]:  # none, or one kept apart (a compile, a capture)
             continue
         e = _joules(reader, [a, b])
         if e is None:
             continue
         joules += e
         seconds += b["t"] - a["t"]
-        steps += len(inside)
+        steps += hi - lo
     if not steps:
         return Energy(**found, energy_why=point("shared"))
     return Energy(**found, joules_per_step=joules / steps, energy_steps=steps, energy_s=round(seconds, 3))
