@@ -226,3 +226,22 @@ def test_summary_files_carry_the_figures_codes_and_words(tmp_path):
     for name in ("memory per phase (allocator peak)", "memory per phase vs eager", "CUDA-graph pool",
                  "largest batch that would fit", "energy per step", "energy per run"):
         assert f"| {name} |" in md
+
+
+def test_the_panel_says_the_batch_and_the_energy_in_a_few_words():
+    r = rows(sequential())
+    assert memory_text.panel_text(r["eager-fp32"]) == " · fits ~2.1× batch · 25 J/step"
+    assert memory_text.panel_text(None) == ""
+    cpu = rows(sequential(rapl=True))["eager-fp32"]
+    assert memory_text.panel_text(cpu) == " · 4 J/step"  # no batch on a CPU: its RSS is the answer
+
+
+def test_the_run_panel_shows_them_beside_vram():
+    from tuimon.ui.model import RunLive
+    from tuimon.ui.widgets.run_panel import system
+
+    live = RunLive("eager-fp32", "eager", "fp32")
+    live.devices = [{"index": 0, "util_gpu": 90, "mem_used": 30 * 2**30, "mem_total": 80 * 2**30}]
+    text = system(live, rows(sequential())["eager-fp32"]).plain
+    assert "VRAM 30.0 GiB/80.0 GiB · fits ~2.1× batch · 25 J/step" in text
+    assert "fits" not in system(live).plain  # before a summary: VRAM alone
