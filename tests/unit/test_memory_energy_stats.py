@@ -245,3 +245,18 @@ def test_the_run_panel_shows_them_beside_vram():
     text = system(live, rows(sequential())["eager-fp32"]).plain
     assert "VRAM 30.0 GiB/80.0 GiB · fits ~2.1× batch · 25 J/step" in text
     assert "fits" not in system(live).plain  # before a summary: VRAM alone
+
+
+def test_a_gpu_run_nvml_does_not_see_is_the_machines_one_gpu():
+    evs = sequential()
+    for e in evs:
+        if e["type"] == "sample":
+            for v in e["runs"].values():
+                v["gpus"] = []  # a container: NVML's pids are the host's
+    assert rows(evs)["eager-fp32"].energy.joules_per_step == pytest.approx(25.0, rel=0.02)
+    for e in evs:
+        if e["type"] == "sample":
+            e["devices"].append({**e["devices"][0], "index": 1})
+    r = rows(evs)["eager-fp32"]
+    assert r.energy.energy_why.code == "which_gpu" and memory_text.per_step_cell(r).startswith(
+        "cannot tell: NVML does not see its process")

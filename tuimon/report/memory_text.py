@@ -87,6 +87,9 @@ def energy_why(p: Point | None) -> str:
     if p.code == "no_sensor":
         return ("n/a: this GPU reports neither energy nor power" if p.get("device") == "gpu"
                 else "n/a: no energy counter on this machine")
+    if p.code == "which_gpu":
+        return ("n/a: NVML read no GPU" if not p.get("devices") else
+                "cannot tell: NVML does not see its process, and this machine has several GPUs")
     return {"no_samples": "n/a: no probe samples",
             "shared": "cannot tell: it never stepped alone on its device (other runs or "
                       "processes beside it)",

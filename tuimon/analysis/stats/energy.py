@@ -15,7 +15,8 @@ its first sample to its last, only when no other run of the session lived beside
 other process was busy on its device).
 
 Codes of ``energy_why`` (report/memory_text.py words them): no_sensor, rapl (its reason),
-no_samples, shared (it never stepped alone), no_steady.
+no_samples, shared (it never stepped alone), no_steady, which_gpu (NVML did not see its process
+and the machine has several GPUs, or none NVML could read).
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], lives:
     mine = [s for s in samples if r.run in s.get("runs", {})]
     on_gpu = (r.device or "").startswith("cuda")
     gpus = sorted({i for s in mine for i in s["runs"][r.run].get("gpus", [])}) if on_gpu else []
+    if on_gpu and not gpus:  # NVML did not see its pid (a container's own pid namespace)
+        seen = {d.get("index") for s in mine for d in s.get("devices", [])}
+        if len(seen) != 1:
+            return Energy(energy_why=point("which_gpu", devices=len(seen)))
+        gpus = sorted(seen)  # the machine's one GPU is its
     reader, source = _reader(mine, gpus, on_gpu)
     if reader is None:
         if not on_gpu and rapl_reason:
