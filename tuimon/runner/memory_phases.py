@@ -25,7 +25,7 @@ from tuimon.events import STEP_PHASES
 # Not before step 3: step 0 compiles, steps 1-2 warm up and record CUDA graphs (reduce-overhead).
 FIRST = 3
 COUNT = 2  # the steps measured; a phase's peak is the highest of them
-NEVER = float("inf")
+NEVER = sys.maxsize  # no step: an int, so the loop's per-step compare stays int against int
 _PARTS = STEP_PHASES + ("other",)  # runner/phases.py's part indices, as names
 
 

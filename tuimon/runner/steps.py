@@ -168,9 +168,11 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses:
         i = first + j
         k = i & mask
         compile_ms, profiled, *more = extra.pop(i, _NO_EXTRA) if extra else _NO_EXTRA
+        gap = mem = 0
+        if more:  # a script's gap, a memory step (rare)
+            gap, mem = (1 if more[0] else 0), (1 if more[1:] and more[1] else 0)
         emit_step(i, ring.t[k], round(times_ms[j], 4), round(ring.data_ms[k], 4), ring.n[k],
                   read(i, ring.loss[k]), "warmup" if i < warmup else "steady",
-                  round(compile_ms, 3) if compile_ms else 0.0, profiled, 1 if more and more[0] else 0,
-                  None if pre is None or pre[k] is None else round(pre[k], 4), ph[k],
-                  1 if len(more) > 1 and more[1] else 0)
+                  round(compile_ms, 3) if compile_ms else 0.0, profiled, gap,
+                  None if pre is None or pre[k] is None else round(pre[k], 4), ph[k], mem)
     ring.first = first + count
