@@ -224,7 +224,8 @@ def test_summary_files_carry_the_figures_codes_and_words(tmp_path):
     assert row["batch_fit"] == 2.1 and row["batch_fit_why"] is None  # min(700/120, 650/305)
     md = export.to_markdown({}, summary)
     for name in ("memory per phase (allocator peak)", "memory per phase vs eager", "CUDA-graph pool",
-                 "largest batch that would fit", "energy per step", "energy per run"):
+                 "largest batch that would fit (if activations grow with it)", "energy per step",
+                 "energy per run"):
         assert f"| {name} |" in md
 
 

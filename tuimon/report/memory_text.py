@@ -124,7 +124,7 @@ def memory_rows(summary: SessionSummary) -> list[tuple[str, object]]:
     if any(pool_cell(r) != DASH for r in runs):
         rows.append(("CUDA-graph pool", pool_cell))
     if any(r.memory.mem_phases for r in runs):
-        rows.append(("largest batch that would fit", fit_cell))
+        rows.append(("largest batch that would fit (if activations grow with it)", fit_cell))
     return rows + [("energy per step", per_step_cell), ("energy per run", per_run_cell)]
 
 
