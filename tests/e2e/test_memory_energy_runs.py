@@ -36,6 +36,7 @@ def test_a_cpu_session_says_na_for_memory_per_phase_and_energy(tuimon):
         assert row["energy_why"]["code"] == "rapl" and row["energy_why"]["reason"] == info[0]["rapl"]
         assert row["energy_words"]["per_step"] == f"n/a: {info[0]['rapl']}"
         assert row["energy_words"]["per_run"] == "n/a"  # the reason said once
+        assert proc.stdout.count(f"CPU energy: n/a ({info[0]['rapl']})") == 1  # the headless view
     md = (session / "summary.md").read_text()
     cells = {line.split("|")[1].strip(): line.split("|")[2].strip()
              for line in md.splitlines() if line.startswith("| ")}
