@@ -398,3 +398,8 @@ def compass(r: Results) -> list[dict]:
             measured, verdict = f"could not read: {type(exc).__name__}: {exc}", NOT
         out.append({"claim": claim, "expected": expected, "measured": measured, "verdict": verdict})
     return out
+
+
+from claims_memory import CLAIMS as MEMORY_CLAIMS  # noqa: E402 - its claims use the helpers above
+
+CLAIMS += MEMORY_CLAIMS  # issue 35: memory per phase, the graph pool, the batch that fits, energy

@@ -25,7 +25,8 @@ RUN_KEYS = (
     "gpu_proc_mem_max", "gpu_util_mean", "temp_max", "power_mean", "throttled_share",
     "throttle_reasons", "samples", "warnings", "cudagraphs", "error", "failure_kind",
     "final_loss", "max_loss_diff", "wall_s", "ranks", "axes", "fixes")
-NEW_FIELDS = re.compile(r"phase|warm|cold|artifact", re.IGNORECASE)
+NEW_FIELDS = re.compile(r"phase|warm|cold|artifact|mem_|graph_pool|batch_fit|energy|joules",
+                        re.IGNORECASE)  # issue 35's memory per phase and energy too
 GRAPH_OPS = re.compile(r"cudaGraphLaunch|CUDAGraph|cudagraph", re.IGNORECASE)
 
 

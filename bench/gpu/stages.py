@@ -101,6 +101,13 @@ def check(c: Ctx) -> list[Step]:
                        "3", "--json", str(trust)], 240,
              "tuimon's overhead at ~1 ms and ~10 ms GPU steps (≤ 2 % and ≤ 0.5 %)", collect="json",
              artifact=trust, min_s=90),
+        c.session("memory-energy", str(r / "recipes/tiny_mlp.py"), "--modes",
+                  "eager,default,reduce-overhead", "--schedule", "sequential", "--steps", "20000",
+                  "--duration", "6", "--interval", "0.2", "--no-auto-capture", timeout_s=150,
+                  min_s=60, dry="run",
+                  dry_argv=c.tiny("memory-energy", "--modes", "eager", "--interval", "0.2"),
+                  what="issue 35: memory per phase, compile against eager, the CUDA-graph pool, the "
+                       "batch that fits; joules per step and run from NVML's counter, each alone"),
         c.session("oom", str(r / "recipes/convnext_l.py"), "--modes", "eager", "--batch-size", "512",
                   "--steps", "3", "--no-auto-capture", timeout_s=180, ok_codes=(1,),
                   what="an out-of-memory step named, with the allocator's peaks"),
@@ -236,7 +243,8 @@ def suite(c: Ctx) -> list[Step]:
 
 # name -> (steps, what, expected seconds on an H100: estimates until a run replaces them)
 STAGES = {
-    "check": (check, "set-up, doctor, the CUDA tests, NVML, overhead, an OOM (2 GPUs: nccl)", 360),
+    "check": (check, "set-up, doctor, the CUDA tests, NVML, memory per phase and energy, overhead, "
+              "an OOM (2 GPUs: nccl)", 450),
     "amp": (lambda c: table(c, "amp", 200, (200, 240, 280), True),
             "the seed's table in amp: swin_t, swin_b, convnext_l × eager / default", 420),
     "fp32": (lambda c: table(c, "fp32", 120, (200, 240, 280), False),

@@ -363,7 +363,8 @@ def test_student_t_quantiles_and_welch_degrees_of_freedom():
 
 
 # summary.json's run row as it was before a row became records composed (issue 32): the same
-# keys in the same order. A new key goes in records.FLAT_ORDER and here (or a version bump).
+# keys in the same order. A new key goes in records.FLAT_ORDER and here (or a version bump);
+# issue 35 added memory per phase and energy after fixes, and their words last.
 _ROW_KEYS = """run mode precision status axes replicate processes left_out device device_name torch python
 cuda params batch_size notes own_load steps measured length_steps length_s median_ms p10_ms p90_ms
 mean_data_ms throughput loss_comparable loss_apart losses_per_step throughput_unit first_step_ms
@@ -380,7 +381,9 @@ recompiles recompile_s recompile_reasons fx_cache_hits fx_cache_misses compile_f
 val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
 start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
 world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
-fixes repeated label unreliable val_words"""
+fixes repeated mem_phases mem_base mem_budget mem_total mem_baseline graph_pool graph_pool_used
+graph_pool_unread batch_fit batch_fit_why mem_na energy_source joules_per_step energy_steps energy_s
+joules_run energy_why label unreliable val_words memory_words energy_words"""
 ROW_KEYS = _ROW_KEYS.split()
 
 

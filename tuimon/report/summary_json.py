@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from tuimon.analysis import RunStats, SessionSummary, tried
-from tuimon.report import try_text, verdict_text, why_text
+from tuimon.report import memory_text, try_text, verdict_text, why_text
 from tuimon.report.compile_text import fallback_text, guard_word, nothing_text
 from tuimon.report.miss_text import miss_text
 from tuimon.report.rank_text import divergence_line
@@ -43,4 +43,5 @@ def row_words(r: RunStats, quiet_only: bool) -> dict:
         "val_guards": [g.to_dict() for g in r.compile.val_guards],
         "miss_reasons": [miss_text(p) for p in r.warm.miss_reasons],
         "compile_divergence": [divergence_line(p) for p in r.job.compile_divergence],
+        **memory_text.row_words(r),
     }

@@ -12,10 +12,12 @@ from tuimon.analysis.stats.point import Point
 from tuimon.analysis.stats.records import (
     Comparison,
     Compiles,
+    Energy,
     Failure,
     Job,
     Load,
     Losses,
+    Memory,
     Phases,
     Probes,
     Timing,
@@ -78,6 +80,8 @@ class RunStats:
     warm: Warm = field(default_factory=Warm)
     job: Job = field(default_factory=Job)
     phases: Phases = field(default_factory=Phases)
+    memory: Memory = field(default_factory=Memory)
+    energy: Energy = field(default_factory=Energy)
 
     @property
     def label(self) -> str:

@@ -26,6 +26,7 @@ from tuimon.runner.control import Control
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.memory_phases import NEVER, PhaseMemory
 from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
@@ -83,6 +84,8 @@ class ScriptSteps(ScriptEnd):
         self.clock = None
         self.on_cuda = False
         self.guard = SyncGuard(None, None)
+        self.mem: PhaseMemory | None = None  # memory per phase on CUDA (runner/memory_phases.py)
+        self.mem_at = NEVER
         # Per step, reset at each boundary.
         self.data_s = 0.0
         self.samples = 0
@@ -203,6 +206,8 @@ class ScriptSteps(ScriptEnd):
         if on_cuda:  # the hooks' marks become events on the step clock, read with the step
             self.timeline.mark = self.clock.mark
             self.timeline.guard = self.guard if self.guard.on else None
+            self.mem = PhaseMemory(torch.cuda, torch.cuda.current_device())
+            self.mem_at = self.mem.at
         if self.guard.on:
             self.emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={self.guard.level}: a "
                               "host-device sync in tuimon's hooks fails this run")
@@ -297,6 +302,14 @@ class ScriptSteps(ScriptEnd):
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
+        if i == self.mem_at:  # a memory step: kept out of the step times, its figures said
+            ring.extra[i] = (compile_ms, profiled, self.gap, 1)
+            self.timeline.mark = self.clock.mark
+            found = self.mem.end(i, bool(compile_ms))
+            self.mem_at = self.mem.at
+            self.emitter.emit(events.MEMORY, **self.mem.window())  # the window's peaks, kept
+            if found is not None:
+                self.emitter.emit(events.MEMORY_PHASES, **found)
         # Said once two steps in a row, neither kept apart, held the same count: step 0 holds
         # only part of a GAN's losses, and a gap (an optimizer's take-over) lumps several steps.
         if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
@@ -331,6 +344,13 @@ class ScriptSteps(ScriptEnd):
         self._t0 = time.perf_counter()
         if self.on_cuda:  # the CPU's spans need no start: end() left the parts at zero
             self.timeline.begin()
+            if i == self.mem_at:  # the hooks' marks read the allocator too, this step
+                if guard.on:
+                    guard.ours()
+                self.mem.begin()
+                if guard.on:
+                    guard.theirs()
+                self.timeline.mark = self.mem.marker(self.clock.mark)
 
     def _between(self, i: int) -> None:
         """At a boundary, outside every step: the end, control lines, turns, the profiler."""
