@@ -66,7 +66,11 @@ def test_the_page_holds_the_verdict_the_table_and_every_figure_in_summary_mds_wo
     compiled = next(r for r in rep.summary.runs if r.compiled)
     assert html_text(breakeven_text(compiled)) in text  # the break-even, in the table's words
     assert f"step {compiled.compare.breakeven_steps:,}" in text  # ... and marked on the figure
-    assert text.count(measures.NOT_MEASURED) == 2  # MFU, memory per phase: not measured here
+    assert text.count(measures.NOT_MEASURED) == 1  # MFU: not measured here
+    # memory per phase and energy in the summary's words: n/a on a CPU, with the reason
+    memory = text[text.index('<section id="memory">'):]
+    assert "<th>memory per phase (allocator peak)</th>" in memory and "<th>energy per step</th>" in memory
+    assert "n/a (CPU: the allocator" in memory
     assert external(text) == []
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
 
@@ -197,12 +201,17 @@ def test_matplotlib_missing_is_one_line_with_how_to_install_it(tmp_path):
 
 def test_measured_sections_show_what_a_session_recorded():
     rows = [{"label": "eager/fp32", "mfu_forward": 0.42, "flops_per_step": 3_000_000_000,
-             "phase_mem_bytes": {"forward": 2**30, "backward": 2**31}},
-            {"label": "default/fp32", "mfu_forward": None, "flops_per_step": 3_000_000_000}]
+             "memory_words": {"phases": "fwd 1.0 GiB · bwd 2.0 GiB", "batch_fit": "~2× today"},
+             "energy_words": {"per_step": "25 J a step (NVML's counter)"}},
+            {"label": "default/fp32", "mfu_forward": None, "flops_per_step": 3_000_000_000,
+             "memory_words": {"phases": "fwd 0.8 GiB · bwd 2.0 GiB", "vs_baseline": "fwd −20 %"}}]
     mfu = measures.mfu_section({"variants": rows})
     assert "<th>mfu forward</th>" in mfu and "0.42" in mfu and "3,000,000,000" in mfu
     mem = measures.memory_section({"variants": rows}, None)
-    assert "forward 1.0 GiB · backward 2.0 GiB" in mem
+    for said in ("fwd 1.0 GiB · bwd 2.0 GiB", "~2× today", "25 J a step (NVML&#x27;s counter)",
+                 "fwd −20 %", "<th>largest batch that would fit</th>"):
+        assert said in mem, said
+    assert "CUDA-graph pool" not in mem  # no row said anything of it
     assert measures.NOT_MEASURED in measures.mfu_section({"variants": [{"label": "x", "peak_rss": 1}]})
 
 

@@ -16,8 +16,6 @@ from tuimon.report.table import peak_memory_text
 NOT_MEASURED = "n/a — not measured in this session"
 # summary.json row keys (lower case) each section shows, by prefix.
 MFU_KEYS = ("flops", "tflops", "mfu", "achieved_flop", "peak_flop", "flop_")
-MEMORY_KEYS = ("phase_mem", "mem_phase", "memory_phase", "phase_memory", "cuda_graph_pool", "graph_pool",
-               "headroom", "largest_batch", "energy", "joules", "rapl")
 
 
 def keyed(rows: list[dict], prefixes: tuple[str, ...]) -> list[str]:
@@ -64,13 +62,33 @@ def mfu_section(doc: dict) -> str:
     return _table(rows, keys)
 
 
-def memory_section(doc: dict, summary: SessionSummary) -> str:
-    """Memory per phase (forward, backward, optimizer; the CUDA-graph pool; headroom) and energy;
-    without them, the peak memory the table gives, so the section is never empty-handed."""
+# The memory and energy rows, in report/memory_text.py's words as summary.json keeps them.
+MEMORY_ROWS = (("memory_words", "phases", "memory per phase (allocator peak)"),
+               ("memory_words", "vs_baseline", "compile against eager, per phase"),
+               ("memory_words", "graph_pool", "CUDA-graph pool"),
+               ("memory_words", "batch_fit", "largest batch that would fit"),
+               ("energy_words", "per_step", "energy per step"),
+               ("energy_words", "per_run", "energy per run"))
+
+
+def memory_section(doc: dict, summary: SessionSummary | None) -> str:
+    """Memory per phase (forward, backward, optimizer; the CUDA-graph pool; headroom) and energy
+    in the summary's words (n/a with its reason on a CPU), beside the whole run's peak; a session
+    recorded before they were measured says so, with the peak the table gives."""
     rows = rows_of(doc)
-    keys = keyed(rows, MEMORY_KEYS)
-    if keys:
-        return _table(rows, keys)
-    peaks = [f"{r.label} {peak_memory_text(r)}" for r in columns(summary) if peak_memory_text(r) != DASH]
-    tail = f" The whole run's peak, as the table gives it: {'; '.join(peaks)}." if peaks else ""
+    said = [(group, key, name) for group, key, name in MEMORY_ROWS
+            if any((r.get(group) or {}).get(key) not in (None, DASH) for r in rows)]
+    peaks = {r.label: peak_memory_text(r) for r in columns(summary)} if summary else {}
+    if said:
+        head = "".join(f"<th>{html.escape(r.get('label', '?'))}</th>" for r in rows)
+        body = [(name, [(r.get(group) or {}).get(key) or DASH for r in rows])
+                for group, key, name in said]
+        body.insert(0, ("peak memory (the whole run)", [peaks.get(r.get("label"), DASH) for r in rows]))
+        cells = "".join(f"<tr><th>{html.escape(name)}</th>"
+                        + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>"
+                        for name, values in body)
+        return (f'<div class="table"><table><thead><tr><th></th>{head}</tr></thead>'
+                f'<tbody>{cells}</tbody></table></div>')
+    peak = [f"{label} {text}" for label, text in peaks.items() if text != DASH]
+    tail = f" The whole run's peak, as the table gives it: {'; '.join(peak)}." if peak else ""
     return f'<p class="na">{NOT_MEASURED} (memory per phase, energy).{html.escape(tail)}</p>'
