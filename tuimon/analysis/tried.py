@@ -35,6 +35,7 @@ class Candidate:
     cannot: str | None = None  # why it cannot apply here; None: it is raced
     repeated: dict | None = None  # regional's: the base's repeated block (None: not known)
     price: Price | None = None  # the costliest finding's price (words: report/price_text.py)
+    seen_in: str | None = None  # a shared fix's: the row whose findings call for it, not the base
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
     for f in findings:
         for name in suggests(f):
             answered.setdefault(name, []).append(f)
+    seen_in = shared_findings(summary, whys, base, answered)
     names = [n for n in (only if only is not None else answered) if n not in plan_base_fixes(base)]
     on_cuda = (base.device or "").startswith("cuda")
     out = []
@@ -90,9 +92,33 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
                               compiled=base.compiled) or blockless(name, base.repeated)
         out.append(Candidate(name, top.per_step_ms(run_steps(base)) if top else None,
                              tuple(dict.fromkeys(f.code for f in found)), reason,
-                             base.repeated if name == REGIONAL else None, top))
+                             base.repeated if name == REGIONAL else None, top, seen_in.get(name)))
     out.sort(key=lambda c: (c.cannot is not None, c.price_ms is None, -(c.price_ms or 0.0)))
     return TryPlan(base, tuple(out))
+
+
+def shared_findings(summary: SessionSummary, whys: list, base: RunStats,
+                    answered: dict[str, list]) -> dict[str, str]:
+    """A shared fix (the loader) that the base's own findings do not call for, called for by
+    another row's with the base's axes: the eager run waits 20 % of its step on the same
+    DataLoader that feeds the compiled one, whose slower or noisier step may fall under Why's
+    share. Its findings added to ``answered``; the row each came from, by fix."""
+    rows = {r.run: r for r in columns(summary)}
+    def knobs(r: RunStats) -> dict:
+        return {k: v for k, v in r.axes.items() if k != fixes.AXIS}
+
+    axes = knobs(base)
+    seen: dict[str, str] = {}
+    for w in whys:
+        row = rows.get(w.run)
+        if w.run == base.run or row is None or knobs(row) != axes:
+            continue
+        for f in w.findings:
+            for name in suggests(f):
+                if fixes.FIXES[name].shared and (name not in answered or name in seen):
+                    answered.setdefault(name, []).append(f)
+                    seen.setdefault(name, row.label)
+    return seen
 
 
 def run_steps(r: RunStats) -> int | None:

@@ -66,7 +66,9 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
         if c.cannot is not None:
             continue
         price = f", {price_text(c.price)}" if price_text(c.price) else ""
-        why = f" (answers {', '.join(c.answers)}{price})" if c.answers else " (asked for with --only)"
+        whose = f" in {c.seen_in}" if c.seen_in else ""
+        why = (f" (answers {', '.join(c.answers)}{whose}{price})" if c.answers
+               else " (asked for with --only)")
         where = f" — {block_words(c.repeated)}" if c.fix == tried.REGIONAL else ""
         lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}{where}")
     cannot = [f"{c.fix} ({block_words(c.repeated) if c.cannot == tried.NO_BLOCK else c.cannot})"
