@@ -49,6 +49,7 @@ snapshots: venv
 screenshots: venv
 	$(PY) screenshots/make_screenshots.py
 	$(PY) screenshots/make_browser_screenshot.py
+	$(PY) screenshots/make_report_screenshot.py
 
 bench: venv
 	$(PY) bench/probe_cost.py

@@ -21,8 +21,13 @@
   in `--precision` (amp), interleaved, on `--device` (cuda): the panels with their GPU rows, then
   the overlay (key o) with GPU util; `--sessions DIR` keeps the session, `--max-wait` bounds the
   wait for both runs to be steady.
+- try-strip-120x32 / try-summary-120 (`--only tried`): `tuimon try` for real on
+  tests/recipes/blocks.py (8 repeated blocks): a session (eager vs default, 300 steps), then
+  `tuimon try SESSION --only regional`; the TUI replaying the try session (the strip: the verdict,
+  then the fix's line in summary.md's words) and the top of its summary.md as a terminal renders
+  it (rich's Markdown); `--session DIR` shoots an existing try session instead.
 `--only NAME` makes one of them (replay, compile_pane, live, profiler_pane, repeats, script,
-ranks2, ranks8, gpu); `--dest DIR` writes them elsewhere than screenshots/.
+ranks2, ranks8, gpu, tried); `--dest DIR` writes them elsewhere than screenshots/.
 Each SVG is also rendered to PNG with rsvg-convert (xml:space="preserve" keeps the spaces that
 rsvg would otherwise drop between differently styled runs of text).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import subprocess
@@ -288,6 +294,41 @@ async def gpu(tmp: Path) -> None:
         app.source.close()
 
 
+async def tried(tmp: Path) -> None:
+    session = Path(OPTS.session) if OPTS.session else try_session(tmp / "try")
+    app = TuimonApp(ReplaySource(session, follow=False))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await settle(app, pilot, 2)
+        shoot(app, "try-strip-120x32")
+    markdown_shot((session / "summary.md").read_text(encoding="utf-8"), "try-summary-120")
+
+
+def try_session(out: Path) -> Path:
+    """A session of blocks.py, then tuimon try on it (regional); the try session's directory."""
+    first = [sys.executable, "-m", "tuimon", str(ROOT / "tests/recipes/blocks.py"), "--set", "depth=8",
+             "--set", "width=64", "--modes", "eager,default", "--steps", "300", "--repeats", "1",
+             "--headless", "--out", str(out)]
+    subprocess.run(first, check=True, capture_output=True)
+    (session,) = out.iterdir()
+    subprocess.run([sys.executable, "-m", "tuimon", "try", str(session), "--only", "regional",
+                    "--headless"], check=True, capture_output=True)
+    return next(p for p in sorted(out.iterdir()) if p != session)
+
+
+def markdown_shot(text: str, name: str) -> None:
+    """summary.md's head (down to the table) as a terminal renders it: rich's Markdown, as SVG."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    head = text.split("\n|", 1)[0]
+    console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(Markdown(head))
+    dest = Path(OPTS.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    console.save_svg(str(dest / f"{name}.svg"), title="summary.md")
+    to_png(dest / f"{name}.svg")
+
+
 def shoot(app, name: str) -> None:
     dest = Path(OPTS.dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -296,7 +337,7 @@ def shoot(app, name: str) -> None:
 
 
 MAKERS = ("replay", "compile_pane", "live", "profiler_pane", "repeats", "script", "ranks2", "ranks8",
-          "gpu")
+          "gpu", "tried")
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
@@ -308,6 +349,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--recipe", default=str(ROOT / "recipes/swin_t.py"), help="gpu: the recipe")
     p.add_argument("--precision", default="amp", help="gpu: the precision of both variants")
     p.add_argument("--sessions", help="gpu: keep its session directory here")
+    p.add_argument("--session", help="tried: shoot this try session (else one is made)")
     p.add_argument("--max-wait", type=float, default=240.0,
                    help="gpu: seconds to wait for both runs to be steady before shooting")
     return p.parse_args(argv)
@@ -319,7 +361,7 @@ OPTS = options([])
 async def main() -> None:
     makers = [replay, compile_pane]
     if not OPTS.replay_only:
-        makers += [live, profiler_pane, repeats, script, ranks2, ranks8]
+        makers += [live, profiler_pane, repeats, script, ranks2, ranks8, tried]
     if OPTS.only:
         makers = [globals()[OPTS.only]]
     with tempfile.TemporaryDirectory() as tmp:

@@ -102,6 +102,7 @@ class FakeDevice:
     temp_c: int = 64
     power_mw: int = 412_345
     power_limit_mw: int = 700_000
+    energy_mj: int = 123_456_789  # total energy since the driver loaded; a test advances it
     clock_sm: int = 1980
     clock_mem: int = 2619
     fan: int = 30
@@ -212,6 +213,10 @@ def make(
     @api
     def nvmlDeviceGetPowerUsage(h):
         return dev(h).power_mw
+
+    @api
+    def nvmlDeviceGetTotalEnergyConsumption(h):
+        return dev(h).energy_mj
 
     @api
     def nvmlDeviceGetEnforcedPowerLimit(h):

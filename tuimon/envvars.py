@@ -30,3 +30,9 @@ ARTIFACTS = "TUIMON_ARTIFACTS"
 # $XDG_CACHE_HOME/tuimon/peaks.json): tests point it at their own file, in a directory of its own
 # (a script run's file routing leaves that directory alone: runner/script/files.py).
 PEAK_CACHE = "TUIMON_PEAK_CACHE"
+# The fd of the fork server's end of its socket to the supervisor (control/forkserver.py,
+# runner/forkserver.py): set on the fork server alone, never on a run.
+FORKSERVER_FD = "TUIMON_FORKSERVER_FD"
+# 0: every recipe run is its own `python -m tuimon.runner` process, no fork server (a user's
+# escape hatch; docs/measuring.md).
+FORKSERVER = "TUIMON_FORKSERVER"

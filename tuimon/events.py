@@ -25,9 +25,16 @@ STEP = "step"  # i, t, ms, data_ms, n, loss, phase, compile_ms (when a compile r
 #   "other"); a fifth entry, eval, only in a step that ran the trained module with gradients off
 #   (a script's eval forwards inside its step; absent: 0); no ph at all: a step whose split was
 #   not measured (a profiler capture's); gap: 1, a script's step that held a validation pass
-#   (kept out of the steady state; eval work that recurs step after step is no gap)
+#   (kept out of the steady state; eval work that recurs step after step is no gap); mem: 1, a
+#   step whose memory per phase was read (CUDA; kept out of the steady state: memory_phases)
 MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (this window), bytes;
 #   minflt: the process's minor page faults so far (sent after the steps flushed with it)
+# Memory per phase on CUDA (runner/memory_phases.py), the latest holding every step measured:
+#   steps [i], base (allocated as the step began), phases {forward|backward|optimizer|...: {peak,
+#   end}} (bytes: the allocator's peak in the part, allocated as it ended), budget (reserved +
+#   the device's free bytes), total (the device's); and once at a compiled run's end: graph_pool
+#   (bytes torch's CUDA-graph pool reserves; 0 none; null: graph_pool_unread says why), graph_pool_used
+MEMORY_PHASES = "memory_phases"
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
 #   profile_s (time spent starting and finishing profiler captures, outside every step), ...;
 #   a script's: compiles, compile_s, recompiles are training's, val_compiles, val_compile_s,
@@ -85,11 +92,13 @@ ARTIFACTS = "artifacts"
 CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
-#   and stepping: the runs that stepped through the whole period (the supervisor's samples)
+#   and stepping: the runs that stepped through the whole period (the supervisor's samples);
+#   system's energy_uj: the CPU packages' energy (RAPL, probes/rapl.py), devices' energy_mj NVML's
 # A device's throttle_reasons that are settings or rest, not a slowdown: "idle" is a GPU with
 # nothing to do, the *_setting ones are clocks someone chose on purpose.
 BENIGN_THROTTLE = frozenset({"idle", "applications_clocks_setting", "display_clocks_setting"})
-PROBE_INFO = "probe_info"  # gpu_available, reason, devices; or unsupported: [metric] (said once)
+PROBE_INFO = "probe_info"  # gpu_available, reason, devices, rapl (why RAPL's CPU energy cannot
+#   be read; null: it can, the samples' system has energy_uj); or unsupported: [metric] (said once)
 WARNING = "warning"  # text (run-tagged, or session-wide without run): throttling, memory, CPU share
 # A user's command, recorded when the supervisor applied it, before its effects:
 #   action: pause | resume | stop (run-tagged);
@@ -125,6 +134,11 @@ PROFILE = "profile"
 #     session), files [{path, bytes}] (the largest first, at most 100), count, bytes, partial;
 #   files_changed (supervisor, session-wide, at the session's end): dirs (the user's directories
 #     watched), changes [{path, change: added | changed | removed}] (at most 100), count.
+# A compiled run's model (runner, run-tagged; a recipe's after its run_started, a script's at each
+#   module it or tuimon compiles): repeated {model, block, count} (count 0, block null: no
+#   repeated block), text (one line). What tuimon try's regional needs (stats/apply.py: a row's
+#   repeated); not a note: no view lists it.
+MODEL = "model"
 FILE_WRITTEN = "file_written"
 FILES = "files"
 FILES_CHANGED = "files_changed"

@@ -33,6 +33,9 @@ class Fix:
     script: bool = True  # applies to a script run
     mode: str | None = None  # the fix is another compile mode (raced as that mode)
     precision: str | None = None  # ... or another precision
+    # What it answers is the script's, not the variant's (one DataLoader feeds every variant):
+    # a finding on any row of the session calls for it, not only the base's
+    shared: bool = False
 
 
 FIXES: dict[str, Fix] = {f.name: f for f in (
@@ -47,7 +50,8 @@ FIXES: dict[str, Fix] = {f.name: f for f in (
     Fix("foreach", "a foreach / fused optimizer (fused on CUDA)", ("bound.optimizer",),
         compiled_only=False),
     Fix("loader", "more DataLoader workers (sized to the cores; pinned memory on CUDA)",
-        ("bound.input", "bound.loader", "bound.wait"), compiled_only=False, recipe=False),
+        ("bound.input", "bound.loader", "bound.wait"), compiled_only=False, recipe=False,
+        shared=True),
     Fix("amp", "autocast to bf16", ("bound.compute", "bound.kernels"), compiled_only=False,
         precision="amp"),
     Fix("tf32", "TF32 matmuls for fp32", ("bound.compute", "bound.kernels"), compiled_only=False,

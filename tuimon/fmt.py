@@ -44,6 +44,17 @@ def fmt_bytes(n: int | None) -> str:
     return DASH
 
 
+def fmt_joules(j: float | None) -> str:
+    """Energy: 0.412 J, 81.2 J, 3.40 kJ, 1.25 kWh."""
+    if j is None:
+        return DASH
+    if j >= 3.6e6:
+        return f"{j / 3.6e6:.2f} kWh"
+    if j >= 1e3:
+        return f"{j / 1e3:.2f} kJ"
+    return f"{j:.3g} J"
+
+
 def fmt_count(n: float | None) -> str:
     """A count that reads at a glance: 0, 42, 9.2k, 17k, 1.3M."""
     if n is None:

@@ -134,6 +134,8 @@ class HeadlessView:
             self._say(f"warning: {e.get('text')}", style="yellow")
         elif e.get("gpu_available") is False:
             self._say(f"GPU metrics: n/a ({e.get('reason')})", style="dim")
+            if e.get("rapl"):  # a CPU session's energy: why not, once (probes/rapl.py)
+                self._say(f"CPU energy: n/a ({e['rapl']})", style="dim")
         elif e.get("gpu_available"):
             names = ", ".join(f"{d['index']}: {d['name']}" for d in e.get("devices", []))
             self._say(f"GPU metrics from NVML: {names}", style="dim")

@@ -129,6 +129,9 @@ class Process:
     token: str | None = None
     role: str | None = None  # "rank": set by a script's torchrun agent for its workers
     agent_pid: int | None = None
+    # Forked by the fork server (runner/forkserver.py): the seconds of imports it did once for
+    # every run, which this process's start therefore does not show.
+    preloaded_s: float | None = None
 
 
 GROUPS = {"program": Program, "length": Length, "turns": Turns, "profile": Profiling,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU programme (issue 27), one stage a call of the device tool:
 #   bash bench/gpu/all.sh STAGE [--dry-run]        STAGE: check amp fp32 modes modes-fp32 extras
-#                                                  phases warm suite, or all (every one, in order)
+#                                                  try phases warm suite, or all (every one, in
+#                                                  order); essential: check, the first call a lent
+#                                                  device gets
 # Set-up from the carried wheels (bench/gpu/setup.sh), then bench/gpu/programme.py STAGE within
 # what is left of the call's 600 s (BUDGET_S, default 570, less the set-up). Everything the
 # stage measured goes to $OUT (STAGE.json, STAGE.log, STAGE.tar.gz, screenshots); turn fetched

@@ -340,6 +340,17 @@ def warm(r: Results) -> tuple[str, str]:
     return "; ".join(parts), HOLDS if all(verdicts) else FAILS
 
 
+def try_fixes(r: Results) -> tuple[str, str]:
+    """tuimon try's GPU-only fixes (issue 34): each applied by its run, and what it did said."""
+    s = r.result("try", "try-recipe")
+    if s is None:
+        return r.why_not("try", "try-recipe"), NOT
+    said = {n: bool(got.get("applied")) for x in s["runs"] for n, got in (x.get("fixes") or {}).items()}
+    wanted = [said.get(n, False) for n in ("tf32", "reduce-overhead", "no-cudagraphs")]
+    lines = [t["line"] for t in s.get("tried") or [] if t.get("line")]
+    return "; ".join([f"applied: {said}", *lines]), holds(all(wanted))
+
+
 def holds(ok: bool) -> str:
     return HOLDS if ok else FAILS
 
@@ -373,6 +384,8 @@ CLAIMS: list[Claim] = [
     ("GPU screenshots", "SVGs with GPU rows", screenshots),
     ("step phases on CUDA (issue 25)", "phase fields for every run", phases),
     ("warm start on CUDA (issue 26)", "warm compile shorter than cold", warm),
+    ("tuimon try's GPU-only fixes (issue 34)", "tf32, reduce-overhead, no-cudagraphs applied; "
+     "each one's outcome said", try_fixes),
 ]
 
 
@@ -385,3 +398,8 @@ def compass(r: Results) -> list[dict]:
             measured, verdict = f"could not read: {type(exc).__name__}: {exc}", NOT
         out.append({"claim": claim, "expected": expected, "measured": measured, "verdict": verdict})
     return out
+
+
+from claims_memory import CLAIMS as MEMORY_CLAIMS  # noqa: E402 - its claims use the helpers above
+
+CLAIMS += MEMORY_CLAIMS  # issue 35: memory per phase, the graph pool, the batch that fits, energy

@@ -24,8 +24,9 @@ RUN_KEYS = (
     "breakeven_never", "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "vram_max",
     "gpu_proc_mem_max", "gpu_util_mean", "temp_max", "power_mean", "throttled_share",
     "throttle_reasons", "samples", "warnings", "cudagraphs", "error", "failure_kind",
-    "final_loss", "max_loss_diff", "wall_s", "ranks")
-NEW_FIELDS = re.compile(r"phase|warm|cold|artifact", re.IGNORECASE)
+    "final_loss", "max_loss_diff", "wall_s", "ranks", "axes", "fixes")
+NEW_FIELDS = re.compile(r"phase|warm|cold|artifact|mem_|graph_pool|batch_fit|energy|joules",
+                        re.IGNORECASE)  # issue 35's memory per phase and energy too
 GRAPH_OPS = re.compile(r"cudaGraphLaunch|CUDAGraph|cudagraph", re.IGNORECASE)
 
 
@@ -136,6 +137,9 @@ def compact(summary: dict, name: str) -> dict:
         "wall_s": summary.get("wall_s"), "runs": runs, **new_top,
         "why": [{"run": w.get("run"), "titles": [f.get("title") for f in w.get("findings") or []]}
                 for w in summary.get("why") or []],
+        # tuimon try (issue 34): what each raced fix did, in the summary's words
+        "tried": [{"fix": t.get("fix"), "code": t.get("code"), "line": t.get("line")}
+                  for t in summary.get("tried") or []],
     }
 
 

@@ -92,9 +92,27 @@ def summarise(samples: list[dict], device: str, pid: int) -> dict:
     sms = [s["runs"]["load"]["sm_util"] for s in samples if s["runs"]["load"]["sm_util"] is not None]
     errors = sorted({f"{k}: {v}" for s in samples for k, v in s["errors"].items()})
     return {"load_device": device, "load_pid": pid, "samples_under_load": len(samples),
+            "energy": energy(samples),
             "max_under_load": per_metric, "throttle_reasons_seen": reasons,
             "load_gpu_mem_max": max(mems) if mems else None, "load_sm_util_max": max(sms) if sms else None,
             "errors": errors, "last": samples[-1] if samples else None}
+
+
+def energy(samples: list[dict]) -> dict:
+    """Device 0's energy over the samples under load: NVML's counter (mJ → J) beside power × time
+    (each period at the mean of its ends' draw), the two ways tuimon finds a run's (issue 35)."""
+    points = [(s["t"], s["devices"][0].get("energy_mj"), s["devices"][0].get("power_w"))
+              for s in samples if s.get("devices")]
+    out: dict = {"counter_j": None, "power_time_j": None, "seconds": None}
+    if len(points) < 2:
+        return out
+    out["seconds"] = round(points[-1][0] - points[0][0], 3)
+    if points[0][1] is not None and points[-1][1] is not None:
+        out["counter_j"] = round((points[-1][1] - points[0][1]) / 1000.0, 3)
+    if all(p[2] is not None for p in points):
+        out["power_time_j"] = round(sum((a[2] + b[2]) / 2 * (b[0] - a[0])
+                                        for a, b in zip(points, points[1:], strict=False)), 3)
+    return out
 
 
 def _cuda() -> bool:

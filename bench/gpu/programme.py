@@ -39,7 +39,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 
 import collect  # noqa: E402
 import execute  # noqa: E402
-from stages import ORDER, STAGES, Ctx, Step  # noqa: E402
+from stages import ALIASES, ORDER, STAGES, Ctx, Step  # noqa: E402
 
 FORMAT = "tuimon-gpu-programme/1"
 PHASE_FIELD = re.compile(r"phase", re.IGNORECASE)
@@ -47,7 +47,7 @@ PHASE_FIELD = re.compile(r"phase", re.IGNORECASE)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=[*ORDER, "all", "plan"])
+    p.add_argument("stage", choices=[*ORDER, *ALIASES, "all", "plan"])
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny, fake NVML; check the rest")
     p.add_argument("--budget", type=float, default=560.0, help="seconds for the stage (default 560)")
     p.add_argument("--out", default=os.environ.get("OUT") or "gpu-out", help="results (default $OUT)")
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return plan(work, a.dry_run)
     out.mkdir(parents=True, exist_ok=True)
     code = 0
-    for stage in ORDER if a.stage == "all" else [a.stage]:
+    for stage in ORDER if a.stage == "all" else [ALIASES.get(a.stage, a.stage)]:
         code = max(code, run_stage(stage, work, out, a.budget, a.dry_run))
     return code
 

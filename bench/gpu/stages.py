@@ -103,6 +103,13 @@ def check(c: Ctx) -> list[Step]:
                        "3", "--json", str(trust)], 240,
              "tuimon's overhead at ~1 ms and ~10 ms GPU steps (≤ 2 % and ≤ 0.5 %)", collect="json",
              artifact=trust, min_s=90),
+        c.session("memory-energy", str(r / "recipes/tiny_mlp.py"), "--modes",
+                  "eager,default,reduce-overhead", "--schedule", "sequential", "--steps", "20000",
+                  "--duration", "6", "--interval", "0.2", "--no-auto-capture", timeout_s=150,
+                  min_s=60, dry="run",
+                  dry_argv=c.tiny("memory-energy", "--modes", "eager", "--interval", "0.2"),
+                  what="issue 35: memory per phase, compile against eager, the CUDA-graph pool, the "
+                       "batch that fits; joules per step and run from NVML's counter, each alone"),
         c.session("oom", str(r / "recipes/convnext_l.py"), "--modes", "eager", "--batch-size", "512",
                   "--steps", "3", "--no-auto-capture", timeout_s=180, ok_codes=(1,),
                   what="an out-of-memory step named, with the allocator's peaks"),
@@ -160,6 +167,35 @@ def extras(c: Ctx) -> list[Step]:
     ]
 
 
+def try_fixes(c: Ctx) -> list[Step]:
+    """Issue 34 on CUDA: tuimon try's GPU-only fixes for real (tf32, reduce-overhead,
+    no-cudagraphs, max-autotune on a recipe; the loader's pinned memory and tf32 on a script),
+    each raced against the variant without it (the fix axis, as tuimon try runs it), and the
+    fake-CUDA tests of the same fixes on a real one."""
+    r = c.root
+    pytest = [c.py, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"]
+    return [
+        facts(c),
+        Step("try-cuda-tests", [*pytest, "tests/unit/test_fixes_cuda.py"], 90,
+             "the GPU-only fixes apply where CUDA is there and refuse where not (fake CUDA, on a GPU)",
+             min_s=30),  # the dry run checks it only: the unit suite runs it on every machine
+        c.session("try-recipe", str(r / "recipes/tiny_mlp.py"), "--modes", "eager,default",
+                  "--precision", "fp32", "--set", "fix=none,tf32,reduce-overhead,no-cudagraphs",
+                  "--steps", "2000", timeout_s=240, min_s=120,
+                  what="tf32, reduce-overhead and no-cudagraphs raced on CUDA (a launch-bound model)"),
+        Step("try-script", c.tuimon("run", "--headless", "--modes", "eager,default", "--set",
+                                    "fix=none,loader,tf32", "--steps", "300", "--out",
+                                    str(c.sessions("try-script")), "--", c.py,
+                                    str(r / "tests/scripts/amp_scaler.py")), 180,
+             "the loader's pinned memory and workers, and tf32, on an unmodified script on CUDA",
+             collect="session", min_s=90),
+        c.session("try-autotune", str(r / "recipes/tiny_mlp.py"), "--modes", "eager,default",
+                  "--precision", "fp32", "--set", "fix=none,max-autotune", "--steps", "1000",
+                  timeout_s=240, min_s=120,
+                  what="max-autotune raced on CUDA: its cold compile (kernels benchmarked) and step"),
+    ]
+
+
 def phases(c: Ctx) -> list[Step]:
     """Issue 25 (step phases), measured once the build has them: a recipe and a script on CUDA."""
     r = c.root
@@ -209,7 +245,8 @@ def suite(c: Ctx) -> list[Step]:
 
 # name -> (steps, what, expected seconds on an H100: estimates until a run replaces them)
 STAGES = {
-    "check": (check, "set-up, doctor, the CUDA tests, NVML, overhead, an OOM (2 GPUs: nccl)", 360),
+    "check": (check, "set-up, doctor, the CUDA tests, NVML, memory per phase and energy, overhead, "
+              "an OOM (2 GPUs: nccl)", 450),
     "amp": (lambda c: table(c, "amp", 200, (200, 240, 280), True),
             "the seed's table in amp: swin_t, swin_b, convnext_l × eager / default", 420),
     "fp32": (lambda c: table(c, "fp32", 120, (200, 240, 280), False),
@@ -217,8 +254,13 @@ STAGES = {
     "modes": (modes, "reduce-overhead and max-autotune (amp) for the three models", 570),
     "modes-fp32": (lambda c: modes(c, "fp32"), "reduce-overhead and max-autotune in fp32", 570),
     "extras": (extras, "CUDA graphs seen and skipped, syncs on another recipe, GPU screenshots", 380),
+    "try": (try_fixes, "issue 34: tuimon try's GPU-only fixes raced on CUDA", 480),
     "phases": (phases, "issue 25: step phases on CUDA (when the build has them)", 300),
     "warm": (warm, "issue 26: cold vs warm compile on CUDA (when the build has --warm)", 420),
     "suite": (suite, "the whole test suite (optional)", 540),
 }
 ORDER = list(STAGES)
+# The one prepared call a freshly lent device gets first (15 min in all, start included, at most
+# 10 a command: DEVELOPERS.md): what only a GPU can tell, the GPU paths of issues 35 and 34's
+# fakes checked for real.
+ALIASES = {"essential": "check"}

@@ -1,5 +1,5 @@
 """Issue 8 on a real GPU: tuimon adds no host-device sync per step, the step's phases (issue 25)
-included. Skipped without CUDA.
+and memory per phase (issue 35) included. Skipped without CUDA.
 
 Real sessions with TUIMON_SYNC_DEBUG=error (runner/syncdebug.py): torch.cuda's sync debug mode
 is "error" around tuimon's own per-step work, so a sync there (a loss read with .item(), a
@@ -47,6 +47,19 @@ def test_tiny_mlp_eager_and_compiled_on_cuda_add_no_sync(cuda, tuimon):
         assert [e["i"] for e in steps] == list(range(300))
         assert all(e["loss"] is not None for e in steps)  # read from the pinned ring, no .item()
         assert_split(steps)
+        assert_memory(evs, run)
+
+
+def assert_memory(evs: list[dict], run: str) -> None:
+    """Memory per phase (issue 35), read under the guard at the phases' marks: two steps kept
+    apart (``mem``), forward's, backward's and the optimizer's peaks, the device's room."""
+    found = [e for e in evs if e["type"] == events.MEMORY_PHASES and e["run"] == run and "phases" in e]
+    assert found, f"{run}: no memory per phase"
+    last = found[-1]
+    assert len(last["steps"]) == 2 and last["total"] > 0 and last["budget"] > 0, last
+    assert all(last["phases"][p]["peak"] > 0 for p in ("forward", "backward", "optimizer")), last
+    marked = {e["i"] for e in evs if e["type"] == events.STEP and e["run"] == run and e.get("mem")}
+    assert set(last["steps"]) <= marked
 
 
 def assert_split(steps: list[dict], parts: int = 4) -> None:
@@ -107,3 +120,4 @@ def test_a_scripts_hooks_add_no_sync(cuda, tuimon):
         steps = [e for e in evs if e["type"] == events.STEP and e["run"] == run]
         assert len(steps) == 200 and all(e["loss"] is not None for e in steps)
         assert_split(steps)  # the hooks' marks: events recorded under the guard
+        assert_memory(evs, run)  # ... and the allocator read at them

@@ -256,7 +256,12 @@ def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
         assert [s["i"] for s in runs[run]["step"]] == list(range(30 if rounds[run] == 1 else 10))
     summary = json.loads((session / "summary.json").read_text())
     assert [v["label"] for v in summary["variants"]] == ["eager/fp32", "eager/amp"]
-    assert all(len(v["processes"]) == 3 and v["steps"] == 50 for v in summary["variants"])
+    # A round that stepped beside other processes' load is left out of the combined row, with
+    # its reason (on a shared machine); every round is either combined or left out for load.
+    for v in summary["variants"]:
+        busy = [p for p in v.get("left_out", []) if "load" in p["why"]]
+        assert len(v["processes"]) + len(busy) == 3 and v["steps"] == 50, v
+        assert len(v["processes"]) >= 2
     md = (session / "summary.md").read_text()
     assert "median step per process" in md and "in 3 processes" in md
     assert "eager/amp #3" in proc.stdout  # the headless view has a row per process

@@ -65,6 +65,9 @@ def test_regional_compiles_the_repeated_block_not_the_model(inductor_cache):
     assert kinds["finished"][0]["recompiles"] == 0
     (outcome,) = fixes_of(got).values()
     assert outcome["regional"]["applied"]
+    # Every compiled run says its model's repeated block (what tuimon try's plan weighs).
+    (row,) = summarize(got).runs
+    assert row.repeated == {"model": "Net", "block": "Block", "count": 4}
 
 
 def test_regional_without_a_repeated_block_compiles_the_model_whole(inductor_cache):
@@ -74,6 +77,7 @@ def test_regional_without_a_repeated_block_compiles_the_model_whole(inductor_cac
     assert forward_compiles(kinds) == [forward_of(TEST_RECIPES / "blocks.py", "Net")]
     assert fixes_of(got)["r"]["regional"] == {
         "applied": False, "text": "no repeated block in Net: the model compiled whole"}
+    assert summarize(got).runs[0].repeated == {"model": "Net", "block": None, "count": 0}
 
 
 def test_dynamic_ends_the_recompiles_and_scalars_the_graph_break(inductor_cache):
@@ -139,6 +143,8 @@ def test_a_scripts_fixes_apply_and_leave_no_trace(tuimon, tmp_path):
     assert "workers: 0" not in (logs / f"default-script-fix_{fix}.log").read_text()
     outcomes = fixes_of(evs)
     assert set(outcomes) == {f"default-script-fix_{fix}"}
+    # tuimon's auto-compile says the model's repeated block, fix or no fix (a model event)
+    assert [e["repeated"] for e in plain["model"]] == [{"model": "Net", "block": "Block", "count": 4}]
 
     def env_of(run):
         (path,) = (session / "files" / run).rglob("env.json")

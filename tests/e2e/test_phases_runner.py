@@ -289,7 +289,8 @@ def test_the_forward_timer_times_the_trained_module_without_breaking_its_graph(h
     dyn.reset()
     counters.clear()
     notes: list[str] = []
-    modes = CompileModes("eager" if how == "eager" else "default", False, notes.append)
+    modes = CompileModes("eager" if how == "eager" else "default", False,
+                         lambda text, **fields: notes.append(text))
     modes.install()
     tl = Timeline()
     timer = modes.listener = ForwardTimer(tl, notes.append)

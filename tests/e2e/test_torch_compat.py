@@ -43,7 +43,7 @@ AUTO = textwrap.dedent("""
     import torch._dynamo.utils as du
     from tuimon.runner.script.compile_modes import CompileModes
     said = []
-    modes = CompileModes("default", True, said.append)
+    modes = CompileModes("default", True, lambda text, **fields: said.append(text))
     modes.install()
     compile_ = modes._orig_compile
     modes._orig_compile = lambda fn, **kw: compile_(fn, backend="eager")  # Dynamo alone: fast

@@ -47,10 +47,16 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
     for e in auto:
         assert e["source"] == "auto" and e["trace"] is None and e["first_step"] >= 1
         assert e["t"] > turns[e["run"]][1]  # after the second turn's wait, not in the first turn
-    assert next(e for e in auto if e["run"] == "default-fp32")["compiled_graphs"]["calls"] == 4
+    graphs = next(e for e in auto if e["run"] == "default-fp32")["compiled_graphs"]
+    assert graphs["calls"] == 4
+    # each graph's calls a step (the price's account): 4 graphs, once each
+    assert len(graphs["by_graph"]) == 4 and sum(g["calls"] for g in graphs["by_graph"]) == 4
     f = findings(session)["graph_breaks"]
     assert "each step runs 4 compiled graphs" in f["title"]
     assert f"break at tiny_mlp.py:{BREAK_LINE} (×1): User-inserted graph break" in " ".join(f["evidence"])
+    if f["price"] is not None:  # priced when the capture's times hold (not disturbed by load)
+        assert f["price"].startswith("costs ") and f["price"].endswith(" a step)")
+        assert any(line.startswith(f"the break at tiny_mlp.py:{BREAK_LINE} costs ") for line in f["evidence"])
     why = why_section(session)
     assert f"tiny_mlp.py:{BREAK_LINE}: Remove the `torch._dynamo.graph_break()` call." in why
     assert "top ops:" in why  # the eager and compiled captures side by side

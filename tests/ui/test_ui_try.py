@@ -12,7 +12,10 @@ from test_ui_answer import Recorder, settle
 from test_verdict import session, variant
 
 from tuimon import events
+from tuimon.analysis import summarize
+from tuimon.report import export
 from tuimon.ui.app import TuimonApp
+from tuimon.ui.widgets.comparison import ComparisonStrip
 from tuimon.ui.widgets.run_panel import RunPanel
 from tuimon.ui.widgets.why_pane import WhyPane
 from tuimon.variants import Variant
@@ -132,3 +135,26 @@ async def test_the_selected_finding_is_scrolled_into_view(tmp_path):
         await pilot.press("up", "up")
         await settle(app, pilot, 1)
         assert pane.cursor == 0 and pane.scroll_y == 0  # the first: the headline above it too
+
+
+async def test_the_strip_says_what_each_fix_did_under_the_verdict_in_summary_mds_words(tmp_path):
+    """A tried session (its fix axis): the strip's line per fix is summary.md's Tried line."""
+    evs = session(variant("eager", "fp32", 10.0, seed=1, axes={"fix": "none"}),
+                  variant("default", "fp32", 8.0, seed=2, compile_s=20, axes={"fix": "none"}),
+                  variant("default", "fp32", 8.0, seed=3, compile_s=5, axes={"fix": "regional"}),
+                  variant("default", "fp32", 6.0, seed=4, compile_s=20, axes={"fix": "dynamic"}),
+                  axes={"fix": ["none", "regional", "dynamic"]})
+    for e in evs:
+        if e["type"] == events.RUN_QUEUED and e["mode"] != "eager":
+            e["start"] = "cold"
+    md = export.to_markdown({}, summarize(evs))
+    said = [line[2:] for line in md.splitlines() if line.startswith("- regional:")
+            or line.startswith("- dynamic:")]
+    assert said[0].startswith("regional: cold compile 18.0 s → 4.5 s, step ")
+    app = TuimonApp(Recorder(tmp_path, evs))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        strip = str(app.query_one(ComparisonStrip).render()).splitlines()
+        assert strip[0].startswith("Verdict: use default/fp32 · fix=dynamic")
+        assert strip[1:3] == [f"tried {line}" for line in said]  # the answer, then the rows
+        assert strip[3].startswith("default/fp32 · fix=none vs eager/fp32 · fix=none: ")

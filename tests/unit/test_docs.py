@@ -132,13 +132,14 @@ def test_every_run_flag_is_documented():
     assert not missing, f"run flags not mentioned in docs/: {missing}"
 
 
-def test_every_sweep_and_summary_flag_is_documented_in_commands():
+def test_every_sweep_summary_and_report_flag_is_documented_in_commands():
+    from tuimon.cli.report import report_parser
     from tuimon.cli.summary import summary_parser
     from tuimon.cli.sweep import sweep_parser
 
     commands = (DOCS / "commands.md").read_text(encoding="utf-8")
-    flags = set(run_flags(sweep_parser())) | set(run_flags(summary_parser()))
-    assert {"--budget", "--horizon", "--loss-tolerance"} <= flags
+    flags = {f for parser in (sweep_parser(), summary_parser(), report_parser()) for f in run_flags(parser)}
+    assert {"--budget", "--horizon", "--loss-tolerance", "--png"} <= flags
     missing = [f for f in sorted(flags) if not re.search(re.escape(f) + r"(?![\w-])", commands)]
     assert not missing, f"flags not mentioned in docs/commands.md: {missing}"
 

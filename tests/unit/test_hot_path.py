@@ -34,6 +34,7 @@ def dict_line(run: str, **fields) -> str:
     dict(i=8, t=1763800002.25, ms=3.0, data_ms=0.5, n=4, loss=1e-30, phase="steady",
          compile_ms=812.125, profiled=2),
     dict(i=9, t=1763800002.25, ms=3, data_ms=0.5, n=4, loss=-0.0, phase="steady"),
+    dict(i=10, t=1763800003.0, ms=3.5, data_ms=0.5, n=4, loss=0.25, phase="steady", mem=1),
 ])
 def test_a_step_line_is_the_line_of_its_event(fields, tmp_path):
     for run in ("eager-fp32", "ünïcode \"run\""):

@@ -28,6 +28,21 @@ def test_parent_side_does_not_import_torch():
             "tuimon.report.table", "tuimon.ui.app"} <= loaded
 
 
+def test_the_ui_and_the_command_line_start_without_matplotlib():
+    """matplotlib (tuimon report's figures, ~0.3 s to import) is loaded only when a report is
+    drawn: never by the CLI, the TUI (its export key asks a child process), the web side or the
+    exporters."""
+    loaded = modules_after(
+        "import tuimon.cli, tuimon.ui.app, tuimon.ui.report_export, tuimon.report.export,"
+        " tuimon.web.tab, tuimon.cli.report, tuimon.headless; tuimon.cli.run_parser()"
+        "; import tuimon.cli.report as r; r.report_parser()")
+    assert "tuimon.ui.app" in loaded and "tuimon.cli.report" in loaded
+    assert not any(m == "matplotlib" or m.startswith("matplotlib.") for m in loaded)
+    # ... and the report's own package does load it, when it draws (the check can fail), and no torch
+    drawing = modules_after("import tuimon.report.html.page, tuimon.report.html.canvas as c; c.figure(1.0)")
+    assert "matplotlib" in drawing and "torch" not in drawing
+
+
 def test_runner_does_not_import_textual():
     loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop, tuimon.runner.profiling,"
                            " tuimon.runner.script.hooks, tuimon.runner.script.steps,"

@@ -23,6 +23,7 @@ DEVICE_KEYS = {
     "mem_used",
     "mem_total",
     "temp_c",
+    "energy_mj",
     "power_w",
     "power_limit_w",
     "clock_sm_mhz",

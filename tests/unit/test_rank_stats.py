@@ -157,6 +157,7 @@ def test_a_job_step_is_its_slowest_ranks_and_every_rank_has_a_row():
     assert row.job.world_size == 4 and row.job.backend == "gloo" and row.timing.steps == 120
     assert [x["rank"] for x in row.job.ranks] == [0, 1, 2, 3]
     assert all(x["steps"] == 120 and x["status"] == "done" for x in row.job.ranks)
+    assert row.status == "done"  # the job's own status: its ranks ran (it read "not run")
     # every rank's batch
     assert row.timing.throughput == pytest.approx(4 * 32 / (row.timing.median_ms / 1000))
     (s,) = row.job.stragglers

@@ -363,7 +363,8 @@ def test_student_t_quantiles_and_welch_degrees_of_freedom():
 
 
 # summary.json's run row as it was before a row became records composed (issue 32): the same
-# keys in the same order. A new key goes in records.FLAT_ORDER and here (or a version bump).
+# keys in the same order. A new key goes in records.FLAT_ORDER and here (or a version bump);
+# issue 35 added memory per phase and energy after fixes, and their words last.
 _ROW_KEYS = """run mode precision status axes replicate processes left_out device device_name torch python
 cuda params batch_size notes own_load steps measured length_steps length_s median_ms p10_ms p90_ms
 mean_data_ms throughput loss_comparable loss_apart losses_per_step throughput_unit first_step_ms
@@ -376,16 +377,18 @@ cuda_peak_allocated cuda_peak_reserved final_loss max_loss_diff loss_ref loss_ga
 loss_nonfinite common_steps wall_s turns paused_s error failure_kind failure_tail hung_s cpu_mean
 cpu_max tree_rss_max children_max gpu_util_mean vram_max gpu_proc_mem_max temp_max power_mean
 throttled_share throttle_reasons samples warnings compile_phases graphs_fwd graphs_bwd graph_breaks
-recompiles recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell_back val_compiles
+recompiles recompile_s recompile_reasons fx_cache_hits fx_cache_misses compile_failures fell_back val_compiles
 val_compile_s val_recompiles val_reasons val_guards val_limit uncompiled nothing_compiled untimed
 start seed cache artifacts artifact_notes starts miss_reasons cudagraphs profiles profiled_steps
 world_size backend hosts ranks skew_pct stragglers compile_divergence step_phases phases_missing
-fixes flops_step flops_forward flops_backward flops_optimizer flops_precision flops_calls
+fixes repeated mem_phases mem_base mem_budget mem_total mem_baseline graph_pool graph_pool_used
+graph_pool_unread batch_fit batch_fit_why mem_na energy_source joules_per_step energy_steps energy_s
+joules_run energy_why flops_step flops_forward flops_backward flops_optimizer flops_precision flops_calls
 flops_counted_on flops_ops flops_error flop_s_step flop_s_forward flop_s_backward flop_s_optimizer
 peak_measured peak_measured_key peak_measured_error peak_datasheet peak_device peak_lookup
 mfu_basis mfu_measured_step mfu_measured_forward mfu_measured_backward mfu_measured_optimizer
 mfu_datasheet_step mfu_datasheet_forward mfu_datasheet_backward mfu_datasheet_optimizer mfu_over
-label unreliable val_words flops_words"""
+label unreliable val_words memory_words energy_words flops_words"""
 ROW_KEYS = _ROW_KEYS.split()
 
 

@@ -11,7 +11,7 @@ from test_verdict import session, variant
 from tuimon import events
 from tuimon.analysis import diagnose, summarize, tried
 from tuimon.analysis.stats.point import point
-from tuimon.analysis.why import Finding
+from tuimon.analysis.why import Finding, VariantWhy
 from tuimon.report import export, try_text
 from tuimon.variants import product
 
@@ -109,13 +109,37 @@ def test_the_plan_follows_the_findings_prices_them_and_says_what_cannot_apply():
     lines = try_text.plan_lines(plan, Path("s"))
     assert lines[0].startswith("try: s: fixes on default/fp32 (1.25× faster against eager)")
     assert ("  opt: the optimizer's step compiled (+opt) (answers bound.optimizer_bound, costs "
-            "~2.00 ms a step)") in lines
+            "2.00 ms a step)") in lines
     assert lines[-1] == "  cannot try here: no-cudagraphs (CUDA only)"
     only = tried.plan(s, whys, only=["regional"])
     assert only.raced == ["regional"] and only.candidates[0].answers == ()
     nothing = tried.plan(s, [])
     assert nothing.raced == []
     assert try_text.plan_lines(nothing, Path("s"))[-1].startswith("try: nothing to race")
+
+
+def test_the_eager_runs_input_bound_step_calls_for_the_loader_on_the_compiled_base():
+    """vae (pytorch/examples) under `tuimon run --try`: eager waited 20 % of its step on the
+    DataLoader, the compiled variant 23 ms of a slower step (14 %, under Why's 15 %): the same
+    loader feeds both, so the loader is raced; eager's other findings are its own."""
+    s = summarize(session(variant("eager", "fp32", 10.0, seed=1),
+                          variant("default", "fp32", 8.0, seed=2, compile_s=20)))
+    base = next(w for w in diagnose(s) if w.run.startswith("default"))
+    base.findings = []
+    eager = next(r for r in s.variants or s.runs if r.label == "eager/fp32")
+    whys = [VariantWhy(eager.run, eager.label, False, [finding("bound.input", 2.5),
+                                                      finding("bound.compute")], compiled=False), base]
+    plan = tried.plan(s, whys, is_script=True)
+    assert plan.raced == ["loader"]  # not amp: compute-bound is eager's own step
+    (c,) = plan.candidates
+    assert c.seen_in == "eager/fp32" and c.answers == ("bound.input",)
+    lines = try_text.plan_lines(plan, Path("s"))
+    assert ("  loader: more DataLoader workers (sized to the cores; pinned memory on CUDA) "
+            "(answers bound.input in eager/fp32, costs 2.50 ms a step)") in lines
+    base.findings = [finding("bound.input", 1.5)]  # the base's own finding: its price, its words
+    (c,) = tried.plan(s, whys, is_script=True).candidates
+    assert (c.fix, c.seen_in, c.price_ms) == ("loader", None, 1.5)
+    assert tried.plan(s, whys).raced == []  # a recipe's batches are in memory: no loader
 
 
 def test_a_fix_added_beside_a_session_without_the_axis_is_compared_with_the_variant_as_it_ran():

@@ -295,7 +295,11 @@ def test_a_capture_counts_compiled_graph_calls_and_the_device_busy_time():
            Ev("kernel_3", 50, 60, thread=8, cpu=False)]
     out = analyse(nest(link(evs)), steps=1)
     assert out["compiled_graphs"] == {"calls": 3.0, "graphs": 3, "ms": 0.06, "forward_ms": 0.024,
-                                      "backward_ms": 0.036, "optimizer_ms": 0.0}
+                                      "backward_ms": 0.036, "optimizer_ms": 0.0,
+                                      # each graph's calls and time a step, the costliest first
+                                      "by_graph": [{"name": "c", "calls": 1.0, "ms": 0.036},
+                                                   {"name": "b", "calls": 1.0, "ms": 0.014},
+                                                   {"name": "a", "calls": 1.0, "ms": 0.01}]}
     assert out["device_busy_ms"] == 0.04  # 5-35 and 50-60: overlaps counted once
     assert "compiled_graphs" not in analyse(nest(link(evs[:2])), steps=1)
 

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 
 from tuimon import fixes
 from tuimon.analysis.stats import RunStats, SessionSummary
+from tuimon.analysis.stats.candidates import MIN_STEADY
+from tuimon.analysis.stats.live import not_yet
+from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import columns
 from tuimon.analysis.why.finding import Finding
+from tuimon.analysis.why.price import Price
 
 # A cold compile is one measurement a variant (no interval): a fix "helped the start" only when
 # it cut the compile by this much, well beyond the few % two cold compiles of one graph differ.
@@ -24,9 +28,14 @@ START_CUT = 1.5
 @dataclass(frozen=True)
 class Candidate:
     fix: str
-    price_ms: float | None  # the most a step loses to the findings it answers (None: unpriced)
+    # The most a step loses to the findings it answers, a start's compile spread over the run's
+    # steps (Price.per_step_ms; the order of the plan); None: unpriced
+    price_ms: float | None
     answers: tuple[str, ...]  # those findings' codes
     cannot: str | None = None  # why it cannot apply here; None: it is raced
+    repeated: dict | None = None  # regional's: the base's repeated block (None: not known)
+    price: Price | None = None  # the costliest finding's price (words: report/price_text.py)
+    seen_in: str | None = None  # a shared fix's: the row whose findings call for it, not the base
 
 
 @dataclass(frozen=True)
@@ -71,18 +80,58 @@ def plan(summary: SessionSummary, whys: list, *, only: list[str] | None = None,
     for f in findings:
         for name in suggests(f):
             answered.setdefault(name, []).append(f)
+    seen_in = shared_findings(summary, whys, base, answered)
     names = [n for n in (only if only is not None else answered) if n not in plan_base_fixes(base)]
     on_cuda = (base.device or "").startswith("cuda")
     out = []
     for name in names:
         found = answered.get(name, [])
-        costs = [f.cost_ms for f in found if f.cost_ms is not None]
+        prices = [p for p in map(price_of, found) if p is not None]
+        top = max(prices, key=lambda p: p.per_step_ms(run_steps(base)), default=None)
         reason = fixes.cannot(fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
-                              compiled=base.compiled)
-        out.append(Candidate(name, max(costs) if costs else None,
-                             tuple(dict.fromkeys(f.code for f in found)), reason))
+                              compiled=base.compiled) or blockless(name, base.repeated)
+        out.append(Candidate(name, top.per_step_ms(run_steps(base)) if top else None,
+                             tuple(dict.fromkeys(f.code for f in found)), reason,
+                             base.repeated if name == REGIONAL else None, top, seen_in.get(name)))
     out.sort(key=lambda c: (c.cannot is not None, c.price_ms is None, -(c.price_ms or 0.0)))
     return TryPlan(base, tuple(out))
+
+
+def shared_findings(summary: SessionSummary, whys: list, base: RunStats,
+                    answered: dict[str, list]) -> dict[str, str]:
+    """A shared fix (the loader) that the base's own findings do not call for, called for by
+    another row's with the base's axes: the eager run waits 20 % of its step on the same
+    DataLoader that feeds the compiled one, whose slower or noisier step may fall under Why's
+    share. Its findings added to ``answered``; the row each came from, by fix."""
+    rows = {r.run: r for r in columns(summary)}
+    def knobs(r: RunStats) -> dict:
+        return {k: v for k, v in r.axes.items() if k != fixes.AXIS}
+
+    axes = knobs(base)
+    seen: dict[str, str] = {}
+    for w in whys:
+        row = rows.get(w.run)
+        if w.run == base.run or row is None or knobs(row) != axes:
+            continue
+        for f in w.findings:
+            for name in suggests(f):
+                if fixes.FIXES[name].shared and (name not in answered or name in seen):
+                    answered.setdefault(name, []).append(f)
+                    seen.setdefault(name, row.label)
+    return seen
+
+
+def run_steps(r: RunStats) -> int | None:
+    """The steps one start of the row is spread over: its asked length, else its steps a process
+    (a combined row's processes each started once)."""
+    if r.timing.length_steps:
+        return r.timing.length_steps
+    return r.timing.steps // max(1, len(r.processes)) if r.timing.steps else None
+
+
+def price_of(f: Finding) -> Price | None:
+    """A finding's price (diagnose sets it), else its step cost alone."""
+    return f.price or (Price(f.cost_ms) if f.cost_ms is not None else None)
 
 
 def plan_base_fixes(base: RunStats) -> tuple[str, ...]:
@@ -90,8 +139,22 @@ def plan_base_fixes(base: RunStats) -> tuple[str, ...]:
 
 
 def suggests(f: Finding) -> list[str]:
-    """The fixes a finding (analysis.why's) calls for: those its code or its advice answer."""
+    """The fixes a finding (analysis.why's) calls for: those its code or its advice answer
+    (whether each can apply to a row: fixes.cannot, blockless)."""
     return fixes.suggested([f.what.code, *(p.code for p in f.advice)])
+
+
+# ---- regional needs a repeated block -----------------------------------------------------------
+REGIONAL = "regional"
+NO_BLOCK = "no_block"  # why regional cannot apply: the child found no repeated block (words: report)
+
+
+def blockless(name: str, repeated: dict | None) -> str | None:
+    """NO_BLOCK when ``name`` is regional and the model is known to repeat no block (a compiled
+    run's note: runner/fixes.py repeated_note); None otherwise, unknown included."""
+    if name == REGIONAL and repeated is not None and int(repeated.get("count") or 0) < 2:
+        return NO_BLOCK
+    return None
 
 
 # ---- the TUI's t: one finding's fix on the focused variant --------------------------------------
@@ -103,18 +166,22 @@ class Pick:
     fix: str | None  # the first suggested fix that applies here; None: none does
     value: str | None  # the fixed variant's fix axis: its own fixes and this one ("dynamic+regional")
     passed: tuple[tuple[str, str], ...] = ()  # the suggested fixes before it (or all), and why not
+    repeated: dict | None = None  # regional's: the variant's repeated block (None: not known)
 
 
 def pick(suggested: list[str], own: tuple[str, ...] = (), *, on_cuda: bool, is_script: bool,
-         compiled: bool) -> Pick:
+         compiled: bool, repeated: dict | None = None) -> Pick:
     """Which of a finding's fixes (``suggested``, the registry's order) the TUI's t adds to a
-    variant that already has ``own``: the first that can apply to it (fixes.cannot)."""
+    variant that already has ``own``: the first that can apply to it (fixes.cannot; regional
+    not on a model known to repeat no block: ``repeated``, the row's)."""
     passed = []
     for name in suggested:
         why = ALREADY if name in own else fixes.cannot(
-            fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script, compiled=compiled)
+            fixes.FIXES[name], on_cuda=on_cuda, is_script=is_script,
+            compiled=compiled) or blockless(name, repeated)
         if why is None:
-            return Pick(name, fixes.join((*own, name)), tuple(passed))
+            return Pick(name, fixes.join((*own, name)), tuple(passed),
+                        repeated if name == REGIONAL else None)
         passed.append((name, why))
     return Pick(None, None, tuple(passed))
 
@@ -136,6 +203,7 @@ class Outcome:
     speedup_hi: float | None = None
     compile_s: float | None = None  # its first (cold or warm) compile, and the base's
     base_compile_s: float | None = None
+    start: str | None = None  # "cold" / "warm" / "persistent" when both compiles started alike
     breakeven_s: float | None = None  # against eager, and the base's
     base_breakeven_s: float | None = None
     breakeven_never: bool = False
@@ -148,6 +216,7 @@ class Outcome:
     breaks: tuple[int, int] = (0, 0)
     not_applied: str | None = None  # what the child said of a fix it could not apply
     error: str | None = None
+    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW (below)
 
 
 def outcomes(summary: SessionSummary) -> list[Outcome]:
@@ -175,7 +244,9 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
     figures = dict(
         fix=value, run=r.run, label=r.label, speedup=c.axis_speedup, speedup_lo=c.axis_speedup_lo,
         speedup_hi=c.axis_speedup_hi, compile_s=r.compile.compile_s,
-        base_compile_s=base.compile.compile_s if base else None, breakeven_s=c.breakeven_s,
+        base_compile_s=base.compile.compile_s if base else None,
+        start=start_of(r) if base and start_of(r) == start_of(base) else None,
+        breakeven_s=c.breakeven_s,
         base_breakeven_s=base.compare.breakeven_s if base else None,
         breakeven_never=c.breakeven_never,
         base_breakeven_never=base.compare.breakeven_never if base else False, peak_bytes=peak(r),
@@ -190,8 +261,8 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
         return Outcome(code=NOT_APPLIED, **figures)
     if r.status in ("queued", "running") and c.axis_speedup is None:
         return Outcome(code=PENDING, **figures)
-    if summary.busy or r.doubts or (base and base.doubts) or c.axis_speedup is None:
-        return Outcome(code=CANNOT_TELL, **figures)
+    if reasons := unsure(summary, r, base):
+        return Outcome(code=CANNOT_TELL, unsure=reasons, **figures)
     lo, hi = c.axis_speedup_lo, c.axis_speedup_hi
     if lo is not None and lo > 1.0:
         code = HELPED
@@ -203,6 +274,37 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
     else:
         code = NO_BETTER
     return Outcome(code=code, **figures)
+
+
+# Why a fix's step cannot be told: the machine's load (the session was busy, or other processes'
+# load differed between a row and its baseline), the rows' other doubts (recompiles after
+# warm-up, page faults), or too few steady steps for an interval.
+LOAD, DOUBTS, FEW = "load", "doubts", "few_steps"
+
+
+def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple[Point, ...]:
+    """Why the fix's step against its variant without it cannot be told, each reason typed (a
+    point: LOAD with the session's ``busy`` or a row's ``label`` and ``doubts``, DOUBTS with a
+    row's, FEW with the ``steps`` measured of the ``need``ed); () when it can. --quiet-only's
+    dropped steps are no reason: the steps kept met no load."""
+    out = []
+    if summary.busy is not None and summary.busy.code == "busy":
+        out.append(point(LOAD, busy=summary.busy))
+    for row in (base, r):
+        for code, mine in ((LOAD, [d for d in (row.doubts if row else []) if d.code == "load_differs"]),
+                           (DOUBTS, [d for d in (row.doubts if row else []) if d.code != "load_differs"])):
+            if mine:
+                out.append(point(code, label=row.label, doubts=mine))
+    few = not_yet(r, base)
+    if few or r.compare.axis_speedup is None or r.compare.axis_speedup_lo is None:
+        out.append(point(FEW, steps=few[0] if few else None, need=MIN_STEADY))
+    return tuple(out)
+
+
+def start_of(r: RunStats) -> str | None:
+    """How the compile the row's compile_s is started: its own start, or a combined row's first
+    (stats/warm.py puts the cold processes' figures first)."""
+    return r.warm.start or next(iter(r.warm.starts), None)
 
 
 def peak(r: RunStats) -> int | None:

@@ -1,6 +1,7 @@
 """Command line: ``tuimon [RECIPE] [options]`` runs a session, ``tuimon run [options] -- python
 train.py`` one of the user's own script; ``tuimon summary DIR`` exports;
-``sweep`` races every mode and precision for a verdict; ``compare`` diffs sessions; ``replay``,
+``sweep`` races every mode and precision for a verdict; ``compare`` diffs sessions; ``report``
+writes a session's report.html (its figures drawn with matplotlib, imported only then); ``replay``,
 ``attach`` and ``ls`` open and list sessions; ``serve`` puts the TUI in a browser; ``doctor``
 reports the machine.
 
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import compare
 
             return compare.compare_command(compare.compare_parser().parse_args(argv[1:]))
+        if argv[:1] == ["report"]:  # tuimon report SESSION [--png]: SESSION/report.html
+            from tuimon.cli import report
+
+            return report.report_command(report.report_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 

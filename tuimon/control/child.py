@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from tuimon import axes, events
+from tuimon.control.forkserver import Forked, ForkServer
 from tuimon.envvars import SUPERVISOR_PID
 from tuimon.failures import FAULTHANDLER, plain
 from tuimon.settings import Process, RunSettings
@@ -36,7 +37,7 @@ Deliver = Callable[[str, "list[dict] | None"], None]
 
 
 class Child:
-    def __init__(self, run: str, proc: subprocess.Popen, control_fd: int) -> None:
+    def __init__(self, run: str, proc: subprocess.Popen | Forked, control_fd: int) -> None:
         self.run = run
         self.proc = proc
         self.control_fd = control_fd
@@ -45,7 +46,8 @@ class Child:
     @classmethod
     def spawn(cls, settings: RunSettings, *, cache: Path, log_path: Path, deliver: Deliver,
               torch_trace: Path | None = None, job: dict | None = None,
-              env_extra: dict | None = None, cwd: str | None = None, **child) -> Child:
+              env_extra: dict | None = None, cwd: str | None = None,
+              forks: ForkServer | None = None, **child) -> Child:
         """``settings``: the run's own (tuimon/settings.py), handed over whole as JSON in its
         environment with this process's ends of its pipes added: the recipe runner
         (``python -m tuimon.runner``) or the user's own command (a script run) reads them
@@ -53,7 +55,8 @@ class Child:
         process spawned is torchrun, and its workers are the ranks (they inherit the settings
         and connect to the rank socket). ``cwd``: where it starts (a script run's own directory,
         control/files.py), else here; every path handed to it is absolute, so it means the same
-        there. ``child``: the keywords of ``cls``."""
+        there. ``forks``: the session's fork server, which forks a recipe run with torch already
+        imported when it can (control/forkserver.py). ``child``: the keywords of ``cls``."""
         event_r, event_w = os.pipe()
         control_r, control_w = os.pipe()
         cache = os.path.abspath(cache)
@@ -86,11 +89,16 @@ class Child:
         env.update(replace(settings, program=program, process=process).environ())
         if torch_trace is not None:  # torch writes its structured trace there, for tlparse
             env["TORCH_TRACE"] = os.path.abspath(torch_trace)
+        forkable = (forks is not None and job is None and not program.is_script
+                    and torch_trace is None and forks.takes(env))
         try:
             with open(log_path, "ab") as log:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, pass_fds=(event_w, control_r),
-                                        env=env, start_new_session=True, cwd=cwd)
+                proc = forkable and forks.spawn(env, cwd or os.getcwd(),
+                                                (log.fileno(), event_w, control_r))
+                if not proc:  # its own process: python -m tuimon.runner, torchrun, the script
+                    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, pass_fds=(event_w, control_r),
+                                            env=env, start_new_session=True, cwd=cwd)
         except BaseException:
             for fd in (event_r, control_w):
                 os.close(fd)

@@ -20,6 +20,7 @@ import psutil
 
 from tuimon import events
 from tuimon.probes import GpuProbe, HostProbe, run_alerts, system_alerts
+from tuimon.probes.rapl import RaplProbe
 
 HOST_KEYS = ("cpu_percent", "cpu_time_s", "rss", "descendants")
 MIN_INTERVAL = 0.2
@@ -30,7 +31,8 @@ class Sampler:
                  deliver: Callable[[list[dict]], None], gpu: GpuProbe | None = None,
                  host: HostProbe | None = None,
                  stepping: Callable[[float | None], set[str]] | None = None,
-                 ranks: Callable[[], dict[str, dict[int, int]]] | None = None) -> None:
+                 ranks: Callable[[], dict[str, dict[int, int]]] | None = None,
+                 rapl: RaplProbe | None = None) -> None:
         """``stepping(since)``: the runs stepping without a break since that time.monotonic()
         (not building, compiling, paused or waiting for their turn); only they can overuse their
         share of the cores (None: every run, and the samples say no ``stepping``)."""
@@ -41,6 +43,7 @@ class Sampler:
         self._deliver = deliver
         self._gpu = gpu
         self._host = host or HostProbe()
+        self._rapl = rapl  # CPU energy (RAPL), made on the sampling thread with the GPU's probe
         self._active: set[tuple[str | None, str]] = set()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -78,6 +81,8 @@ class Sampler:
     def tick(self) -> list[dict]:
         if self._gpu is None:
             self._gpu = GpuProbe()  # NVML init on the sampling thread, off the caller's
+        if self._rapl is None:
+            self._rapl = RaplProbe()
         since, self._last = self._last, time.monotonic()
         pids = self._pids()
         stepping = self._stepping(since) & set(pids) if self._stepping else None
@@ -95,6 +100,8 @@ class Sampler:
             runs[run].setdefault("ranks", {})[str(rank)] = _values(of_ranks[key],
                                                                     gpu["runs"].get(key, {}))
         system = {**host["system"], "foreign_cores": self._foreign_cores(host)}
+        if self._rapl.available:  # the CPU packages' energy so far, µJ (probes/rapl.py)
+            system["energy_uj"] = self._rapl.read()
         sample = events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"])
         if stepping is not None:
             sample["stepping"] = sorted(stepping)
@@ -121,7 +128,7 @@ class Sampler:
         if not self._said_gpu:
             self._said_gpu = True
             out.append(events.make(events.PROBE_INFO, gpu_available=gpu["available"],
-                                   reason=gpu["reason"],
+                                   reason=gpu["reason"], rapl=self._rapl.reason,
                                    devices=[{k: d.get(k) for k in ("index", "name", "uuid")}
                                             for d in gpu["devices"]]))
         if gpu["unsupported_new"]:

@@ -21,6 +21,12 @@ from tuimon.control.runs import PAUSED, STOPPED, Plan, Run, RunTable
 TICK = 0.1  # seconds the loop waits for news before it looks at the queue and stop deadlines
 
 
+
+def interrupt(signum, frame) -> None:
+    """A SIGTERM handler for the process running ``Supervisor.run``: the loop then stops the
+    runs as on Ctrl-C (by default SIGTERM would end it at once and orphan them)."""
+    raise KeyboardInterrupt
+
 class Stopper:
     """Stops runs of ``table`` (a queued one leaves the queue; a live one gets its stop line,
     then signals) and watches their deadlines, the hang watch and the budget; says what it did

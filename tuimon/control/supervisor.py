@@ -37,7 +37,7 @@ import time
 from dataclasses import replace
 
 from tuimon import events, failures
-from tuimon.control import exits
+from tuimon.control import exits, forkserver
 from tuimon.control.child import Child
 from tuimon.control.commands import EOF, EVENTS, Commands
 from tuimon.control.files import Apart
@@ -59,7 +59,7 @@ from tuimon.control.runs import (
 )
 from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import Schedule
-from tuimon.control.stopping import TICK, Stopper
+from tuimon.control.stopping import TICK, Stopper, interrupt
 from tuimon.control.warm import initial_rounds, warm_starts
 from tuimon.sessiondir.store import SessionStore
 from tuimon.settings import Turns
@@ -67,12 +67,6 @@ from tuimon.variants import Variant
 
 # Callers (the CLI, the daemon, tests) import these from here.
 __all__ = ["DONE", "FAILED", "STOPPED", "Plan", "Supervisor", "check_profile_options", "interrupt"]
-
-
-def interrupt(signum, frame) -> None:
-    """A SIGTERM handler for the process running ``Supervisor.run``: the loop then stops the
-    runs as on Ctrl-C (by default SIGTERM would end it at once and orphan them)."""
-    raise KeyboardInterrupt
 
 
 class Supervisor:
@@ -105,6 +99,7 @@ class Supervisor:
                           failed=self._failed, news=lambda *news: self._inbox.put((RANK, *news)),
                           log_path=store.log_path, first=[run for run, _, _ in self._initial])
         self._warm = warm_starts(store.path, plan)  # what each compiled run starts from (warm.py)
+        self._forks: forkserver.ForkServer | None = None  # recipe runners forked: run() starts it
         self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
             (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._schedule.stepping,
             ranks=self.rank_pids) if plan.interval else None
@@ -187,6 +182,7 @@ class Supervisor:
         if plan.warm.get("source"):  # --cache-from: what the runs start from, and what it was
             self._record([events.make(events.CACHE_SOURCE, **plan.warm["source"])])
         self._files.start()
+        self._forks = forkserver.for_plan(plan, self.store.log_path("forkserver"), self._jobs.on)
         for run, variant, replicate in self._initial:
             self._enqueue(run, variant, replicate=replicate)
         if self._sampler:
@@ -204,6 +200,8 @@ class Supervisor:
             if self._sampler:
                 self._sampler.stop()
             self._jobs.close()
+            if self._forks:
+                self._forks.close()
         self._pump(0)  # the last samples
         self._record(self._files.end())
         status = "interrupted" if self.interrupted else (
@@ -248,6 +246,8 @@ class Supervisor:
             for run in list(table.queue):
                 self._stopper.stop(table.runs[run])
             return
+        if table.queue and self._forks and not self._forks.settled():  # the runs fork from it
+            return
         ready, threads = self._schedule.startable()  # not beside a run's steps or end (handover)
         for run in ready:
             table.queue.remove(run)
@@ -273,7 +273,7 @@ class Supervisor:
         spawn = {"cache": cache, "log_path": self.store.log_path(r.id), "deliver": self._deliver,
                  "torch_trace": trace, "env_extra": {**plan.env, **env}, "cwd": cwd}
         r.child = (self._jobs.spawn(r, settings, **spawn) if self._jobs.on
-                   else Child.spawn(settings, **spawn))
+                   else Child.spawn(settings, forks=self._forks, **spawn))
         self._table.live[r.id] = r
         self._table.set_state(r.id, RUNNING)
 

@@ -25,6 +25,7 @@ line, and `sample()` still returns the dict below with no devices.
           "mem_used": int | None, "mem_total": int | None,   # bytes
           "temp_c": int | None,
           "power_w": float | None, "power_limit_w": float | None,  # draw, enforced limit
+          "energy_mj": int | None,       # total energy since the driver loaded (Volta+), mJ
           "clock_sm_mhz": int | None, "clock_mem_mhz": int | None,
           "fan_percent": int | None,
           "throttle_mask": int | None,   # raw clocks-event/throttle bit mask
@@ -44,7 +45,7 @@ line, and `sample()` still returns the dict below with no devices.
     }
 
 Metric names used in "unsupported"/"errors": device_count, handle, name, uuid, util (both
-util_* keys), memory (mem_*), temp_c, power_w, power_limit_w, clock_sm_mhz, clock_mem_mhz,
+util_* keys), memory (mem_*), temp_c, power_w, power_limit_w, energy_mj, clock_sm_mhz, clock_mem_mhz,
 fan_percent, throttle_reasons, process_mem, process_util (the per-run values).
 
 A run's numbers are None when no device answered for it; a run with no process on any GPU
@@ -286,6 +287,7 @@ class GpuProbe:
             ),
             "power_w": None if power is None else round(power / 1000, 1),
             "power_limit_w": None if limit is None else round(limit / 1000, 1),
+            "energy_mj": _int(q(i, "energy_mj", "nvmlDeviceGetTotalEnergyConsumption", h)),
             "clock_sm_mhz": _int(
                 q(i, "clock_sm_mhz", "nvmlDeviceGetClockInfo", h, getattr(nv, "NVML_CLOCK_SM", 1))
             ),

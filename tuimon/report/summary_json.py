@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from tuimon.analysis import RunStats, SessionSummary, tried
-from tuimon.report import flops_text, try_text, verdict_text, why_text
+from tuimon.report import flops_text, memory_text, try_text, verdict_text, why_text
 from tuimon.report.compile_text import fallback_text, guard_word, nothing_text
 from tuimon.report.miss_text import miss_text
 from tuimon.report.rank_text import divergence_line
@@ -24,7 +24,9 @@ def document(meta: dict, summary: SessionSummary) -> dict:
     for key, rows in (("runs", summary.runs), ("variants", summary.variants)):
         for d, r in zip(doc[key], rows, strict=True):
             d.update(row_words(r, summary.quiet_only))
-    raced = [asdict(o) | {"line": try_text.outcome_line(o)} for o in tried.outcomes(summary)]
+    # Each fix's figures, its reasons as the summary's other points are kept, and its line
+    raced = [asdict(o) | {"unsure": [p.to_dict() for p in o.unsure], "line": try_text.outcome_line(o)}
+             for o in tried.outcomes(summary)]
     return {"meta": meta, **doc, "why": why_text.as_json(summary), **({"tried": raced} if raced else {})}
 
 
@@ -41,5 +43,6 @@ def row_words(r: RunStats, quiet_only: bool) -> dict:
         "val_guards": [g.to_dict() for g in r.compile.val_guards],
         "miss_reasons": [miss_text(p) for p in r.warm.miss_reasons],
         "compile_divergence": [divergence_line(p) for p in r.job.compile_divergence],
+        **memory_text.row_words(r),
         "flops_words": flops_text.lines(r),  # the figures of its flops_*, flop_s_*, mfu_* keys
     }

@@ -15,6 +15,7 @@ from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words
     validation_text,
 )
 from tuimon.report.flops_text import flop_rows
+from tuimon.report.memory_text import memory_rows
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
 from tuimon.report.trust_text import load_words, reason_text
@@ -288,9 +289,8 @@ def busy_speedup(summary: SessionSummary):
 
     def text(r: RunStats) -> str:
         out = speedup_text(r)
-        if tag and r.compare.speedup is not None and r.compare.baseline and r.compare.baseline != r.label \
-                and not (r.load.load_differs or r.load.faults_differ
-                         or r.doubts) and not r.compile.nothing_compiled:
+        doubted = r.load.load_differs or r.load.faults_differ or r.doubts or r.compile.nothing_compiled
+        if tag and r.compare.speedup is not None and r.compare.baseline not in (None, "", r.label) and not doubted:
             out += tag
         return out
 
@@ -334,7 +334,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
     if any(r.job.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
-    rows += GPU_ROWS  # "n/a" where there is no GPU, no driver, or the device does not say
+    rows += GPU_ROWS + memory_rows(summary)  # "n/a" where the machine does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))
     if any(r.profiles for r in runs):

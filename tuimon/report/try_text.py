@@ -8,7 +8,9 @@ from pathlib import Path
 
 from tuimon import fixes
 from tuimon.analysis import tried
-from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
+from tuimon.fmt import fmt_bytes, fmt_ratio, fmt_span
+from tuimon.report.price_text import price_text
+from tuimon.report.trust_text import load_words
 
 VERDICT = {
     tried.HELPED: "faster",
@@ -17,11 +19,20 @@ VERDICT = {
     tried.WORSE: "slower",
     tried.FAILED: "failed",
     tried.NOT_APPLIED: "could not be applied",
-    tried.CANNOT_TELL: "cannot tell (the machine was busy or the runs' numbers are in doubt)",
+    tried.CANNOT_TELL: "cannot tell",  # then why (unsure_text)
     tried.PENDING: "under way",
 }
 # Why a suggested fix is passed over (fixes.cannot's own words, and these).
-PASSED = {tried.ALREADY: "this variant has it already"}
+PASSED = {tried.ALREADY: "this variant has it already", tried.NO_BLOCK: "no repeated block"}
+
+
+def block_words(repeated: dict | None) -> str:
+    """regional's target: '8 blocks of Block', or, not known yet, 'if it has a repeated block'."""
+    if repeated is None:
+        return "if it has a repeated block"
+    if tried.blockless(tried.REGIONAL, repeated):
+        return f"no repeated block in {repeated.get('model')}"
+    return f"{repeated['count']} blocks of {repeated.get('block')}"
 
 # The lines that make a fix permanent, in the user's own code (docs/try.md says more).
 KEEP = {
@@ -54,10 +65,14 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
     for c in plan.candidates:
         if c.cannot is not None:
             continue
-        price = f", costs ~{fmt_ms(c.price_ms)} a step" if c.price_ms else ""
-        why = f" (answers {', '.join(c.answers)}{price})" if c.answers else " (asked for with --only)"
-        lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}")
-    cannot = [f"{c.fix} ({c.cannot})" for c in plan.candidates if c.cannot is not None]
+        price = f", {price_text(c.price)}" if price_text(c.price) else ""
+        whose = f" in {c.seen_in}" if c.seen_in else ""
+        why = (f" (answers {', '.join(c.answers)}{whose}{price})" if c.answers
+               else " (asked for with --only)")
+        where = f" — {block_words(c.repeated)}" if c.fix == tried.REGIONAL else ""
+        lines.append(f"  {c.fix}: {fixes.FIXES[c.fix].title}{why}{where}")
+    cannot = [f"{c.fix} ({block_words(c.repeated) if c.cannot == tried.NO_BLOCK else c.cannot})"
+              for c in plan.candidates if c.cannot is not None]
     if cannot:
         lines.append(f"  cannot try here: {', '.join(cannot)}")
     if not plan.raced:
@@ -78,7 +93,8 @@ def outcome_line(o: tried.Outcome) -> str:
         return f"{name}: under way, no step compared with the variant without it yet"
     parts = []
     if o.compile_s is not None and o.base_compile_s is not None:
-        parts.append(f"compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
+        start = f"{o.start} " if o.start in ("cold", "warm") else ""
+        parts.append(f"{start}compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
     if o.speedup is not None:
         parts.append(f"step {fmt_ratio(o.speedup, o.speedup_lo, o.speedup_hi)}")
     payoff = pays(o)
@@ -89,7 +105,33 @@ def outcome_line(o: tried.Outcome) -> str:
     removed = [f"{what} {a} → {b}" for what, (a, b) in (("recompiles", o.recompiles),
                                                          ("graph breaks", o.breaks)) if a != b]
     parts += removed
-    return f"{name}: {', '.join(parts) or 'no figures'} — {VERDICT[o.code]}"
+    verdict = VERDICT[o.code]
+    if o.code == tried.CANNOT_TELL and o.unsure:
+        verdict += f": {unsure_text(o.unsure)}"
+    return f"{name}: {', '.join(parts) or 'no figures'} — {verdict}"
+
+
+def unsure_text(reasons) -> str:
+    """Why a fix's step cannot be told (analysis/tried.py unsure), short: the rows' notes in
+    summary.md say the doubts at length."""
+    return "; ".join(dict.fromkeys(reason_words(r) for r in reasons))
+
+
+def reason_words(r) -> str:
+    if r.code == tried.LOAD and r.get("busy") is not None:
+        return (f"the machine was busy (other processes used {load_words(r.get('busy').get('load'))}"
+                " while the steps ran)")
+    if r.code == tried.LOAD:
+        return f"other processes' load differed between {r.get('label')} and its baseline"
+    if r.code == tried.DOUBTS:
+        return f"{r.get('label')}: " + ", ".join(DOUBT.get(d.code, d.code) for d in r.get("doubts"))
+    if r.get("steps") is not None:
+        return f"too few steady steps to compare ({r.get('steps')} of {r.get('need')})"
+    return "too few steady steps for an interval"
+
+
+# A row's doubts in a few words (report/trust_text.py doubt_text says them at length).
+DOUBT = {"recompiled": "recompiles after warm-up", "faults_differ": "page faults differed from eager's"}
 
 
 def pays(o: tried.Outcome) -> str | None:
@@ -145,7 +187,8 @@ def fix_hint(p: tried.Pick) -> str | None:
     """Beside a finding in the TUI's why pane: the fix its t adds ('t → dynamic: dynamic shapes
     (torch.compile(dynamic=True))'), or why none can be tried here; None when it suggests none."""
     if p.fix is not None:
-        return f"t → {p.fix}: {fixes.FIXES[p.fix].title}"
+        where = f" — {block_words(p.repeated)}" if p.fix == tried.REGIONAL else ""
+        return f"t → {p.fix}: {fixes.FIXES[p.fix].title}{where}"
     if p.passed:
         return f"no fix to try here: {passed_text(p)}"
     return None
@@ -172,4 +215,4 @@ def markdown(found: list[tried.Outcome]) -> list[str]:
     for o in keep:
         lines += ["", f"To keep **{o.fix}** (docs/try.md):", "", "```python"]
         lines += [line[4:] for line in keep_lines(o.fix)] + ["```"]
-    return lines + [""]
+    return lines + ["", "---", ""]  # a rule: the session's own list below is not the section's

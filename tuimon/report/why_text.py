@@ -17,6 +17,7 @@ from tuimon.analysis import (
     diagnose,
     tried,
 )
+from tuimon.report.price_text import account_lines, price_text
 from tuimon.report.table import speedup_text
 from tuimon.report.why_words import say
 
@@ -38,10 +39,13 @@ class Said:
     cost_ms: float | None
     code: str
     fixes: list[str] = field(default_factory=list)  # what tuimon try may race for it (the TUI's t)
+    repeated: dict | None = None  # its row's repeated block (regional's: tried.pick), if said
+    price: str | None = None  # what it costs a step or a start (report/price_text.py)
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        del out["fixes"]  # summary.json's why as it was; its tried section says what was raced
+        del out["fixes"], out["repeated"]  # summary.json's why as it was (its tried section says
+        # what was raced)
         return out
 
 
@@ -61,9 +65,10 @@ class VariantSaid:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-def said(f: Finding) -> Said:
-    return Said(f.rule, say(f.what), [say(p) for p in f.evidence], [say(p) for p in f.advice],
-                f.severity, f.cost_ms, f.code, tried.suggests(f))
+def said(f: Finding, row: RunStats | None = None) -> Said:
+    return Said(f.rule, say(f.what), [say(p) for p in f.evidence] + account_lines(f.price),
+                [say(p) for p in f.advice], f.severity, f.cost_ms, f.code, tried.suggests(f),
+                row.repeated if row else None, price_text(f.price))
 
 
 def speed(row: RunStats | None) -> str | None:
@@ -83,7 +88,8 @@ def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> lis
     out = []
     for v in diagnose(summary) if whys is None else whys:
         speedup = speed(rows.get(v.run)) if v.compiled else None
-        out.append(VariantSaid(v.run, v.label, speedup, v.helped, [said(f) for f in v.findings], v.compiled,
+        out.append(VariantSaid(v.run, v.label, speedup, v.helped,
+                               [said(f, rows.get(v.run)) for f in v.findings], v.compiled,
                                v.doubted))
     return out
 
@@ -113,7 +119,8 @@ def markdown(summary: SessionSummary) -> list[str]:
             continue
         for k, f in enumerate(v.findings, 1):
             level = SEVERITY.get(f.severity)
-            out.append(f"{k}. **{f.title}**" + (f" ({level})" if level else ""))
+            out.append(f"{k}. **{f.title}**" + (f" ({level})" if level else "")
+                       + (f" — {f.price}" if f.price else ""))
             out += [f"   - {line}" for line in f.evidence]
             out += [f"   - try: {line}" for line in f.advice]
         out.append("")
@@ -125,7 +132,8 @@ def top_lines(summary: SessionSummary, n: int = 3) -> list[str]:
     out = []
     for v in worded(summary):
         out.append(f"why {headline(v)}:")
-        out += [f"  {k}. {f.title}" for k, f in enumerate(v.findings[:n], 1)]
+        out += [f"  {k}. {f.title}" + (f" — {f.price}" if f.price else "")
+                for k, f in enumerate(v.findings[:n], 1)]
         if len(v.findings) > n:
             out.append(f"  and {len(v.findings) - n} more (summary.md, or key w in the TUI)")
         if not v.findings:

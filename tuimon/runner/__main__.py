@@ -10,12 +10,16 @@ on its shard of the batches (runner/distributed.py)."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import faulthandler
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
+from typing import NoReturn
 
 from tuimon import events, failures, fixes
 from tuimon.envvars import SETTINGS as SETTINGS_ENV
@@ -94,7 +98,7 @@ def main(settings: RunSettings | None = None) -> int:
 
             warm = WarmStart(emitter)
             warm.load(torch)
-        from tuimon.runner.fixes import Fixes, channels_last
+        from tuimon.runner.fixes import Fixes, channels_last, repeated_note
 
         fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
                    mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
@@ -181,9 +185,14 @@ def main(settings: RunSettings | None = None) -> int:
             extra=dict(extra),
             notes=notes,
             **({"fixes": list(fx.names)} if fx.names else {}),
+            # forked with torch already imported: its start leaves out these seconds
+            **({"preloaded_s": s.process.preloaded_s} if s.process.preloaded_s else {}),
             **rank_fields,
         )
         say_fixes(emitter, said)
+        if model_mode(s.mode) != "eager":  # its repeated block: tuimon try's regional
+            text, fact = repeated_note(recipe.model)
+            emitter.emit(events.MODEL, text=text, repeated=fact)
         stage = "step"
         started = time.monotonic()
         first = None
@@ -286,5 +295,21 @@ def variant_notes(mode: str, device: str) -> list[str]:
     return notes
 
 
+def leave(code: int) -> NoReturn:
+    """End the process without Python's teardown of torch's modules, 1-3 s of a 2-core machine
+    after the run has said all it has to say (bench/RESULTS.md, "a runner's exit"). What has to
+    run at exit still runs, in the interpreter's order: the threads it would wait for, then the
+    atexit handlers (Inductor's compile workers, multiprocessing's children); then the streams
+    are flushed."""
+    try:
+        threading._shutdown()  # CPython's own first step at exit (private, stable since 3.4)
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    leave(main())

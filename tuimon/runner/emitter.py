@@ -48,10 +48,11 @@ class Emitter:
 
     def emit_step(self, i: int, t: float, ms: float, data_ms: float, n: int, loss: float | None,
                   phase: str, compile_ms: float = 0.0, profiled: int | None = None,
-                  gap: int = 0, pre_ms: float | None = None, ph: tuple | None = None) -> None:
+                  gap: int = 0, pre_ms: float | None = None, ph: tuple | None = None,
+                  mem: int = 0) -> None:
         """A ``step`` event: the same as ``emit(events.STEP, i=i, t=t, ms=ms, data_ms=data_ms,
         n=n, loss=loss, phase=phase)`` plus ``compile_ms``, ``profiled``, ``gap``, a rank's
-        ``pre_ms`` and the step's phases ``ph`` (ms in, µs out: ``ph_us``) when set, and the
+        ``pre_ms``, the step's phases ``ph`` (ms in, µs out: ``ph_us``) and ``mem`` when set, and the
         same line once encoded (tests/unit/test_hot_path.py holds the two paths to that)."""
         if self._lines and type(n) is int and type(i) is int and phase in _PHASE_JSON:
             finite = t + ms + data_ms + (0.0 if loss is None else loss) + compile_ms
@@ -70,6 +71,8 @@ class Emitter:
                     line += f',"profiled":{profiled}'
                 if gap:
                     line += ',"gap":1'
+                if mem:
+                    line += ',"mem":1'
                 if pre_ms is not None:
                     line += f',"pre_ms":{pre_ms!r}'
                 if ph is not None:
@@ -88,6 +91,8 @@ class Emitter:
             step["profiled"] = profiled
         if gap:
             step["gap"] = 1
+        if mem:
+            step["mem"] = 1
         if pre_ms is not None:
             step["pre_ms"] = pre_ms
         if ph is not None:

@@ -158,6 +158,18 @@ def repeated_blocks(model) -> tuple[type | None, list]:
     return best, best_blocks
 
 
+def repeated_note(model) -> tuple[str, dict]:
+    """A compiled run's note on its model's repeated block, whether or not it tries regional:
+    what ``tuimon try`` needs to know before it suggests regional (analysis/tried.py). Text
+    and its ``repeated`` field: {model, block (None: none), count}."""
+    cls, blocks = repeated_blocks(model)
+    name = type(model).__name__
+    fact = {"model": name, "block": cls.__name__ if cls else None, "count": len(blocks)}
+    if not blocks:
+        return f"{name}: no repeated block (regional compilation would compile it whole)", fact
+    return f"{name}: {len(blocks)} blocks of {cls.__name__} repeat", fact
+
+
 def _composite(module) -> bool:
     return next(iter(module.children()), None) is not None
 

@@ -23,6 +23,7 @@ from tuimon import events
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.control import EOF, Control
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.memory_phases import NEVER, PhaseMemory, graph_pool, measured_step
 from tuimon.runner.profiling import Profiler, parse_command
 from tuimon.runner.steps import (  # noqa: F401 - BatchCycle, to_device, samples_in: loop's API too
     BatchCycle,
@@ -89,6 +90,9 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             return time.perf_counter()
 
         trainer.mark = mark
+    # Memory per phase (CUDA): a few steps kept out of the steady state (runner/memory_phases.py).
+    mem = PhaseMemory(torch.cuda, _index(trainer.device)) if on_cuda else None
+    mem_at = mem.at if mem is not None else NEVER
     next_batch = BatchCycle(trainer.recipe.batches).next
     move = mover(trainer.device)
     if not on_cuda and _in_place(trainer.recipe.batches, move):
@@ -189,7 +193,7 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     cuda_mark()  # the data part ends (an event: the step's marks follow it)
                 if guarded:
                     guard.theirs()  # the recipe's step may sync as it likes
-                loss = step(batch)
+                loss = step(batch) if i != mem_at else measured_step(trainer, mem, batch, guard)
                 if guarded and capture is None:
                     guard.ours()
                 captured = losses.capture(i, loss)
@@ -211,6 +215,8 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                 if cuda_mark is not None:
                     cuda_mark()
                 loss = trainer.profiled_step(batch, capture)
+                if i == mem_at:  # not in a capture: the next step
+                    mem_at = mem.at = i + 1
                 with capture.label("loss read"):
                     captured = losses.capture(i, loss)
                 clock.stop()
@@ -236,6 +242,14 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
                     ring.extra[i] = (compile_ms, profiled)
                 if compile_ms:
                     turns.compiled()  # a compile is not a turn
+            if i == mem_at:  # kept out of the step times: its memory reads are in it
+                compile_ms, profiled = ring.extra.get(i, (0.0, None))[:2]
+                ring.extra[i] = (compile_ms, profiled, 0, 1)
+                found = mem.end(i, bool(compile_ms))
+                mem_at = mem.at
+                emitter.emit(events.MEMORY, **mem.window())  # the window's peaks, across its resets
+                if found is not None:
+                    emitter.emit(events.MEMORY_PHASES, **found)
             step_phase = "warmup" if i < warmup else "steady"
             i += 1  # step i-1 is in the ring: a flush from here on hands it over
             if result is not None:  # a capture finished: its steps first, then its tables
@@ -271,9 +285,16 @@ def run(trainer: Trainer, emitter: Emitter, watch: CompileWatch, control: Contro
             _end_capture(profiler, watch, emitter)
         raise
     guard.restore()
+    if on_cuda and s.mode != "eager":  # the CUDA-graph pool, once, outside every step
+        emitter.emit(events.MEMORY_PHASES, **graph_pool(_index(trainer.device)))
     _emit_measured(emitter, clock, ring, losses, i, warmup, trainer.device)
     _end_capture(profiler, watch, emitter)
     return reason
+
+
+def _index(device: str) -> int:
+    index = torch.device(device).index
+    return torch.cuda.current_device() if index is None else index
 
 
 def _before_pause(emitter, clock, ring, losses, recorded, warmup, device, profiler, watch) -> None:

@@ -10,7 +10,8 @@ thread as Ctrl-C would, and after a grace period kills the runner's whole proces
 the spawning *thread* ends and is Linux only.
 
 A rank of a torchrun job is torchrun's child, not the supervisor's: it watches both (``parent``:
-torchrun's agent; the supervisor by its pid), so a rank outlives neither.
+torchrun's agent; the supervisor by its pid), so a rank outlives neither. So does a runner
+forked by the session's fork server (runner/forkserver.py), which ends with the supervisor.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def watch_parent(grace_s: float = 10.0, period_s: float = 1.0,
                  parent: int | None = None) -> threading.Thread:
     hear_sigint()
     supervisor = int(os.environ.get(SUPERVISOR_PID) or 0) or None
+    agent = parent is not None  # torchrun's
+    if parent is None and supervisor and os.getppid() != supervisor:
+        parent = os.getppid()  # forked by the session's fork server (runner/forkserver.py)
     watched = parent or supervisor or os.getppid()
     also = supervisor if parent is not None and supervisor != parent else None
 
@@ -51,7 +55,7 @@ def watch_parent(grace_s: float = 10.0, period_s: float = 1.0,
     def watch() -> None:
         while os.getppid() == watched and alive(also):
             time.sleep(period_s)
-        if parent is not None and os.getppid() != watched:
+        if agent and os.getppid() != watched:
             who = f"its parent, torchrun's agent (pid {watched}),"
         else:
             who = f"the supervisor (pid {also or watched})"

@@ -27,6 +27,7 @@ from tuimon.ui import keys
 from tuimon.ui.folding import Folder
 from tuimon.ui.log_pane import LogTail
 from tuimon.ui.model import RunLive, SessionModel
+from tuimon.ui.report_export import ReportWriter
 from tuimon.ui.screens import HelpScreen
 from tuimon.ui.steering import Steering
 from tuimon.ui.views import Views
@@ -67,6 +68,7 @@ class TuimonApp(Steering, App[str]):
         self.backward_next = False  # b: backward attribution for the next capture
         self.log_loss = False  # y: loss charts on a log axis
         self.views = Views(self)  # panels, overlay (o), zoom (z)
+        self.report = ReportWriter(self._report_written)  # e: report.html, in a child process
         self._strip_shown: tuple | None = None
         self._ticks = 0
 
@@ -217,7 +219,20 @@ class TuimonApp(Steering, App[str]):
         except OSError as exc:
             self.notify(f"export failed: {exc}", severity="error")
             return
-        self.notify(f"summary written: {written['md']}", timeout=8)
+        if self.report.start(self.session_path):
+            self.notify(f"summary written: {written['md']}; report.html is being written (a few "
+                        "seconds: you are told when it is there)", timeout=8)
+        else:
+            self.notify(f"summary written: {written['md']}; report.html is still being written",
+                        timeout=8)
+
+    def _report_written(self, line: str, error: bool) -> None:
+        """The report's one line (from its waiting thread), as a notice on the UI's loop."""
+        if not self.is_running:  # the app has closed meanwhile (the page is written all the same)
+            return
+        with contextlib.suppress(RuntimeError):  # ... or closes just now
+            self.call_from_thread(self.notify, line, severity="error" if error else "information",
+                                  timeout=10)
 
     def action_toggle_log(self) -> None:
         log = self.query_one("#log", RichLog)

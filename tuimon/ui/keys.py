@@ -35,7 +35,8 @@ KEYS = [
     Key("n", "add", "add", "add a panel: pick a variant not shown yet (modes, precisions, --set "
         "axis values)", changes_runs=True),
     Key("x", "close_panel", "close", "stop the focused run and close its panel", changes_runs=True),
-    Key("e", "export", "export", "export summary.md / .json / steps.csv now"),
+    Key("e", "export", "export", "export summary.md / .json / steps.csv now, and report.html "
+        "(written in the background)"),
     Key("l", "toggle_log", "log", "show / hide the focused run's log"),
     Key("c", "toggle_compile", "compile",
         "show / hide the compile pane: compiles, phases, graph breaks, recompiles"),

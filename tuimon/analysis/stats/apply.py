@@ -6,6 +6,7 @@ in place: the summary's rows share them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -106,6 +107,10 @@ def apply_run(r: RunStats, e: dict) -> None:
             r.compile = replace(r.compile, uncompiled=str(e["uncompiled"]))
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)
             r.timing = replace(r.timing, untimed=str(e.get("text")))
+    elif kind == events.MODEL and isinstance(e.get("repeated"), dict):
+        mine = e["repeated"]  # its model's repeated block: the most repeated of those it compiled
+        if r.repeated is None or int(mine.get("count") or 0) > int(r.repeated.get("count") or 0):
+            r.repeated = dict(mine)
     elif kind in (events.COMPILE, events.GRAPH_BREAK, events.CUDAGRAPHS, events.RECOMPILE):
         r.compile = fold_compile(r.compile, e)
     elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
@@ -188,10 +193,21 @@ def _compile(c: Compiles, e: dict) -> Compiles:
     failures = c.compile_failures
     if forward and not made_graph(e) or e.get("failed"):  # ran eager: e.g. Dynamo's recompile limit
         failures = _count(failures, fallback(e))
+    recompile_s = c.recompile_s
+    if c.recompiles and _attempt(e.get("compile_id")):  # a recompile's compile (training's)
+        recompile_s = round(recompile_s + (e.get("seconds") or 0.0), 4)
     return evolve(c, graphs_fwd=graphs_fwd, graphs_bwd=graphs_bwd, compile_phases=phases,
+                   recompile_s=recompile_s,
                    fx_cache_hits=c.fx_cache_hits + (e.get("fx_cache_hits") or 0),
                    fx_cache_misses=c.fx_cache_misses + (e.get("fx_cache_misses") or 0),
                    compile_failures=failures)
+
+
+def _attempt(compile_id) -> int:
+    """'0/2' -> 2: which compile of its frame (0: the first; a recompile's is 1 on)."""
+    head, slash, tail = str(compile_id or "").rpartition("/")
+    lead = re.match(r"\d+", tail)
+    return int(lead.group()) if slash and lead else 0
 
 
 def _count(found: list[dict], item: dict) -> list[dict]:

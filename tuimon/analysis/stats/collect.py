@@ -14,9 +14,11 @@ from tuimon.analysis.stats.apply import apply_run, apply_session, track_pause
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.compiles import combine_compiles, compile_story, untimed
+from tuimon.analysis.stats.energy import Lives, combine_energy, energy_stats
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.flops import first_count, flop_rates
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
+from tuimon.analysis.stats.memory import MemoryFold, combine_memory, memory_compare, memory_stats
 from tuimon.analysis.stats.noise import pooled, session_plan, within_rounds
 from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_stats
 from tuimon.analysis.stats.probes import probe_stats
@@ -77,6 +79,9 @@ class Collector:
         self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
         self.warm = WarmTrack()  # cache lookups and facts, for the reasons of a miss (stats/warm.py)
         self._files = FilesFold()  # a script session's files (analysis/files.py)
+        self._memory: dict[str, MemoryFold] = {}  # run -> its memory per phase (stats/memory.py)
+        self._lives = Lives()  # when each run lived (stats/energy.py)
+        self._rapl: str | None = None  # why RAPL's CPU energy cannot be read (probe_info)
 
     def extend(self, evs) -> None:
         for e in evs:
@@ -99,6 +104,12 @@ class Collector:
             self._files.add(e)
             return None
         run = e.get("run")
+        if e["type"] == events.PROBE_INFO and e.get("rapl"):
+            self._rapl = e["rapl"]
+        elif e["type"] == events.MEMORY_PHASES and run is not None:
+            self._memory.setdefault(run, MemoryFold()).add(e)
+            return None
+        self._lives.add(e)
         if e["type"] in WARM_EVENTS:
             self.warm.add(e)
         if run is None:
@@ -126,6 +137,8 @@ class Collector:
             self._faults[run].mark(e.get("minflt"), *self._counts[run])
         if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
             joined = self._job_steps(self.jobs[run].end())
+            if r.status == "queued" and self.jobs[run].rows:  # its ranks started: it ran
+                r.status = "running"
             self._event(r, run, e)
             return joined
         self._event(r, run, e)
@@ -186,9 +199,13 @@ class Collector:
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
             r.probes, r.load = probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
+            r.memory = memory_stats(r, self._memory.get(r.run))
+            r.energy = energy_stats(r, steps[r.run], samples, self._lives, self._rapl)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
             v.phases = combine_phases([runs[p["run"]] for p in v.processes])
+            v.memory = combine_memory([runs[p["run"]] for p in v.processes])
+            v.energy = combine_energy([runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
         for v in variants.values():
@@ -199,6 +216,7 @@ class Collector:
         for run in runs:  # after every run's probes: a comparison weighs both loads
             r = compare(runs[run], runs, losses, noise, pinned)
             r.phases = phase_compare(r, runs, noise)
+            r.memory = memory_compare(r, runs)
             runs[run] = r
         for v in variants.values():  # compiles and losses: every process, a busy round's too
             every = sorted(v.processes + v.left_out, key=lambda p: p["round"] or 0)
@@ -209,6 +227,7 @@ class Collector:
         for run in variants:
             v = compare(variants[run], variants, losses, noise, pinned)
             v.phases = phase_compare(v, variants, noise)
+            v.memory = memory_compare(v, variants)
             variants[run] = v
         session = replace(self._session, **self.answer)
         session.axes = order_from([r.axes for r in runs.values()], self._session.axes)

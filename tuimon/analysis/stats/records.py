@@ -2,7 +2,8 @@
 its step times (``Timing``), its speedups (``Comparison``), the load beside it (``Load``), its
 losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure``), its compiles
 (``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``), where a step goes
-(``Phases``) and its FLOPs, FLOP/s and MFU (``Flops``). None is "not measured", never zero.
+(``Phases``), its memory per phase (``Memory``), energy (``Energy``) and its FLOPs, FLOP/s and MFU
+(``Flops``). None is "not measured", never zero.
 
 Every record is frozen (tests/unit/test_records.py). Its statistics module computes and returns
 it: steady_state.py's Timing (and the Load of the steps it kept out), probes.py and load.py's
@@ -147,6 +148,7 @@ class Compiles:
     graphs_bwd: int = 0
     graph_breaks: list[dict] = field(default_factory=list)  # {where, reason, hint, count}, most often first
     recompiles: int = 0
+    recompile_s: float = 0.0  # the compile time of the recompiles (compile ids "N/1" on)
     recompile_reasons: list[str] = field(default_factory=list)
     fx_cache_hits: int = 0
     fx_cache_misses: int = 0
@@ -209,6 +211,40 @@ class Phases:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """Memory per phase on CUDA (stats/memory.py, docs/measuring.md#memory-per-phase): the
+    allocator's peak in each part of a step, bytes, on the steps the runner measured. None is
+    "not measured"; ``mem_na`` says why there is nothing (cpu: n/a, RSS stands; short: too few
+    steps; unread: no memory step in the events)."""
+    # phase -> {peak, end (allocated as it ended), vs_baseline (bytes, + more, - less), change:
+    # saved | added | same (against its baseline's same phase; absent: no baseline figure)}
+    mem_phases: dict[str, dict] = field(default_factory=dict)
+    mem_base: int | None = None  # allocated as the step began: weights, optimizer state, ...
+    mem_budget: int | None = None  # what the process could hold: its reserved + the device's free
+    mem_total: int | None = None  # the device's
+    mem_baseline: str | None = None  # the run its phases are set against
+    graph_pool: int | None = None  # bytes torch's CUDA-graph pool reserves (0: none)
+    graph_pool_used: int | None = None
+    graph_pool_unread: str | None = None  # why the pool cannot be told (torch's words)
+    batch_fit: float | None = None  # the largest batch that would fit, × today's (rounded down)
+    batch_fit_why: Point | None = None  # why it cannot be told (stats/memory.py's codes)
+    mem_na: str | None = None
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy where the machine tells it (stats/energy.py, docs/measuring.md#energy): NVML's
+    counter on a GPU (or its power × time), RAPL on a CPU. Only what ran while the run stepped
+    alone is its own; ``energy_why`` says why a figure cannot be told."""
+    energy_source: str | None = None  # nvml-counter | nvml-power | rapl
+    joules_per_step: float | None = None  # over its steady steps that ran alone
+    energy_steps: int = 0  # the steps that figure rests on
+    energy_s: float | None = None  # ... and their seconds
+    joules_run: float | None = None  # its whole life (build, compiles), when alone throughout
+    energy_why: Point | None = None  # n/a or cannot tell: the code (and its figures)
+
+
+@dataclass(frozen=True)
 class Flops:
     """FLOPs of a step and of its phases, the FLOP/s they achieved at the phase medians, and MFU
     against two peaks (stats/flops.py; docs/measuring.md#flops-peaks-and-mfu). FLOPs are torch's
@@ -252,7 +288,7 @@ class Flops:
 # RunStats' groups, by attribute name.
 GROUPS = {"timing": Timing, "compare": Comparison, "load": Load, "loss": Losses, "probes": Probes,
           "failure": Failure, "compile": Compiles, "warm": Warm, "job": Job, "phases": Phases,
-          "flops": Flops}
+          "memory": Memory, "energy": Energy, "flops": Flops}
 
 # summary.json's row, as it always was: one flat object, its keys in this order.
 FLAT_ORDER = (
@@ -272,12 +308,17 @@ FLAT_ORDER = (
     "error", "failure_kind", "failure_tail", "hung_s", "cpu_mean", "cpu_max", "tree_rss_max",
     "children_max", "gpu_util_mean", "vram_max", "gpu_proc_mem_max", "temp_max", "power_mean",
     "throttled_share", "throttle_reasons", "samples", "warnings", "compile_phases", "graphs_fwd",
-    "graphs_bwd", "graph_breaks", "recompiles", "recompile_reasons", "fx_cache_hits",
+    "graphs_bwd", "graph_breaks", "recompiles", "recompile_s", "recompile_reasons", "fx_cache_hits",
     "fx_cache_misses", "compile_failures", "fell_back", "val_compiles", "val_compile_s",
     "val_recompiles", "val_reasons", "val_guards", "val_limit", "uncompiled", "nothing_compiled",
     "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
     "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
     "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes",
+    "repeated",
+    # memory per phase, energy (issue 35)
+    "mem_phases", "mem_base", "mem_budget", "mem_total", "mem_baseline", "graph_pool",
+    "graph_pool_used", "graph_pool_unread", "batch_fit", "batch_fit_why", "mem_na",
+    "energy_source", "joules_per_step", "energy_steps", "energy_s", "joules_run", "energy_why",
     "flops_step", "flops_forward", "flops_backward", "flops_optimizer", "flops_precision",
     "flops_calls", "flops_counted_on", "flops_ops", "flops_error", "flop_s_step", "flop_s_forward",
     "flop_s_backward", "flop_s_optimizer", "peak_measured", "peak_measured_key",

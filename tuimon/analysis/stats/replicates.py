@@ -125,6 +125,7 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
         device=first.device, device_name=first.device_name, params=first.params, batch_size=first.batch_size,
         notes=list(first.notes), turns=sum(r.turns for r in group), paused_s=sum(r.paused_s for r in group),
         fixes=dict(first.fixes),  # what its child said of tuimon try's fixes (round 1's)
+        repeated=first.repeated,
         warnings=list(dict.fromkeys(w for r in group for w in r.warnings)),
         doubts=[Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts]
         if doubted else [],

@@ -12,11 +12,13 @@ from tuimon.analysis.stats.point import Point
 from tuimon.analysis.stats.records import (
     Comparison,
     Compiles,
+    Energy,
     Failure,
     Flops,
     Job,
     Load,
     Losses,
+    Memory,
     Phases,
     Probes,
     Timing,
@@ -56,6 +58,9 @@ class RunStats:
     notes: list[str] = field(default_factory=list)  # the runner's own (run_started)
     # tuimon try's fixes, as the child applied them (run_started): {name: {applied, text}}
     fixes: dict[str, dict] = field(default_factory=dict)
+    # Its compiled model's repeated block, as the child found it (a note's ``repeated``: model,
+    # block, count; count 0: none); None: not said (eager, an older session). regional needs one.
+    repeated: dict | None = None
     warnings: list[str] = field(default_factory=list)
     wall_s: float | None = None
     turns: int = 0  # interleaved schedule: turns it waited for (the first included)
@@ -76,6 +81,8 @@ class RunStats:
     warm: Warm = field(default_factory=Warm)
     job: Job = field(default_factory=Job)
     phases: Phases = field(default_factory=Phases)
+    memory: Memory = field(default_factory=Memory)
+    energy: Energy = field(default_factory=Energy)
     flops: Flops = field(default_factory=Flops)
 
     @property

@@ -30,7 +30,7 @@ def step_kind(step: dict) -> str:
         return "compile"
     if step.get("gap"):
         return "gap"
-    if step.get("profiled"):
+    if step.get("profiled") or step.get("mem"):  # a memory step: measured, like a capture's
         return "profiled"
     return "steady" if step.get("phase") == "steady" else "warmup"
 

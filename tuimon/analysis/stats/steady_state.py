@@ -19,8 +19,9 @@ HEAD = 2000  # warm-up is looked for among the first steps only (MSER cuts at mo
 
 
 def is_measured(step: dict) -> bool:
+    # mem: a step whose memory per phase was read (CUDA), slower by those reads
     return (step.get("phase") == "steady" and not step.get("compile_ms") and not step.get("profiled")
-            and not step.get("gap"))
+            and not step.get("gap") and not step.get("mem"))
 
 
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,

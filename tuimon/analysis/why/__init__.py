@@ -34,6 +34,7 @@ from tuimon.analysis.why.flops import flop_use
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
 from tuimon.analysis.why.payoff import payoff
+from tuimon.analysis.why.price import Price, price
 from tuimon.analysis.why.recompiles import recompiles
 from tuimon.analysis.why.syncs import host_syncs
 
@@ -42,7 +43,7 @@ RULES = (fallbacks, graph_breaks, recompiles, cudagraphs, host_syncs, launch_bou
 # An eager variant: what bounds its step (compile's own rules have nothing to read there).
 EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split, flop_use)
 
-__all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "VariantWhy", "diagnose"]
+__all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "Price", "VariantWhy", "diagnose"]
 
 
 def diagnose(summary: SessionSummary) -> list[VariantWhy]:
@@ -70,6 +71,7 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
                                         [], [], INFO))
         for f in findings:
             f.variant = row.run
+            f.price = price(f, ctx)
         findings.sort(key=lambda f: (-f.severity, -(f.cost_ms or 0.0)))
         if not row.compiled:
             if findings:

@@ -26,6 +26,7 @@ class Finding:
     severity: int = MEDIUM
     cost_ms: float | None = None  # per step, when it can be put in time (ranks findings)
     variant: str | None = None  # the run id of the row it is about (diagnose sets it)
+    price: object = None  # what it costs a step or a start (why/price.py's Price; diagnose sets it)
 
     @property
     def code(self) -> str:

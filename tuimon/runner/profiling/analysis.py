@@ -111,14 +111,30 @@ def compiled_graphs(cpu_events: list[Ev], spans, n: int) -> dict | None:
     if not calls:
         return None
     inside: dict[str, float] = defaultdict(float)
+    each: dict[str, list[float]] = {}  # graph -> [calls, host µs]: each graph's part of the step
     for e in calls:
         if any(a.name.startswith(GRAPH_CALL) for a in _ancestors(e)):
             continue  # a graph called from a graph: counted with the outer one
         label, _, _ = _where(e.start, spans)
         inside[label or "other"] += e.total_us
+        mine = each.setdefault(graph_name(e.name), [0, 0.0])
+        mine[0] += 1
+        mine[1] += e.total_us
+    ranked = sorted(each.items(), key=lambda kv: -kv[1][1])[:TOP_GRAPHS]
     return {"calls": round(len(calls) / n, 2), "graphs": len({e.name for e in calls}),
             "ms": _ms(sum(inside.values()), n),
-            **{f"{k}_ms": _ms(inside.get(k, 0.0), n) for k in ("forward", "backward", "optimizer")}}
+            **{f"{k}_ms": _ms(inside.get(k, 0.0), n) for k in ("forward", "backward", "optimizer")},
+            "by_graph": [{"name": name, "calls": round(c / n, 2), "ms": _ms(us, n)}
+                         for name, (c, us) in ranked]}
+
+
+TOP_GRAPHS = 12  # the costliest graphs kept by name (a model that breaks everywhere has many)
+
+
+def graph_name(span: str) -> str:
+    """'## Call CompiledFxGraph fabc123… ##' -> 'fabc123…' (its FX graph cache key, cut)."""
+    key = span[len(GRAPH_CALL):].strip().strip("#").strip()
+    return key[:12] if key else "graph"
 
 
 def _descendants(e: Ev):

@@ -29,6 +29,7 @@ import os
 import torch
 
 from tuimon.runner.compile_optimizer import compile_step
+from tuimon.runner.fixes import repeated_note
 from tuimon.runner.refs import param_ids, weak
 from tuimon.variants import compiles_optimizer, model_mode
 
@@ -96,9 +97,16 @@ class CompileModes:
 
     def _compiled(self, model, kwargs: dict, what: str, whole=None):
         """``model`` compiled with ``kwargs``: whole, or its blocks (the fix regional)."""
+        self._repeated(model)
         if self.fixes is None:
             return (whole or self._orig_compile)(model, **kwargs)
         return self.fixes.compile_model(model, self._orig_compile, kwargs, what, whole)
+
+    def _repeated(self, model) -> None:
+        """A module compiled: its repeated block said (tuimon try's regional needs one)."""
+        if isinstance(model, torch.nn.Module):
+            text, fact = repeated_note(model)
+            self.say(text, repeated=fact)
 
     def compile_call(self, model, kwargs: dict):
         if self.listener is not None:
@@ -189,6 +197,7 @@ class CompileModes:
 
     def _compile(self, module, which: str) -> None:
         self._remove_hook()
+        self._repeated(module)
         kwargs = {"mode": self.mode}
         if self.fixes is not None:
             kwargs = self.fixes.compile_kwargs(kwargs)

@@ -11,6 +11,7 @@ import time
 from tuimon import events, failures
 from tuimon.runner.crash import cuda_memory
 from tuimon.runner.loop import peak_memory
+from tuimon.runner.memory_phases import graph_pool
 from tuimon.runner.script.fixes import settle
 from tuimon.runner.steps import _emit_ready
 
@@ -35,6 +36,9 @@ class ScriptEnd:
         """The interpreter is exiting (atexit): the steps, then why it ended."""
         self.guard.restore()
         if self.enabled or self.reason is not None:
+            if self.mem is not None and self.settings.mode != "eager":  # the CUDA-graph pool, once
+                with contextlib.suppress(Exception):
+                    self.emitter.emit(events.MEMORY_PHASES, **graph_pool(self.mem.index))
             self.flush_measured()
         self.enabled = False
         if self.failed:

@@ -26,6 +26,7 @@ from tuimon.runner.control import Control
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.loop import POLL_S, RING, obey, peak_memory
+from tuimon.runner.memory_phases import NEVER, PhaseMemory
 from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.ending import ScriptEnd
@@ -83,6 +84,8 @@ class ScriptSteps(ScriptEnd):
         self.clock = None
         self.on_cuda = False
         self.guard = SyncGuard(None, None)
+        self.mem: PhaseMemory | None = None  # memory per phase on CUDA (runner/memory_phases.py)
+        self.mem_at = NEVER
         # Per step, reset at each boundary.
         self.data_s = 0.0
         self.samples = 0
@@ -95,8 +98,8 @@ class ScriptSteps(ScriptEnd):
         self.validating = Validating()  # whose a compile is: training's or a validation pass's
         self.recurring = Recurring()  # whether the validation work a step held makes it a gap
         self.first_step = None  # called as the first step ends (runner/script/hooks.py)
-        self.forward = None  # the ForwardTimer (hooks.py): the trained module, for the FLOP count
-        self.at_boundary = None  # the FLOP count (script/flop_catch.py), until it has counted
+        # the ForwardTimer (hooks.py: the trained module) and the FLOP count (script/flop_catch.py)
+        self.forward = self.at_boundary = None
         # Which call ends a step: the lead optimizer's step(), or backward() (lead.py).
         self.leader = Lead(self.note)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
@@ -107,8 +110,7 @@ class ScriptSteps(ScriptEnd):
         self._began = time.monotonic()  # reset when training starts: --duration counts from there
         self._booted = time.monotonic()
         self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
-        self._accum_said = False
-        self._last_backwards = 0  # the previous step's backward() calls (0 after a gap)
+        self._accum_said, self._last_backwards = False, 0  # the last step's backward() calls (0: a gap)
 
     # ---- what the hooks tell ----------------------------------------------------------------
     def activity(self) -> None:
@@ -184,10 +186,14 @@ class ScriptSteps(ScriptEnd):
 
     def note(self, text: str, **fields) -> None:
         """Said once per text, as a run warning flagged as a note (``uncompiled``: why a
-        compiled variant compiles nothing, runner/script/compile_modes.py)."""
+        compiled variant compiles nothing, runner/script/compile_modes.py); a compiled model's
+        ``repeated`` block as a model event instead (no view lists it)."""
         if text not in self._notes_said:
             self._notes_said.add(text)
-            self.emitter.emit(events.WARNING, text=text, note=True, **fields)
+            if "repeated" in fields:
+                self.emitter.emit(events.MODEL, text=text, **fields)
+            else:
+                self.emitter.emit(events.WARNING, text=text, note=True, **fields)
 
     # ---- the run's start and the boundaries -------------------------------------------------
     def _start(self) -> None:
@@ -201,6 +207,8 @@ class ScriptSteps(ScriptEnd):
         if on_cuda:  # the hooks' marks become events on the step clock, read with the step
             self.timeline.mark = self.clock.mark
             self.timeline.guard = self.guard if self.guard.on else None
+            self.mem = PhaseMemory(torch.cuda, torch.cuda.current_device())
+            self.mem_at = self.mem.at
         if self.guard.on:
             self.emitter.emit(events.WARNING, text=f"{SYNC_DEBUG_ENV}={self.guard.level}: a "
                               "host-device sync in tuimon's hooks fails this run")
@@ -299,6 +307,14 @@ class ScriptSteps(ScriptEnd):
             self.turns.compiled()  # a compile is not a turn
         if compile_ms or profiled or self.gap:
             ring.extra[i] = (compile_ms, profiled, self.gap)
+        if i == self.mem_at:  # a memory step: kept out of the step times, its figures said
+            ring.extra[i] = (compile_ms, profiled, self.gap, 1)
+            self.timeline.mark = self.clock.mark
+            found = self.mem.end(i, bool(compile_ms))
+            self.mem_at = self.mem.at
+            self.emitter.emit(events.MEMORY, **self.mem.window())  # the window's peaks, kept
+            if found is not None:
+                self.emitter.emit(events.MEMORY_PHASES, **found)
         # Said once two steps in a row, neither kept apart, held the same count: step 0 holds
         # only part of a GAN's losses, and a gap (an optimizer's take-over) lumps several steps.
         if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
@@ -335,6 +351,13 @@ class ScriptSteps(ScriptEnd):
         self._t0 = time.perf_counter()
         if self.on_cuda:  # the CPU's spans need no start: end() left the parts at zero
             self.timeline.begin()
+            if i == self.mem_at:  # the hooks' marks read the allocator too, this step
+                if guard.on:
+                    guard.ours()
+                self.mem.begin()
+                if guard.on:
+                    guard.theirs()
+                self.timeline.mark = self.mem.marker(self.clock.mark)
 
     def _between(self, i: int) -> None:
         """At a boundary, outside every step: the end, control lines, turns, the profiler."""

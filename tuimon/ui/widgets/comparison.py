@@ -1,20 +1,28 @@
 """The strip under the panels: each run (with --repeats, each variant's processes combined)
 against its eager baseline, in one line each, and a line of what it did to each phase of the
-step ("by phase: fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×") once both runs split theirs."""
+step ("by phase: fwd 1.62× · bwd 1.21× · opt 1.00× · data 1.00×") once both runs split theirs.
+A session that raced fixes (tuimon try, or t in the why pane) has, under the verdict, what each
+fix did: summary.md's "Tried" lines (analysis/tried.py decides, report/try_text.py words)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
-from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet
+from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet, tried
 from tuimon.fmt import fmt_s
 from tuimon.report import verdict_text
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
 from tuimon.report.trust_text import busy_text
+from tuimon.report.try_text import outcome_line
 from tuimon.report.warm_text import per_start
 from tuimon.ui.widgets.redraw import height, update
+
+# A fix's line in the colour of what it did: kept (green), in doubt (yellow), a loss (red).
+TRIED_STYLE = {tried.HELPED: "bold green", tried.START: "green", tried.CANNOT_TELL: "yellow",
+               tried.WORSE: "red", tried.FAILED: "red", tried.NOT_APPLIED: "yellow",
+               tried.PENDING: "dim"}
 
 
 class ComparisonStrip(Static):
@@ -41,6 +49,9 @@ class ComparisonStrip(Static):
         if summary.verdict is not None:  # the answer first, as report/verdict_text.py words it
             style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
             t.append(verdict_text.line(summary.verdict) + "\n", style=style)
+        for o in tried.outcomes(summary):  # then what each fix did, as summary.md's Tried says
+            t.append("tried ", style="dim")
+            t.append(outcome_line(o) + "\n", style=TRIED_STYLE.get(o.code, ""))
         rows = {r.label: r for r in columns(summary)}
         compared = [r for r in rows.values() if r.compare.baseline and r.compare.baseline != r.label
                     and r.compare.speedup]

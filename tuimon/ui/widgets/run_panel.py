@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import RunStats
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_rate, fmt_s
+from tuimon.report import memory_text
 from tuimon.report.table import breakeven_text
 from tuimon.ui.model import RunLive, SessionModel
 from tuimon.ui.widgets.chart import Chart
@@ -101,7 +102,7 @@ class RunPanel(Vertical, can_focus=True):
             steps.plot(step_plot(model, live))
         if charts:
             self.query_one(".loss", Chart).plot(loss_plot(model, live, log_loss))
-        update(self.query_one(".system", Static), system(live))
+        update(self.query_one(".system", Static), system(live, stats))
 
 
 def compiling_text(live: RunLive, now: float) -> str:
@@ -160,7 +161,7 @@ def short_breakeven(r: RunStats) -> str:
     return f"{r.compare.breakeven_steps:,} steps ≈{fmt_s(r.compare.breakeven_s)}"
 
 
-def system(live: RunLive) -> Text:
+def system(live: RunLive, r: RunStats | None = None) -> Text:
     t = Text()
     s = live.sample or {}
     if s.get("cpu_percent") is not None:
@@ -176,6 +177,7 @@ def system(live: RunLive) -> Text:
         t.append(f"{d['util_gpu']}%" if d.get("util_gpu") is not None else "n/a", style="bold")
         if d.get("mem_used") is not None and d.get("mem_total"):
             t.append(f" · VRAM {fmt_bytes(d['mem_used'])}/{fmt_bytes(d['mem_total'])}")
+            t.append(memory_text.panel_text(r), style="dim")  # fits ~2.0× batch · 1.2 J/step
         if d.get("temp_c") is not None:
             t.append(f" · {d['temp_c']}°C")
         if d.get("power_w") is not None:

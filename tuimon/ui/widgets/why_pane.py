@@ -104,7 +104,8 @@ def pick_for(live: RunLive, f: Said) -> tried.Pick:
     """The fix ``t`` adds for finding ``f`` to the focused run's variant (analysis decides)."""
     variant = live.variant
     return tried.pick(f.fixes, variant.fixes, on_cuda=(live.device or "").startswith("cuda"),
-                      is_script=live.precision == SCRIPT, compiled=variant.compiled)
+                      is_script=live.precision == SCRIPT, compiled=variant.compiled,
+                      repeated=f.repeated)
 
 
 def render(live: RunLive | None, whys: list[VariantSaid], cursor: int | None = None,
@@ -132,6 +133,8 @@ def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
             first = len(parts)
             chosen = v is found and cursor == k - 1
             title = Text(f"{'▶' if chosen else ' '} {k}. {f.title}", style=STYLE.get(f.severity, ""))
+            if f.price:  # what it costs a step or a start
+                title.append(f" — {f.price}", style="magenta")
             if chosen:
                 title.stylize("reverse")
             parts.append(Padding.indent(title, 0))
