@@ -107,8 +107,7 @@ class ScriptSteps(ScriptEnd):
         self._compiles = 0
         self._phase = "building"
         self._poll_at = 0.0
-        self._began = time.monotonic()  # reset when training starts: --duration counts from there
-        self._booted = time.monotonic()
+        self._began = self._booted = time.monotonic()  # _began: reset as training starts (--duration)
         self._compiled_at_boot = 0.0  # the watch's compile time when _booted was set
         self._accum_said, self._last_backwards = False, 0  # the last step's backward() calls (0: a gap)
 
