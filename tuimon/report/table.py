@@ -289,8 +289,8 @@ def busy_speedup(summary: SessionSummary):
 
     def text(r: RunStats) -> str:
         out = speedup_text(r)
-        doubted = r.load.load_differs or r.load.faults_differ or r.doubts or r.compile.nothing_compiled
-        if tag and r.compare.speedup is not None and (r.compare.baseline or r.label) != r.label and not doubted:
+        off = r.load.load_differs or r.load.faults_differ or r.doubts or r.compile.nothing_compiled
+        if tag and r.compare.speedup is not None and (r.compare.baseline or r.label) != r.label and not off:
             out += tag
         return out
 
