@@ -62,7 +62,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         forks = ForkServer({**os.environ, "PYTHONUNBUFFERED": "1"}, tmp / "forkserver.log")
-        while not forks.settled():
+        forks.begin()
+        while forks.ready_s is None:
             time.sleep(0.05)
         got: dict[str, list[tuple[float, float]]] = {"spawned": [], "forked": []}
         for n in range(args.rounds):

@@ -1,10 +1,10 @@
 """The fork server's parent side: one ``python -m tuimon.runner.forkserver`` a recipe session,
 asked for a runner per run once it has imported torch (runner/forkserver.py says why).
 
-The session's first runs wait for its imports (``settled``), which their own would have taken
-as long, and then all fork from it: a round's runs start together, so the saving is there from
-the first round. One that never gets ready (its torch fails to import, or takes over
-``READY_WAIT_S``) is left alone and the runs are spawned as before, to fail or run on their own.
+It starts with the session's first run due and is never waited for: the runs that start before
+it has imported torch are spawned as before (a round's runs start together), and every later one
+(the next rounds, restarts, a sequential schedule's next run) forks from it. One that never gets
+ready (its torch fails to import) is left alone.
 A run is forked only when its environment differs from the fork server's in nothing torch reads
 at import: tuimon's own variables and the compile caches' directories (read when torch
 compiles); a session with a structured trace (read at import), a torchrun job or a script has
@@ -31,7 +31,6 @@ from tuimon.envvars import FORKSERVER, FORKSERVER_FD
 # What torch reads only when it compiles (checked by tests/e2e/test_forkserver_runs.py): a run may set
 # its own. Every TUIMON_* variable is tuimon's, read by the runner after the fork.
 LAZY = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
-READY_WAIT_S = 120.0  # 4 s on a quiet 2-core machine; a busy one, or a slow disk, takes longer
 PID_WAIT_S = 30.0  # a fork answers in milliseconds; this long means the fork server is stuck
 
 
@@ -93,7 +92,6 @@ class ForkServer:
         finally:
             theirs.close()
         self._sock = ours
-        self._started = time.monotonic()
         threading.Thread(target=self._read, daemon=True, name="tuimon-forkserver").start()
 
     def _read(self) -> None:
@@ -117,13 +115,10 @@ class ForkServer:
             if not data:
                 return
 
-    def settled(self) -> bool:
-        """Ready, or never will be: until then no run starts (it would fork from it). The first
-        call starts it."""
+    def begin(self) -> None:
+        """Start it (once): its imports run beside the first runs, which do not wait for them."""
         if self._proc is None and not self._dead:
             self._start()
-        return (self.ready_s is not None or self._dead or self._closed
-                or time.monotonic() - self._started > READY_WAIT_S)
 
     def takes(self, env: dict) -> bool:
         """Ready, alive, and nothing in ``env`` that torch would have read at import differs."""

@@ -246,8 +246,8 @@ class Supervisor:
             for run in list(table.queue):
                 self._stopper.stop(table.runs[run])
             return
-        if table.queue and self._forks and not self._forks.settled():  # the runs fork from it
-            return
+        if table.queue and self._forks:  # started with the first run due; later runs fork
+            self._forks.begin()
         ready, threads = self._schedule.startable()  # not beside a run's steps or end (handover)
         for run in ready:
             table.queue.remove(run)
