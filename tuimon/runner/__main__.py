@@ -200,8 +200,11 @@ def main(settings: RunSettings | None = None) -> int:
             from tuimon.runner import flop_event
 
             def first() -> float:
-                return flop_event.emit(emitter, device, lambda: flop_event.recipe_count(
+                nonlocal started  # its seconds are no training's, as they are no --duration's
+                took = flop_event.emit(emitter, device, lambda: flop_event.recipe_count(
                     trainer, loop.mover(device)))
+                started += took
+                return took
         reason = loop.run(trainer, emitter, watch, control, profiler, first=first)
         if warm is not None:
             warm.save(torch)
