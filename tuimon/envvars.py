@@ -33,6 +33,6 @@ PEAK_CACHE = "TUIMON_PEAK_CACHE"
 # The fd of the fork server's end of its socket to the supervisor (control/forkserver.py,
 # runner/forkserver.py): set on the fork server alone, never on a run.
 FORKSERVER_FD = "TUIMON_FORKSERVER_FD"
-# 0: every recipe run is its own `python -m tuimon.runner` process, no fork server (a user's
-# escape hatch; docs/measuring.md).
+# 1: a recipe session forks its later runs from a fork server (opt-in for now; docs/measuring.md);
+# otherwise every recipe run is its own `python -m tuimon.runner` process.
 FORKSERVER = "TUIMON_FORKSERVER"

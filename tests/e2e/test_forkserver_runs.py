@@ -165,9 +165,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_a_session_forks_its_runs_and_the_switch_turns_it_off(tuimon):
+def test_the_switch_makes_a_session_fork_its_later_runs(tuimon):
     args = (TINY, "--headless", "--modes", "eager", "--steps", "6", "--repeats", "2", "--no-probes")
-    for env, forked in (({}, True), ({"TUIMON_FORKSERVER": "0"}, False)):
+    for env, forked in (({"TUIMON_FORKSERVER": "1"}, True), ({}, False)):
         proc, session = tuimon(*args, env=env)
         assert proc.returncode == 0, proc.stderr
         started = [e for e in map(json.loads, (session / "events.jsonl").open())

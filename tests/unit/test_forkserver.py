@@ -73,8 +73,8 @@ def test_a_fork_server_gone_before_telling_gives_the_run_up_once_it_is_gone():
 
 
 def test_the_switch_and_what_runs_without_it(tmp_path):
-    assert enabled({}) and enabled({"TUIMON_FORKSERVER": "1"})
-    assert not enabled({"TUIMON_FORKSERVER": "0"})
+    assert not enabled({}) and not enabled({"TUIMON_FORKSERVER": "0"})  # opt-in for now
+    assert enabled({"TUIMON_FORKSERVER": "1"})
 
     class Plan:
         env: dict = {}
@@ -83,14 +83,15 @@ def test_the_switch_and_what_runs_without_it(tmp_path):
         class program:
             is_script = True
 
-    assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # a script
-    Plan.program.is_script = False
-    assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=True) is None  # torchrun's ranks
-    Plan.torch_trace = True
-    assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # TORCH_TRACE
-    Plan.torch_trace = False
-    os.environ["TUIMON_FORKSERVER"] = "0"
+    os.environ["TUIMON_FORKSERVER"] = "1"
     try:
-        assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None
+        assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # a script
+        Plan.program.is_script = False
+        assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=True) is None  # torchrun's ranks
+        Plan.torch_trace = True
+        assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # TORCH_TRACE
+        Plan.torch_trace = False
+        assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is not None
     finally:
         del os.environ["TUIMON_FORKSERVER"]
+    assert forkserver.for_plan(Plan, tmp_path / "f.log", jobs=False) is None  # off by default

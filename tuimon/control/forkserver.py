@@ -8,7 +8,7 @@ ready (its torch fails to import) is left alone.
 A run is forked only when its environment differs from the fork server's in nothing torch reads
 at import: tuimon's own variables and the compile caches' directories (read when torch
 compiles); a session with a structured trace (read at import), a torchrun job or a script has
-none. ``TUIMON_FORKSERVER=0`` turns it off.
+none. Off unless ``TUIMON_FORKSERVER=1`` (``enabled``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def comparable(env: dict) -> dict:
 
 
 def enabled(environ=os.environ) -> bool:
-    return environ.get(FORKSERVER, "1") != "0"
+    """Opt-in (TUIMON_FORKSERVER=1) for now: its imports run beside a round's first steps, and the
+    sampler counts its CPU as another process's load (a false "busy" is a wrong answer)."""
+    return environ.get(FORKSERVER, "0") == "1"
 
 
 def for_plan(plan, log_path: Path, jobs: bool) -> ForkServer | None:
