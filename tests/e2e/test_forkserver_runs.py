@@ -117,7 +117,6 @@ def test_a_forked_compile_writes_its_own_cache(forks, tmp_path):
 HARNESS = """
 import json, os, sys, threading, time
 from pathlib import Path
-from unittest import mock
 from tuimon.control.child import Child
 from tuimon.control.forkserver import ForkServer
 from tuimon.settings import RunSettings
