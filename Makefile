@@ -18,8 +18,15 @@ $(VENV)/.installed: pyproject.toml
 demo: venv
 	$(VENV)/bin/tuimon --headless
 
+# Two passes: every test but the `serial` ones on TEST_JOBS xdist workers, each pinned to its own
+# cores (tests/conftest.py), then the serial ones alone (they judge load or need every core); one
+# warm Inductor cache for both. Both passes always run; either failing fails the target.
+TEST_JOBS ?= 2
 test: venv
-	$(PY) -m pytest -q
+	@cache=$$(mktemp -d); rc=0; \
+	TUIMON_TEST_INDUCTOR_CACHE=$$cache $(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not serial" || rc=1; \
+	TUIMON_TEST_INDUCTOR_CACHE=$$cache $(PY) -m pytest -q -p no:xdist -m serial || rc=1; \
+	rm -rf $$cache; exit $$rc
 
 # The unit tier alone (tests/unit/: pure, no process started for a run, no compile): under 2 min.
 test-fast: venv

@@ -33,6 +33,19 @@ TEST_RECIPES = Path(__file__).resolve().parent / "recipes"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"  # training scripts that know nothing of tuimon
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (`make test`: `-n 2`), each worker gets its own share of the cores: the
+    sessions a test starts inherit it, and judge a noisy neighbour on those cores only
+    (probes/host.py), so the other worker's tests are not one. Tests that judge load, or need
+    every core, are marked ``serial`` and run after, alone."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if worker and count > 1 and len(cores) >= count:
+        n = int(worker.removeprefix("gw"))
+        os.sched_setaffinity(0, cores[n * len(cores) // count:(n + 1) * len(cores) // count])
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its tier, from its folder: `-m unit`, `-m "not e2e"`."""
     tests = Path(__file__).resolve().parent
@@ -55,6 +68,17 @@ def peak_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def inductor_cache(tmp_path_factory) -> Path:
+    """One warm cache for every test: TUIMON_TEST_INDUCTOR_CACHE (`make test` shares one between
+    its parallel and its serial pass), else the xdist workers' shared temp root, else this
+    session's (Inductor writes its entries atomically and locks its C++ builds)."""
+    if os.environ.get("TUIMON_TEST_INDUCTOR_CACHE"):
+        path = Path(os.environ["TUIMON_TEST_INDUCTOR_CACHE"])
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        path = tmp_path_factory.getbasetemp().parent / "inductor-cache"
+        path.mkdir(exist_ok=True)
+        return path
     return tmp_path_factory.mktemp("inductor-cache")
 
 

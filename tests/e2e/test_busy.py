@@ -21,6 +21,8 @@ from tuimon.probes.gpu import GpuProbe
 from tuimon.report.trust_text import busy_text
 from tuimon.runner.turns import Turns
 
+pytestmark = pytest.mark.serial  # judges load, or needs every core (tests/conftest.py)
+
 NOISY = str(TEST_RECIPES / "noisy_turns.py")
 # A burner: busy-loops on one core while PATH was touched in the last 0.1 s (PATH "-": always),
 # for at most 120 s whatever happens to the test.

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import RECIPES
 from test_compare import fake_session
+
+pytestmark = pytest.mark.serial  # judges load, or needs every core (tests/conftest.py)
 
 
 def test_compare_exit_codes_pass_fail_and_cannot_tell(tuimon, tmp_path):

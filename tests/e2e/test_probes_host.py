@@ -19,6 +19,8 @@ import pytest
 
 from tuimon.probes.host import HostProbe
 
+pytestmark = pytest.mark.serial  # judges load, or needs every core (tests/conftest.py)
+
 WINDOW = 0.6
 BUSY = "while True: pass"
 # A busy child that answers each stdin line with its own process_time (a reader thread).
@@ -231,3 +233,29 @@ def test_new_pid_for_same_run_restarts_baseline(spawn):
     probe = HostProbe()
     probe.sample({"x": a.pid})
     assert probe.sample({"x": b.pid})["runs"]["x"]["cpu_percent"] is None
+
+
+def test_load_on_cores_the_session_may_not_use_is_not_its_neighbours(spawn):
+    """A session pinned to some cores (taskset, a cpuset) counts only load on those: a busy
+    process on another core takes nothing from its runs. Unpinned, every core is allowed."""
+    assert HostProbe().sample({})["system"]["cores_allowed"] == len(psutil.Process().cpu_affinity())
+    cores = sorted(psutil.Process().cpu_affinity())
+    if len(cores) < 2:
+        pytest.skip("needs two cores")
+    mine, theirs = cores[0], cores[1]
+    other = spawn(BUSY)
+    psutil.Process(other.pid).cpu_affinity([theirs])
+    me = psutil.Process()
+    before = me.cpu_affinity()
+    try:
+        me.cpu_affinity([mine])
+        probe = HostProbe()
+        probe.sample({})
+        time.sleep(WINDOW)
+        system = probe.sample({})["system"]
+    finally:
+        me.cpu_affinity(before)
+    assert system["cores_allowed"] == 1
+    busy_machine = system["cpu_percent"] / 100 * system["cpu_count"]
+    assert busy_machine > 0.8  # the other core was busy the whole window...
+    assert system["allowed_busy"] < busy_machine - 0.6  # ...and is not counted on this one

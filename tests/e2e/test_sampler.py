@@ -15,6 +15,8 @@ from tuimon.control.sampler import Sampler
 from tuimon.probes import GpuProbe
 from tuimon.report import export
 
+pytestmark = pytest.mark.serial  # judges load, or needs every core (tests/conftest.py)
+
 BUSY = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
 
 

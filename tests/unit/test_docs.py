@@ -115,8 +115,12 @@ def test_readme_is_a_front_door():
 
 def test_readme_keeps_the_test_command_ci_runs():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "make test" in text and ".venv/bin/python -m pytest -q" in text
-    assert "make demo" in text
+    assert "make test" in text and "make demo" in text
+    # what `make test` runs, as README says: the parallel pass, then the serial tests
+    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = make[make.index("\ntest: venv"):].split("\n\n")[0]
+    assert '-m pytest -q -n $(TEST_JOBS)' in recipe and '-m "not serial"' in recipe and "-m serial" in recipe
+    assert "2 workers, then the serial tests" in text
 
 
 def run_flags(parser=None) -> list[str]:

@@ -110,18 +110,23 @@ class Sampler:
         return batch
 
     def _foreign_cores(self, host: dict) -> float | None:
-        """Cores the machine spent on other processes than the session's (its runs' trees and
-        this supervisor) over the last period: a noisy neighbour. None until every figure has
-        its baseline (the first sample of a process)."""
-        pct, cpus = host["system"].get("cpu_percent"), host["system"].get("cpu_count")
+        """Cores spent on other processes than the session's (its runs' trees and this
+        supervisor) over the last period, on the cores the session may run on (probes/host.py:
+        a pinned session is not disturbed by load on other cores): a noisy neighbour. None
+        until every figure has its baseline (the first sample of a process)."""
+        system = host["system"]
+        busy = system.get("allowed_busy")
+        if busy is None and "cores_allowed" not in system:  # a probe that tells the machine only
+            pct, cpus = system.get("cpu_percent"), system.get("cpu_count")
+            busy = None if pct is None or not cpus else pct / 100.0 * cpus
         runs = [h.get("cpu_percent") for h in host["runs"].values()]
         try:
             own = self._own.cpu_percent(None)
         except psutil.Error:
             own = None
-        if pct is None or not cpus or own is None or any(c is None for c in runs):
+        if busy is None or own is None or any(c is None for c in runs):
             return None
-        return round(max(0.0, pct / 100.0 * cpus - (sum(runs) + own) / 100.0), 2)
+        return round(max(0.0, busy - (sum(runs) + own) / 100.0), 2)
 
     def _info(self, gpu: dict) -> list[dict]:
         out = []
@@ -138,7 +143,8 @@ class Sampler:
     def _warnings(self, host: dict, gpu: dict, runs: dict, stepping: set[str] | None) -> list[dict]:
         now: set[tuple[str | None, str]] = {(None, text) for text in system_alerts(host["system"])}
         devices = {d["index"]: d for d in gpu["devices"]}
-        cpus = host["system"].get("cpu_count") or 1
+        # the fair share is of the cores the runs may use (a pinned session: its cpuset)
+        cpus = host["system"].get("cores_allowed") or host["system"].get("cpu_count") or 1
         # Only the runs stepping now share the cores: under interleave that is the one holding
         # the turn, with the machine to itself; a compile's worker processes are no overuse.
         stepping = set(runs) if stepping is None else stepping & set(runs)

@@ -8,6 +8,8 @@
       "system": {
         "cpu_percent": float | None,  # whole machine, 100 = every core busy; None first time
         "cpu_count": int,             # logical cores
+        "cores_allowed": int,         # the cores this process may run on (its CPU affinity)
+        "allowed_busy": float | None, # cores of those busy over the period (any process's)
         "mem_used": int, "mem_total": int, "mem_available": int,  # bytes
         "mem_percent": float,
       },
@@ -22,6 +24,10 @@
         },
       },
     }
+
+``allowed_busy`` is what judges a noisy neighbour (control/sampler.py): the runs inherit the
+session's CPU affinity (taskset, numactl, a cgroup's cpuset), so load on other cores takes no
+core from them. Unpinned, it is the whole machine's busy cores.
 
 CPU % is a delta of cpu_times between successive samples of the same root process, so the
 first sample of a run (or of a new pid under the same run id) is a baseline: cpu_percent is
@@ -58,6 +64,21 @@ def _ppid_map() -> dict[int, int]:
     return {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"])}
 
 
+def _busy_total(ct) -> tuple[float, float]:
+    """(busy, total) seconds of a cpu_times(): guest time is already inside user on Linux;
+    idle + iowait is "not busy" (as psutil)."""
+    total = sum(ct) - getattr(ct, "guest", 0.0) - getattr(ct, "guest_nice", 0.0)
+    return total - ct.idle - getattr(ct, "iowait", 0.0), total
+
+
+def _share(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    """The busy share (0-1) of the time between two (busy, total) readings."""
+    d_total = after[1] - before[1]
+    if d_total <= 0:
+        return None
+    return min(max((after[0] - before[0]) / d_total, 0.0), 1.0)
+
+
 class _Tree:
     """What the probe remembers about one run between samples."""
 
@@ -78,7 +99,12 @@ class HostProbe:
         self._trees: dict[str, _Tree] = {}
         self._last_mono: float | None = None
         self._last_sys: tuple[float, float] | None = None  # (busy, total) seconds
+        self._last_allowed: list[tuple[float, float]] | None = None  # per allowed core
         self._cpu_count = psutil.cpu_count() or 1
+        try:
+            self._allowed = sorted(psutil.Process().cpu_affinity())
+        except (AttributeError, psutil.Error):  # no affinity on this platform: every core
+            self._allowed = list(range(self._cpu_count))
 
     def tree_pids(self, run_id: str) -> list[int]:
         """Pids of the run's live tree at the last sample (root first), e.g. for GpuProbe."""
@@ -108,21 +134,23 @@ class HostProbe:
         }
 
     def _system(self) -> dict:
-        ct = psutil.cpu_times()
-        total = sum(ct)
-        # guest time is already inside user on Linux; idle + iowait is "not busy" (as psutil).
-        total -= getattr(ct, "guest", 0.0) + getattr(ct, "guest_nice", 0.0)
-        busy = total - ct.idle - getattr(ct, "iowait", 0.0)
-        pct = None
-        if self._last_sys is not None:
-            d_total = total - self._last_sys[1]
-            if d_total > 0:
-                pct = round(min(max((busy - self._last_sys[0]) / d_total, 0.0), 1.0) * 100, 1)
-        self._last_sys = (busy, total)
+        now = _busy_total(psutil.cpu_times())
+        pct = None if self._last_sys is None else _share(self._last_sys, now)
+        self._last_sys = now
+        per_cpu = psutil.cpu_times(percpu=True)
+        allowed = [_busy_total(per_cpu[c]) for c in self._allowed if c < len(per_cpu)]
+        busy_cores = None
+        if self._last_allowed is not None and len(allowed) == len(self._last_allowed):
+            shares = [_share(a, b) for a, b in zip(self._last_allowed, allowed, strict=True)]
+            if all(x is not None for x in shares):
+                busy_cores = round(sum(shares), 2)
+        self._last_allowed = allowed
         vm = psutil.virtual_memory()
         return {
-            "cpu_percent": pct,
+            "cpu_percent": None if pct is None else round(pct * 100, 1),
             "cpu_count": self._cpu_count,
+            "cores_allowed": len(allowed),
+            "allowed_busy": busy_cores,
             "mem_used": vm.used,
             "mem_total": vm.total,
             "mem_available": vm.available,
