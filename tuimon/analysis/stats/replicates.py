@@ -24,6 +24,7 @@ from tuimon.analysis.stats.noise import Noise, row_variance
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.probes import combine_probes
 from tuimon.analysis.stats.records import Compiles, Failure, Load, Losses, Timing
+from tuimon.analysis.stats.replicate_jobs import combine_job
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.warm import combine_starts
 from tuimon.axes import id_part
@@ -130,6 +131,7 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
         doubts=[Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts]
         if doubted else [],
         timing=timing, compile=compiles, load=load, probes=combine_probes(group, timed),
+        job=combine_job(group, timed),  # a torchrun job's world, its ranks over the rounds
         loss=Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
                     loss_nonfinite=sum(r.loss.loss_nonfinite for r in group)))
     row = combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
