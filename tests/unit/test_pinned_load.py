@@ -53,3 +53,16 @@ def test_raising_own_process_gives_none():
     sampler._own = Gone()
     assert sampler._foreign_cores({"system": {"cores_allowed": 1, "allowed_busy": 1.0},
                                    "runs": {}}) is None
+
+
+def test_what_tuimon_sizes_by_is_the_cores_it_may_use(monkeypatch):
+    from tuimon import cores
+    from tuimon.control.runs import Run
+    from tuimon.control.schedule import startable
+    from tuimon.runner import fix_defaults
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert cores.usable() == 4 and fix_defaults.workers() == min(4, fix_defaults.MAX_WORKERS)
+    runs = {k: Run(k, None) for k in ("a", "b")}
+    assert startable("parallel", ["a", "b"], {}, runs) == (["a", "b"], 2)  # 4 cores / 2 runs

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tuimon import cores
 from tuimon.cli.args import Parser, UsageError, budget_arg
 from tuimon.settings import Program
 from tuimon.variants import MODES, PRECISIONS, Variant
@@ -89,7 +90,7 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
         key["cache"] = cache  # a warm cache's compiles say nothing of a cold one's
         try:
             warm_rounds = not args.cold and cache.startswith("fresh")  # rounds 2..K start warm
-            plan = budget.share(args.budget, kept, args.repeats, os.cpu_count() or 1,
+            plan = budget.share(args.budget, kept, args.repeats, cores.usable(),
                                 budget.history(Path(args.out), key), warm_rounds)
         except ValueError as exc:
             raise UsageError(str(exc)) from None

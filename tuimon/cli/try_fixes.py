@@ -17,7 +17,7 @@ import argparse
 import os
 from pathlib import Path
 
-from tuimon import fixes
+from tuimon import cores, fixes
 from tuimon.cli.args import Parser, UsageError, budget_arg
 from tuimon.exit_codes import EXIT_OK
 
@@ -177,7 +177,7 @@ def duration_for(budget_s: float, runs: int, meta: dict) -> float:
     variants = [Variant("eager", "fp32")] + [Variant("default", "fp32")] * (runs - 1)
     repeats = int((meta.get("settings") or {}).get("repeats") or 1)
     try:
-        shared = budget.share(budget_s, variants, repeats, os.cpu_count() or 1, {})
+        shared = budget.share(budget_s, variants, repeats, cores.usable(), {})
     except ValueError as exc:
         raise UsageError(f"--budget: {exc}") from None
     return round(shared["full_s"], 1)

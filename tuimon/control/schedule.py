@@ -5,10 +5,10 @@ handover (control/handover.py) whether the machine has settled before it passes 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
+from tuimon import cores
 from tuimon.control.handover import Handover
 from tuimon.control.runs import PAUSED, Plan, Run, RunTable
 
@@ -26,7 +26,7 @@ def startable(schedule: str, queue: list[str], live: dict[str, Run],
         return ready, None  # all start (build) now, but only the run holding the turn steps
     if schedule == "parallel":
         # Split the cores among the runs live from now on; running ones keep their count.
-        return ready, max(1, (os.cpu_count() or 1) // (len(live) + len(ready)))
+        return ready, max(1, cores.usable() // (len(live) + len(ready)))
     if live:
         return [], None  # sequential: one at a time (a paused run keeps the slot)
     return ready[:1], None

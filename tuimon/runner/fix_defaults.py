@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 
 import torch
+
+from tuimon import cores
 
 MAX_WORKERS = 8  # past this a loader's workers mostly compete with the training for the cores
 _inside = threading.local()  # a patched __init__ under way in this thread (its bases' wait)
@@ -28,11 +29,7 @@ _inside = threading.local()  # a patched __init__ under way in this thread (its 
 
 def workers() -> int:
     """Workers sized to the cores this process may use: all of them up to MAX_WORKERS."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS))
+    return max(1, min(cores.usable(), MAX_WORKERS))
 
 
 def _patch(cls, decide) -> None:
