@@ -204,7 +204,11 @@ if __name__ == "__main__":
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: GPU-bound steps (a spinning kernel), fidelity on the GPU too")
     p.add_argument("--json", help="also write the overheads here, as JSON")
+    p.add_argument("--no-flops", action="store_true",
+                   help="the loop without its FLOP count before the first step (as `tuimon --no-flops`)")
     a = p.parse_args()
+    if a.no_flops:
+        COUNTS = False
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("trust.py: --device cuda asked for, but torch sees no CUDA device")
     torch.set_num_threads(1)
@@ -212,7 +216,8 @@ if __name__ == "__main__":
 
     gpu = torch.cuda.get_device_name() if a.device == "cuda" else None
     print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, 1 torch thread; tuimon "
-          f"from {Path(tuimon.__file__).parent.parent}{'; ' + gpu if gpu else ''}")
+          f"from {Path(tuimon.__file__).parent.parent}{'; ' + gpu if gpu else ''}"
+          f"{'; FLOP count before the first step' if COUNTS else ''}")
     result = {"device": a.device, "gpu": gpu, "torch": torch.__version__,
               "overhead": overheads(a.runs, a.device)}
     if a.json:

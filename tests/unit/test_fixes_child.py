@@ -287,7 +287,7 @@ def test_on_a_gpu_an_optimizer_that_takes_fused_gets_fused(restored, monkeypatch
 
 
 def test_dataloaders_with_no_workers_get_them(restored, monkeypatch):
-    monkeypatch.setattr(fix_defaults.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
     told = []
     assert fix_defaults.loader_defaults(lambda applied, text: told.append((applied, text)),
                                         pin=False) == 2
@@ -316,7 +316,7 @@ def test_pinned_memory_where_cuda_is_there(restored):
 
 def test_workers_sized_to_the_cores(monkeypatch):
     for cores, n in ((1, 1), (2, 2), (6, 6), (32, 8)):
-        monkeypatch.setattr(fix_defaults.os, "sched_getaffinity", lambda pid, c=cores: set(range(c)))
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid, c=cores: set(range(c)))
         assert fix_defaults.workers() == n
 
 

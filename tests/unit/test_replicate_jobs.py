@@ -57,3 +57,19 @@ def test_a_rank_that_failed_in_any_round_says_so_and_a_single_process_has_no_job
     assert job.ranks[0]["status"] == "failed" and job.ranks[0]["error"] == "RuntimeError: boom"
     plain = RunStats("eager-fp32-r1", "eager", "fp32", replicate=1)
     assert combine_job([plain], [plain]) == Job()
+
+
+def test_a_combined_rows_median_lies_between_its_p10_and_p90():
+    """The row's median is the geometric mean of its processes' medians; its p10 and p90 are
+    theirs alike, so the median stays inside them (issue 35's README session read "1.56 s
+    (1.30 s–1.54 s)" with medians of each: a slow round 1 and two faster rounds)."""
+    def process(k: int, p10: float, median: float, p90: float) -> RunStats:
+        return RunStats(f"eager-amp-r{k}", "eager", "amp", status="done", replicate=k,
+                        timing=Timing(median_ms=median, p10_ms=p10, p90_ms=p90, steps=30, measured=25))
+
+    row = _combined([process(1, 1900.0, 2030.0, 2200.0), process(2, 1280.0, 1350.0, 1400.0),
+                     process(3, 1300.0, 1380.0, 1540.0)], {})
+    t = row.timing
+    assert t.p10_ms < t.median_ms < t.p90_ms
+    assert round(t.median_ms) == round((2030.0 * 1350.0 * 1380.0) ** (1 / 3))
+    assert round(t.p10_ms) == round((1900.0 * 1280.0 * 1300.0) ** (1 / 3))

@@ -149,13 +149,20 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     # can come out near zero by luck).
     within = [log_se(r) for r in measured]
     row.timing = replace(
-        row.timing, median_ms=median_ms, p10_ms=statistics.median(r.timing.p10_ms for r in measured),
-        p90_ms=statistics.median(r.timing.p90_ms for r in measured),
+        # p10 and p90 as the median is: geometric means of the processes' own, so the row's
+        # median lies between them (medians of each would not: "1.56 s (1.30 s–1.54 s)").
+        row.timing, median_ms=median_ms, p10_ms=geometric_mean([r.timing.p10_ms for r in measured]),
+        p90_ms=geometric_mean([r.timing.p90_ms for r in measured]),
         throughput=statistics.median(sizes) / (median_ms / 1000.0) if sizes else None,
         throughput_unit=measured[0].timing.throughput_unit,
         # a process too short for an interval of its own: no floor to trust
         within_log_se=math.sqrt(sum(x * x for x in within)) / n if None not in within else None)
     return row
+
+
+def geometric_mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v]
+    return math.exp(statistics.fmean(math.log(v) for v in kept)) if kept else None
 
 
 def noise_interval(row: RunStats, noise: Noise) -> Timing:
