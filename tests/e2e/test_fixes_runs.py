@@ -88,11 +88,22 @@ def test_dynamic_ends_the_recompiles_and_scalars_the_graph_break(inductor_cache)
     assert "fixes" not in plain["run_started"][0] and not notes(plain)
     assert plain["finished"][0]["recompiles"] >= 1 and plain["finished"][0]["graph_breaks"] >= 1
     dynamic, _ = runner(BLOCKS, "dynamic", inductor_cache, *knobs)
-    assert notes(dynamic) == {"dynamic": (True, "fix dynamic: compiled with dynamic=True")}
+    assert notes(dynamic) == {"dynamic": (True, "fix dynamic: compiled with dynamic=True, duck sizing off")}
     assert dynamic["finished"][0]["recompiles"] == 0 and "recompile" not in dynamic
     scalars, _ = runner(BLOCKS, "scalars", inductor_cache, *knobs)
     assert notes(scalars)["scalars"][0] is True
     assert scalars["finished"][0]["graph_breaks"] == 0 and "graph_break" not in scalars
+
+
+def test_dynamic_holds_a_batch_the_size_of_the_features(inductor_cache):
+    """shape_change.py's batches of 8 rows of 8 features, then 12: under dynamic=True alone torch
+    gives the two 8s one symbol (duck sizing), the Linear(8, ...) pins it, and the batch of 12
+    recompiles; the fix turns duck sizing off, so the batch stays symbolic (bench/RESULTS.md)."""
+    recipe = str(TEST_RECIPES / "shape_change.py")
+    plain, _ = runner(recipe, "none", inductor_cache)
+    assert plain["finished"][0]["recompiles"] == 1
+    dynamic, _ = runner(recipe, "dynamic", inductor_cache)
+    assert dynamic["finished"][0]["recompiles"] == 0 and "recompile" not in dynamic
 
 
 def test_foreach_channels_last_and_amp_on_an_eager_run(inductor_cache):

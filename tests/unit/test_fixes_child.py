@@ -179,7 +179,7 @@ def test_a_compile_under_mode_and_dynamic_fixes():
     assert out == "whole" and calls == [{"mode": "max-autotune", "dynamic": True}]
     assert [(t, f["applied"]) for t, f in said] == [
         ("fix max-autotune: compiled with mode='max-autotune'", True),
-        ("fix dynamic: compiled with dynamic=True", True)]
+        ("fix dynamic: compiled with dynamic=True, duck sizing off", True)]
     fx.compile_kwargs({"mode": fx.mode})  # a second compile: said once
     assert len(said) == 2
 

@@ -19,7 +19,11 @@ class _Own:
 def foreign(system: dict, runs: dict, own: float = 10.0) -> float | None:
     sampler = Sampler.__new__(Sampler)
     sampler._own = _Own(own)
-    return sampler._foreign_cores({"system": system, "runs": runs})
+    return sampler._rest({"system": system, "runs": runs})
+
+
+def residual(sampler, runs: dict, busy: float = 2.0) -> dict:
+    return sampler._residual({"system": {"cores_allowed": 2, "allowed_busy": busy}, "runs": runs})
 
 
 def test_only_the_allowed_cores_count():
@@ -51,7 +55,7 @@ def test_raising_own_process_gives_none():
 
     sampler = Sampler.__new__(Sampler)
     sampler._own = Gone()
-    assert sampler._foreign_cores({"system": {"cores_allowed": 1, "allowed_busy": 1.0},
+    assert sampler._rest({"system": {"cores_allowed": 1, "allowed_busy": 1.0},
                                    "runs": {}}) is None
 
 
@@ -66,3 +70,28 @@ def test_what_tuimon_sizes_by_is_the_cores_it_may_use(monkeypatch):
     assert cores.usable() == 4 and fix_defaults.workers() == min(4, fix_defaults.MAX_WORKERS)
     runs = {k: Run(k, None) for k in ("a", "b")}
     assert startable("parallel", ["a", "b"], {}, runs) == (["a", "b"], 2)  # 4 cores / 2 runs
+
+
+def test_a_period_in_which_a_run_ended_is_the_sessions_own_end_not_a_neighbour():
+    """A run's process that ended in the period cannot be read for what it spent after the
+    sample before (its exit, its compile workers' teardown): that rest is ``ending_cores``, and
+    the period tells no neighbour's load (it read "~1.6 cores" of other processes on a quiet VM)."""
+    sampler = Sampler.__new__(Sampler)
+    sampler._own, sampler._alive = _Own(5.0), set()
+    both = {"a": {"alive": True, "cpu_percent": 100.0}, "b": {"alive": True, "cpu_percent": 40.0}}
+    assert residual(sampler, both, busy=1.5) == {"foreign_cores": 0.05}
+    # b exited and was reaped: gone from the runs; the period's 1.6 cores are its end
+    assert residual(sampler, {"a": both["a"]}, busy=2.0) == {
+        "foreign_cores": None, "ending_cores": 0.95, "ended": ["b"]}
+    assert residual(sampler, {"a": both["a"]}, busy=1.1) == {"foreign_cores": 0.05}  # then as ever
+    # a run still asked about whose root is gone says so too
+    gone = {"a": {"alive": False, "cpu_percent": None}}
+    assert residual(sampler, gone, busy=0.6)["ended"] == ["a"]
+
+
+def test_the_end_counts_as_the_sessions_own_load_on_a_run_that_stepped_through_it():
+    from tuimon.analysis.stats.load import busy_sample, own_cores
+
+    s = {"stepping": ["a"], "system": {"foreign_cores": None, "ending_cores": 0.9},
+         "runs": {"a": {"cpu_percent": 100.0}}}
+    assert own_cores(s, "a") == 0.9 and not busy_sample(s, {})

@@ -51,6 +51,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, name="tuimon-sampler", daemon=True)
         self._said_gpu = False
         self._own = psutil.Process()
+        self._alive: set[str] = set()  # the runs whose process was alive at the last tick
         self._own.cpu_percent(None)  # the baseline of this process's own CPU share
 
     def start(self) -> None:
@@ -99,7 +100,7 @@ class Sampler:
         for key, (run, rank, _) in ranks.items():
             runs[run].setdefault("ranks", {})[str(rank)] = _values(of_ranks[key],
                                                                     gpu["runs"].get(key, {}))
-        system = {**host["system"], "foreign_cores": self._foreign_cores(host)}
+        system = {**host["system"], **self._residual(host)}
         if self._rapl.available:  # the CPU packages' energy so far, µJ (probes/rapl.py)
             system["energy_uj"] = self._rapl.read()
         sample = events.make(events.SAMPLE, system=system, runs=runs, devices=gpu["devices"])
@@ -109,17 +110,29 @@ class Sampler:
         batch += self._warnings(host, gpu, runs, stepping)
         return batch
 
-    def _foreign_cores(self, host: dict) -> float | None:
-        """Cores spent on other processes than the session's (its runs' trees and this
-        supervisor) over the last period, on the cores the session may run on (probes/host.py:
-        a pinned session is not disturbed by load on other cores): a noisy neighbour. None
-        until every figure has its baseline (the first sample of a process)."""
+    def _residual(self, host: dict) -> dict:
+        """``foreign_cores``: the cores spent on other processes than the session's (its runs'
+        trees and this supervisor) over the last period, on the cores the session may run on
+        (probes/host.py: a pinned session is not disturbed by load on other cores): a noisy
+        neighbour. None until every figure has its baseline (the first sample of a process).
+        In a period in which a run's process ended, what it spent after the last sample can no
+        longer be read (it is gone, its Inductor compile workers' teardown with it): the rest of
+        that period's load is the session's own ending, ``ending_cores``, not a neighbour's."""
+        alive = {run for run, h in host["runs"].items() if h.get("alive", True)}
+        ended = sorted(self._alive - alive)
+        self._alive = alive
+        rest = self._rest(host)
+        if ended and rest is not None:
+            return {"foreign_cores": None, "ending_cores": rest, "ended": ended}
+        return {"foreign_cores": rest}
+
+    def _rest(self, host: dict) -> float | None:
         system = host["system"]
         busy = system.get("allowed_busy")
         if busy is None and "cores_allowed" not in system:  # a probe that tells the machine only
             pct, cpus = system.get("cpu_percent"), system.get("cpu_count")
             busy = None if pct is None or not cpus else pct / 100.0 * cpus
-        runs = [h.get("cpu_percent") for h in host["runs"].values()]
+        runs = [h.get("cpu_percent") for h in host["runs"].values() if h.get("alive", True)]
         try:
             own = self._own.cpu_percent(None)
         except psutil.Error:

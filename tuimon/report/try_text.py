@@ -38,7 +38,8 @@ def block_words(repeated: dict | None) -> str:
 KEEP = {
     "regional": ["for block in model.<blocks>:  # each repeated block, instead of torch.compile(model)",
                  "    block.compile()"],
-    "dynamic": ["model = torch.compile(model, dynamic=True)"],
+    "dynamic": ["torch.fx.experimental._config.use_duck_shape = False  # equal sizes, own symbols",
+                "model = torch.compile(model, dynamic=True)"],
     "scalars": ["torch._dynamo.config.capture_scalar_outputs = True",
                 "torch._dynamo.config.capture_dynamic_output_shape_ops = True"],
     "opt": ["@torch.compile(fullgraph=False)",

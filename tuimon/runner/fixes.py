@@ -74,12 +74,18 @@ class Fixes:
                 self.tell(name, True, f"compiled with mode={fix.mode!r}")
         if self.on("dynamic"):
             if "dynamic" not in self.settled:
-                self.tell("dynamic", True, "compiled with dynamic=True")
+                self.tell("dynamic", True, "compiled with dynamic=True, duck sizing off")
             return {**kwargs, "dynamic": True}
         return kwargs
 
     def flags(self) -> None:
-        """The config flags, set before anything compiles: scalars, tf32."""
+        """The config flags, set before anything compiles: scalars, tf32, and dynamic's duck
+        sizing off (equal sizes share one symbol: a batch of 8 beside 8 features would be
+        specialized to 8 with the features, and a batch of 12 recompile under dynamic=True)."""
+        if self.on("dynamic"):
+            import torch.fx.experimental._config as shapes
+
+            shapes.use_duck_shape = False
         if self.on("scalars"):
             torch._dynamo.config.capture_scalar_outputs = True
             torch._dynamo.config.capture_dynamic_output_shape_ops = True

@@ -43,7 +43,11 @@ def own_cores(s: dict, run: str) -> float | None:
     did not, or the sample says nothing of it)."""
     if run not in (s.get("stepping") or ()):
         return None
-    return sum((v.get("cpu_percent") or 0.0) for k, v in s.get("runs", {}).items() if k != run) / 100.0
+    # and a run that ended in the period: what it spent after the sample before (the sampler's
+    # ``ending_cores``: a process gone cannot be read, so the period's rest is its end)
+    ending = s.get("system", {}).get("ending_cores") or 0.0
+    others = sum((v.get("cpu_percent") or 0.0) for k, v in s.get("runs", {}).items() if k != run)
+    return others / 100.0 + ending
 
 
 def own_busy(s: dict, run: str) -> bool:
