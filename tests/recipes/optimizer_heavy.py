@@ -28,5 +28,8 @@ def build(cfg):
     gen = torch.Generator().manual_seed(cfg.seed)
     batches = [(torch.randn(cfg.batch_size, 8, generator=gen).to(cfg.device),
                 torch.randint(0, 2, (cfg.batch_size,), generator=gen).to(cfg.device)) for _ in range(4)]
-    return Recipe(model, torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False),
+    # --set foreach=unset: AdamW without the argument (torch's own default; tuimon try's foreach
+    # fix may then give it one); by default the for-loop this recipe is about, asked for
+    foreach = {} if cfg.extra.get("foreach") == "unset" else {"foreach": False}
+    return Recipe(model, torch.optim.AdamW(model.parameters(), lr=1e-3, **foreach),
                   nn.CrossEntropyLoss(), batches, name=f"optimizer_heavy({n} small parameters)")
