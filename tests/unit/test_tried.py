@@ -199,3 +199,22 @@ def test_a_fix_that_makes_compile_pay_off_where_it_never_did_says_so():
     (o,) = tried.outcomes(s)
     assert o.base_breakeven_never and o.breakeven_s is not None
     assert "pays off after" in try_text.outcome_line(o) and "(without it: never)" in try_text.outcome_line(o)
+
+
+def test_one_process_a_variant_tells_only_what_the_session_can():
+    """With one process a variant the spread between processes is assumed: an interval that
+    leaves 1.00× out for a speedup smaller than the session can tell is not a verdict (a quiet
+    VM gave dynamic and scalars "1.35× faster" on a static MLP against one slow base process);
+    a speedup beyond it is, and with processes measured the interval speaks alone."""
+    s = summarize(raced(processes=1, dynamic=(6.0, 20), scalars=(3.0, 20)))
+    tells = s.plan["detectable_pct"]
+    assert 8 / 6 - 1 < tells / 100 < 8 / 3 - 1
+    found = {o.fix: o for o in tried.outcomes(s)}
+    assert found["dynamic"].speedup_lo > 1.0 and found["dynamic"].code == tried.CANNOT_TELL
+    assert [p.code for p in found["dynamic"].unsure] == [tried.ONE]
+    assert try_text.unsure_text(found["dynamic"].unsure) == (
+        f"one process a variant: the spread between processes is assumed (±{round(s.noise.pct)} %), "
+        f"and this session tells a speedup of ±{round(tells)} % or more (--repeats 3 measures it)")
+    assert found["scalars"].code == tried.HELPED
+    three = {o.fix: o for o in tried.outcomes(summarize(raced(dynamic=(6.0, 20))))}
+    assert three["dynamic"].code == tried.HELPED

@@ -76,7 +76,7 @@ def test_cannot_tell_for_too_few_steps_says_how_many():
 
 
 def test_a_quiet_session_tells_and_says_no_reason():
-    (o,) = tried.outcomes(summarize(raced(processes=1, dynamic=(6.0, 20))))
+    (o,) = tried.outcomes(summarize(raced(processes=3, dynamic=(6.0, 20))))
     assert o.code == tried.HELPED and o.unsure == ()
 
 

@@ -216,7 +216,7 @@ class Outcome:
     breaks: tuple[int, int] = (0, 0)
     not_applied: str | None = None  # what the child said of a fix it could not apply
     error: str | None = None
-    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW (below)
+    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW, ONE (below)
 
 
 def outcomes(summary: SessionSummary) -> list[Outcome]:
@@ -278,8 +278,10 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
 
 # Why a fix's step cannot be told: the machine's load (the session was busy, or other processes'
 # load differed between a row and its baseline), the rows' other doubts (recompiles after
-# warm-up, page faults), or too few steady steps for an interval.
-LOAD, DOUBTS, FEW = "load", "doubts", "few_steps"
+# warm-up, page faults), too few steady steps for an interval, or one process a variant: an
+# interval that leaves 1.00× out rests on an assumed spread between processes, and the effect
+# is smaller than what the session says one process a variant can tell.
+LOAD, DOUBTS, FEW, ONE = "load", "doubts", "few_steps", "one_process"
 
 
 def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple[Point, ...]:
@@ -298,7 +300,24 @@ def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple
     few = not_yet(r, base)
     if few or r.compare.axis_speedup is None or r.compare.axis_speedup_lo is None:
         out.append(point(FEW, steps=few[0] if few else None, need=MIN_STEADY))
+    elif not out and (small := unmeasured(summary, r)):  # the last doubt: said only alone
+        out.append(small)
     return tuple(out)
+
+
+def unmeasured(summary: SessionSummary, r: RunStats) -> Point | None:
+    """ONE when each side is one process (the spread between processes assumed, not measured),
+    the interval leaves 1.00× out, and the speedup is within what the session can tell: a
+    quiet VM gave two fixes that change nothing on a static MLP "1.35× faster (95 % CI
+    1.01–1.81)" against one slow process of the variant without them (bench/RESULTS.md)."""
+    n, plan, c = summary.noise, summary.plan, r.compare
+    if n is None or n.measured or not plan or not plan.get("detectable_pct"):
+        return None
+    if not ((c.axis_speedup_lo or 0) > 1.0 or (c.axis_speedup_hi or 2) < 1.0):
+        return None  # no better beyond noise: an answer, whatever the spread
+    if max(c.axis_speedup, 1 / c.axis_speedup) - 1 >= plan["detectable_pct"] / 100:
+        return None  # beyond what one process a variant can tell: told
+    return point(ONE, assumed_pct=round(n.pct), tells_pct=round(plan["detectable_pct"]))
 
 
 def start_of(r: RunStats) -> str | None:
