@@ -127,9 +127,9 @@ def reason_words(r) -> str:
     if r.code == tried.DOUBTS:
         return f"{r.get('label')}: " + ", ".join(DOUBT.get(d.code, d.code) for d in r.get("doubts"))
     if r.code == tried.ONE:
-        return (f"one process a variant: the spread between processes is assumed (±{r.get('assumed_pct')} %), "
-                f"and this session tells a speedup of ±{r.get('tells_pct')} % or more (--repeats 3 "
-                "measures it)")
+        return ("one process a variant: the spread between processes is assumed "
+                f"(±{r.get('assumed_pct')} %), and this session tells a speedup of "
+                f"±{r.get('tells_pct')} % or more (--repeats 3 measures it)")
     if r.get("steps") is not None:
         return f"too few steady steps to compare ({r.get('steps')} of {r.get('need')})"
     return "too few steady steps for an interval"
