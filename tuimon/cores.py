@@ -8,8 +8,13 @@ from __future__ import annotations
 import os
 
 
-def usable() -> int:
+def allowed() -> list[int]:
+    """The ids of the cores this process may run on, sorted."""
     try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # no affinity on this platform
-        return os.cpu_count() or 1
+        return sorted(os.sched_getaffinity(0)) or list(range(os.cpu_count() or 1))
+    except (AttributeError, OSError):  # no affinity on this platform: every core
+        return list(range(os.cpu_count() or 1))
+
+
+def usable() -> int:
+    return len(allowed())

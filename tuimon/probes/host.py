@@ -49,6 +49,8 @@ import time
 
 import psutil
 
+from tuimon import cores
+
 _GONE = (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied)
 
 
@@ -101,10 +103,7 @@ class HostProbe:
         self._last_sys: tuple[float, float] | None = None  # (busy, total) seconds
         self._last_allowed: list[tuple[float, float]] | None = None  # per allowed core
         self._cpu_count = psutil.cpu_count() or 1
-        try:
-            self._allowed = sorted(psutil.Process().cpu_affinity())
-        except (AttributeError, psutil.Error):  # no affinity on this platform: every core
-            self._allowed = list(range(self._cpu_count))
+        self._allowed = cores.allowed()  # the cores whose load is a neighbour's (tuimon/cores.py)
 
     def tree_pids(self, run_id: str) -> list[int]:
         """Pids of the run's live tree at the last sample (root first), e.g. for GpuProbe."""

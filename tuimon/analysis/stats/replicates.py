@@ -138,9 +138,8 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
     measured = [r for r in timed if r.timing.median_ms]
     if not measured:
         return row
-    logs = [math.log(r.timing.median_ms) for r in measured]
-    n = len(logs)
-    median_ms = math.exp(statistics.fmean(logs))
+    n = len(measured)
+    median_ms = geometric_mean([r.timing.median_ms for r in measured])
     # Samples (or steps) per step ÷ the combined median, as for one process: a median of the
     # processes' throughputs would give the row a fractional batch (31.97 against 32.02 samples),
     # read as a batch-size axis: the verdict and the axes would weigh per sample.
