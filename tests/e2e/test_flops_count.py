@@ -113,6 +113,10 @@ def test_the_extra_step_is_undone_exactly():
     assert torch.equal(a, nn.functional.cross_entropy(model(x), y))
 
 
+# serial: a peak is the machine's, measured beside the other xdist worker it is not (CI read fp32
+# 89, 92 and 103 GFLOP/s while a compile ran on the sibling core: one core's GEMM shares the
+# other's execution units and clock), so it runs in the quiet pass (tests/conftest.py)
+@pytest.mark.serial
 def test_the_measured_peak_is_stable_within_10_percent_across_three_runs(tmp_path):
     env = {**os.environ, PEAK_CACHE: str(tmp_path / "peaks.json")}
     found = []
