@@ -21,6 +21,7 @@ from conftest import ROOT, SCRIPTS
 from test_end_to_end import runs_of
 
 from tuimon.control import files
+from tuimon.envvars import PEAK_CACHE
 from tuimon.runner.script.files import KEEP, MAKE, READ, TRUNC, FilesApart
 
 PY = sys.executable
@@ -106,6 +107,26 @@ def test_route_keeps_every_write_in_the_mirror(tmp_path, project, monkeypatch):
     fa.route("/dev/null", TRUNC)
     assert outside == [(str(elsewhere), True), (str(tmp_path / "new.pt"), False)]
 
+
+
+def test_a_cache_and_a_working_directory_inside_one_another_the_deeper_wins(tmp_path, project,
+                                                                            monkeypatch):
+    """A cache (XDG, Inductor's, the peaks') is tuimon's or shared, and left alone; a working
+    directory is kept apart. When one lies inside the other, the deeper one says which: the
+    measured peaks' file in the working directory once made every write there land in the
+    user's directory (tests/e2e/test_scripts.py's checkpoint did)."""
+    root, _ = mirrored(tmp_path, project)
+    proj = str(project.resolve())
+    monkeypatch.setenv(PEAK_CACHE, os.path.join(proj, "peaks.json"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the project lies inside the cache
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", os.path.join(proj, "inductor"))
+    fa = FilesApart({"root": root, "apart": [proj], "hide": [], "exempt": []}, lambda p, e: None)
+    assert fa.place(os.path.join(proj, "model.pt")) == "apart"
+    assert fa.place(os.path.join(proj, "peaks.json")) == "exempt"
+    assert fa.place(os.path.join(proj, "peaks.json.lock")) == "exempt"
+    assert fa.place(os.path.join(proj, "inductor", "fxgraph", "x")) == "exempt"
+    assert fa.place(str(tmp_path / "elsewhere" / "x")) == "exempt"  # the cache, beside it
+    assert fa.route(os.path.join(proj, "model.pt"), TRUNC) == root + os.path.join(proj, "model.pt")
 
 WRAPPED = r"""
 import json, os, shutil, sys, tempfile

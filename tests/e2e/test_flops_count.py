@@ -17,6 +17,7 @@ from torch import nn
 from tuimon import recipe as contract
 from tuimon.envvars import PEAK_CACHE
 from tuimon.runner.flops import backward_of, count_step
+from tuimon.runner import peak_bench
 from tuimon.runner.peak_bench import peak
 
 RECIPES = sorted((__import__("conftest").RECIPES).glob("*.py"))
@@ -190,3 +191,26 @@ def test_the_precision_a_gpus_flops_ran_in():
     assert precision_of({"float8_e4m3fn": 10, "bfloat16": 3}, on_cuda=True) == "fp8"
     assert precision_of({"bfloat16": 10, "float32": 3}, on_cuda=True) == "bf16"
     assert precision_of({}, on_cuda=True) is None
+
+
+def test_measuring_the_peak_inside_a_run_leaves_its_random_streams_alone(tmp_path, monkeypatch):
+    """The first run on a machine measures the peak in its own process (runner/flop_event.py):
+    a draw from the global generator there changed a script's next shuffles and dropout masks."""
+    from tuimon.runner import flop_event
+
+    monkeypatch.setenv(PEAK_CACHE, str(tmp_path / "peaks.json"))
+    said = []
+
+    class Emitter:
+        def emit_now(self, kind, **fields):
+            said.append((kind, fields))
+
+    torch.manual_seed(1234)
+    expected = torch.rand(8)
+    torch.manual_seed(1234)
+    flop_event.emit(Emitter(), "cpu", lambda: {"step": 1.0})
+    assert said[0][1]["peak"]["cached"] is False  # measured here, not read
+    assert torch.equal(torch.rand(8), expected)
+    torch.manual_seed(1234)  # and the GEMMs alone, outside the guard around them
+    peak_bench.measure(torch, "cpu")
+    assert torch.equal(torch.rand(8), expected)

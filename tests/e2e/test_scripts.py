@@ -20,6 +20,7 @@ from tuimon import events
 from tuimon.cli.script import check_command
 from tuimon.control.child import log_tail
 from tuimon.control.supervisor import Plan, Supervisor
+from tuimon.envvars import PEAK_CACHE
 from tuimon.sessiondir.store import SessionStore
 from tuimon.settings import RunSettings
 from tuimon.variants import SCRIPT, Variant
@@ -46,8 +47,11 @@ def notes_of(kinds: dict) -> list[str]:
 
 def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
     ckpt = tmp_path / "model.pt"
+    # A peak cache of its own, empty: one variant measures the GEMM peak inside its run, in its
+    # first epoch, and must train on the same shuffles after it as the other (the losses below)
     proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--steps", "130",
-                           "--turn-steps", "50", "--", PY, script("plain_loop.py"), "--ckpt", str(ckpt))
+                           "--turn-steps", "50", "--", PY, script("plain_loop.py"), "--ckpt", str(ckpt),
+                           env={PEAK_CACHE: str(tmp_path / "peaks.json")})
     assert proc.returncode == 0, proc.stderr
     evs, runs = runs_of(session)
     assert set(runs) == {"eager-script", "default-script"}
@@ -85,6 +89,8 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
     e = [s["loss"] for s in runs["eager-script"]["step"]]
     c = [s["loss"] for s in compiled["step"]]
     assert max(abs(a - b) for a, b in zip(e, c, strict=True)) < 1e-3
+    measured = [json.loads(line) for line in (session / "events.jsonl").open()]
+    assert [f["peak"]["cached"] for f in measured if f["type"] == "flops"].count(False) == 1
     summary = json.loads((session / "summary.json").read_text())
     rows = {r["run"]: r for r in summary["runs"]}
     assert rows["eager-script"]["median_ms"] > 0 and rows["default-script"]["speedup"]

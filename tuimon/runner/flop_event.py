@@ -26,7 +26,10 @@ def emit(emitter, device: str, count) -> float:
         if device.startswith("cuda"):
             torch.cuda.empty_cache()  # an out-of-memory count: its blocks back before the steps
     try:
-        fields["peak"] = peak_bench.peak(torch, device)
+        # the peak may be measured here, in the user's run: whatever it draws, the run's random
+        # streams go on as if it had not (a script's shuffles, dropout)
+        with torch.random.fork_rng(devices=[torch.device(device)] if device.startswith("cuda") else []):
+            fields["peak"] = peak_bench.peak(torch, device)
     except Exception as exc:  # noqa: BLE001 - no peak: FLOP/s still stand
         fields["peak"] = None
         fields["peak_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

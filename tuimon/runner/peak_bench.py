@@ -73,8 +73,12 @@ def _time_mm(torch, device: str, dtype_name: str, n: int) -> float | None:
     on_cuda = device.startswith("cuda")
     dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
              "fp16": torch.float16, "fp8": torch.float32}[dtype_name]
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
+    # Its own generator: this runs inside a user's run (runner/flop_event.py, the first run on
+    # a machine), and a draw from the global one would change what that run trains on after
+    # (a script's next epoch shuffled otherwise than its other variants': issue 32's CI)
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+    b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
     if dtype_name == "fp8":
         a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn).t().contiguous().t()
         one = torch.tensor(1.0, device=device)

@@ -88,9 +88,12 @@ class FilesApart:
         self.hide = frozenset(settings.get("hide") or ())
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         tuimon = [os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
-        tuimon.append(os.path.dirname(os.environ.get(PEAK_CACHE) or ""))  # the measured peaks' own
         self.exempt = [os.path.abspath(p) for p in [*DEVICES, cache, *(settings.get("exempt") or ()),
                                                     *tuimon, *compiler_dirs()] if p]
+        # the measured peaks' file, its lock and its temporary (runner/peak_bench.py): the file,
+        # not its directory, which may be the working directory itself
+        peaks = os.environ.get(PEAK_CACHE)
+        self.peaks = os.path.abspath(peaks) if peaks else None
         self.on_outside = on_outside
         self._own: set[str] = set()  # outside paths the variant created exclusively
         self._said: set[str] = set()
@@ -135,10 +138,17 @@ class FilesApart:
         "apart" (under a directory kept apart, by its own name) or "outside"."""
         if mirror.inside(path, self.root):
             return "mirror"
-        if any(mirror.inside(path, e) for e in self.exempt):
+        if self.peaks and path.startswith(self.peaks):
             return "exempt"
-        if any(mirror.inside(path, d) for d in self.apart) and not any(
-                mirror.inside(path, h) for h in self.hide):
+        # the deeper of the two wins: a cache inside the working directory is tuimon's, a working
+        # directory inside a cache (a project under ~/.cache, --cache-dir .) is kept apart
+        exempt = max((len(e) for e in self.exempt if mirror.inside(path, e)), default=-1)
+        apart = -1
+        if not any(mirror.inside(path, h) for h in self.hide):
+            apart = max((len(d) for d in self.apart if mirror.inside(path, d)), default=-1)
+        if exempt > apart:
+            return "exempt"
+        if apart >= 0:
             return "apart"
         return "outside"
 
