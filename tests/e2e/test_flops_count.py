@@ -16,8 +16,8 @@ from torch import nn
 
 from tuimon import recipe as contract
 from tuimon.envvars import PEAK_CACHE
-from tuimon.runner.flops import backward_of, count_step
 from tuimon.runner import peak_bench
+from tuimon.runner.flops import backward_of, count_step
 from tuimon.runner.peak_bench import peak
 
 RECIPES = sorted((__import__("conftest").RECIPES).glob("*.py"))
@@ -205,10 +205,18 @@ def test_measuring_the_peak_inside_a_run_leaves_its_random_streams_alone(tmp_pat
         def emit_now(self, kind, **fields):
             said.append((kind, fields))
 
+    # and a recipe's batches as a shuffling DataLoader: the count's fresh iterator draws seeds
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(64.0)),
+                                         batch_size=8, shuffle=True)
+
+    def count():
+        flop_event.first_batch(loader)
+        return {"step": 1.0}
+
     torch.manual_seed(1234)
     expected = torch.rand(8)
     torch.manual_seed(1234)
-    flop_event.emit(Emitter(), "cpu", lambda: {"step": 1.0})
+    flop_event.emit(Emitter(), "cpu", count)
     assert said[0][1]["peak"]["cached"] is False  # measured here, not read
     assert torch.equal(torch.rand(8), expected)
     torch.manual_seed(1234)  # and the GEMMs alone, outside the guard around them

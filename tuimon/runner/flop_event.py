@@ -12,34 +12,35 @@ import torch
 
 from tuimon import events
 from tuimon.runner import peak_bench
-from tuimon.runner.flops import backward_of, count_step, eager_module
+from tuimon.runner.flops import backward_of, count_step, eager_module, random_streams_kept
 
 
 def emit(emitter, device: str, count) -> float:
     """Count (``count()``: count_step's fields), read or measure the peak, say both as one
     ``flops`` event; returns the seconds it took (kept out of a --duration)."""
     t0 = time.monotonic()
-    try:
-        fields = count()
-    except Exception as exc:  # noqa: BLE001 - said, and the run goes on uncounted
-        fields = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()  # an out-of-memory count: its blocks back before the steps
-    try:
-        # the peak may be measured here, in the user's run: whatever it draws, the run's random
-        # streams go on as if it had not (a script's shuffles, dropout)
-        with torch.random.fork_rng(devices=[torch.device(device)] if device.startswith("cuda") else []):
+    # Inside the user's run: whatever the count (a recipe's fresh DataLoader iterator draws its
+    # seeds) and the peak (measured here the first time on a machine) draw, the run's shuffles
+    # and dropout go on as if they had not
+    with random_streams_kept():
+        try:
+            fields = count()
+        except Exception as exc:  # noqa: BLE001 - said, and the run goes on uncounted
+            fields = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()  # an out-of-memory count: its blocks back before the steps
+        try:
             fields["peak"] = peak_bench.peak(torch, device)
-    except Exception as exc:  # noqa: BLE001 - no peak: FLOP/s still stand
-        fields["peak"] = None
-        fields["peak_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        except Exception as exc:  # noqa: BLE001 - no peak: FLOP/s still stand
+            fields["peak"] = None
+            fields["peak_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     emitter.emit_now(events.FLOPS, **fields)
     return time.monotonic() - t0
 
 
 def first_batch(batches):
     """A batch to count on, without taking one from the run's own cycle: a list's first, or a
-    fresh iterator's first (a DataLoader's: its generator state is put back with the rest). A
+    fresh iterator's first (a DataLoader's: the seeds it draws are put back by ``emit``). A
     one-shot iterator (``iter(b) is b``) gives none: counting would take a batch from the run."""
     if isinstance(batches, (list, tuple)):
         return batches[0] if batches else None

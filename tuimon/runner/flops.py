@@ -100,6 +100,40 @@ def _keep(t):
     return (t.to("cpu", copy=True) if t.device.type != "cpu" else t.clone()), t.device
 
 
+def random_state() -> tuple:
+    """Every random stream a training step may draw from: Python's, torch's (CPU, each CUDA
+    device's), numpy's global one (a user's augmentation)."""
+    np_state = None
+    with contextlib.suppress(ImportError):
+        import numpy as np
+
+        np_state = np.random.get_state()
+    return (random.getstate(), torch.get_rng_state(),
+            torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None, np_state)
+
+
+def set_random_state(state: tuple) -> None:
+    py, cpu, cuda, np_state = state
+    random.setstate(py)
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+    if np_state is not None:
+        import numpy as np
+
+        np.random.set_state(np_state)
+
+
+@contextlib.contextmanager
+def random_streams_kept():
+    """Whatever runs inside draws what it likes: the run's streams go on as if it had not."""
+    state = random_state()
+    try:
+        yield
+    finally:
+        set_random_state(state)
+
+
 class Snapshot:
     """What one extra training step changes, kept in host memory to be put back exactly, in
     place (the tensors the run holds stay the same objects)."""
@@ -125,13 +159,7 @@ class Snapshot:
             self.keys = list(optimizer.state.keys())
             self.groups = [{k: v for k, v in g.items() if k != "params"}
                            for g in optimizer.param_groups]
-        self.rng = (random.getstate(), torch.get_rng_state(),
-                    torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
-        self.np_rng = None
-        with contextlib.suppress(ImportError):
-            import numpy as np
-
-            self.np_rng = np.random.get_state()
+        self.rng = random_state()
 
         self.versions = [(t, t._version) for t, _ in self.tensors]
         if optimizer is not None:
@@ -172,14 +200,7 @@ class Snapshot:
         set_versions = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
         if set_versions is not None:  # torch >= 2.3: the values are as saved, and so their versions
             set_versions(tuple(t for t, _ in self.versions), tuple(v for _, v in self.versions))
-        random.setstate(self.rng[0])
-        torch.set_rng_state(self.rng[1])
-        if self.rng[2] is not None:
-            torch.cuda.set_rng_state_all(self.rng[2])
-        if self.np_rng is not None:
-            import numpy as np
-
-            np.random.set_state(self.np_rng)
+        set_random_state(self.rng)
 
 
 def eager_module(module):
