@@ -95,3 +95,37 @@ def test_the_end_counts_as_the_sessions_own_load_on_a_run_that_stepped_through_i
     s = {"stepping": ["a"], "system": {"foreign_cores": None, "ending_cores": 0.9},
          "runs": {"a": {"cpu_percent": 100.0}}}
     assert own_cores(s, "a") == 0.9 and not busy_sample(s, {})
+
+
+# /proc/stat with core 1 offline (SMT turned off leaves every other id offline): cores 0, 2, 3
+STAT = """cpu  400 0 200 1400 0 0 0 0 0 0
+cpu0 100 0 50 350 0 0 0 0 0 0
+cpu2 200 0 100 200 0 0 0 0 0 0
+cpu3 100 0 50 850 0 0 0 0 0 0
+intr 12345 0 0
+ctxt 999
+"""
+
+
+def test_cores_are_read_by_their_id_not_their_place_in_the_list():
+    from tuimon.probes.host import parse_proc_stat
+
+    got = parse_proc_stat(STAT, 100.0)
+    assert sorted(got) == [0, 2, 3]
+    assert got[2] == (3.0, 5.0)  # user + system busy, of user + system + idle
+    assert got[3] == (1.5, 10.0)
+
+
+def test_a_session_pinned_to_cores_2_and_3_reads_their_load_with_core_1_offline(monkeypatch):
+    from tuimon.probes import host
+
+    readings = iter([STAT, STAT.replace("cpu2 200 0 100 200", "cpu2 300 0 100 200")
+                     .replace("cpu3 100 0 50 850", "cpu3 100 0 50 950")])
+    monkeypatch.setattr(host, "per_core", lambda: host.parse_proc_stat(next(readings), 100.0))
+    monkeypatch.setattr(host.cores, "allowed", lambda: [2, 3])
+    probe = host.HostProbe()
+    assert probe.sample({})["system"]["cores_allowed"] == 2
+    system = probe.sample({})["system"]
+    # core 2 busy the whole second, core 3 idle: one core, where the list's index 2 (core 3)
+    # and a missing index 3 gave an idle core and no second reading
+    assert system["cores_allowed"] == 2 and system["allowed_busy"] == 1.0

@@ -45,6 +45,7 @@ negative %.
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -71,6 +72,35 @@ def _busy_total(ct) -> tuple[float, float]:
     idle + iowait is "not busy" (as psutil)."""
     total = sum(ct) - getattr(ct, "guest", 0.0) - getattr(ct, "guest_nice", 0.0)
     return total - ct.idle - getattr(ct, "iowait", 0.0), total
+
+
+def parse_proc_stat(text: str, ticks: float) -> dict[int, tuple[float, float]]:
+    """Each online core's (busy, total) seconds from /proc/stat, by the core's id (``cpu12``).
+    /proc/stat lists online cores only, so with cores offline (SMT turned off, a hot-unplugged
+    core) a list's index is not the id that CPU affinity speaks, which psutil's per-CPU list is.
+    Fields: user nice system idle iowait irq softirq steal [guest guest_nice], guest already
+    inside user (as ``_busy_total``)."""
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or not name[3:].isdigit():
+            continue
+        values = [float(v) / ticks for v in rest.split()[:8]]
+        if len(values) < 5:
+            continue
+        total = sum(values)
+        out[int(name[3:])] = (total - values[3] - values[4], total)
+    return out
+
+
+def per_core() -> dict[int, tuple[float, float]]:
+    """(busy, total) seconds of each online core, by id; psutil's list where /proc/stat is not
+    readable (not Linux), whose index is the id there."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return parse_proc_stat(f.read(), os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, AttributeError):
+        return {i: _busy_total(ct) for i, ct in enumerate(psutil.cpu_times(percpu=True))}
 
 
 def _share(before: tuple[float, float], after: tuple[float, float]) -> float | None:
@@ -136,8 +166,8 @@ class HostProbe:
         now = _busy_total(psutil.cpu_times())
         pct = None if self._last_sys is None else _share(self._last_sys, now)
         self._last_sys = now
-        per_cpu = psutil.cpu_times(percpu=True)
-        allowed = [_busy_total(per_cpu[c]) for c in self._allowed if c < len(per_cpu)]
+        by_id = per_core()
+        allowed = [by_id[c] for c in self._allowed if c in by_id]
         busy_cores = None
         if self._last_allowed is not None and len(allowed) == len(self._last_allowed):
             shares = [_share(a, b) for a, b in zip(self._last_allowed, allowed, strict=True)]
