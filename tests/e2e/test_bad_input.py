@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,16 @@ def test_cuda_requested_without_cuda(tuimon, device):
     assert proc.stderr.count("\n") == 1
     assert ("CUDA device" if torch.cuda.is_available() else "CUDA is not available") in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_compile_cache_in_the_working_directory_itself_is_refused(tuimon, tmp_path):
+    """Each variant's writes in the working directory go to its own view, Inductor's C++ builds
+    to the real path: a cache that is the working directory cannot be both."""
+    (tmp_path / "x.py").write_text("print('never run')\n")
+    proc, session = tuimon("run", "--headless", "--cache-dir", str(tmp_path), "--", sys.executable,
+                           "x.py", cache=False)
+    assert proc.returncode == 2 and session is None
+    lines = proc.stderr.strip().splitlines()
+    assert lines == ["tuimon: error: --cache-dir is the working directory, whose files tuimon keeps "
+                     "apart for each variant: give the compile cache a directory of its own (e.g. "
+                     "--cache-dir .tuimon-cache)"]

@@ -84,6 +84,12 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
+        if script is not None and not args.in_place and cache_dir.resolve() == Path.cwd().resolve():
+            # each variant's writes in the working directory go to its own view, Inductor's C++
+            # builds to the real path: one directory cannot be both (runner/script/files.py)
+            raise UsageError("--cache-dir is the working directory, whose files tuimon keeps apart "
+                             "for each variant: give the compile cache a directory of its own "
+                             "(e.g. --cache-dir .tuimon-cache)")
     warm = warm_settings(args, cache_dir)
 
     from rich.console import Console

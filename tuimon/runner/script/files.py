@@ -141,7 +141,8 @@ class FilesApart:
         if self.peaks and path.startswith(self.peaks):
             return "exempt"
         # the deeper of the two wins: a cache inside the working directory is tuimon's, a working
-        # directory inside a cache (a project under ~/.cache, --cache-dir .) is kept apart
+        # directory inside a cache (a project under ~/.cache) is kept apart (--cache-dir equal to
+        # the working directory is refused: cli/run.py)
         exempt = max((len(e) for e in self.exempt if mirror.inside(path, e)), default=-1)
         apart = -1
         if not any(mirror.inside(path, h) for h in self.hide):
