@@ -40,6 +40,31 @@ def test_the_measured_peak_against_the_datasheet(torch, tmp_path, monkeypatch):
         assert flop_s >= 0.3 * sheet, (table, precision, flop_s, sheet)
 
 
+def test_the_peak_measured_inside_a_run_leaves_its_memory_and_random_streams(torch, tmp_path,
+                                                                            monkeypatch):
+    """The first run on a machine measures the peak in its own process: its CUDA generator goes
+    on as before, and the GEMMs' blocks go back to the device (its VRAM as its siblings')."""
+    from tuimon.envvars import PEAK_CACHE
+    from tuimon.runner import flop_event
+
+    monkeypatch.setenv(PEAK_CACHE, str(tmp_path / "peaks.json"))
+    torch.cuda.init()
+    torch.cuda.manual_seed_all(7)
+    expected = torch.rand(8, device="cuda")
+    torch.cuda.manual_seed_all(7)
+    reserved = torch.cuda.memory_reserved(0)
+    said = []
+
+    class Emitter:
+        def emit_now(self, kind, **fields):
+            said.append(fields)
+
+    flop_event.emit(Emitter(), "cuda:0", lambda: {"step": 1.0})
+    assert said[0]["peak"]["cached"] is False
+    assert torch.equal(torch.rand(8, device="cuda"), expected)
+    assert torch.cuda.memory_reserved(0) <= reserved + (64 << 20), (reserved, torch.cuda.memory_reserved(0))
+
+
 def test_precision_read_off_the_ops(torch):
     from torch import nn
 

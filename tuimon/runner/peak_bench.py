@@ -147,6 +147,10 @@ def measure(torch, device: str) -> dict:
     finally:
         if tf32 is not None:
             torch.backends.cuda.matmul.allow_tf32 = tf32
+        if on_cuda:
+            # measured inside a run (its first on this machine): the GEMMs' ~1 GB of blocks back
+            # to the device, or that run's VRAM would read higher than its other variants'
+            torch.cuda.empty_cache()
     out = {"peaks": peaks, "sizes": list(sizes), "seconds": round(time.perf_counter() - t0, 3),
            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if per_thread:
