@@ -2,15 +2,16 @@
 
     PYTHONPATH=. .venv/bin/python bench/hot_path.py [--steps N] [--rounds R] [--device D] [--profile]
 
-The runner's loop (``loop.run``) drives a step that does nothing (its forward returns a
-preallocated loss tensor, its backward and optimizer do nothing; the step still marks where each
-part ends, for the step's phases), set up as ``python -m tuimon.runner`` sets it up: events
-written to /dev/null by the runner's Emitter, a control pipe polled at every step boundary (its
-write end held open, nothing sent), an idle profiler, a compile watch. A bare loop calls the
-same no-op step (and detaches the loss, as the trainer's step does). Blocks of steps alternate;
-the difference per step is what tuimon costs around a step: the clocks, the batch hand-over,
-the phases' marks, the loss capture, the bookkeeping, the control poll, the flush checks, and
-the building and encoding of the step events (paid at each flush, counted here per step).
+The runner's loop (runner/recipe_loop.py, on the step engine) drives a step that does nothing
+(its forward returns a preallocated loss tensor, its backward and optimizer do nothing; the step
+still marks where each part ends, for the step's phases), set up as ``python -m tuimon.runner``
+sets it up: events written to /dev/null by the runner's Emitter, a control pipe polled at every
+step boundary (its write end held open, nothing sent), an idle profiler, a compile watch. A bare
+loop calls the same no-op step (and detaches the loss, as the trainer's step does). Blocks of
+steps alternate; the difference per step is what tuimon costs around a step: the clocks, the
+batch hand-over, the phases' marks, the loss capture, the bookkeeping, the control poll, the
+flush checks, and the building and encoding of the step events (paid at each flush, counted here
+per step).
 
 Prints the median over the rounds of (instrumented - bare) per step, in µs. ``--phases``: the
 step's phases alone, the loop splitting each step against the same loop with a step that marks
@@ -34,11 +35,10 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # appended: a PYTHONPATH tuimon (another checkout) wins
 
 import torch  # noqa: E402
+from runner_api import control_lines, train  # noqa: E402
+from runner_api import trainer as runner_trainer  # noqa: E402
 
 from tuimon.recipe import Recipe  # noqa: E402
-from tuimon.runner import loop  # noqa: E402
-from tuimon.runner.compile_watch import CompileWatch  # noqa: E402
-from tuimon.runner.control import Control  # noqa: E402
 from tuimon.runner.emitter import Emitter  # noqa: E402
 from tuimon.runner.profiling import Profiler  # noqa: E402
 
@@ -62,10 +62,10 @@ def bare_step(batch):
     return no_op_step(batch).detach()
 
 
-def trainer(r: Recipe, steps: int) -> loop.Trainer:
+def trainer(r: Recipe, steps: int):
     """The runner's step (``Trainer.step``: its parts, each end marked for the step's phases)
     with parts that do nothing: the recipe's work is nothing, what is left is tuimon's."""
-    t = loop.Trainer(r, DEVICE, loop.LoopSettings("eager", "fp32", steps, None, 1))
+    t = runner_trainer(r, DEVICE, steps)
     t.forward = no_op_step
     t.backward = lambda loss: None
     t.optimize = lambda: None
@@ -77,13 +77,13 @@ def instrumented(r: Recipe, steps: int, sink: int, phases: bool = True) -> float
     ``phases`` False: the step marks nothing (the bare loop's step), so the loop splits none."""
     read_fd, write_fd = os.pipe()
     try:
-        control = Control(read_fd)
+        control = control_lines(read_fd)
         profiler = Profiler(device_type=DEVICE.split(":")[0], model=r.model, compiled=False, run="bench")
         t = trainer(r, steps)
         if not phases:
             t.step = bare_step
         start = time.perf_counter()
-        loop.run(t, Emitter(sink, "bench"), CompileWatch(), control, profiler)
+        train(t, Emitter(sink, "bench"), steps, control=control, profiler=profiler)
         return time.perf_counter() - start
     finally:
         os.close(write_fd)

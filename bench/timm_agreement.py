@@ -20,7 +20,7 @@ other jobs slow down hits every method alike; the load average and the CPU press
   steps). It is loaded as a module so that its clock can be recorded too: the median comes from
   the same perf_counter pairs its mean is made of;
 - C, Timer: a fresh process builds the recipe as the runner does (seeded, train mode,
-  tuimon.runner.loop.Trainer) and times tuimon's timed region (next batch, ``Trainer.step``,
+  tuimon.runner.trainer.Trainer) and times tuimon's timed region (next batch, ``Trainer.step``,
   ``float(loss)``) with ``torch.utils.benchmark.Timer(..., num_threads=torch.get_num_threads())``
   (Timer's default is ONE thread), ``timeit(25)`` after 3 steps by hand (timeit adds 2 of its
   own): the mean of steps 5-29.
@@ -229,8 +229,9 @@ def build_trainer(extra: dict | None = None, classes: int | None = None):
 
     sys.path.insert(0, str(ROOT))
     from tuimon import recipe as contract
-    from tuimon.runner import loop
     from tuimon.runner.seeding import seed_everything
+    from tuimon.runner.steps import BatchCycle
+    from tuimon.runner.trainer import Trainer
 
     module = contract.load_module(RECIPE)
     extra = dict(extra or {})
@@ -241,8 +242,7 @@ def build_trainer(extra: dict | None = None, classes: int | None = None):
     recipe = contract.validate(module.build(cfg), RECIPE)
     recipe.model.to("cpu")
     recipe.model.train()
-    settings = loop.LoopSettings("eager", "fp32", WARMUP + TIMED, None, WARMUP)
-    return loop.Trainer(recipe, "cpu", settings), loop.BatchCycle(recipe.batches).next
+    return Trainer(recipe, "cpu"), BatchCycle(recipe.batches).next
 
 
 def one_timer() -> dict:
@@ -252,7 +252,7 @@ def one_timer() -> dict:
     trainer, next_batch = build_trainer()
     step = trainer.step
 
-    def tuimon_step():  # what tuimon's clock holds on CPU (loop.run's plain path)
+    def tuimon_step():  # what tuimon's clock holds on CPU (runner/recipe_loop.py's plain path)
         float(step(next_batch()))
 
     for _ in range(WARMUP - 2):

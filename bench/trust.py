@@ -21,7 +21,6 @@ Set PYTHONPATH to another checkout to measure its tuimon with this script (e.g. 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import statistics
@@ -36,11 +35,10 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # appended: a PYTHONPATH tuimon (another checkout) wins
 
 import torch  # noqa: E402
+from runner_api import control_lines, train  # noqa: E402
+from runner_api import trainer as runner_trainer  # noqa: E402
 
 from tuimon.recipe import Config, Recipe, load_module  # noqa: E402
-from tuimon.runner import loop  # noqa: E402
-from tuimon.runner.compile_watch import CompileWatch  # noqa: E402
-from tuimon.runner.control import Control  # noqa: E402
 from tuimon.runner.emitter import Emitter  # noqa: E402
 from tuimon.runner.profiling import Profiler  # noqa: E402
 
@@ -75,8 +73,8 @@ def spin_recipe(ms: float, device: str = "cpu", per_ms: float = 0.0) -> Recipe:
     return Recipe(w, torch.optim.SGD(w.parameters(), lr=0.0), None, [batch], forward_loss=forward_loss)
 
 
-def trainer_for(recipe: Recipe, steps: int, device: str = "cpu") -> loop.Trainer:
-    return loop.Trainer(recipe, device, loop.LoopSettings("eager", "fp32", steps, None, 1))
+def trainer_for(recipe: Recipe, steps: int, device: str = "cpu"):
+    return runner_trainer(recipe, device, steps)
 
 
 def sync(device: str) -> None:
@@ -84,34 +82,23 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-# A tuimon whose loop counts FLOPs before its first step (issue 35): counted here as the runner
-# does (runner/__main__.py), its own seconds taken out: the steps' time is what is compared.
-COUNTS = "first" in inspect.signature(loop.run).parameters
+COUNTS = True  # the FLOP count before the first step, as the runner's (--no-flops: none)
 
 
 def instrumented(recipe: Recipe, steps: int, fd: int, device: str = "cpu") -> float:
+    """Seconds for ``steps`` steps of the runner's loop, set up as the runner sets it up; the
+    FLOP count before the first step (issue 35) as the runner counts it, its own seconds left out:
+    the steps' time is what is compared."""
     trainer = trainer_for(recipe, steps, device)
     read_fd, write_fd = os.pipe()  # the parent's control line, kept open, nothing sent
     try:
-        control = Control(read_fd)
         profiler = Profiler(device_type=device, model=recipe.model, compiled=False, run="bench")
-        emitter = Emitter(fd, "bench")
-        counted = [0.0]
-        more = {}
-        if COUNTS:
-            from tuimon.runner import flop_event
-
-            def first() -> float:
-                counted[0] = flop_event.emit(emitter, device, lambda: flop_event.recipe_count(
-                    trainer, loop.mover(device)))
-                return counted[0]
-
-            more["first"] = first
         sync(device)
         t = time.perf_counter()
-        loop.run(trainer, emitter, CompileWatch(), control, profiler, **more)
+        counted = train(trainer, Emitter(fd, "bench"), steps, control=control_lines(read_fd),
+                        profiler=profiler, count_flops=COUNTS)
         sync(device)
-        return time.perf_counter() - t - counted[0]
+        return time.perf_counter() - t - counted
     finally:
         os.close(write_fd)
         os.close(read_fd)
@@ -169,7 +156,7 @@ def fidelity(steps: int = 3000, device: str = "cpu") -> None:
     torch.manual_seed(0)
     recipe = module.build(Config(device=device, batch_size=32, image_size=0))
     with tempfile.TemporaryFile() as f:
-        loop.run(trainer_for(recipe, steps, device), Emitter(f.fileno(), "bench"), CompileWatch())
+        train(trainer_for(recipe, steps, device), Emitter(f.fileno(), "bench"), steps)
         f.seek(0)
         ms = [e["ms"] for e in map(json.loads, f.read().decode().splitlines())
               if e["type"] == "step" and e["i"] >= 100]

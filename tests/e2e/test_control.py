@@ -21,7 +21,7 @@ from conftest import TEST_RECIPES
 from tuimon import events
 from tuimon.analysis.stats import summarize
 from tuimon.control.supervisor import Plan, Supervisor
-from tuimon.runner.control import EOF, Control
+from tuimon.runner.control_lines import EOF, ControlLines
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore
 from tuimon.settings import RunSettings
@@ -100,7 +100,7 @@ def contiguous(steps: list[dict]) -> bool:
 def test_control_check_costs_microseconds():
     r, w = os.pipe()
     try:
-        control = Control(r)
+        control = ControlLines(r)
         n = 20000
         t0 = time.perf_counter()
         for _ in range(n):
@@ -120,7 +120,7 @@ def test_control_check_costs_microseconds():
     finally:
         os.close(w)
     assert control.poll() == EOF and control.fd is None  # the parent is gone
-    assert Control(None).poll() is None and Control(None).wait() == EOF
+    assert ControlLines(None).poll() is None and ControlLines(None).wait() == EOF
 
 
 def spawn_runner(**settings):

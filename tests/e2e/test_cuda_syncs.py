@@ -86,19 +86,20 @@ def test_the_mode_catches_a_sync_in_tuimons_own_work(cuda, monkeypatch):
     from test_profiling import ListEmitter
 
     from tuimon.recipe import Recipe
-    from tuimon.runner import loop
-    from tuimon.runner.compile_watch import CompileWatch
+    from tuimon.runner import recipe_loop
+    from tuimon.runner.steps import LossReader
     from tuimon.runner.syncdebug import SyncGuard
+    from tuimon.runner.trainer import Trainer
 
     torch = cuda
     model = torch.nn.Linear(8, 2).cuda()
     recipe = Recipe(model, torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.CrossEntropyLoss(),
                     [(torch.randn(4, 8, device="cuda"), torch.randint(0, 2, (4,), device="cuda"))])
-    trainer = loop.Trainer(recipe, "cuda", loop.LoopSettings("eager", "fp32", 5, None, 0))
-    monkeypatch.setattr(loop.LossReader, "capture", lambda self, i, loss: float(loss))
+    trainer = Trainer(recipe, "cuda")
+    monkeypatch.setattr(LossReader, "capture", lambda self, i, loss: float(loss))
     before = torch.cuda.get_sync_debug_mode()
     with pytest.raises(RuntimeError, match="synchroniz"):
-        loop.run(trainer, ListEmitter(), CompileWatch(), guard=SyncGuard(torch.cuda, "error"))
+        recipe_loop.train_steps(trainer, ListEmitter(), 5, guard=SyncGuard(torch.cuda, "error"))
     assert torch.cuda.get_sync_debug_mode() == before  # given back even when the step fails
 
 

@@ -21,13 +21,13 @@ from test_units import FakeCuda, FakeEvent
 
 from tuimon import events
 from tuimon.recipe import Recipe
-from tuimon.runner import loop
 from tuimon.runner import phases as phases_mod
-from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner import recipe_loop
 from tuimon.runner.emitter import Emitter, ph_us
 from tuimon.runner.phases import BACKWARD, DATA, FORWARD, OPTIMIZER, Timeline
 from tuimon.runner.script.phases import ForwardTimer
 from tuimon.runner.timing import CudaClock
+from tuimon.runner.trainer import Trainer
 
 PY = sys.executable
 
@@ -155,8 +155,7 @@ def fake_clock_recipe() -> Recipe:
 
 def test_the_loop_splits_each_step_exactly_on_a_fake_clock(clock):
     emitter = ListEmitter()
-    trainer = loop.Trainer(fake_clock_recipe(), "cpu", loop.LoopSettings("eager", "fp32", 12, None, 2))
-    loop.run(trainer, emitter, CompileWatch())
+    recipe_loop.train_steps(Trainer(fake_clock_recipe(), "cpu"), emitter, 12, 2)
     steps = [e for e in emitter.events if e["type"] == events.STEP]
     assert len(steps) == 12
     for s in steps:
@@ -170,7 +169,7 @@ def test_a_stand_in_step_that_marks_nothing_has_no_split():
 
     emitter = ListEmitter()
     loss = torch.zeros(())
-    loop.run(tiny_trainer(10, step=lambda batch: loss), emitter, CompileWatch())
+    recipe_loop.train_steps(tiny_trainer(step=lambda batch: loss), emitter, 10, 3)
     steps = [e for e in emitter.events if e["type"] == events.STEP]
     assert steps and all("ph" not in s for s in steps)
 
@@ -190,8 +189,7 @@ def sleepy_recipe(ms: float) -> Recipe:
 
 def test_a_real_recipes_phases_sum_to_its_step_within_a_few_percent():
     emitter = ListEmitter()
-    trainer = loop.Trainer(sleepy_recipe(4.0), "cpu", loop.LoopSettings("eager", "fp32", 40, None, 5))
-    loop.run(trainer, emitter, CompileWatch())
+    recipe_loop.train_steps(Trainer(sleepy_recipe(4.0), "cpu"), emitter, 40, 5)
     steps = [e for e in emitter.events if e["type"] == events.STEP and e["phase"] == "steady"]
     assert len(steps) == 35
     assert all(len(s["ph"]) == 4 and None not in s["ph"] for s in steps)

@@ -24,10 +24,11 @@ from tuimon.analysis.stats import is_measured, summarize
 from tuimon.cli.args import window_arg
 from tuimon.control.supervisor import Plan, Supervisor, check_profile_options
 from tuimon.report import table
-from tuimon.runner import loop
+from tuimon.runner import recipe_loop
 from tuimon.runner.compile_watch import CompileWatch
-from tuimon.runner.control import Control
+from tuimon.runner.control_lines import ControlLines
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.engine import CaptureWindow, StepEngine
 from tuimon.runner.profiling import (
     Ev,
     Options,
@@ -39,6 +40,7 @@ from tuimon.runner.profiling import (
     parse_command,
 )
 from tuimon.runner.profiling.kineto_log import KinetoLog
+from tuimon.runner.trainer import Trainer
 from tuimon.sessiondir import store
 from tuimon.sessiondir.store import SessionStore
 from tuimon.settings import RunSettings
@@ -82,14 +84,14 @@ def train(recipe, steps, tmp_path=None, at=None, window=(1, 2, 3), backward=Fals
           control=None, compiled=False):
     """Run the real loop in this process; returns (events, profiler). ``compiled`` only tells the
     profiler the variant is compiled (the model runs eager: no compile in the test process)."""
-    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", steps, None, 0))
+    trainer = Trainer(recipe, "cpu")
     emitter = ListEmitter()
     profiler = Profiler(device_type="cpu", model=recipe.model, compiled=compiled,
                         defaults=Options(*window, backward), at_step=at,
                         out_dir=str(tmp_path) if tmp_path else None, run="t")
     for options in requests:
         profiler.request(options)
-    loop.run(trainer, emitter, CompileWatch(), control, profiler)
+    recipe_loop.train_steps(trainer, emitter, steps, control=control, profiler=profiler)
     emitter.flush()
     return emitter.events, profiler
 
@@ -243,10 +245,10 @@ def test_the_profilers_own_lines_stay_out_of_the_runs_log(capfd):
             super().emit_step(*args, **kw)
 
     recipe = build(ITEM)
-    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", 6, None, 0))
+    trainer = Trainer(recipe, "cpu")
     profiler = Profiler(device_type="cpu", model=recipe.model, compiled=False, defaults=Options(0, 1, 2))
     profiler.request({})
-    loop.run(trainer, Loud(), CompileWatch(), None, profiler)
+    recipe_loop.train_steps(trainer, Loud(), 6, profiler=profiler)
     err = capfd.readouterr().err
     assert "profiler_start" not in err and "USDT" not in err and "gpuGetDeviceCount" not in err, err
     assert err.count("the script's own line") == 6
@@ -264,7 +266,7 @@ def test_a_pause_inside_a_window_ends_the_capture_with_what_it_recorded():
     try:
         # Read one line per step boundary: profile at 0, pause (and resume at once) at 1.
         os.write(w, b'profile {"wait": 0, "warmup": 0, "active": 4}\npause\nresume\n')
-        evs, profiler = train(build(ITEM), 6, control=Control(r))
+        evs, profiler = train(build(ITEM), 6, control=ControlLines(r))
     finally:
         os.close(w)
     done = of(evs, events.PROFILE, state="done")
@@ -307,8 +309,9 @@ def test_options_and_control_lines():
         with pytest.raises(argparse.ArgumentTypeError):
             window_arg(bad)
     emitter = ListEmitter()
-    loop._profile_request('profile {"active": 0}', emitter, Profiler(device_type="cpu", model=None,
-                                                                    compiled=False))
+    engine = StepEngine(RunSettings.make(), emitter, ControlLines(None), CompileWatch())
+    engine.add(CaptureWindow(Profiler(device_type="cpu", model=None, compiled=False))).start(engine)
+    engine.profile_request('profile {"active": 0}')
     assert emitter.events[0]["state"] == "failed" and "active" in emitter.events[0]["error"]
 
 

@@ -204,21 +204,22 @@ def test_a_first_optimizer_step_still_compiling_is_no_missing_step():
     """The no-step line watches the clock from the start; a compile under way (a script that
     compiles its optimizer step, a big model's first forward) is not "no optimizer step"."""
     from tuimon.runner.compile_watch import CompileWatch
-    from tuimon.runner.control import Control
+    from tuimon.runner.control_lines import ControlLines
     from tuimon.runner.emitter import Emitter
+    from tuimon.runner.script.ending import no_step_yet
     from tuimon.runner.script.steps import ScriptSteps
 
     watch = CompileWatch()
     run = ScriptSteps(RunSettings.make(mode="default", precision="script"), Emitter(None, "r"),
-                      Control(None), watch)
-    run._booted -= 5.0  # started 5 s ago
+                      ControlLines(None), watch)
+    run.booted_at -= 5.0  # started 5 s ago
     watch._start()
-    assert run.no_step_yet(2.0) is None  # compiling for 5 s: not known yet
+    assert no_step_yet(run, 2.0) is None  # compiling for 5 s: not known yet
     watch._since -= 4.0
     watch._end()  # a 4 s compile: 1 s without a step
-    assert run.no_step_yet(2.0) is None
-    run._booted -= 2.0
-    assert run.no_step_yet(2.0) is True  # 3 s past the compile
+    assert no_step_yet(run, 2.0) is None
+    run.booted_at -= 2.0
+    assert no_step_yet(run, 2.0) is True  # 3 s past the compile
 
 
 def test_a_compiled_optimizer_step_does_not_trace_tuimons_hook(tuimon):

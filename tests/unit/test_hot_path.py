@@ -18,10 +18,11 @@ from test_units import FakeCuda, FakeEvent
 
 from tuimon import events
 from tuimon.recipe import Recipe
-from tuimon.runner import loop
-from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner import engine as engine_mod
+from tuimon.runner import recipe_loop
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.timing import CudaClock
+from tuimon.runner.trainer import Trainer
 
 
 def dict_line(run: str, **fields) -> str:
@@ -60,13 +61,13 @@ def test_odd_values_take_the_dict_path_and_encode_as_before(odd, tmp_path):
         assert f.read().decode() == dict_line("r", **fields)  # NaN and inf: null
 
 
-def tiny_trainer(steps: int, warmup: int = 3, step=None) -> loop.Trainer:
+def tiny_trainer(step=None) -> Trainer:
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 2)
     batches = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(3)]
     recipe = Recipe(model, torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.CrossEntropyLoss(),
                     batches)
-    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", steps, None, warmup))
+    trainer = Trainer(recipe, "cpu")
     if step is not None:
         trainer.step = step
     return trainer
@@ -78,15 +79,16 @@ def test_the_loop_sends_the_same_events_through_lines_and_through_dicts(tmp_path
     the clocks'."""
     with open(tmp_path / "events", "wb+") as f:
         emitter = Emitter(f.fileno(), "t", interval=0.0)  # a flush at every step boundary
-        loop.run(tiny_trainer(40), emitter, CompileWatch())
+        recipe_loop.train_steps(tiny_trainer(), emitter, 40, 3)
         f.seek(0)
         lines = [json.loads(line) for line in f.read().decode().splitlines()]
     spy = ListEmitter()
     spy.interval = 0.0
-    loop.run(tiny_trainer(40), spy, CompileWatch())
+    recipe_loop.train_steps(tiny_trainer(), spy, 40, 3)
     dicts = [json.loads(events.encode(e)) for e in spy.events]
     assert [e["type"] for e in lines] == [e["type"] for e in dicts]
-    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt", "ph"}  # minflt: the process's page faults so far
+    # minflt: the process's page faults so far; seconds: the run's, in finished
+    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt", "ph", "seconds"}
     for a, b in zip(lines, dicts, strict=True):
         assert list(a) == list(b)
         assert {k: v for k, v in a.items() if k not in clocks} == {
@@ -98,11 +100,11 @@ def test_the_loop_sends_the_same_events_through_lines_and_through_dicts(tmp_path
 
 
 def test_a_full_ring_flushes_and_loses_no_step(monkeypatch):
-    monkeypatch.setattr(loop, "RING", 16)
+    monkeypatch.setattr(engine_mod, "RING", 16)
     emitter = ListEmitter()
     emitter.interval = 1e9  # never due by the clock: only the full ring flushes
     loss = torch.zeros(())
-    loop.run(tiny_trainer(100, step=lambda batch: loss), emitter, CompileWatch())
+    recipe_loop.train_steps(tiny_trainer(step=lambda batch: loss), emitter, 100, 3)
     steps = [e for e in emitter.events if e["type"] == events.STEP]
     assert [e["i"] for e in steps] == list(range(100))
     memory = [n for n, e in enumerate(emitter.events) if e["type"] == events.MEMORY]
@@ -117,7 +119,7 @@ def test_a_step_costs_a_bounded_number_of_calls_and_builds_no_event():
 
     def calls(n_steps: int) -> int:
         emitter = Emitter(None, "t", interval=1e9)  # steps stay in the ring until the end
-        trainer = tiny_trainer(n_steps, step=lambda batch: loss)
+        trainer = tiny_trainer(step=lambda batch: loss)
         seen = [0]
         counts.clear()
 
@@ -129,7 +131,7 @@ def test_a_step_costs_a_bounded_number_of_calls_and_builds_no_event():
 
         sys.setprofile(hook)
         try:
-            loop.run(trainer, emitter, CompileWatch())
+            recipe_loop.train_steps(trainer, emitter, n_steps, 3)
         finally:
             sys.setprofile(None)
         return seen[0]

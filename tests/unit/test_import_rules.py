@@ -44,8 +44,8 @@ def test_the_ui_and_the_command_line_start_without_matplotlib():
 
 
 def test_runner_does_not_import_textual():
-    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.loop, tuimon.runner.profiling,"
-                           " tuimon.runner.script.hooks, tuimon.runner.script.steps,"
+    loaded = modules_after("import tuimon.runner.__main__, tuimon.runner.recipe_loop, tuimon.runner.engine,"
+                           " tuimon.runner.profiling, tuimon.runner.script.hooks, tuimon.runner.script.steps,"
                            " tuimon.runner.script.compile_modes, tuimon.runner.torch_facts")
     assert "textual" not in loaded and "torch" in loaded
     assert {"tuimon.runner.profiling.analysis", "tuimon.runner.profiling.capture",

@@ -1,4 +1,4 @@
-"""The recipe loop's CUDA path with memory per phase, without a GPU: the real ``loop.run`` on a
+"""The recipe loop's CUDA path with memory per phase, without a GPU: the real step engine on a
 real (CPU) model whose forward, backward and optimizer step allocate in a fake CUDA allocator,
 its step clock on fake CUDA events. Steps 3 and 4 are read at the trainer's marks, said as
 ``mem: 1`` and a ``memory_phases`` event; the flush window's peaks survive; nothing syncs; the
@@ -14,11 +14,17 @@ from test_units import FakeEvent
 
 from tuimon import events
 from tuimon.recipe import Recipe
-from tuimon.runner import loop
+from tuimon.runner import engine as engine_mod
+from tuimon.runner import recipe_loop
 from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner.control_lines import ControlLines
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.engine import StepEngine
+from tuimon.runner.memory_phases import MemoryStep
 from tuimon.runner.steps import LossReader
 from tuimon.runner.syncdebug import SyncGuard
+from tuimon.runner.trainer import Trainer
+from tuimon.settings import RunSettings
 
 
 class Collecting(Emitter):
@@ -72,18 +78,24 @@ def test_the_loop_reads_memory_per_phase_on_two_steps_kept_apart(monkeypatch):
     fake.current_device = lambda: 0
     FakeEvent.recorded, FakeEvent.completed_upto, FakeEvent.syncs = [], 10**9, 0  # the GPU keeps up
     Saved.fake = FakeSGD.fake = fake
-    monkeypatch.setattr(loop, "torch", types.SimpleNamespace(cuda=fake, device=torch.device))
-    monkeypatch.setattr(loop, "LossReader", lambda on_cuda, n: LossReader(False, n))
-    monkeypatch.setattr(loop, "mover", lambda device: lambda batch: batch)
-    monkeypatch.setattr(loop, "peak_memory", lambda device: {"peak_rss": 1})
+    monkeypatch.setattr(engine_mod, "torch", types.SimpleNamespace(cuda=fake, get_num_threads=lambda: 1))
+    monkeypatch.setattr(engine_mod, "LossReader", lambda on_cuda, n: LossReader(False, n))
+    monkeypatch.setattr(engine_mod, "device_name", lambda _torch, device: "fake H100")
+    monkeypatch.setattr(engine_mod, "versions", lambda _torch: {})
+    monkeypatch.setattr(recipe_loop, "mover", lambda device: lambda batch: batch)
+    monkeypatch.setattr(engine_mod, "peak_memory", lambda device: {"peak_rss": 1})
     model = torch.nn.Linear(8, 2)
     recipe = Recipe(model, FakeSGD(model.parameters(), lr=0.1), None,
                     [(torch.randn(4, 8), torch.randint(0, 2, (4,)))],
                     forward_loss=lambda m, x, y: torch.nn.functional.cross_entropy(Saved.apply(m(x)), y))
-    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", 8, None, 1))
+    trainer = Trainer(recipe, "cpu")
     trainer.device, trainer.device_type = "cuda:0", "cuda"  # its loop takes the CUDA path
     emitter = Collecting()
-    assert loop.run(trainer, emitter, CompileWatch(), None, None, SyncGuard(fake, "error")) == "steps"
+    engine = StepEngine(RunSettings.make(steps=8, warmup="1"), emitter, ControlLines(None), CompileWatch())
+    engine.add(MemoryStep(fake, 0, compiled=False))
+    engine.open("cuda:0", True, {}, SyncGuard(fake, "error"))
+    assert recipe_loop.run(trainer, engine) == "steps"
+    engine.finish("steps")
 
     steps = [e for e in emitter.events if e["type"] == events.STEP]
     assert [e["i"] for e in steps if e.get("mem")] == [3, 4]

@@ -9,7 +9,7 @@ import types
 import pytest
 
 from tuimon.runner import memory_phases
-from tuimon.runner.memory_phases import NEVER, PhaseMemory, graph_pool, measured_step
+from tuimon.runner.memory_phases import NEVER, PhaseMemory, graph_pool
 from tuimon.runner.syncdebug import SyncGuard
 
 MiB = 2**20
@@ -78,6 +78,22 @@ class FakeTrainer:
         c.free(self.grads)  # zero_grad(set_to_none=True)
         self.mark()
         return 1.0
+
+
+def measured_step(trainer, mem, batch, guard=None):
+    """A recipe's measured step as the step engine runs it (memory_phases.MemoryStep): the
+    allocator read as it begins, at its boundary (tuimon's work), and at each of the trainer's
+    marks, through ``PhaseMemory.marker``."""
+    guard = guard or SyncGuard(None, None)
+    guard.ours()
+    mem.begin()
+    guard.theirs()
+    mark = trainer.mark
+    trainer.mark = mem.marker(mark, guard)
+    try:
+        return trainer.step(batch)
+    finally:
+        trainer.mark = mark
 
 
 def test_each_phase_has_its_peak_read_without_a_sync():

@@ -12,10 +12,10 @@ from test_profiling import ListEmitter
 
 from tuimon import events
 from tuimon.recipe import Recipe
-from tuimon.runner import loop
-from tuimon.runner.compile_watch import CompileWatch
+from tuimon.runner import recipe_loop
 from tuimon.runner.profiling import Options, Profiler
 from tuimon.runner.syncdebug import ENV, SyncGuard
+from tuimon.runner.trainer import Trainer
 
 
 class FakeCuda:
@@ -86,7 +86,7 @@ def test_the_loop_checks_its_own_work_not_the_recipes_step_nor_a_capture():
 
     recipe = Recipe(model, torch.optim.SGD(model.parameters(), lr=0.1), None,
                     [(torch.randn(4, 8), torch.randint(0, 2, (4,)))], forward_loss=forward_loss)
-    trainer = loop.Trainer(recipe, "cpu", loop.LoopSettings("eager", "fp32", 12, None, 0))
+    trainer = Trainer(recipe, "cpu")
     emitted: list[tuple[dict, int]] = []
 
     class Spy(ListEmitter):
@@ -101,13 +101,14 @@ def test_the_loop_checks_its_own_work_not_the_recipes_step_nor_a_capture():
                            defaults=Options(0, 1, 2, False), at_step=5)
     emitter = Spy()
     started = time.monotonic()
-    assert loop.run(trainer, emitter, CompileWatch(), None, profiler, SyncGuard(fake, "error")) == "steps"
+    assert recipe_loop.train_steps(trainer, emitter, 12, profiler=profiler,
+                                   guard=SyncGuard(fake, "error")) == "steps"
     assert time.monotonic() - started < 60
 
     assert forward_modes == [0] * 12  # the recipe's step: the mode it found
     assert profiler.modes and set(profiler.modes.values()) == {0}  # a capture ends with a sync
     checked = {e["i"] for e, mode in emitted if e["type"] == events.STEP and mode == 2}
-    assert checked == set(range(12)) - set(profiler.modes)  # every other step's bookkeeping
+    assert checked == set(range(12))  # every step's bookkeeping, a recorded one's too
     assert fake.mode == 0  # restored when the loop ends
     warning = next(e for e, _ in emitted if e["type"] == events.WARNING)
     assert warning["text"].startswith(f"{ENV}=error: ")

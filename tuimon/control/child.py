@@ -66,7 +66,7 @@ class Child:
         program = settings.program
         if job is None:
             process = Process(event_fd=event_w, control_fd=control_r)
-        else:  # a rank's events go to its own connection (runner/rank_link.py)
+        else:  # a rank's events go to its own connection (runner/link.py)
             process = Process(channel=job["path"], token=job["token"])
         if not program.is_script:
             cmd = ([sys.executable, "-m", "tuimon.runner"] if job is None

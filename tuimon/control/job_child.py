@@ -197,7 +197,7 @@ class JobChild(Child):
             if self.intent != "pause":
                 return False
             # A pause called off before every rank got there: those paused resume, the others
-            # drop the step they were heading for (runner/loop.py obey).
+            # drop the step they were heading for (runner/engine.py _obey).
             self.intent = self.target = self.first_paused = None
             return self._broadcast(["resume"])
         at, lines = self.settled, []

@@ -4,7 +4,7 @@ two JSON objects on one line were seen).
 
 A Unix socket in a private directory (``mkdtemp``: 0700, a short path under the system's temp
 directory, whatever the session's path). A rank's first line is its ``hello`` (runner/
-rank_link.py): the run's token (each run gets its own, handed to its ranks in their settings),
+link.py): the run's token (each run gets its own, handed to its ranks in their settings),
 its rank, pid and host. A connection whose peer is another user, or whose hello names no token
 of this session, is closed. After the hello the rank's events come as JSON lines and its control
 lines go back on the same connection (``RankConn.send``, never blocking the supervisor).

@@ -5,7 +5,7 @@ supervisor hands it to every child (control/child.py): nothing is parsed here.
 
 Started by torchrun as one rank of a job (``tuimon RECIPE --nproc N``; its settings name the
 session's rank socket), it talks to the supervisor over its own rank channel instead
-(runner/rank_link.py), joins the job's process group and trains a DistributedDataParallel model
+(runner/link.py), joins the job's process group and trains a DistributedDataParallel model
 on its shard of the batches (runner/distributed.py)."""
 
 from __future__ import annotations
@@ -17,20 +17,22 @@ import os
 import signal
 import sys
 import threading
-import time
 import traceback
 from typing import NoReturn
 
 from tuimon import events, failures, fixes
 from tuimon.envvars import SETTINGS as SETTINGS_ENV
-from tuimon.runner.control import Control
-from tuimon.runner.crash import cuda_memory, recipe_frame
-from tuimon.runner.device import SetupError, device_name, resolve_device
-from tuimon.runner.emitter import Emitter
-from tuimon.runner.orphan import watch_parent
-from tuimon.runner.rank_link import connect, identity
+from tuimon.runner import recipe_loop
+from tuimon.runner.compile_watch import listen
+from tuimon.runner.crash import recipe_frame
+from tuimon.runner.device import SetupError, resolve_device
+from tuimon.runner.engine import CaptureWindow, StepEngine, emit_failure
+from tuimon.runner.flop_event import RecipeFlops
+from tuimon.runner.link import identity, open_link
+from tuimon.runner.memory_phases import MemoryStep, device_index
 from tuimon.runner.seeding import seed_everything
-from tuimon.runner.torch_env import TorchTooOld, absolute, absolute_paths, check_version, versions
+from tuimon.runner.torch_env import TorchTooOld, absolute, absolute_paths, check_version
+from tuimon.runner.trainer import Trainer, param_count
 from tuimon.settings import RunSettings
 from tuimon.variants import compiles_optimizer, model_mode
 
@@ -50,77 +52,91 @@ def main(settings: RunSettings | None = None) -> int:
         print(f"python -m tuimon.runner: no {SETTINGS_ENV} in the environment (tuimon starts it)",
               file=sys.stderr)
         return 2
-    recipe_path = s.program.recipe
-    profile_dir = absolute(s.profile.profile_dir)
     faulthandler.enable()  # a segfault in a kernel still leaves Python stacks in the run's log
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `dump`: stacks of a live runner
     ident = identity() if s.process.channel else None  # a rank of a job
-    if ident is None:
-        watch_parent()  # a supervisor killed while this run is stuck in a step: do not outlive it
-        emitter = Emitter(s.process.event_fd, s.run)
-        control = Control(s.process.control_fd)
-    else:
-        watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor behind it
-        sock = connect(s.process.channel, s.process.token, s.run, ident)
-        emitter = Emitter(sock.fileno(), s.run)
-        control = Control(None, sock=sock)
+    emitter, control, _ = open_link(s, ident)
     emitter.emit_now(events.PHASE, phase="building")
-    stage = "build"
-    warm = None
-    said: list[tuple[str, dict]] = []  # what came of the run's fixes: notes after run_started
+    run = RecipeRun(s, ident, emitter, control)
     try:
+        run.build()
+        run.stage = "step"
+        run.train()
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
+        if isinstance(exc, KeyboardInterrupt):
+            if run.warm is not None and run.stage == "step":  # what it compiled before the stop
+                run.warm.save(sys.modules["torch"])
+            emitter.emit_now(events.FINISHED, reason="stopped")
+            return 130
+        run.say_fixes()  # what the fixes did before the failure (fused refused, ...)
+        trace = tail(failures.plain(traceback.format_exc()), 20)
+        where = recipe_frame(exc, s.program.recipe)
+        if run.engine is not None:
+            run.engine.failed(exc, run.stage, trace, where)
+        else:
+            emit_failure(emitter, exc, run.stage, trace, where)
+        traceback.print_exc()
+        return 2 if run.stage == "build" else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+class RecipeRun:
+    """One variant of a recipe in this process: built (``build``: the device, the fixes, the
+    recipe's model and batches, the trainer, the step engine and its components), then trained
+    (``train``: runner/recipe_loop.py)."""
+
+    def __init__(self, s: RunSettings, ident: dict | None, emitter, control) -> None:
+        self.s, self.ident, self.emitter, self.control = s, ident, emitter, control
+        self.stage = "build"
+        self.warm = None  # compile artifacts: loaded before the first compile (warm start)
+        self.engine: StepEngine | None = None
+        self.said: list[tuple[str, dict]] = []  # what came of the run's fixes: notes after run_started
+
+    def build(self) -> None:
         import torch
 
+        from tuimon import recipe as contract
+        from tuimon.runner import distributed
+        from tuimon.runner.fixes import Fixes, channels_last
+
+        s, ident, emitter = self.s, self.ident, self.emitter
         try:
             newer = check_version(torch)
         except TorchTooOld as exc:
             raise SetupError(str(exc)) from None
         if newer:
             emitter.emit(events.WARNING, text=newer, note=True)
-
-        from tuimon import recipe as contract
-        from tuimon.runner import loop
-        from tuimon.runner.compile_watch import CompileWatch
-
-        rank_fields = {}
+        self.rank_fields = {}
         if ident is None:
             device = resolve_device(torch, s.device)
         else:
-            from tuimon.runner import distributed
-
-            device = distributed.rank_device(torch, s.device, ident["local_rank"],
-                                             ident["local_world_size"])
-            rank_fields = {**ident, "backend": distributed.init(torch, device)}
+            device = distributed.rank_device(torch, s.device, ident["local_rank"], ident["local_world_size"])
+            self.rank_fields = {**ident, "backend": distributed.init(torch, device)}
         if s.threads:
             torch.set_num_threads(s.threads)
-        if s.mode != "eager":  # compile artifacts: loaded before the first compile (warm start)
+        if s.mode != "eager":
             from tuimon.runner.warm_start import WarmStart
 
-            warm = WarmStart(emitter)
-            warm.load(torch)
-        from tuimon.runner.fixes import Fixes, channels_last, repeated_note
-
-        fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs), lambda text, **f: said.append((text, f)),
-                   mode=s.mode, precision=s.precision, on_cuda=device.startswith("cuda"),
-                   is_script=False)
-        mode, precision = fx.mode, fx.precision  # the variant's, or what its fixes make of it
+            self.warm = WarmStart(emitter)
+            self.warm.load(torch)
+        fx = self.fx = Fixes(fixes.asked(s.fixes, s.axes, s.knobs),
+                             lambda text, **f: self.said.append((text, f)), mode=s.mode,
+                             precision=s.precision, on_cuda=device.startswith("cuda"), is_script=False)
         fx.flags()  # before anything compiles
         fx.constructors()  # before build() makes the optimizer
-        module = contract.load_module(recipe_path)
-        sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
+        module = contract.load_module(s.program.recipe)
+        self.sizes = contract.resolve_defaults(getattr(module, "DEFAULTS", None), device)
         # The fixed --set knobs, then its axes' (the reserved axis ``fix`` is the run's fixes).
-        extra = contract.Extra(fixes.without_axis((*s.knobs, *s.axes)))
-        cfg = contract.Config(
-            device=device,
-            batch_size=s.batch_size or sizes["batch_size"],
-            image_size=s.image_size or sizes["image_size"],
-            seed=s.seed,
-            extra=extra,
-            mode=mode,
-            precision=precision,
-        )
+        self.extra = extra = contract.Extra(fixes.without_axis((*s.knobs, *s.axes)))
+        self.cfg = cfg = contract.Config(
+            device=device, batch_size=s.batch_size or self.sizes["batch_size"],
+            image_size=s.image_size or self.sizes["image_size"], seed=s.seed, extra=extra,
+            mode=fx.mode, precision=fx.precision)  # the variant's, or what its fixes make of it
         seed_everything(torch, s.seed)
-        recipe = contract.validate(module.build(cfg), recipe_path)
+        recipe = contract.validate(module.build(cfg), s.program.recipe)
         if unread := extra.unread():  # --set knobs nobody read: a typo, or the wrong recipe
             emitter.emit(events.WARNING, text=f"the recipe never read --set {', '.join(unread)}: "
                          "a typo? (runs that differ only by it are the same)")
@@ -132,122 +148,67 @@ def main(settings: RunSettings | None = None) -> int:
                     else "no 4-D parameter or buffer (no convolution): nothing to change")
         if ident is not None:  # DDP around the model, this rank's shard of the batches
             recipe.model = distributed.wrap(torch, recipe.model, device)
-            recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"],
-                                               ident["world_size"])
-        # Round 1 runs the whole length (a recipe's own steps without --steps / --duration).
-        steps, duration = s.length.this_process(sizes["steps"])
-        turns = s.turns
-        trainer = loop.Trainer(recipe, device, loop.LoopSettings(
-            mode, precision, steps, duration, s.fixed_warmup, turns.turn_steps, turns.turn_s,
-            turns.turn_first, s.length.steady_duration),
-            compile_model=lambda m, mode: fx.compile_model(
-                m, torch.compile, fx.compile_kwargs({"mode": mode})),
+            recipe.batches = distributed.shard(torch, recipe.batches, ident["rank"], ident["world_size"])
+        self.trainer = Trainer(recipe, device, fx.mode, fx.precision, compile_model=lambda m, mode: (
+            fx.compile_model(m, torch.compile, fx.compile_kwargs({"mode": mode}))),
             channels_last=fx.settled.get("channels-last", False))
-        recipe_fixes(fx, trainer, recipe)
-        trainer.ranked = ident is not None
-        watch = CompileWatch()
-        watch.install()
-        trace = None
-        if s.mode != "eager":
-            from tuimon.runner.compile_trace import TraceListener
+        recipe_fixes(fx, self.trainer, recipe)
+        self.engine = self._engine(torch, device)
 
-            trace = TraceListener(emitter, watch)
-            trace.install()
-            from tuimon.runner.torch_hints import HintListener
+    def _engine(self, torch, device: str) -> StepEngine:
+        """The step engine of this run, with its components and its compile listeners."""
+        s, trainer = self.s, self.trainer
+        watch, trace = listen(s.mode, self.emitter)
+        engine = StepEngine(s, self.emitter, self.control, watch, own_steps=self.sizes["steps"],
+                            ranked=self.ident is not None)
+        engine.trace = trace
+        watch.on_start = engine.compiling
+        engine.add(CaptureWindow(make_profiler(torch, s, trainer, trainer.recipe.model,
+                                               engine.steps_asked, absolute(s.profile.profile_dir))))
+        if device.startswith("cuda"):
+            engine.add(MemoryStep(torch.cuda, device_index(device), s.mode != "eager"))
+        if s.profile.count_flops and self.ident is None:  # a job's ranks: not counted (measuring.md)
+            engine.add(RecipeFlops(trainer))
+        return engine
 
-            HintListener(emitter).install()
-        profiler = make_profiler(torch, s, trainer, recipe.model, steps, profile_dir)
-        notes = variant_notes(model_mode(mode), device)
-        if compiles_optimizer(mode) and not fx.on("opt"):
+    def train(self) -> None:
+        torch = sys.modules["torch"]
+        s, trainer, engine = self.s, self.trainer, self.engine
+        recipe, fx = trainer.recipe, self.fx
+        notes = variant_notes(model_mode(s.mode), trainer.device)
+        if compiles_optimizer(s.mode) and not fx.on("opt"):
             notes.append("the optimizer's step is compiled too (mode default)" if
                          trainer.optimizer_compiled else "the optimizer's step is left eager: "
                          f"{type(recipe.optimizer).__name__} defines its own step")
-        emitter.emit_now(
-            events.RUN_STARTED,
-            pid=os.getpid(),
-            mode=s.mode,
-            precision=s.precision,
+        engine.open(trainer.device, trainer.device_type == "cuda", dict(
             amp_dtype=str(trainer.dtype).replace("torch.", "") if trainer.dtype else None,
             grad_scaler=trainer.scaler is not None,
-            device=device,
-            device_name=device_name(torch, device),
-            **versions(torch),
-            recipe=recipe.name or os.path.basename(recipe_path),
-            params=loop.param_count(recipe.model),
-            batch_size=cfg.batch_size,
-            image_size=cfg.image_size,
-            seed=s.seed,
-            steps=steps,
-            duration=duration,
-            round=s.length.round,
-            warmup=s.warmup,
-            threads=torch.get_num_threads(),
-            extra=dict(extra),
-            notes=notes,
+            recipe=recipe.name or os.path.basename(s.program.recipe),
+            params=param_count(recipe.model), batch_size=self.cfg.batch_size,
+            image_size=self.cfg.image_size, extra=dict(self.extra), notes=notes,
             **({"fixes": list(fx.names)} if fx.names else {}),
             # forked with torch already imported: its start leaves out these seconds
             **({"preloaded_s": s.process.preloaded_s} if s.process.preloaded_s else {}),
-            **rank_fields,
-        )
-        say_fixes(emitter, said)
+            **self.rank_fields))
+        self.say_fixes()
         if model_mode(s.mode) != "eager":  # its repeated block: tuimon try's regional
-            text, fact = repeated_note(recipe.model)
-            emitter.emit(events.MODEL, text=text, repeated=fact)
-        stage = "step"
-        started = time.monotonic()
-        first = None
-        if s.profile.count_flops and ident is None:  # a job's ranks: not counted (measuring.md)
-            from tuimon.runner import flop_event
+            from tuimon.runner.fixes import repeated_note
 
-            def first() -> float:
-                nonlocal started  # its seconds are no training's, as they are no --duration's
-                took = flop_event.emit(emitter, device, lambda: flop_event.recipe_count(
-                    trainer, loop.mover(device)))
-                started += took
-                return took
-        reason = loop.run(trainer, emitter, watch, control, profiler, first=first)
-        if warm is not None:
-            warm.save(torch)
-        if text := watch.nothing_compiled(s.mode):
-            emitter.emit_now(events.WARNING, text=text)
-        emitter.emit_now(
-            events.FINISHED,
-            reason=reason,
-            seconds=round(time.monotonic() - started, 3),
-            paused_s=round(control.paused_s, 3),
-            compiles=watch.compiled,  # attempts that made a graph (a failed one runs eager)
-            graph_breaks=trace.graph_breaks if trace else 0,
-            recompiles=trace.recompiles if trace else 0,
-            compile_s=round(watch.total_s, 3),
-            profile_s=round(profiler.overhead_s, 4),
-        )
-        if ident is not None:  # every rank stops at the same step: none waits in a collective
+            text, fact = repeated_note(recipe.model)
+            self.emitter.emit(events.MODEL, text=text, repeated=fact)
+        reason = recipe_loop.run(trainer, engine)
+        if self.warm is not None:
+            self.warm.save(torch)
+        engine.finish(reason)
+        if self.ident is not None:  # every rank stops at the same step: none waits in a collective
+            from tuimon.runner import distributed
+
             distributed.finish(torch)
-        return 0
-    except BaseException as exc:  # noqa: BLE001 - every failure becomes an event, then exit
-        if isinstance(exc, KeyboardInterrupt):
-            if warm is not None and stage == "step":  # what it compiled before the stop
-                warm.save(sys.modules["torch"])
-            emitter.emit_now(events.FINISHED, reason="stopped")
-            return 130
-        say_fixes(emitter, said)  # what the fixes did before the failure (fused refused, ...)
-        memory = cuda_memory(exc)
-        text = failures.plain(str(exc)).strip()  # a coloured message: its text
-        emitter.emit_now(
-            events.FAILED,
-            stage=stage,
-            error=type(exc).__name__,
-            message=text.splitlines()[0][:500] if text else "",
-            traceback=tail(failures.plain(traceback.format_exc()), 20),
-            where=recipe_frame(exc, recipe_path),
-            **failures.of_exception(exc, memory),
-            **memory,
-        )
-        traceback.print_exc()
-        return 2 if stage == "build" else 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+
+    def say_fixes(self) -> None:
+        while self.said:
+            text, fields = self.said.pop(0)
+            self.emitter.emit(events.WARNING, text=text, note=True, **fields)
 
 
 def make_profiler(torch, s: RunSettings, trainer, model, steps: int | None, out_dir: str | None):
@@ -282,12 +243,6 @@ def recipe_fixes(fx, trainer, recipe) -> None:
                 (", with a GradScaler" if trainer.scaler is not None else ""))
     fx.settle({"foreach": f"{type(recipe.optimizer).__name__} is none of torch.optim's "
                "optimizers that take foreach", "regional": "the model was not compiled"})
-
-
-def say_fixes(emitter, said: list) -> None:
-    while said:
-        text, fields = said.pop(0)
-        emitter.emit(events.WARNING, text=text, note=True, **fields)
 
 
 def variant_notes(mode: str, device: str) -> list[str]:

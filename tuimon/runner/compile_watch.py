@@ -129,7 +129,32 @@ class CompileWatch:
         ms, self._in_step_s = self._in_step_s * 1000.0, 0.0
         return ms
 
+    @property
+    def val_in_step(self) -> bool:
+        """A validation pass's compile ran in the step under way (its time not taken yet)."""
+        return self._val_in_step_s > 0
+
     def take_step_val_ms(self) -> float:
         """A validation pass's compile time inside the step just finished."""
         ms, self._val_in_step_s = self._val_in_step_s * 1000.0, 0.0
         return ms
+
+
+def listen(mode: str, emitter, validation=None):
+    """A run's compile listeners: the watch (every variant: a compiled one's compiles, or an
+    eager one's by mistake), and for a compiled variant torch's compile trace (graph breaks,
+    recompiles: runner/compile_trace.py) and hints (runner/torch_hints.py). ``validation``: a
+    script's, which tells a validation pass's compiles apart. Returns (watch, trace or None)."""
+    watch = CompileWatch()
+    watch.validation = validation
+    watch.install()
+    if mode == "eager":
+        return watch, None
+    from tuimon.runner.compile_trace import TraceListener
+    from tuimon.runner.torch_hints import HintListener
+
+    trace = TraceListener(emitter, watch)
+    trace.validation = validation
+    trace.install()
+    HintListener(emitter).install()
+    return watch, trace

@@ -25,7 +25,7 @@ def device_facts(requested: str) -> dict:
     on_cuda = device.startswith("cuda")
     dtype = torch.bfloat16
     if on_cuda and not torch.cuda.is_bf16_supported():
-        dtype = torch.float16  # the runner's choice too (runner/loop.py amp_dtype)
+        dtype = torch.float16  # the runner's choice too (runner/trainer.py amp_dtype)
     facts = {"ok": True, "device": device, "cuda": on_cuda, "torch": torch.__version__,
              "amp_dtype": str(dtype).replace("torch.", ""), "amp_ok": True, "amp_error": None}
     try:  # one tiny autocast step, forward and backward, as a run would take it

@@ -102,6 +102,10 @@ class Emitter:
     def flush_due(self) -> bool:
         return time.perf_counter() - self._last_flush >= self.interval
 
+    def next_flush(self) -> float:
+        """When (perf_counter) a flush is due next."""
+        return self._last_flush + self.interval
+
     def flush(self) -> None:
         self._last_flush = time.perf_counter()
         if not self._buffer:

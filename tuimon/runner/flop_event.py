@@ -1,7 +1,7 @@
 """The ``flops`` event of a run: one extra step's FLOPs (runner/flops.py) and this machine's
 measured GEMM peak (runner/peak_bench.py), said once, before the measured steps of a recipe
-(``recipe_count``, called by runner/loop.py in the run's first turn) or at a warm-up step
-boundary of a script (runner/script/flop_catch.py). A count that fails says why and the run
+(``RecipeFlops``, a component of the step engine: in the run's first turn) or at a warm-up
+step boundary of a script (runner/script/flop_catch.py). A count that fails says why and the run
 goes on: FLOPs are an answer beside the race, never a reason to lose it."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import torch
 from tuimon import events
 from tuimon.runner import peak_bench
 from tuimon.runner.flops import backward_of, count_step, eager_module, random_streams_kept
+from tuimon.runner.memory_phases import NEVER
 
 
 def emit(emitter, device: str, count) -> float:
@@ -69,3 +70,27 @@ def recipe_count(trainer, move) -> dict:
 
     return count_step(model, recipe.optimizer, forward, backward_of,
                       on_cuda=trainer.device_type == "cuda")
+
+
+class RecipeFlops:
+    """The step engine's component (runner/engine.py) that counts a recipe's step once, before
+    its first step, in its first turn (its neighbours wait then); its seconds are no
+    --duration's."""
+
+    due = 0
+
+    def __init__(self, trainer) -> None:
+        self.trainer = trainer
+
+    def start(self, engine) -> None:
+        pass
+
+    def boundary(self, engine, i: int) -> None:
+        from tuimon.runner.steps import mover
+
+        self.due = NEVER
+        engine.excluded(emit(engine.emitter, engine.device,
+                             lambda: recipe_count(self.trainer, mover(engine.device))))
+
+    def end(self, engine) -> None:
+        pass

@@ -3,7 +3,7 @@ by torch's own counter (``torch.utils.flop_counter.FlopCounterMode``), then emit
 ``flops`` event (tuimon/events.py).
 
 Where the count runs, and why there: on an extra step *between* the measured ones, never inside
-one. A recipe's runs it before its first step (after its first turn began: runner/loop.py); a
+one. A recipe's runs it before its first step, after its first turn began (runner/flop_event.py); a
 script's at a step boundary in its warm-up (runner/script/flop_catch.py), both outside every
 step's clock. A counting step costs several times a plain one (the counter's dispatch on every
 op), so inside a step it would have to be kept out of every statistic; as an extra step it is in

@@ -46,7 +46,7 @@ def preload() -> float:
 
     import tuimon.runner.__main__  # noqa: F401
     import tuimon.runner.compile_watch  # noqa: F401
-    import tuimon.runner.loop  # noqa: F401
+    import tuimon.runner.recipe_loop  # noqa: F401
     return time.perf_counter() - t0
 
 

@@ -18,8 +18,10 @@ cudagraph trees' private pool, its segments in the allocator's snapshot), or why
 
 from __future__ import annotations
 
+import resource
 import sys
 
+from tuimon import events
 from tuimon.events import STEP_PHASES
 
 # Not before step 3: step 0 compiles, steps 1-2 warm up and record CUDA graphs (reduce-overhead).
@@ -84,12 +86,19 @@ class PhaseMemory:
         self._step_peaks[name] = max(self._step_peaks.get(name, 0), peak)
         self._step_ends[name] = current
 
-    def marker(self, mark):
-        """``mark`` (the step clock's) that also closes the part in memory: a script's
-        Timeline calls it with the part that ends."""
+    def marker(self, mark, guard=None):
+        """``mark`` (the step clock's) that also closes the part in memory, its read checked as
+        tuimon's work under the sync ``guard``: a script's Timeline calls it with the part that
+        ends, a recipe's trainer with none (the next in order)."""
+        checked = guard is not None and guard.on
+
         def both(part: int | None = None):
             out = mark(part) if part is not None else mark()
+            if checked:
+                guard.ours()
             self.close(part)
+            if checked:
+                guard.theirs()
             return out
         return both
 
@@ -129,32 +138,63 @@ class PhaseMemory:
         return out
 
 
-def measured_step(trainer, mem: PhaseMemory, batch, guard=None):
-    """A recipe's step with its parts closed in memory too: the trainer's marks (the loop's, on
-    the step clock) each read the allocator after the clock's event (under the sync guard's
-    watch: tuimon's work); the trainer's own marks again afterwards."""
-    mark = trainer.mark
-    guarded = guard is not None and guard.on
+class MemoryStep:
+    """The step engine's component (runner/engine.py) for memory per phase: before each measured
+    step, the allocator's counters reset and the step's marks also close its parts in memory;
+    after it, its peaks said. A step a capture records is not one (the next is); at the run's
+    end, a compiled variant's CUDA-graph pool."""
 
-    def both():
-        t = mark()
-        if guarded:
-            guard.ours()
-        mem.close()
-        if guarded:
-            guard.theirs()
-        return t
+    def __init__(self, cuda, index: int, compiled: bool) -> None:
+        self.mem = PhaseMemory(cuda, index)
+        self.due = self.mem.at
+        self.compiled = compiled
 
-    if guarded:
-        guard.ours()
-    mem.begin()
-    if guarded:
-        guard.theirs()
-    trainer.mark = both
-    try:
-        return trainer.step(batch)
-    finally:
-        trainer.mark = mark
+    def start(self, engine) -> None:
+        engine.memory = self
+
+    def boundary(self, engine, i: int) -> None:
+        capture = engine.capture
+        if capture is not None and capture.recording:
+            self.due = self.mem.at = i + 1  # not in a capture: the next step
+            return
+        self.mem.begin()  # inside the boundary: tuimon's work (the sync guard's "ours")
+        engine.mem_step, self.due = i, NEVER
+        engine.use_marks(self.mem.marker(engine.clock.mark, engine.guard))
+
+    def ended(self, engine, i: int, compiled: bool) -> None:
+        """Step ``i``, the measured one, ended (``compiled``: a compile ran in it)."""
+        engine.use_marks(engine.clock.mark)
+        found = self.mem.end(i, compiled)
+        engine.mem_step, self.due = NEVER, self.mem.at
+        engine.emitter.emit(events.MEMORY, **self.mem.window())  # the window's peaks, kept
+        if found is not None:
+            engine.emitter.emit(events.MEMORY_PHASES, **found)
+
+    def end(self, engine) -> None:
+        if self.compiled:  # the CUDA-graph pool, once, outside every step
+            engine.emitter.emit(events.MEMORY_PHASES, **graph_pool(self.mem.index))
+
+
+def device_index(device: str) -> int:
+    """The CUDA device's index ("cuda" alone: the current one)."""
+    torch = sys.modules["torch"]
+    index = torch.device(device).index
+    return torch.cuda.current_device() if index is None else index
+
+
+def peak_memory(device: str) -> dict:
+    """The process's memory so far, read at each flush: ru_maxrss (its peak, KiB on Linux) and
+    ru_minflt (its minor page faults: between two flushes of steady steps they say how often a
+    step maps fresh memory, analysis/stats/faults.py), at no cost to the steps; on CUDA the
+    allocator's peaks of this window (host-side counters, no sync), then a new window."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"peak_rss": usage.ru_maxrss * 1024, "minflt": usage.ru_minflt}
+    if device.startswith("cuda"):
+        torch = sys.modules["torch"]
+        out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)
+        out["cuda_peak_reserved"] = torch.cuda.max_memory_reserved(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    return out
 
 
 def graph_pool(index: int) -> dict:

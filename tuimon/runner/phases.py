@@ -1,6 +1,6 @@
 """Where a step goes: data, forward, backward, optimizer, eval, and the rest ("other").
 
-A recipe's loop knows its step's parts and takes the clock between them itself (runner/loop.py,
+A recipe's loop knows its step's parts and takes the clock between them itself (runner/recipe_loop.py,
 ``Trainer.phased_step``). A script's steps are seen from hooks (runner/script/): each hook says
 where a part begins (``enter``) and ends (``leave``), and the ``Timeline`` gives every stretch of
 the step to the part open then, the innermost one when parts nest (an optimizer's closure that

@@ -1,5 +1,5 @@
-"""The steps between the loop and its events: the batch hand-over, the loss capture, and the
-ring of measured steps that become ``step`` events at a flush (runner/loop.py drives them;
+"""The steps between a loop and its events: the batch hand-over, the loss capture, and the
+ring of measured steps that become ``step`` events at a flush (runner/engine.py drives them;
 bench/hot_path.py measures their cost per step, issue 18)."""
 
 from __future__ import annotations
@@ -111,9 +111,9 @@ class StepRing:
         self.data_ms = [0.0] * size
         self.n = [0] * size
         self.loss: list = [None] * size  # as LossReader.capture gave it
-        # i -> (compile_ms, profiled) or (compile_ms, profiled, gap[, mem]): a script's gap is a
-        # step that held something else than training (a validation pass; runner/script/); mem,
-        # a step whose memory per phase was read (runner/memory_phases.py)
+        # i -> (compile_ms, profiled, gap, mem): a script's gap is a step that held something else
+        # than training (a validation pass; runner/script/); mem, a step whose memory per phase
+        # was read (runner/memory_phases.py)
         self.extra: dict[int, tuple] = {}
         self.first = 0  # the oldest step not handed over
         # A rank of a job: ms from the step's start to its (last) backward(), or None.
@@ -154,11 +154,11 @@ def samples_in(batch, recipe: Recipe) -> int:
     return inputs.shape[0] if isinstance(inputs, torch.Tensor) and inputs.dim() else 1
 
 
-_NO_EXTRA = (0.0, None)
+_NO_EXTRA = (0.0, None, False, 0)
 
 
-def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses: LossReader,
-                recorded: int, warmup: int) -> None:
+def emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses: LossReader,
+               recorded: int, warmup: int) -> None:
     """Hand over the ring's steps whose times the clock gave (in order, from ``ring.first``); the
     clock may have one time more than ``recorded`` steps when a stop came between the two."""
     first, mask, extra = ring.first, ring.mask, ring.extra
@@ -167,12 +167,9 @@ def _emit_ready(emitter: Emitter, times_ms: list[float], ring: StepRing, losses:
     for j in range(count):
         i = first + j
         k = i & mask
-        compile_ms, profiled, *more = extra.pop(i, _NO_EXTRA) if extra else _NO_EXTRA
-        gap = mem = 0
-        if more:  # a script's gap, a memory step (rare)
-            gap, mem = (1 if more[0] else 0), (1 if more[1:] and more[1] else 0)
+        compile_ms, profiled, gap, mem = extra.pop(i, _NO_EXTRA) if extra else _NO_EXTRA
         emit_step(i, ring.t[k], round(times_ms[j], 4), round(ring.data_ms[k], 4), ring.n[k],
                   read(i, ring.loss[k]), "warmup" if i < warmup else "steady",
-                  round(compile_ms, 3) if compile_ms else 0.0, profiled, gap,
+                  round(compile_ms, 3) if compile_ms else 0.0, profiled, 1 if gap else 0,
                   None if pre is None or pre[k] is None else round(pre[k], 4), ph[k], mem)
     ring.first = first + count

@@ -1,33 +1,19 @@
 """One variant's model, optimiser and step: compile mode and precision applied, the plain step and
-its labelled parts for a profiler capture, and the process's peak memory. The loop (loop.py) runs
-it; nothing here reads control lines or writes events."""
+its labelled parts for a profiler capture. The loop (recipe_loop.py) runs it; nothing here reads
+control lines or writes events."""
 
 from __future__ import annotations
 
 import contextlib
-import resource
 import time
-from dataclasses import dataclass
 
 import torch
 
 from tuimon.recipe import Recipe
 from tuimon.runner.compile_optimizer import compile_step
 from tuimon.runner.fixes import inputs_channels_last
+from tuimon.settings import MODE, PRECISION
 from tuimon.variants import compiles_optimizer, model_mode
-
-
-@dataclass
-class LoopSettings:
-    mode: str
-    precision: str
-    steps: int | None
-    duration: float | None
-    warmup: int
-    turns: int = 0  # interleaved schedule: steps per turn (0: turns sized in time, turn_s)
-    turn_s: float = 0.0  # interleaved schedule: seconds per turn (runner/turns.py); 0 and 0: no turns
-    turn_first: bool = False  # a rank of a job: wait for the first turn; the supervisor ends each turn
-    steady_duration: bool = False  # --duration counts stepping time only, compiles aside (sweep --budget)
 
 
 def amp_dtype(device: str):
@@ -40,26 +26,23 @@ def amp_dtype(device: str):
 class Trainer:
     """One variant's model, optimiser and step function, ready to run."""
 
-    def __init__(self, recipe: Recipe, device: str, settings: LoopSettings, *,
+    def __init__(self, recipe: Recipe, device: str, mode: str = MODE, precision: str = PRECISION, *,
                  compile_model=None, channels_last: bool = False) -> None:
         """``compile_model(model, mode)``: the model compiled as the run's fixes say (regional,
         dynamic: runner/fixes.py), else torch.compile; ``channels_last``: 4-D inputs converted in
         the step (the model already is)."""
         self.recipe = recipe
         self.device = device
-        self.settings = settings
         self.device_type = "cuda" if device.startswith("cuda") else "cpu"
-        self.dtype = amp_dtype(device) if settings.precision == "amp" else None
+        self.dtype = amp_dtype(device) if precision == "amp" else None
         use_scaler = self.dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        model, mode = recipe.model, model_mode(settings.mode)
+        self.compiled = model_mode(mode) != "eager"
         compile_model = compile_model or (lambda m, mode: torch.compile(m, mode=mode))
-        self.model = model if mode == "eager" else compile_model(model, mode)
+        self.model = compile_model(recipe.model, model_mode(mode)) if self.compiled else recipe.model
         self.channels_last = channels_last
         # MODE+opt: the optimizer's step compiled too (a recipe's own optimizer; torch's kind)
-        self.optimizer_compiled = compiles_optimizer(settings.mode) and compile_step(
-            torch, recipe.optimizer)
-        self.ranked = False  # a rank of a job (runner/distributed.py): steps say their pre_ms
+        self.optimizer_compiled = compiles_optimizer(mode) and compile_step(torch, recipe.optimizer)
         # Where each part of the last step ended (perf_counter(); ``step``): forward (a rank's
         # backward begins there: its pre_ms), backward, optimizer. ``mark`` takes them: the clock
         # on the CPU; on CUDA the loop's, which also records an event on the step clock.
@@ -159,20 +142,6 @@ class Trainer:
             self.optimize()
         self.m_o = mark()
         return loss.detach()
-
-
-def peak_memory(device: str) -> dict:
-    # ru_maxrss: the process's peak so far, KiB on Linux. ru_minflt: its minor page faults so far;
-    # between two flushes of steady steps they say how often a step maps fresh memory
-    # (analysis/stats/faults.py), at no cost to the steps (read here, once a flush).
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    out = {"peak_rss": usage.ru_maxrss * 1024, "minflt": usage.ru_minflt}
-    if device.startswith("cuda"):
-        # Peaks of this reporting window (host-side counters, no sync), then start a new window.
-        out["cuda_peak_allocated"] = torch.cuda.max_memory_allocated(device)
-        out["cuda_peak_reserved"] = torch.cuda.max_memory_reserved(device)
-        torch.cuda.reset_peak_memory_stats(device)
-    return out
 
 
 def param_count(model) -> int:

@@ -39,6 +39,20 @@ class Turns:
     def compiled(self) -> None:
         self.t0 = time.perf_counter()
 
+    def next_step(self) -> int | float:
+        """The step count at which the turn ends by its steps (infinite: by time, or never)."""
+        if self.first_only:
+            return math.inf
+        if self.steps:
+            return self.first + self.steps
+        return self.first + self.cap if self.cap is not None else math.inf
+
+    def next_time(self) -> float:
+        """When (perf_counter) the turn ends by its seconds (infinite: by steps, or never)."""
+        if self.first_only or self.steps or not self.seconds:
+            return math.inf
+        return self.t0 + self.seconds
+
     def over(self, i: int) -> bool:
         """``i`` steps done: is the turn over?"""
         n = i - self.first

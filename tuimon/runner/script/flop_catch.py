@@ -11,7 +11,7 @@ accumulation) counts its forward and backward N times (``calls``).
 
 Cost: the catching wrapper is in the module's slot for the first steps only (warm-up steps,
 each one list store a call); once counted, the plain wrapper goes back and the boundaries carry
-one attribute test a step (``ScriptSteps.at_boundary``).
+nothing a step (a component of the step engine, runner/engine.py).
 """
 
 from __future__ import annotations
@@ -22,11 +22,15 @@ import torch
 
 from tuimon.runner import flop_event
 from tuimon.runner.flops import backward_of, count_step, detached, eager_module
+from tuimon.runner.memory_phases import NEVER
 
 TRIES = 8  # boundaries to wait for a whole step seen through the wrapper before saying why not
 
 
 class FlopCatch:
+    """The step engine's component (runner/engine.py) for a script's FLOP count: at each
+    warm-up boundary until it has counted (or given up)."""
+
     def __init__(self, run, forward) -> None:
         self.run = run  # ScriptSteps
         self.forward = forward  # ForwardTimer: the trained module, its slot
@@ -34,6 +38,7 @@ class FlopCatch:
         self.calls = 0  # training calls seen since the last boundary
         self.whole = False  # the wrapper was in place as this step began
         self.tries = 0
+        self.due = 1  # the boundary after step 0
         forward.catch = self
         if forward.module is not None:
             forward.check(rewrap=True)  # found before training began: the catching wrapper in
@@ -43,25 +48,31 @@ class FlopCatch:
         self.calls += 1
         self.args = (args, kwargs, _autocast())
 
-    def __call__(self, i: int) -> bool:
-        """At a step boundary, outside every step's clock: count once a whole step was seen;
-        True when done (counted, or given up)."""
+    def start(self, engine) -> None:
+        pass
+
+    def end(self, engine) -> None:
+        pass
+
+    def boundary(self, engine, i: int) -> None:
+        """Outside every step's clock: count once a whole step was seen (then never again), or
+        give up after TRIES boundaries."""
         self.tries += 1
+        self.due = NEVER
         if self.whole and self.calls and self.args is not None:
             args, kwargs, cast = self.args
             module, calls = self.forward.module, self.calls
             self._done()
-            seconds = flop_event.emit(self.run.emitter, self.run.device,
-                                      lambda: self._count(module, args, kwargs, cast, calls))
-            self.run._began += seconds  # kept out of a --duration
-            return True
+            engine.excluded(flop_event.emit(engine.emitter, engine.device, lambda: self._count(
+                module, args, kwargs, cast, calls, engine.on_cuda)))
+            return
         if self.tries > TRIES:
             self._done()
-            flop_event.emit(self.run.emitter, self.run.device, _nothing)
-            return True
+            flop_event.emit(engine.emitter, engine.device, _nothing)
+            return
         self.whole = self.forward.module is not None and self.forward.wrapper is not None
         self.calls, self.args = 0, None
-        return False
+        self.due = i + 1
 
     def _done(self) -> None:
         self.forward.catch = None
@@ -69,7 +80,7 @@ class FlopCatch:
             self.forward.check(rewrap=True)  # the plain wrapper back in the slot
         self.args = None
 
-    def _count(self, module, args, kwargs, cast, calls: int) -> dict:
+    def _count(self, module, args, kwargs, cast, calls: int, on_cuda: bool) -> dict:
         eager = eager_module(module)
         call = type(eager)._call_impl  # the module's own call: past the slot and its wrapper
         args, kwargs = detached(args), detached(kwargs)
@@ -80,7 +91,7 @@ class FlopCatch:
                 return call(eager, *args, **kwargs)
 
         return count_step(eager, self.run.leader.lead, forward,
-                          lambda out: backward_of(out, params), calls=calls, on_cuda=self.run.on_cuda)
+                          lambda out: backward_of(out, params), calls=calls, on_cuda=on_cuda)
 
 
 def _nothing() -> dict:

@@ -36,7 +36,7 @@ def start(config: str) -> None:
         _agent(s)  # torchrun's own process: its workers are the ranks
         return
     if s.process.role == "rank":
-        from tuimon.runner.rank_link import identity
+        from tuimon.runner.link import identity
 
         ident = identity()
         if ident is None:
@@ -78,44 +78,29 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     from tuimon.runner.torch_env import check_version
 
     newer = check_version(torch)  # TorchTooOld: one line (start), before anything is hooked
-    import torch.optim.optimizer as optim
-    import torch.utils.data.dataloader as dataloader
-
     from tuimon import events
-    from tuimon.runner.compile_watch import CompileWatch
-    from tuimon.runner.control import Control
-    from tuimon.runner.emitter import Emitter
-    from tuimon.runner.orphan import watch_parent
-    from tuimon.runner.phases import BACKWARD, DATA, OPTIMIZER
-    from tuimon.runner.profiling import outer_spans
+    from tuimon.runner.compile_watch import listen
+    from tuimon.runner.link import open_link
     from tuimon.runner.script import fixes as script_fixes
-    from tuimon.runner.script.children import Children, forked, report_dir
     from tuimon.runner.script.compile_modes import CompileModes
     from tuimon.runner.script.phases import ForwardTimer
-    from tuimon.runner.script.steps import ScriptSteps, StopScript
+    from tuimon.runner.script.steps import ScriptSteps
+    from tuimon.runner.script.validation import Validating
 
-    sock = None
-    fds = (s.process.event_fd, s.process.control_fd)  # this process's ends of its pipes
-    if ident is not None:  # a rank: its own channel to the supervisor
-        from tuimon.runner.rank_link import connect
-
-        sock = connect(s.process.channel, s.process.token, s.run, ident)
-        fds = (sock.fileno(), None)
-        said_on["fd"] = fds[0]
-        watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor
-    else:
-        watch_parent()
-    emitter = Emitter(fds[0], s.run)
+    emitter, control, sock = open_link(s, ident)
+    said_on["fd"] = emitter.fd
     if s.hooks.files:  # the run's own directory: its writes kept apart (files.py)
         from tuimon.runner.script.files import FilesApart
 
         FilesApart(s.hooks.files, lambda path, existed: emitter.emit(
             events.FILE_WRITTEN, path=path, existed=existed)).install(torch)
-    control = Control(fds[1], sock=sock)
     if signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL:  # `dump`: the stacks into the log
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    (watch := CompileWatch()).install()
-    run = ScriptSteps(s, emitter, control, watch, ident)
+    validating = Validating()  # a validation pass's compiles: counted apart
+    watch, trace = listen(s.mode, emitter, validating.compile)
+    run = ScriptSteps(s, emitter, control, watch, ident, validating)
+    run.engine.trace = trace
+    watch.on_start = run.compiling
     emitter.emit_now(events.PHASE, phase="building")
     if newer:
         emitter.emit(events.WARNING, text=newer, note=True)
@@ -124,7 +109,6 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     modes = CompileModes(fx.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module, fx)
     modes.install()
     run.compile_asked = modes.asked
-    watch.validation = run.validating.compile  # a validation pass's compiles: counted apart
     warm = None
     if s.mode != "eager":  # compile artifacts: loaded before the script's first compile
         from tuimon.runner.warm_start import WarmStart
@@ -132,32 +116,24 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         warm = WarmStart(emitter)
         warm.load(torch)
     # The step's parts (runner/phases.py): each hook below says where one begins and ends.
-    timeline = run.timeline
-    enter, leave = timeline.enter, timeline.leave
-    # CPU: each part a span, its three lines inline (no call: see Timeline); CUDA
-    # (``timeline.mark`` set once the run starts): ``enter`` / ``leave``, events on the step clock.
-    forward = modes.listener = run.forward = ForwardTimer(timeline, run.note, script_fixes.amp(fx))
-    if s.mode != "eager":
-        from tuimon.runner.compile_trace import TraceListener
+    forward = modes.listener = run.forward = ForwardTimer(run.timeline, run.note, script_fixes.amp(fx))
+    run.make_profiler = lambda: _profiler(s, run)
+    _hook_optimizers(torch, run, modes, forward, bare=s.mode == "eager")
+    _hook_backward(torch, run)
+    _hook_batches(run)
+    _hook_train(torch, run)
+    _hook_process(s, run, warm, (emitter, control, sock, (s.process.event_fd, s.process.control_fd)
+                                 if sock is None else (sock.fileno(), None)))
 
-        run.trace = TraceListener(emitter, watch)
-        run.trace.validation = run.validating.compile
-        run.trace.install()
-        from tuimon.runner.torch_hints import HintListener
 
-        HintListener(emitter).install()
+def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
+    """Optimizers: made (auto-compile, counting) and stepped (the step boundary)."""
+    import torch.optim.optimizer as optim
 
-    def compiling(compile_id: str, backward: bool = False) -> None:
-        if not run.started and not run.validating.compile(compile_id):  # an eval pass's compile
-            run.activity()  # before training (nanoGPT's iter-0 eval) does not start step 0 there
-        if run.enabled:
-            emitter.emit_now(events.PHASE, phase="compiling", compile_id=compile_id, backward=backward)
-            if run.started:  # the step's end says the phase again: the compile is over
-                run._phase = "compiling"
+    from tuimon.runner.phases import OPTIMIZER
+    from tuimon.runner.profiling import outer_spans
 
-    watch.on_start = compiling
-
-    # Optimizers: made (auto-compile, counting) and stepped (the step boundary).
+    timeline, watch = run.timeline, run.watch
     original_init = torch.optim.Optimizer.__init__
 
     def optimizer_init(self, *args, **kwargs):
@@ -169,13 +145,11 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
 
     torch.optim.Optimizer.__init__ = optimizer_init
 
-    run.make_profiler = lambda: _profiler(s, run)
-
     def first_step() -> None:
         modes.first_step(run.leader.optimizers)  # a compiled variant that compiles nothing says why
         forward.give_up()  # no trained module found to time: said once
-        if run.profiler is not None:  # module spans need the model: known by now, if ever
-            run.profiler.model = modes.auto_compiled
+        if run.engine.profiler is not None:  # module spans need the model: known by now, if ever
+            run.engine.profiler.model = modes.auto_compiled
 
     run.first_step = first_step
 
@@ -184,15 +158,15 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         forward.retarget(optimizer)
 
     run.leader.changed = lead_changed
-
     stepping_now: list = []  # the optimizer steps under way (one inside another: a wrapper's)
     compiles = [watch.count]  # the compile count forward.check() last saw
+    perf = time.perf_counter
 
     def stepping(optimizer, args, kwargs) -> None:
         if timeline.mark is None:
             stepping_now.append((perf(), timeline.inner))
         else:
-            enter(OPTIMIZER)
+            timeline.enter(OPTIMIZER)
         if outer_spans.active is not None:  # a capture records: optimizer.step() as a label
             outer_spans.active.stepping()
 
@@ -200,7 +174,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         if outer_spans.active is not None:  # its label ends before the step does
             outer_spans.active.stepped()
         if timeline.mark is not None:
-            leave()
+            timeline.leave()
         elif stepping_now:
             t0, i0 = stepping_now.pop()
             spent = perf() - t0
@@ -216,14 +190,17 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     # a recompile each step as its counters change). Dynamo runs them as they are instead. The
     # eager variant compiles nothing (torch.compile hands the function back), so its hooks go
     # bare: torch.compiler.disable's wrapper costs a few µs a call, twice a step.
-    bare = s.mode == "eager"
     optim.register_optimizer_step_pre_hook(stepping if bare else torch.compiler.disable(stepping))
     optim.register_optimizer_step_post_hook(stepped if bare else torch.compiler.disable(stepped))
 
-    # backward(): the root tensor is the step's loss (the unscaled one under a GradScaler).
+
+def _hook_backward(torch, run) -> None:
+    """backward(): the root tensor is the step's loss (the unscaled one under a GradScaler)."""
+    from tuimon.runner.phases import BACKWARD
+
+    timeline = run.timeline
     original_backward = torch.autograd.backward
     scaled: list = [None, None]  # the last GradScaler.scale(): [scaled tensor, what it scaled]
-
     perf = time.perf_counter
 
     def backward(tensors, *args, **kwargs):
@@ -239,11 +216,11 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
                 timeline.acc[BACKWARD] += spent - (timeline.inner - i0)
                 timeline.inner = i0 + spent
         else:
-            enter(BACKWARD)
+            timeline.enter(BACKWARD)
             try:
                 out = original_backward(tensors, *args, **kwargs)
             finally:
-                leave()
+                timeline.leave()
         root = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if root is scaled[0]:
             root = scaled[1]
@@ -251,7 +228,6 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         return out
 
     torch.autograd.backward = backward
-
     scaler_cls = torch.amp.GradScaler
     original_scale, original_scaler_step = scaler_cls.scale, scaler_cls.step
 
@@ -270,8 +246,16 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
 
     scaler_cls.scale, scaler_cls.step = scale, scaler_step
 
-    # Batches: their wait is the step's data time; their first dimension its samples.
+
+def _hook_batches(run) -> None:
+    """Batches: their wait is the step's data time; their first dimension its samples."""
+    import torch.utils.data.dataloader as dataloader
+
+    from tuimon.runner.phases import DATA
+
+    timeline = run.timeline
     original_next = dataloader._BaseDataLoaderIter.__next__
+    perf = time.perf_counter
 
     def next_batch(self):
         t0 = perf()
@@ -285,17 +269,20 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
                 timeline.acc[DATA] += spent - (timeline.inner - i0)
                 timeline.inner = i0 + spent
         else:
-            enter(DATA)
+            timeline.enter(DATA)
             try:
                 batch = original_next(self)
             finally:
-                leave()
+                timeline.leave()
             t1 = perf()
         run.batch(id(self._dataset), batch, t1 - t0)
         return batch
 
     dataloader._BaseDataLoaderIter.__next__ = next_batch
 
+
+def _hook_train(torch, run) -> None:
+    """``Module.train(False)``: a validation pass begins, or eval inside a step; ``train()`` ends it."""
     original_train = torch.nn.Module.train
 
     def train(self, mode: bool = True):
@@ -307,19 +294,27 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
 
     torch.nn.Module.train = train
 
-    # The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers),
-    # child processes it starts (not hooked: what they train is said, children.py).
-    atexit.register(run.finished)
-    if warm is not None:  # registered after: runs before run.finished (atexit is last in, first out)
+
+def _hook_process(s, run, warm, link: tuple) -> None:
+    """The process: its end, an uncaught exception, Ctrl-C's signal, a fork (DataLoader workers),
+    child processes it starts (not hooked: what they train is said, children.py). ``link``: its
+    emitter, control lines, a rank's socket and the run's descriptors."""
+    from tuimon.runner.script import ending
+    from tuimon.runner.script.children import Children, forked, report_dir
+    from tuimon.runner.script.steps import StopScript
+
+    emitter, control, sock, fds = link
+    atexit.register(ending.finished, run)
+    if warm is not None:  # registered after: runs before finished (atexit is last in, first out)
         pid = os.getpid()
-        atexit.register(lambda: os.getpid() == pid and not run.failed and warm.save(torch))
+        atexit.register(lambda: os.getpid() == pid and not run.failed and warm.save(sys.modules["torch"]))
     original_hook = sys.excepthook
     script = s.program.script
 
     def excepthook(kind, exc, tb):
         try:
-            run.crashed(exc, "".join(traceback.format_exception(kind, exc, tb))[-8000:],
-                        _where(exc, script))
+            ending.crashed(run, exc, "".join(traceback.format_exception(kind, exc, tb))[-8000:],
+                           _where(exc, script))
         finally:
             if isinstance(exc, StopScript):  # tuimon's own stop, uncaught: one line, not its frames
                 why = {"steps": "its --steps are done", "duration": "its --duration is up"}.get(
@@ -339,7 +334,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         signal.signal(signal.SIGINT, interrupted)
 
     os.register_at_fork(after_in_child=lambda: forked(run, emitter, control, sock, fds))
-    run.children = Children(run, emitter, report_dir(s)).install()  # after run.finished's atexit
+    run.children = Children(run, emitter, report_dir(s)).install()  # after finished's atexit
     threading.Thread(target=_no_step_watch, args=(run, s.run, fds[0], s.hooks.no_step_s),
                      daemon=True, name="tuimon-no-step").start()
 
@@ -361,11 +356,11 @@ def _profiler(s, run):
     compiled = s.mode.removesuffix("+opt") != "eager"  # the model's mode (variants.OPT)
     if compiled and backward:
         backward = False  # module hooks on a compiled module would recompile it mid-run
-    device_type = "cuda" if run.device.startswith("cuda") else "cpu"
-    return Profiler(device_type=device_type, model=None, compiled=compiled,
+    engine = run.engine
+    return Profiler(device_type="cuda" if engine.on_cuda else "cpu", model=None, compiled=compiled,
                     defaults=Options(*profile.profile_window, backward), at_step=profile.profile_at,
                     out_dir=profile.profile_dir, run=s.run,
-                    auto=profile.auto_profile, steps=run.steps_asked, turns=run.turns.on)
+                    auto=profile.auto_profile, steps=engine.steps_asked, turns=engine.turns.on)
 
 
 def _where(exc: BaseException, script: str | None) -> str | None:
@@ -387,7 +382,9 @@ def _no_step_watch(run, run_id: str, fd: int | None, seconds: float) -> None:
     one short line is one atomic write on the pipe); a wait for the first turn does not count,
     nor a compile (a first optimizer.step() that compiles is still a step to come)."""
     time.sleep(seconds)
-    while (said := run.no_step_yet(seconds)) is None:
+    from tuimon.runner.script.ending import no_step_yet
+
+    while (said := no_step_yet(run, seconds)) is None:
         time.sleep(1.0)
     if not said:
         return

@@ -3,7 +3,7 @@
 runner/profiling/).
 
 The training loop asks ``poll()`` at a step boundary, outside the timed region: at the first
-boundary 50 ms after its last read (runner/loop.py POLL_S), and at the next one again after a
+boundary 50 ms after its last read (runner/engine.py POLL_S), and at the next one again after a
 line (several may have come at once). The fd is non-blocking, so when nothing was sent (almost
 always) a poll is one failed ``os.read``: a few microseconds (tests/e2e/test_control.py measures it),
 more right after a step, hence the 50 ms. ``wait()`` blocks, for a paused run.
@@ -11,7 +11,7 @@ more right after a step, hence the 50 ms. ``wait()`` blocks, for a paused run.
 End of file means the parent is gone (it holds the only write end): that reads as ``"eof"``,
 which the loop treats like ``stop`` so an orphaned runner does not train on for nobody.
 
-A rank of a torchrun job reads its lines from its own socket (runner/rank_link.py; ``sock``)
+A rank of a torchrun job reads its lines from its own socket (runner/link.py; ``sock``)
 and gets two more: ``pause-at S [turn]`` and ``stop-at S REASON``. Every rank of a job gets the
 same line, and each acts at the boundary where it has done ``S`` steps (at once when it is past
 ``S``), so the ranks pause and stop at the same step and none is left waiting inside a
@@ -32,7 +32,7 @@ EOF = "eof"
 SCHEDULED = ("pause-at", "stop-at")
 
 
-class Control:
+class ControlLines:
     def __init__(self, fd: int | None, sock: socket.socket | None = None) -> None:
         """``sock``: a rank's channel (its events go the other way on the same socket, so it
         stays blocking and is read with MSG_DONTWAIT)."""

@@ -1,4 +1,5 @@
-"""A rank of a torchrun job: who it is, and its own channel to the supervisor.
+"""The runner's link to the supervisor: the pipes it was started with (``open_link``), or for a
+rank of a torchrun job, who it is and its own channel.
 
 torchrun starts its workers as new processes (``subprocess``, no inherited descriptors, each in
 its own session), so a rank cannot write on the event pipe the supervisor gave torchrun. Each
@@ -41,7 +42,7 @@ def identity(env=None) -> dict | None:
 
 def connect(path: str, token: str, run: str, ident: dict) -> socket.socket:
     """The rank's channel: connected, hello sent. Blocking (event writes wait rather than drop);
-    the control side reads it with MSG_DONTWAIT (runner/control.py)."""
+    the control side reads it with MSG_DONTWAIT (runner/control_lines.py)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -51,3 +52,19 @@ def connect(path: str, token: str, run: str, ident: dict) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def open_link(s, ident: dict | None):
+    """The run's (``s``: its settings) emitter and control lines: on the pipes the supervisor
+    gave it, or a rank's (``ident``) on its own socket. Either way it does not outlive the
+    supervisor (runner/orphan.py)."""
+    from tuimon.runner.control_lines import ControlLines
+    from tuimon.runner.emitter import Emitter
+    from tuimon.runner.orphan import watch_parent
+
+    if ident is None:
+        watch_parent()  # a supervisor killed while this run is stuck in a step: do not outlive it
+        return Emitter(s.process.event_fd, s.run), ControlLines(s.process.control_fd), None
+    sock = connect(s.process.channel, s.process.token, s.run, ident)
+    watch_parent(parent=os.getppid())  # torchrun's agent, and the supervisor behind it
+    return Emitter(sock.fileno(), s.run), ControlLines(None, sock=sock), sock
