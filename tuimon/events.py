@@ -50,7 +50,9 @@ COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, 
 GRAPH_BREAK = "graph_break"  # compile_id, file, line, reason, detail
 RECOMPILE = "recompile"  # compile_id, reasons: [str]; after_validation: training's first compile of
 #   code only a validation pass had compiled (not a recompile of training's)
-# A script's validation pass's compile_phase, compile, graph_break and recompile say validation: true.
+# A script's compile_phase, compile, graph_break and recompile outside training say validation:
+#   true (kept apart from training's) and outside: validation (a validation pass) | no_grad (the
+#   model called with gradients off: sampling, generation, a rollout; runner/script/validation.py).
 # A script's warning note may say uncompiled: why its compiled variant compiles nothing.
 CUDAGRAPHS = "cudagraphs"  # torch's word on CUDA graphs (reduce-overhead): kind skipped | rerecorded, text
 # One cache lookup torch reported while compiling (warm start, docs/compile.md#warm-start):
@@ -139,6 +141,14 @@ PROFILE = "profile"
 #   repeated block), text (one line). What tuimon try's regional needs (stats/apply.py: a row's
 #   repeated); not a note: no view lists it.
 MODEL = "model"
+# How tuimon read a script's loop (runner/script/anatomy.py, run-tagged), said after its first
+#   steps and again at its end (the last holds the run's counts): steps, ends_at (optimizer.step |
+#   backward), optimizers [{optimizer, params, steps, module, compiled, lead, every (the lead's
+#   steps a step of this one)}] in the order made, backwards {"1": steps, ...} (backward() calls
+#   a step), loss_sums {"1": steps, ...} (the backward() losses a step's loss is the sum of:
+#   those before the lead's step()), outside {what the steps held: {steps: [i, ...] (the first
+#   12), count}} (a validation pass, eval inside a step, the trained module with gradients off)
+ANATOMY = "anatomy"
 FILE_WRITTEN = "file_written"
 FILES = "files"
 FILES_CHANGED = "files_changed"

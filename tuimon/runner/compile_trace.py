@@ -89,10 +89,10 @@ class TraceListener(logging.Handler):
         self._validated: set[str] = set()
 
     def _validation(self, compile_id: str | None) -> dict:
-        """``{"validation": True}`` for a validation pass's compile, else nothing."""
-        if self.validation is not None and self.validation(compile_id):
-            return {"validation": True}
-        return {}
+        """``{"validation": True, "outside": kind}`` for a compile outside training (a validation
+        pass's, or with gradients off: runner/script/validation.py), else nothing."""
+        kind = self.validation(compile_id) if self.validation is not None else None
+        return {"validation": True, "outside": kind} if kind else {}
 
     def install(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)

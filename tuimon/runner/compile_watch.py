@@ -36,7 +36,9 @@ class CompileWatch:
         self._val_in_step_s = 0.0
         self.on_start = None  # optional callable(compile_id: str, backward: bool): say it at once
         self.installed = False
-        self.validation = None  # optional callable(compile_id: str) -> bool (a script's runs)
+        # optional callable(compile_id, backward) -> a kind or None: a script's compiles outside
+        # training (runner/script/validation.py)
+        self.validation = None
 
     def install(self) -> bool:
         try:
@@ -82,7 +84,9 @@ class CompileWatch:
 
     def _start(self, args=None) -> None:
         compile_id = str(getattr(args, "compile_id", ""))
-        validation = self.validation is not None and self.validation(compile_id)
+        trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
+        backward = trigger == "LAZY_BACKWARD"
+        validation = self.validation is not None and bool(self.validation(compile_id, backward))
         if self.active == 0:
             self._since = time.perf_counter()
             self._in_validation = validation
@@ -90,8 +94,7 @@ class CompileWatch:
         self.count += 1
         self.val_started += validation
         if self.on_start is not None:
-            trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
-            self.on_start(compile_id, trigger == "LAZY_BACKWARD")
+            self.on_start(compile_id, backward)
 
     def _end(self, args=None) -> None:
         self.active = max(0, self.active - 1)

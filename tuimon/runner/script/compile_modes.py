@@ -2,13 +2,15 @@
 
 The script's own ``torch.compile`` / ``Module.compile`` calls get the variant's mode (eager:
 compile disabled, which torch itself does by handing the model back unchanged). A script that
-never compiles still gets its compiled variants: once an optimizer exists, the first module
-called whose parameters include all the optimizer's is compiled in place
-(as ``Module.compile(mode=...)`` does) at that first call, so its first forward runs eager and
-the next one compiles (step 1 holds the compile). ``--compile-module NAME`` picks the module
-instead: the first one called whose class is NAME, optimizer or not. The module is found by a
-one-shot global forward pre-hook, removed once found, so no hook is ever traced by Dynamo. A
-``MODE+opt`` variant also compiles every optimizer's step as the optimizer is made
+never compiles still gets its compiled variants: **every module an optimizer trains** (the first
+module called whose parameters include all that optimizer's: a GAN's generator and critic, a
+seq2seq's encoder and decoder) is compiled in place (as ``Module.compile(mode=...)`` does) once
+found, so its first forward runs eager and a later one compiles; one inside a module compiled
+already is compiled with it. ``--compile-module NAME`` picks the module instead: the first one
+called whose class is NAME, optimizer or not. The modules are found by a one-shot global forward
+pre-hook, in every variant (each optimizer's module is the anatomy's: anatomy.py), removed once
+every optimizer's module is found or the first step ends; inside a compiled frame it does
+nothing. A ``MODE+opt`` variant also compiles every optimizer's step as the optimizer is made
 (runner/compile_optimizer.py).
 
 ``tuimon try``'s fixes (runner/script/fixes.py) change every compile here: ``dynamic=True``, a
@@ -48,10 +50,15 @@ class CompileModes:
         self.say = say  # one line for the run's notes: say(text, **fields)
         self.fixes = fixes  # tuimon try's (runner/fixes.py's Fixes), or None
         self.script_compiles = 0
-        self.auto_done = False  # tuimon compiled a module for the script
-        self._auto = None  # that module, weakly (script/phases.py says why)
-        self._optimizer_params: set[int] | None = None
-        self._hook = None
+        self.anatomy = None  # each optimizer's module and how it runs (anatomy.py), when told
+        self._done: list = []  # the modules tuimon compiled, weakly (script/phases.py says why)
+        self._pending: list = []  # (optimizer, its parameters' ids), its module not found yet
+        self._found: list = []  # (optimizer, module), weakly: found, to compile as the hook goes
+        self._closed = False  # the first step ended: no global hook from here on
+        self._stepped = False  # ... and was settled (a later lead's module: at once, when found)
+        self._twice: set[int] = set()  # parameters a double backward reached (never compiled)
+        self._script_modules: list = []  # the modules the script compiled, weakly
+        self._hook = self._named_hook = None
         self._seen: list[str] = []  # classes called while looking for the named one
         self._orig_compile = None
         self._orig_module_compile = None
@@ -74,7 +81,7 @@ class CompileModes:
         torch.compile = compile
         torch.nn.Module.compile = module_compile
         if self.named:
-            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._named_call)
+            self._named_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._named_call)
 
     # ---- the script's own calls -------------------------------------------------------------
     def _kwargs(self, kwargs: dict, what: str) -> dict | None:
@@ -119,7 +126,9 @@ class CompileModes:
             if self.fixes is not None and self.fixes.on("regional"):
                 self.fixes.tell("regional", False, "the script compiles a function, not a module")
             return self._orig_compile(**out)
-        return self._told(self._compiled(model, out, "the module the script compiles"))
+        compiled = self._compiled(model, out, "the module the script compiles")
+        self._script_modules.append(weak(compiled))
+        return self._told(compiled)
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
         self._undo_auto(module)
@@ -127,6 +136,7 @@ class CompileModes:
         if out is not None:
             self._compiled(module, out, "the module the script compiles",
                            lambda m, **kw: self._orig_module_compile(m, *args, **kw))
+            self._script_modules.append(weak(module))
         self._told(module)
         return None
 
@@ -136,15 +146,22 @@ class CompileModes:
         return module
 
     @property
+    def auto_done(self) -> bool:
+        """Whether tuimon compiled a module for the script."""
+        return bool(self._done)
+
+    @property
     def auto_compiled(self):
-        """The module tuimon compiled, while the script holds it; else None."""
-        return self._auto() if self._auto is not None else None
+        """The (first) module tuimon compiled, while the script holds it; else None."""
+        return next((m for m in (ref() for ref in self._done) if m is not None), None)
 
     def _undo_auto(self, target) -> None:
-        if self.auto_done and target is self.auto_compiled:
-            object.__setattr__(target, "_compiled_call_impl", None)  # the script compiles it: its call wins
-            self.say(f"the script compiles {type(target).__name__} itself: tuimon's compile undone")
-            self.auto_done, self._auto = False, None
+        for ref in self._done:
+            if ref() is target:
+                object.__setattr__(target, "_compiled_call_impl", None)  # the script's call wins
+                self.say(f"the script compiles {type(target).__name__} itself: tuimon's compile undone")
+                self._done.remove(ref)
+                return
 
     # ---- compiling a script that never does ---------------------------------------------------
     def optimizer_made(self, optimizer) -> None:
@@ -156,34 +173,94 @@ class CompileModes:
             if self.fixes is not None and self.fixes.on("opt"):
                 self.fixes.tell("opt", done, f"{name}'s step compiled too, as a MODE+opt "
                                 "variant's" if done else f"{name} defines its own step: left eager")
-        if not self.auto or self.script_compiles or self._optimizer_params is not None:
-            return
-        self._optimizer_params = param_ids(optimizer)
-        if self._optimizer_params:
-            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+        self._look_for(optimizer)
+
+    def _look_for(self, optimizer) -> None:
+        params = param_ids(optimizer)
+        if params and not self._closed:
+            self._pending.append((weak(optimizer), params))
+            if self._hook is None:
+                self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
 
     def retarget(self, optimizer) -> None:
-        """A new lead optimizer, the first one let go (a second training): tuimon compiles the
-        module it trains too, as it compiled the first, unless the script compiles its own."""
-        if not self.auto or self.script_compiles or not self.auto_done:
+        """A new lead optimizer (a second training, or a lead the first step named): its module
+        found and compiled as the others were, unless it already was."""
+        if any(ref() is optimizer for ref, *_ in self._found) or any(
+                ref() is optimizer for ref, _ in self._pending):
             return
-        params = param_ids(optimizer)
-        module = self.auto_compiled
-        if not params or (module is not None and params <= {id(p) for p in module.parameters()}):
+        self._closed = False
+        self._look_for(optimizer)
+
+    def double_backward(self, outputs) -> None:
+        """``torch.autograd.grad(..., create_graph=True)`` from ``outputs`` (a gradient penalty):
+        the parameters its graph reaches belong to a module torch.compile cannot train
+        (AOTAutograd has no double backward): before the first step settles, remembered."""
+        if self._stepped:
             return
-        self._optimizer_params, self._auto = params, None  # auto_done stays: it compiled
-        self._remove_hook()
-        self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+        roots = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        seen: set[int] = set()
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            variable = getattr(node, "variable", None)  # an AccumulateGrad: a leaf, a parameter
+            if variable is not None:
+                self._twice.add(id(variable))
+            todo.extend(fn for fn, _ in node.next_functions)
 
     def _first_call(self, module, args):
-        if self.script_compiles or self._auto is not None:  # found (retarget clears it)
+        if torch.compiler.is_compiling():
+            return None  # traced inside a compiled frame: a no-op there, never a graph break
+        own = None
+        for entry in list(self._pending):
+            own = own if own is not None else {id(p) for p in module.parameters()}
+            if entry[1] <= own:  # else a part of the model, or another model: wait for it
+                self._pending.remove(entry)
+                self._found.append((entry[0], weak(module), False))
+        if not self._pending:
             self._remove_hook()
-            return None
-        own = {id(p) for p in module.parameters()}
-        if not self._optimizer_params <= own:
-            return None  # a part of the model, or another model: wait for the trained one
-        self._compile(module, "the module the optimizer trains")
+            if self._stepped:  # a later lead's module: compiled now (the first step's: at its end)
+                self._settle()
         return None
+
+    def _settle(self) -> None:
+        """The hook goes first, then each module found runs as the variant says: compiled here
+        (its next call compiles, never with the hook inside a compiled frame) or not, and why."""
+        self._remove_hook()
+        for k, (opt_ref, mod_ref, settled) in enumerate(self._found):
+            module = mod_ref()
+            if settled or module is None:
+                continue
+            self._found[k] = (opt_ref, mod_ref, True)
+            how, other = self._how(module, k)
+            if self.anatomy is not None:
+                self.anatomy.trains(opt_ref(), module, how, other)
+
+    def _how(self, module, k: int) -> tuple[str, str | None]:
+        """How ``module`` runs in this variant (compiling it where tuimon should): a code and the
+        module it depends on (anatomy.py words the codes)."""
+        if self.mode == "eager":
+            return "variant", None
+        if self.script_compiles or self.named:
+            theirs = self._script_modules if self.script_compiles else self._done
+            mine = any(m is module for ref in theirs if ref() is not None for m in ref().modules())
+            return ("script" if self.script_compiles else "tuimon") if mine else (
+                "script-other" if self.script_compiles else "named-other"), None
+        if not self.auto:
+            return "no-auto", None
+        if self._twice & {id(p) for p in module.parameters()}:
+            return "double-backward", None
+        for ref in self._done:
+            done = ref()
+            if done is not None and any(m is module for m in done.modules()):
+                return "inside", type(done).__name__
+            if done is not None and any(m is done for m in module.modules()):
+                return "holds", type(done).__name__
+        which = "the module the optimizer trains" if not self._done else "the module another optimizer trains"
+        self._compile(module, which)
+        return "tuimon", None
 
     def _named_call(self, module, args):
         """--compile-module NAME: the first module called whose class is NAME."""
@@ -196,7 +273,9 @@ class CompileModes:
         return None
 
     def _compile(self, module, which: str) -> None:
-        self._remove_hook()
+        if self._named_hook is not None:
+            self._named_hook.remove()
+            self._named_hook = None
         self._repeated(module)
         kwargs = {"mode": self.mode}
         if self.fixes is not None:
@@ -215,7 +294,7 @@ class CompileModes:
             done = module.register_forward_hook(after_first_call, always_call=True)
         else:
             whole(module, **kwargs)
-        self.auto_done, self._auto = True, weak(module)
+        self._done.append(weak(module))
         self._told(module)
         what = "the script never calls torch.compile: tuimon" if not self.script_compiles else "tuimon"
         off = " (--no-auto-compile turns this off)" if not self.named else ""
@@ -234,9 +313,19 @@ class CompileModes:
             self._hook = None
 
     def first_step(self, optimizers: int) -> None:
-        """The first step ended: a compiled variant that will compile nothing says why, once."""
-        looking = self._hook is not None
-        self._remove_hook()
+        """The first step ended: what was found is settled, the hook goes (an optimizer whose
+        module was not called yet runs it eager), and a compiled variant that will compile
+        nothing says why, once."""
+        looking = bool(self._pending) or self._named_hook is not None
+        self._closed = self._stepped = True
+        self._settle()
+        if self._named_hook is not None:
+            self._named_hook.remove()
+            self._named_hook = None
+        for opt_ref, _ in self._pending:
+            if self.anatomy is not None and opt_ref() is not None:
+                self.anatomy.trains(opt_ref(), None, "not-found", None)
+        self._pending = []
         if self.mode == "eager" or self.script_compiles or self.auto_done:
             return
         if self.named:

@@ -19,8 +19,10 @@ def finished(run) -> None:
         engine.guard.restore()
         return
     settle(run.fixes)  # each fix nothing was said of: not applied, and why
+    if run.boundaries:
+        run.anatomy.say()  # the loop's reading with the whole run's counts
     engine.finish(run.reason or events.SCRIPT_ENDED,
-                  asked=run.compile_asked is not None and run.compile_asked())
+                  asked=run.modes is not None and run.modes.asked())
 
 
 def crashed(run, exc: BaseException, tb_text: str, where: str | None) -> None:

@@ -107,8 +107,9 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
     _seed(s.seed, torch)
     run.fixes = fx = script_fixes.start(s, run.note)  # tuimon try's: flags, defaults, now
     modes = CompileModes(fx.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module, fx)
+    modes.anatomy = run.anatomy
     modes.install()
-    run.compile_asked = modes.asked
+    run.modes = modes
     warm = None
     if s.mode != "eager":  # compile artifacts: loaded before the script's first compile
         from tuimon.runner.warm_start import WarmStart
@@ -117,6 +118,7 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         warm.load(torch)
     # The step's parts (runner/phases.py): each hook below says where one begins and ends.
     forward = modes.listener = run.forward = ForwardTimer(run.timeline, run.note, script_fixes.amp(fx))
+    forward.no_grad = run.no_grad_call
     run.make_profiler = lambda: _profiler(s, run)
     _hook_optimizers(torch, run, modes, forward, bare=s.mode == "eager")
     _hook_backward(torch, run)
@@ -140,6 +142,7 @@ def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
         original_init(self, *args, **kwargs)
         if run.enabled:
             run.leader.made()
+            run.anatomy.made(self)
             modes.optimizer_made(self)
             forward.optimizer_made(self)
 
@@ -163,6 +166,7 @@ def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
     perf = time.perf_counter
 
     def stepping(optimizer, args, kwargs) -> None:
+        run.stepping(optimizer)
         if timeline.mark is None:
             stepping_now.append((perf(), timeline.inner))
         else:
@@ -228,6 +232,14 @@ def _hook_backward(torch, run) -> None:
         return out
 
     torch.autograd.backward = backward
+    original_grad = torch.autograd.grad
+
+    def grad(outputs, *args, **kwargs):
+        if kwargs.get("create_graph") or (len(args) > 3 and args[3]):  # a double backward to come
+            run.double_backward(outputs)
+        return original_grad(outputs, *args, **kwargs)
+
+    torch.autograd.grad = grad
     scaler_cls = torch.amp.GradScaler
     original_scale, original_scaler_step = scaler_cls.scale, scaler_cls.step
 

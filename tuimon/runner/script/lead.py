@@ -69,10 +69,9 @@ class Lead:
                       f"steps from step {i + 1} on")
         ref = self.ref  # inline: a property is one call more, every step
         lead = ref() if ref is not None else None
-        if lead is None:
-            changed = self.ref is not None  # the lead was let go: a second training
+        if lead is None:  # the first step, or the lead was let go (a second training)
             lead, self.ref = optimizer, weak(optimizer)
-            if changed and self.changed is not None:
+            if self.changed is not None:  # its module: timed and compiled (hooks.py)
                 self.changed(optimizer)
         if optimizer is lead:
             if self.others:

@@ -58,6 +58,7 @@ class ForwardTimer:
         # The FLOP count's (script/flop_catch.py): while set, the wrapper hands it each training
         # call's arguments (the first steps only; the plain wrapper goes back once counted).
         self.catch = None
+        self.no_grad = None  # told of each call with gradients off (ScriptSteps.no_grad_call)
 
     @property
     def module(self):
@@ -119,8 +120,8 @@ class ForwardTimer:
     def give_up(self) -> None:
         """The first step ended and no module was found: say so once, stop looking (a global
         hook fires on every module call)."""
-        if self.module is not None or self._gave_up or self._params is None:
-            return
+        if self.module is not None or self._gave_up or self._params is None or self.looking:
+            return  # found, said, nothing to find, or still looking for a new lead's (check())
         self._gave_up = True
         self._disarm()
         self.say("forward is not split out: no module called holds all the parameters the "
@@ -138,8 +139,12 @@ class ForwardTimer:
             call = self.amp(inner if inner is not None else
                             (lambda *args, **kwargs: call_impl(ref(), *args, **kwargs)), module)
 
+        timer = self
+
         def timed_call(*args, **kwargs):
             part = FORWARD if grad() else EVAL
+            if part == EVAL and timer.no_grad is not None:
+                timer.no_grad()  # the step held a call outside training (steps.py)
             spans = outer_spans.active  # a capture records: the call as a span (None: the rest)
             span = spans.trained(name) if spans is not None else None
             if timeline.mark is None:  # CPU: a span (runner/phases.py)
@@ -189,6 +194,8 @@ class ForwardTimer:
         module = self.module
         if module is not None and params <= {id(p) for p in module.parameters()}:
             return  # the same model, a new optimizer
+        if module is None and params == self._params:
+            return  # still looking for this one's
         if module is not None and module._compiled_call_impl is (wrapper := self.wrapper):
             _slot(module, wrapper.inner)  # a model kept, no longer trained
         self._disarm()

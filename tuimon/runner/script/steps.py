@@ -21,9 +21,17 @@ import torch
 from tuimon import events
 from tuimon.runner.engine import CaptureWindow, StepEngine
 from tuimon.runner.phases import DATA, Timeline
+from tuimon.runner.script.anatomy import Anatomy
 from tuimon.runner.script.batches import Fetched
-from tuimon.runner.script.lead import TAKEN, Lead
-from tuimon.runner.script.validation import HELD_EVAL, HELD_LOADER, Recurring, Validating
+from tuimon.runner.script.lead import STEP, TAKEN, Lead
+from tuimon.runner.script.validation import (
+    HELD_EVAL,
+    HELD_LOADER,
+    HELD_NO_GRAD,
+    Recurring,
+    Validating,
+    held_kinds,
+)
 from tuimon.settings import RunSettings
 
 
@@ -41,7 +49,7 @@ class ScriptSteps:
         self.emitter = emitter
         self.watch = watch
         self.make_profiler = None  # made when training starts (the device is known then)
-        self.compile_asked = None  # callable: did this variant ask torch to compile? (compile_modes)
+        self.modes = None  # compile_modes.py's CompileModes (the modules compiled)
         # A rank of a torchrun job (its identity from torchrun's environment, runner/link.py).
         self.ident = ident
         self.enabled = True  # False in a forked child (a DataLoader worker) and once ended
@@ -60,7 +68,12 @@ class ScriptSteps:
         self.gap = False  # a gap whatever the step before held (a pass before training)
         self.held = 0  # validation work seen: HELD_EVAL | HELD_LOADER (validation.py)
         self.backwards = 0
-        self.loss = None
+        # The losses of the backward() calls since the last optimizer step (detached): the next
+        # optimizer's to step; the lead's make the step's loss, their sum (``_take_losses``).
+        self.pending: list = []
+        self.in_step: int | None = None  # of those, computed before an optimizer's step() began
+        self.loss = None  # the step's loss (a tensor), its count of backward() losses
+        self.summed = 0
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
         # Whose a compile is: training's or a validation pass's (its watch asks it too).
@@ -70,6 +83,7 @@ class ScriptSteps:
         self.forward = None  # the ForwardTimer (phases.py): the trained module
         # Which call ends a step: the lead optimizer's step(), or backward() (lead.py).
         self.leader = Lead(self.note)
+        self.anatomy = Anatomy(emitter, self.leader)  # how the loop was read (anatomy.py)
         self.fetched = Fetched()  # batches not trained on yet: a backward() takes one (batches.py)
         self._notes_said: set[str] = set()
         self.booted_at = time.monotonic()  # for the no-step watch (ending.py no_step_yet)
@@ -106,6 +120,17 @@ class ScriptSteps:
             self.validating.since = None  # training (Validating.training(), without a call)
         self.fetched.add(data_key, batch)
 
+    def double_backward(self, outputs) -> None:
+        """torch.autograd.grad with create_graph (hooks.py): what it reaches is not compiled."""
+        if self.enabled and self.modes is not None:
+            self.modes.double_backward(outputs)
+
+    def no_grad_call(self) -> None:
+        """The trained module called with gradients off (phases.py): sampling, generation, a
+        rollout, eval forwards (model.eval() says which: validation.py)."""
+        if self.enabled and self.started:
+            self.held |= HELD_NO_GRAD
+
     def eval_mode(self) -> None:
         """``Module.train(False)``: a validation pass, or eval inside every step (validation.py)."""
         if self.enabled:
@@ -123,19 +148,34 @@ class ScriptSteps:
         if self.fetched:
             self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
-            engine = self.engine
-            guard = engine.guard
-            if guard.on:  # tested first: the hot path makes no call it does not need
-                guard.ours()
-            self.loss = engine.losses.capture(engine.i, root.detach())
-            if guard.on:
-                guard.theirs()
+            self.pending.append(root.detach())
         if self.leader.backward(self.backwards):
             self.boundary()
+
+    def stepping(self, optimizer) -> None:
+        """An optimizer's step() begins: the losses so far were computed outside it (a
+        closure's, LBFGS's, come inside it)."""
+        self.in_step = len(self.pending)
+
+    def _take_losses(self) -> None:
+        """The lead stepped (or a backward() ended the step): the step's loss is the sum of the
+        backward() losses since the last optimizer step, those computed before its step() began
+        (a closure's first, when all came inside it: LBFGS evaluates it again and again). A
+        script that scales each micro-batch's loss by 1/N prints this sum; a GAN's generator
+        loss went with the generator's step()."""
+        pending, before = self.pending, self.in_step
+        n = len(pending) if before is None else (before or 1)  # None: no step() began (by backward)
+        if pending:
+            loss = pending[0]
+            for more in pending[1:n]:
+                loss = loss + more.to(loss.device)
+            self.loss, self.summed = loss, n
+        self.pending, self.in_step = [], None
 
     def optimizer_stepped(self, optimizer) -> None:
         if not self.enabled:
             return
+        self.anatomy.stepped(optimizer)
         leader = self.leader
         ref = leader.ref  # the common case inline: the lead stepped, nothing else to weigh
         if ref is not None and ref() is optimizer and not leader.others and not leader.by_backward:
@@ -144,8 +184,10 @@ class ScriptSteps:
         ended = leader.stepped(optimizer, self.i)
         if ended == TAKEN:
             self.gap = True  # this step held the old lead's last work and the new one's first steps
-        if ended is not None:
+        if ended in (STEP, TAKEN):
             self.boundary()
+        else:
+            self.pending, self.in_step = [], None  # another optimizer's losses: not the step's
 
     def step_skipped(self, optimizer) -> None:
         """GradScaler skipped ``optimizer.step()`` (inf/NaN gradients): still a step's end."""
@@ -242,11 +284,13 @@ class ScriptSteps:
         else:
             engine.clock.stop()
             ph = timeline.end()
+        self._take_losses()
         if self.boundaries == 0 and self.first_step is not None:
             self.first_step()
         self.validating.since = None  # training (Validating.training(), without a call)
-        if self.held or self.gap:  # did its validation work compile (a one-time cost)?
-            self.gap = self.recurring.gap(engine.i, self.held, self.watch.val_in_step, self.note) or self.gap
+        held = self.held & ~HELD_NO_GRAD if self.held & HELD_EVAL else self.held  # eval's own calls
+        if held or self.gap:  # did its validation work compile (a one-time cost)?
+            self.gap = self.recurring.gap(engine.i, held, self.watch.val_in_step, self.note) or self.gap
         elif self.recurring.before:
             self.recurring.before = 0
         if not self.backwards and self.fetched:  # no backward() seen: what it fetched
@@ -256,10 +300,19 @@ class ScriptSteps:
         if self.train_data is None:
             self.train_data = self.last_data
         self._accumulation()
+        self.anatomy.step_ended(engine.i, self.backwards, self.summed, held_kinds(held), self.gap)
         pre = (self.backward_at - self._t0) * 1000.0 if self.backward_at >= self._t0 else None
-        gap, samples, loss, data_ms = self.gap, self.samples, self.loss, self.data_s * 1000.0
+        loss = None
+        if self.loss is not None:
+            guard = engine.guard
+            if guard.on:  # tested first: the hot path makes no call it does not need
+                guard.ours()
+            loss = engine.losses.capture(engine.i, self.loss)
+            if guard.on:
+                guard.theirs()
+        gap, samples, data_ms = self.gap, self.samples, self.data_s * 1000.0
         self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
-        self.held = 0
+        self.held = self.summed = 0
         self.boundaries += 1
         reason = engine.boundary(loss, samples, data_ms, ph, pre, gap)
         if reason is not None:
@@ -275,9 +328,12 @@ class ScriptSteps:
         if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
                 and not self.leader.by_backward and not self._accum_said:
             self._accum_said = True
+            which = (f"the sum of the {self.summed} backward() losses before its step()" if
+                     self.summed > 1 else "the backward() loss before its step() (the others "
+                     "went with another optimizer's step())")
             self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
-                      "or several losses): a step here is one optimizer step, and its loss the "
-                      "last backward()'s", backwards=self.backwards)
+                      f"or several losses): a step here is one optimizer step, and its loss {which}",
+                      backwards=self.backwards, summed=self.summed)
         self._last_backwards = 0 if self.gap else self.backwards
 
     def stop(self, reason: str) -> None:

@@ -1,0 +1,119 @@
+"""How tuimon read a script's loop, as data (issue 40): the step (which optimizer's ``step()``
+ends it, and how many batches and ``backward()`` calls it held), every other optimizer and how
+often it stepped, the module each one trains and how each was compiled, what a step's loss is,
+and the calls outside training (a validation pass, eval inside a step, the trained module called
+with gradients off: sampling, generation, a rollout) with the steps that held them. Said as an
+``anatomy`` event once the first steps have run and again at the run's end (the summary keeps the
+last), so a user who knows their script can check the reading at a glance and a test can assert
+it. Counting is a few dict updates at a step's end; nothing here is on a step's clock."""
+
+from __future__ import annotations
+
+from tuimon import events
+from tuimon.runner.refs import param_ids, weak
+
+SAID_AT = 8  # the step after which the first reading is said (the warm-up's compiles are in)
+KEPT_STEPS = 12  # the steps kept per kind of work outside training (and their count)
+
+
+class Optimizer:
+    """One optimizer the script made: what it is, what it trains, how often it stepped."""
+
+    __slots__ = ("ref", "name", "params", "count", "steps", "module", "compiled", "beside", "made")
+
+    def __init__(self, optimizer, made: int) -> None:
+        self.ref = weak(optimizer)
+        self.name = type(optimizer).__name__
+        self.params = param_ids(optimizer)
+        self.count = sum(p.numel() for g in optimizer.param_groups for p in g["params"])
+        self.steps = 0
+        self.module: str | None = None  # the class of the module holding all its parameters
+        # How that module runs in this variant (compile_modes.py's codes: tuimon, script,
+        # variant, inside, holds, ...), and the module that depends on (inside, holds).
+        self.compiled: str | None = None
+        self.beside: str | None = None
+        self.made = made  # 0: the first optimizer made
+
+    def row(self) -> dict:
+        return {"optimizer": self.name, "params": self.count, "steps": self.steps,
+                "module": self.module, "compiled": self.compiled, "beside": self.beside}
+
+
+class Anatomy:
+    def __init__(self, emitter, leader) -> None:
+        self.emitter = emitter
+        self.leader = leader  # lead.py's Lead: the lead optimizer, or steps by backward()
+        self.optimizers: list[Optimizer] = []
+        self.backwards: dict[int, int] = {}  # backward() calls a step -> steps
+        self.losses: dict[int, int] = {}  # the backward() losses a step's loss sums -> steps
+        self.outside: dict[str, dict] = {}  # kind -> {"steps": [...], "count": n}
+        self.said = False
+
+    def made(self, optimizer) -> None:
+        self.optimizers.append(Optimizer(optimizer, len(self.optimizers)))
+
+    def of(self, optimizer) -> Optimizer | None:
+        for seen in self.optimizers:
+            if seen.ref() is optimizer:
+                return seen
+        return None
+
+    def stepped(self, optimizer) -> None:
+        seen = self.of(optimizer)
+        if seen is not None:
+            seen.steps += 1
+
+    def trains(self, optimizer, module, how: str, beside: str | None = None) -> None:
+        """``module`` (None: none found) holds all of ``optimizer``'s parameters, and runs as
+        ``how`` says in this variant (compile_modes.py's code; ``beside``: the module it is
+        compiled inside, or holds)."""
+        seen = self.of(optimizer)
+        if seen is not None:
+            seen.module = _name(module) if module is not None else None
+            seen.compiled, seen.beside = how, beside
+
+    def step_ended(self, i: int, backwards: int, summed: int, held: str | None, gap: bool) -> None:
+        """Step ``i`` ended with ``backwards`` backward() calls, its loss the sum of ``summed``
+        of them, and ``held`` other work than training (validation.py's kinds), if any; ``gap``:
+        kept out of the steady state for it (work that recurs step after step is the step's)."""
+        self.backwards[backwards] = self.backwards.get(backwards, 0) + 1
+        self.losses[summed] = self.losses.get(summed, 0) + 1
+        if held is not None:
+            kept = self.outside.setdefault(held, {"steps": [], "count": 0, "gaps": 0})
+            kept["count"] += 1
+            kept["gaps"] += gap
+            if len(kept["steps"]) < KEPT_STEPS:
+                kept["steps"].append(i)
+        if i + 1 == SAID_AT:
+            self.say()
+
+    def say(self) -> None:
+        """The reading so far as an ``anatomy`` event (again at the end: counts grow)."""
+        self.said = True
+        steps = sum(self.backwards.values())
+        lead = self.leader.lead
+        lead_seen = self.of(lead) if lead is not None else None
+        rows = []
+        for seen in self.optimizers:
+            row = seen.row()
+            row["lead"] = seen is lead_seen
+            if steps and seen.steps:
+                row["every"] = round(steps / seen.steps, 2)  # lead steps per step of this one
+            rows.append(row)
+        self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
+                          else "optimizer.step", optimizers=rows, backwards=_keys(self.backwards),
+                          loss_sums=_keys(self.losses), outside=self.outside)
+
+
+def _name(module) -> str:
+    """A module's class; torch.compile's wrapper and DDP named for what they wrap."""
+    inner = getattr(module, "_orig_mod", None) or getattr(module, "module", None)
+    wrapper = type(module).__name__
+    if inner is not None and wrapper in ("OptimizedModule", "DistributedDataParallel"):
+        return f"{type(inner).__name__} ({'torch.compile' if wrapper == 'OptimizedModule' else 'DDP'})"
+    return wrapper
+
+
+def _keys(counts: dict[int, int]) -> dict[str, int]:
+    """JSON's object keys are text: {"1": 380, "2": 20}, in order."""
+    return {str(k): v for k, v in sorted(counts.items())}
