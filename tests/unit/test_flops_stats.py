@@ -48,18 +48,19 @@ def row(evs):
 
 def test_achieved_flops_per_phase_are_its_flops_over_its_median():
     f = row(session()).flops
-    assert (f.flops_forward, f.flops_backward, f.flops_optimizer, f.flops_step) == (6e9, 8e9, 0, 14e9)
-    assert f.flop_s_forward == pytest.approx(1e12, rel=0.03)  # 6 GFLOP in ~6 ms
-    assert f.flop_s_backward == pytest.approx(2e12, rel=0.03)
-    assert f.flop_s_optimizer is None  # nothing counted there: no rate, not 0 FLOP/s
-    assert f.flop_s_step == pytest.approx(14e9 / 13.2e-3, rel=0.03)  # the median step, 13.2 ms
-    assert f.mfu_measured_forward == pytest.approx(0.5, rel=0.03)
-    assert f.mfu_measured_backward == pytest.approx(1.0, rel=0.05)
+    fwd, bwd, opt = (f.phases[name] for name in ("forward", "backward", "optimizer"))
+    assert (fwd.flops, bwd.flops, opt.flops, f.step.flops) == (6e9, 8e9, 0, 14e9)
+    assert fwd.flop_s == pytest.approx(1e12, rel=0.03)  # 6 GFLOP in ~6 ms
+    assert bwd.flop_s == pytest.approx(2e12, rel=0.03)
+    assert opt.flop_s is None  # nothing counted there: no rate, not 0 FLOP/s
+    assert f.step.flop_s == pytest.approx(14e9 / 13.2e-3, rel=0.03)  # the median step, 13.2 ms
+    assert fwd.mfu_measured == pytest.approx(0.5, rel=0.03)
+    assert bwd.mfu_measured == pytest.approx(1.0, rel=0.05)
 
 
 def test_on_a_cpu_the_measured_peak_stands_alone():
     f = row(session()).flops
-    assert f.peak_lookup == "cpu" and f.peak_datasheet is None and f.mfu_datasheet_step is None
+    assert f.peak_lookup == "cpu" and f.peak_datasheet is None and f.step.mfu_datasheet is None
     assert f.mfu_basis == "measured-cpu"
     assert "n/a on a CPU" in flops_text.mfu_cell(row(session()), "datasheet")
 
@@ -69,14 +70,15 @@ def test_a_known_gpu_gives_both_peaks_at_the_precision_used():
     f = r.flops
     assert f.peak_device == "H100 SXM" and f.peak_datasheet == 989.5e12 and f.mfu_basis == "both"
     assert f.peak_measured == 4e12  # the bf16 GEMM best, not the fp32 one
-    assert f.mfu_datasheet_forward == pytest.approx(1e12 / 989.5e12, rel=0.03)
+    assert f.phases["forward"].mfu_datasheet == pytest.approx(1e12 / 989.5e12, rel=0.03)
     assert "of H100 SXM 990 TFLOP/s bf16" in flops_text.mfu_cell(r, "datasheet")
 
 
 def test_an_unknown_device_falls_back_to_the_measured_peak_and_says_so():
     r = row(session("cuda:0", "NVIDIA A10G", "bf16"))
     assert r.flops.peak_lookup == "unknown-device" and r.flops.mfu_basis == "measured-unknown-device"
-    assert r.flops.mfu_measured_forward is not None and r.flops.mfu_datasheet_forward is None
+    forward = r.flops.phases["forward"]
+    assert forward.mfu_measured is not None and forward.mfu_datasheet is None
     assert flops_text.mfu_cell(r, "datasheet") == "unknown device NVIDIA A10G: the measured peak stands in"
     assert any("not in tuimon's peak table" in n for n in flops_text.notes(summarize(
         session("cuda:0", "NVIDIA A10G", "bf16"))))
@@ -99,18 +101,19 @@ def test_mfu_over_100_percent_is_flagged_never_printed_as_a_fact():
 
 def test_no_peak_no_mfu_and_a_failed_count_says_why():
     f = row(session(peaks=None)).flops
-    assert f.flop_s_forward is not None and f.mfu_measured_forward is None and f.mfu_basis is None
+    forward = f.phases["forward"]
+    assert forward.flop_s is not None and forward.mfu_measured is None and f.mfu_basis is None
     evs = session()
     evs[2] = events.make(events.FLOPS, "eager-fp32", error="ValueError: no batch to spare", peak=None)
     r = row(evs)
-    assert r.flops.flops_step is None and r.flops.flops_error == "ValueError: no batch to spare"
+    assert not r.flops.counted and r.flops.error == "ValueError: no batch to spare"
     assert flops_text.counts_cell(r) == "not counted: ValueError: no batch to spare"
 
 
 def test_the_record_is_frozen_and_the_fold_replaces_it():
     r = row(session())
     with pytest.raises(dataclasses.FrozenInstanceError):
-        r.flops.flops_step = 1
+        r.flops.step = None
 
 
 def test_a_combined_variant_counts_once_and_rates_on_its_own_medians():
@@ -122,18 +125,18 @@ def test_a_combined_variant_counts_once_and_rates_on_its_own_medians():
         evs += part
     s = summarize(evs)
     v = s.variants[0]
-    assert v.flops.flops_step == 14e9 and v.flops.flop_s_forward == pytest.approx(1e12, rel=0.05)
+    assert v.flops.step.flops == 14e9 and v.flops.phases["forward"].flop_s == pytest.approx(1e12, rel=0.05)
 
 
 def test_summary_json_has_the_keys_a_plot_reads(tmp_path):
     s = summarize(session("cuda:0", "NVIDIA H100 80GB HBM3", "bf16"))
     doc = json.loads(json.dumps(summary_json.document({}, s), default=str))
     r = doc["runs"][0]
-    for part in ("step", "forward", "backward", "optimizer"):
-        for key in (f"flops_{part}", f"flop_s_{part}", f"mfu_measured_{part}", f"mfu_datasheet_{part}"):
-            assert key in r, key
-    assert r["peak_measured"] == 4e12 and r["peak_datasheet"] == 989.5e12 and r["mfu_basis"] == "both"
-    assert r["flops_precision"] == "bf16" and r["flops_words"][0].startswith("eager/fp32: 14 GFLOP")
+    f = r["flops"]
+    for part in (f["step"], *(f["phases"][name] for name in ("forward", "backward", "optimizer"))):
+        assert set(part) == {"flops", "flop_s", "mfu_measured", "mfu_datasheet"}
+    assert f["peak_measured"] == 4e12 and f["peak_datasheet"] == 989.5e12 and f["mfu_basis"] == "both"
+    assert f["precision"] == "bf16" and r["words"]["flops"][0].startswith("eager/fp32: 14 GFLOP")
 
 
 def test_the_table_and_summary_md_show_flops_and_mfu():

@@ -200,12 +200,13 @@ def test_matplotlib_missing_is_one_line_with_how_to_install_it(tmp_path):
 
 
 def test_measured_sections_show_what_a_session_recorded():
-    rows = [{"label": "eager/fp32", "flops_words": ["eager/fp32: 15.2 MFLOP a step",
-                                                    "  MFU vs measured peak: 0.5 % (fwd 5.3 %)"],
-             "memory_words": {"phases": "fwd 1.0 GiB · bwd 2.0 GiB", "batch_fit": "~2× today"},
-             "energy_words": {"per_step": "25 J a step (NVML's counter)"}},
-            {"label": "default/fp32", "flops_words": [],
-             "memory_words": {"phases": "fwd 0.8 GiB · bwd 2.0 GiB", "vs_baseline": "fwd −20 %"}}]
+    rows = [{"label": "eager/fp32", "words": {
+                "flops": ["eager/fp32: 15.2 MFLOP a step", "  MFU vs measured peak: 0.5 % (fwd 5.3 %)"],
+                "memory": {"phases": "fwd 1.0 GiB · bwd 2.0 GiB", "batch_fit": "~2× today"},
+                "energy": {"per_step": "25 J a step (NVML's counter)"}}},
+            {"label": "default/fp32", "words": {
+                "flops": [], "memory": {"phases": "fwd 0.8 GiB · bwd 2.0 GiB", "vs_baseline": "fwd −20 %"},
+                "energy": None}}]
     mfu = measures.mfu_section({"variants": rows})
     assert "<li>eager/fp32: 15.2 MFLOP a step</li>" in mfu and "MFU vs measured peak: 0.5 %" in mfu
     mem = measures.memory_section({"variants": rows}, None)
@@ -213,7 +214,8 @@ def test_measured_sections_show_what_a_session_recorded():
                  "fwd −20 %", "<th>largest batch that would fit</th>"):
         assert said in mem, said
     assert "CUDA-graph pool" not in mem  # no row said anything of it
-    assert measures.NOT_MEASURED in measures.mfu_section({"variants": [{"label": "x", "peak_rss": 1}]})
+    empty = {"variants": [{"label": "x", "words": {"flops": []}}]}
+    assert measures.NOT_MEASURED in measures.mfu_section(empty)
 
 
 def test_summary_md_s_markdown_is_rendered_escaped():

@@ -129,12 +129,11 @@ def memory_rows(summary: SessionSummary) -> list[tuple[str, object]]:
 
 
 def row_words(r: RunStats) -> dict:
-    """summary.json's words beside the codes (``batch_fit_why``, ``energy_why``)."""
-    return {"batch_fit_why": r.memory.batch_fit_why.to_dict() if r.memory.batch_fit_why else None,
-            "energy_why": r.energy.energy_why.to_dict() if r.energy.energy_why else None,
-            "memory_words": {"phases": phases_cell(r), "vs_baseline": change_cell(r),
-                             "graph_pool": pool_cell(r), "batch_fit": fit_cell(r)},
-            "energy_words": {"per_step": per_step_cell(r), "per_run": per_run_cell(r)}}
+    """summary.json's words of a row's memory and energy (their codes: ``memory.batch_fit_why``,
+    ``energy.energy_why``)."""
+    return {"memory": {"phases": phases_cell(r), "vs_baseline": change_cell(r),
+                       "graph_pool": pool_cell(r), "batch_fit": fit_cell(r)},
+            "energy": {"per_step": per_step_cell(r), "per_run": per_run_cell(r)}}
 
 
 def panel_text(r: RunStats | None) -> str:

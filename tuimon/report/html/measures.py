@@ -19,19 +19,19 @@ def rows_of(doc: dict) -> list[dict]:
 def mfu_section(doc: dict) -> str:
     """FLOPs, achieved FLOP/s and MFU per phase (against the measured and the datasheet peak), in
     the summary's own words (report/flops_text.py, summary.json's ``flops_words``)."""
-    said = [line for r in rows_of(doc) for line in r.get("flops_words") or []]
+    said = [line for r in rows_of(doc) for line in r["words"]["flops"]]
     if not said:
         return f'<p class="na">{NOT_MEASURED}.</p>'
     return "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in said) + "</ul>"
 
 
 # The memory and energy rows, in report/memory_text.py's words as summary.json keeps them.
-MEMORY_ROWS = (("memory_words", "phases", "memory per phase (allocator peak)"),
-               ("memory_words", "vs_baseline", "compile against eager, per phase"),
-               ("memory_words", "graph_pool", "CUDA-graph pool"),
-               ("memory_words", "batch_fit", "largest batch that would fit"),
-               ("energy_words", "per_step", "energy per step"),
-               ("energy_words", "per_run", "energy per run"))
+MEMORY_ROWS = (("memory", "phases", "memory per phase (allocator peak)"),
+               ("memory", "vs_baseline", "compile against eager, per phase"),
+               ("memory", "graph_pool", "CUDA-graph pool"),
+               ("memory", "batch_fit", "largest batch that would fit"),
+               ("energy", "per_step", "energy per step"),
+               ("energy", "per_run", "energy per run"))
 
 
 def memory_section(doc: dict, summary: SessionSummary | None) -> str:
@@ -40,11 +40,11 @@ def memory_section(doc: dict, summary: SessionSummary | None) -> str:
     recorded before they were measured says so, with the peak the table gives."""
     rows = rows_of(doc)
     said = [(group, key, name) for group, key, name in MEMORY_ROWS
-            if any((r.get(group) or {}).get(key) not in (None, DASH) for r in rows)]
+            if any((r["words"][group] or {}).get(key) not in (None, DASH) for r in rows)]
     peaks = {r.label: peak_memory_text(r) for r in columns(summary)} if summary else {}
     if said:
         head = "".join(f"<th>{html.escape(r.get('label', '?'))}</th>" for r in rows)
-        body = [(name, [(r.get(group) or {}).get(key) or DASH for r in rows])
+        body = [(name, [(r["words"][group] or {}).get(key) or DASH for r in rows])
                 for group, key, name in said]
         body.insert(0, ("peak memory (the whole run)", [peaks.get(r.get("label"), DASH) for r in rows]))
         cells = "".join(f"<tr><th>{html.escape(name)}</th>"
