@@ -76,7 +76,7 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
         await pilot.pause(0.2)
         assert pane.has_class("visible")
         console = Console(width=140, file=io.StringIO(), record=True)
-        from tuimon.report.why_text import worded
+        from said import worded
 
         whys = worded(app.model.summary())
         # The eager panel is focused: what bounds its step, and where the compiled one's are.

@@ -79,7 +79,7 @@ def test_a_version_1_file_is_upgraded_into_todays_shape(validator):
         for group in ("timing", "compare", "loss", "compile", "flops", "memory", "energy"):
             assert got[group] == want[group], group
         assert got["words"]["memory"] == want["words"]["memory"]
-    assert doc["verdict"]["line"] == now["verdict"]["line"]
+    assert doc["verdict"]["line"] == now["verdict"]["line"] and doc["why"] == now["why"]
 
 
 def test_upgrade_leaves_todays_files_alone_and_refuses_a_newer_one():

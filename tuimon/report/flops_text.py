@@ -1,6 +1,6 @@
 """FLOPs, FLOP/s and MFU in words (analysis/stats/flops.py decides; only the wording is here):
-the summary table's rows, summary.md's section and the headless lines, the panel's line
-("fwd 1.2 TFLOP/s · 31 % of measured peak"), and the Why words of the flops family.
+the summary table's rows, the document's FLOPs section (summary.md's, the page's, the terminal's
+notes, summary.json's words), the panel's line ("fwd 1.2 TFLOP/s · 31 % of measured peak").
 
 An MFU over 100 % is never printed as a figure: it reads "over 100 %: the peak does not fit"."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tuimon.analysis import RunStats, SessionSummary, columns
 from tuimon.fmt import DASH, fmt_flops, fmt_small_pct
+from tuimon.report.document import FIGURES, NOTE, TEXT, Line, Section
 
 PHASES = ("forward", "backward", "optimizer")
 SHORT = {"step": "step", "forward": "fwd", "backward": "bwd", "optimizer": "opt"}
@@ -124,17 +125,19 @@ def panel_line(r: RunStats) -> str:
     return "  ".join(out)
 
 
-def lines(r: RunStats) -> list[str]:
-    """summary.md's and the headless output's lines for one row (none without a count)."""
+def line(r: RunStats) -> Line | None:
+    """A row's FLOPs and FLOP/s, its MFU against each peak and its notes under it (None without
+    a count)."""
     f = r.flops
+    of = {"label": r.label, "run": r.run}
     if f.error:
-        return [f"{r.label}: FLOPs not counted: {f.error}"]
+        return Line(FIGURES, f"{r.label}: FLOPs not counted: {f.error}", of)
     if not f.counted:
-        return []
-    return [f"{r.label}: {counts_cell(r)}; {rates_cell(r)}",
-            f"  MFU vs measured peak: {mfu_cell(r, 'measured')}",
-            f"  MFU vs datasheet peak: {mfu_cell(r, 'datasheet')}",
-            *(f"  ({note})" for note in row_notes(r))]
+        return None
+    under = [Line(FIGURES, f"MFU vs measured peak: {mfu_cell(r, 'measured')}"),
+             Line(FIGURES, f"MFU vs datasheet peak: {mfu_cell(r, 'datasheet')}")]
+    under += [Line(NOTE, note) for note in row_notes(r)]
+    return Line(FIGURES, f"{r.label}: {counts_cell(r)}; {rates_cell(r)}", of, tuple(under))
 
 
 def row_notes(r: RunStats) -> list[str]:
@@ -147,17 +150,11 @@ def row_notes(r: RunStats) -> list[str]:
     return out
 
 
-def notes(summary: SessionSummary) -> list[str]:
-    """The headless output's notes under the table (its rows hold the figures)."""
-    return [f"{r.label}: {note}" for r in columns(summary) for note in row_notes(r)]
-
-
-def section(summary: SessionSummary) -> list[str]:
-    """summary.md's FLOPs section (empty when no run counted)."""
-    rows = [line for r in columns(summary) for line in lines(r)]
+def section(summary: SessionSummary) -> Section:
+    """The FLOPs section: a line a row that counted (empty when none did)."""
+    rows = [x for x in map(line, columns(summary)) if x is not None]
     if not rows:
-        return []
-    return ["## FLOPs and MFU", "",
-            "FLOPs of one extra step of the eager module (torch's FlopCounterMode; a compiled "
-            "variant's too), over each phase's median time; see docs/measuring.md.", "",
-            "    " + "\n    ".join(rows), ""]
+        return Section("flops", "FLOPs and MFU")
+    intro = ("FLOPs of one extra step of the eager module (torch's FlopCounterMode; a compiled "
+             "variant's too), over each phase's median time; see docs/measuring.md.")
+    return Section("flops", "FLOPs and MFU", (Line(TEXT, intro), *rows))

@@ -6,7 +6,8 @@ Version 1 (every session before issue 41, no ``schema_version`` key) kept a row 
 spelled into its keys (``mfu_measured_forward``) and some words where the codes are now
 (``nothing_compiled``, ``fell_back``, ``miss_reasons``, ``compile_divergence``, a left-out
 round's ``why``). Version 2 nests a row as its records are (``timing``, ``compare``, ...,
-``flops``: a record a phase), with its words under ``words``."""
+``flops``: a record a phase), with its words under ``words``, and each diagnosed variant's
+``headline`` beside its findings."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from tuimon.analysis import RunStats
+from tuimon.report import why_text
 
 SCHEMA_VERSION = 2
 SCHEMA = Path(__file__).with_name("summary.schema.json")
@@ -49,7 +51,17 @@ def upgrade(doc: dict) -> dict:
         raise ValueError(f"summary.json schema version {version}: this tuimon reads up to "
                          f"{SCHEMA_VERSION}")
     rows = {key: [_row_v1(r) for r in doc.get(key) or []] for key in ("runs", "variants")}
-    return {"schema_version": SCHEMA_VERSION, **doc, **rows}
+    why = [_why_v1(w) for w in doc.get("why") or []]
+    return {"schema_version": SCHEMA_VERSION, **doc, **rows, "why": why}
+
+
+def _why_v1(old: dict) -> dict:
+    """A diagnosed variant of version 1, with the headline version 2 keeps beside its figures."""
+    said = {"doubted": False, **old}
+    headline = why_text.headline(said["label"], said["compiled"], said["speedup"], said["helped"],
+                                 said["doubted"])
+    return {k: v for k, v in said.items() if k != "findings"} | {"headline": headline,
+                                                                 "findings": said["findings"]}
 
 
 def _groups() -> dict[str, set[str]]:
