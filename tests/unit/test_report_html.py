@@ -32,7 +32,7 @@ from tuimon.report.document import (
     Section,
     Table,
 )
-from tuimon.report.html import lines, measures, page
+from tuimon.report.html import lines, page
 from tuimon.report.html.data import read
 from tuimon.report.table import breakeven_text
 from tuimon.sessiondir import listing
@@ -79,7 +79,7 @@ def test_the_page_holds_the_verdict_the_table_and_every_figure_in_summary_mds_wo
     compiled = next(r for r in rep.summary.runs if r.compiled)
     assert html_text(breakeven_text(compiled)) in text  # the break-even, in the table's words
     assert f"step {compiled.compare.breakeven_steps:,}" in text  # ... and marked on the figure
-    assert text.count(measures.NOT_MEASURED) == 1  # MFU: not measured here
+    assert text.count(sections.NOT_MEASURED) == 1  # MFU: not measured here
     # memory per phase and energy in the summary's words: n/a on a CPU, with the reason
     memory = text[text.index('<section id="memory">'):]
     assert "<th>memory per phase (allocator peak)</th>" in memory and "<th>energy per step</th>" in memory
@@ -216,19 +216,17 @@ def test_measured_sections_show_what_a_session_recorded():
     from test_flops_stats import session as counted
     from test_memory_energy_stats import sequential
 
-    flops = sections.document({}, summarize(counted()))["flops"]
-    mfu = measures.mfu_section(flops)
+    mfu = lines.sections(sections.document({}, summarize(counted()))["flops"])
     assert "<li>eager/fp32: 14 GFLOP (fwd 6 G · bwd 8 G · opt 0) · fp32;" in mfu
     assert "<ul><li>MFU vs measured peak: " in mfu  # the row's details under it
     summary = summarize(sequential())
-    mem = measures.memory_section(summary)
+    mem = lines.sections(sections.memory(summary))
     for r in summary.runs:
         for cell in (memory_text.phases_cell, memory_text.fit_cell, memory_text.per_step_cell):
             assert f"<td>{html_text(cell(r))}</td>" in mem, cell
     assert "<th>largest batch that would fit (if activations grow with it)</th>" in mem
     assert "<th>CUDA-graph pool</th>" in mem
-    assert measures.NOT_MEASURED in measures.mfu_section(Section("flops"))
-    none = measures.memory_section(summarize(counted()))  # a CPU: n/a, with the reason
+    none = lines.sections(sections.memory(summarize(counted())))  # a CPU: n/a, with the reason
     assert "<th>memory per phase (allocator peak)</th>" in none and "n/a (CPU: the allocator" in none
 
 

@@ -33,8 +33,7 @@ _NO_WORDS = {"unreliable": None, "nothing_compiled": None, "fell_back": [], "val
              "miss_reasons": [], "compile_divergence": [], "memory": None, "energy": None, "flops": []}
 # Version 1's ``mfu_measured_forward``: version 2's ``flops.phases.forward.mfu_measured``.
 _PARTS = ("step", "forward", "backward", "optimizer")
-_FIGURES = ("flops", "flop_s", "mfu_measured", "mfu_datasheet")
-_PHASE_V1 = {f"{figure}_{part}": (part, figure) for figure in _FIGURES for part in _PARTS}
+_FIGURES = ("flops", "flop_s", "mfu_measured", "mfu_datasheet")  # a phase's record, in order
 
 
 def read(path: str | Path) -> dict:
@@ -64,41 +63,36 @@ def _why_v1(old: dict) -> dict:
                                                                  "findings": said["findings"]}
 
 
-def _groups() -> dict[str, set[str]]:
-    """A row's records, by name, and each one's fields."""
-    row = RunStats("", "", "")
-    return {f.name: {g.name for g in fields(getattr(row, f.name))}
-            for f in fields(row) if is_dataclass(getattr(row, f.name))}
-
-
 def _row_v1(old: dict) -> dict:
-    """One flat row of version 1, nested: today's row with its defaults (an older file lacks
-    later figures: None, "not measured"), each key of the old row in its record."""
-    groups = _groups()
-    owner = {name: group for group, names in groups.items() for name in names}
-    row = RunStats(old.get("run", ""), old.get("mode", ""), old.get("precision", "")).to_dict()
-    row["label"] = old.get("label", row["label"])
+    """One flat row of version 1, nested: built into today's records (a later figure an older
+    file lacks keeps its default, "not measured") and serialized as today's rows are."""
+    old = dict(old)
     words = {**_NO_WORDS, "notes": old.get("notes", []),
              "left_out": [p.get("why") for p in old.get("left_out") or []]}
-    parts = {part: dict.fromkeys(_FIGURES) for part in _PARTS}
-    for key, value in old.items():
-        if key in _WORDS_V1:
-            words[_WORDS_V1[key]] = value
-        elif key in _WORDED_V1:
-            words[key] = value
-        elif key == "left_out":
-            row[key] = [{**p, "why": None} for p in value]
-        elif key in _FLOPS_V1:
-            row["flops"][_FLOPS_V1[key]] = value
-        elif key in _PHASE_V1:
-            part, figure = _PHASE_V1[key]
-            parts[part][figure] = value
-        elif key in owner:
-            row[owner[key]][key] = value
-        elif key in row and key != "label":
-            row[key] = value
-    row["flops"]["step"] = parts.pop("step")
-    if row["flops"]["step"]["flops"] is not None:  # counted: a record a phase
-        row["flops"]["phases"] = parts
-    row["words"] = words
-    return row
+    words |= {new: old.pop(key) for key, new in _WORDS_V1.items() if key in old}
+    words |= {key: old.pop(key) for key in _WORDED_V1 if key in old}
+    old["left_out"] = [{**p, "why": None} for p in old.get("left_out") or []]
+    blank = RunStats("", "", "")
+    records = {"flops": _flops_v1(type(blank.flops), type(blank.flops.step), old)}
+    for f in fields(blank):
+        record = getattr(blank, f.name)
+        if is_dataclass(record) and f.name not in records:
+            records[f.name] = type(record)(**_found(type(record), old))
+    row = RunStats(**{"run": "", "mode": "", "precision": "", **_found(RunStats, old, set(records))},
+                   **records)
+    return row.to_dict() | {"words": words}
+
+
+def _found(kind: type, old: dict, exclude: set[str] = frozenset()) -> dict:
+    """``kind``'s fields that ``old`` holds."""
+    names = {f.name for f in fields(kind)} - exclude
+    return {k: v for k, v in old.items() if k in names}
+
+
+def _flops_v1(kind: type, part: type, old: dict):
+    """Version 1's FLOPs keys as today's record, a record a phase."""
+    parts = {name: part(*(old.get(f"{figure}_{name}") for figure in _FIGURES)) for name in _PARTS}
+    step = parts.pop("step")
+    same = _found(kind, old, {*_FLOPS_V1.values(), "step", "phases"})  # the peaks, mfu_basis, mfu_over
+    renamed = {new: old[key] for key, new in _FLOPS_V1.items() if key in old}
+    return kind(step=step, phases=parts if step.flops is not None else {}, **same, **renamed)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tuimon
 from tuimon.report import sections
-from tuimon.report.html import canvas, lines, measures
+from tuimon.report.html import canvas, lines
 from tuimon.report.html.canvas import Fig
 from tuimon.report.html.compile_fig import compile_timeline
 from tuimon.report.html.data import Report, read
@@ -81,7 +81,7 @@ def _drawn(draw, rep: Report) -> tuple[Fig | None, str]:
 def build(rep: Report) -> tuple[str, list[Fig]]:
     """The page's HTML and its figures."""
     meta, summary = rep.meta, rep.summary
-    doc = sections.document(meta, summary)
+    doc = sections.document(meta, summary, (*sections.SUMMARY, "memory"))
     verdict = next((x.text for x in doc["verdict"].lines), None)
     figs: list[Fig] = []
 
@@ -99,8 +99,9 @@ def build(rep: Report) -> tuple[str, list[Fig]]:
         ("distributions", "Step-time distributions", fig(distributions, "no steady-state step yet")),
         ("phases", "Where the step goes", fig(phase_bars)),
         ("compiles", "Compile timeline", fig(compile_timeline)),
-        ("mfu", "FLOPs and MFU per phase", measures.mfu_section(doc["flops"])),
-        ("memory", "Memory per phase", measures.memory_section(summary)),
+        ("mfu", "FLOPs and MFU per phase",
+         lines.sections(doc["flops"]) or f'<p class="na">{sections.NOT_MEASURED}.</p>'),
+        ("memory", "Memory per phase", lines.sections(doc["memory"])),
     ]
     parts += [(s.key, s.title, lines.sections(s)) for s in (doc["tried"], doc["why"], doc["files"]) if s]
     when = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
