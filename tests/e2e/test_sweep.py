@@ -118,8 +118,8 @@ def test_a_variant_out_of_memory_while_building_is_skipped_not_failed(tuimon):
     huge = next(r for r in summary["runs"] if r["run"] == "eager-fp32-size_huge")
     assert huge["status"] == "skipped"
     assert summary["skipped"] == [{"label": "eager/fp32 · size=huge", "run": "eager-fp32-size_huge",
-                                   "reason": huge["error"]}]
-    assert "out of host memory" in huge["error"]
+                                   "reason": huge["failure"]["error"]}]
+    assert "out of host memory" in huge["failure"]["error"]
     md = (session / "summary.md").read_text()
     assert "| status | done | skipped: out of host memory" in md
     assert "- eager/fp32 · size=huge: skipped: out of host memory" in md

@@ -30,6 +30,7 @@ def memory(summary: SessionSummary) -> Section:
     tail = f" The whole run's peak, as the table gives it: {peak}." if peak else ""
     return Section("memory", lines=(Line(TEXT, f"{NOT_MEASURED} (memory per phase, energy).{tail}"),))
 
+
 BUILD = {
     "verdict": lambda meta, s: verdict_text.section(s),
     "tried": lambda meta, s: try_text.section(s),
