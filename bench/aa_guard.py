@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tuimon.report import schema
+
 ROOT = Path(__file__).resolve().parent.parent
 TUIMON = str(ROOT / ".venv/bin/tuimon")
 RECIPE = str(ROOT / "bench/aa_recipe.py")
@@ -44,10 +46,11 @@ def session(out: Path, depth, repeats: int | None, steps: int, tags: str = "a,b"
 
 
 def in_session_within(path: Path) -> tuple[bool, float, dict]:
-    summary = json.loads((path / "summary.json").read_text())
+    summary = schema.read(path / "summary.json")
     rows = summary["variants"] or summary["runs"]
     b = next(r for r in rows if r["axes"].get("tag") == "b")
-    return b["axis_speedup_lo"] <= 1.0 <= b["axis_speedup_hi"], b["axis_speedup"], summary["noise"]
+    vs = b["compare"]
+    return vs["axis_speedup_lo"] <= 1.0 <= vs["axis_speedup_hi"], vs["axis_speedup"], summary["noise"]
 
 
 def guard(a: Path, b: Path, spread: float = 0.0) -> tuple[int, str]:
@@ -98,11 +101,11 @@ def main() -> None:
             # In one session: the slower depths raced against the default, round by round.
             depths = [DEPTH] + [round(DEPTH * (1 + pct / 100)) for pct in slowdowns]
             ab, _ = session(root / f"ab{n}", ",".join(map(str, depths)), args.repeats, args.steps, tags="a")
-            rows = json.loads((ab / "summary.json").read_text())
+            rows = schema.read(ab / "summary.json")
             rows = rows["variants"] or rows["runs"]
             for pct, depth in zip(slowdowns, depths[1:], strict=True):
                 r = next(x for x in rows if x["axes"].get("depth") == str(depth))
-                seen = r["axis_speedup_hi"] < 1.0  # slower beyond noise
+                seen = r["compare"]["axis_speedup_hi"] < 1.0  # slower beyond noise
                 d = out["in_session_detect"].setdefault(str(pct), 0)
                 out["in_session_detect"][str(pct)] = d + seen
                 print(f"  in-session +{pct} % work: {r['axis_speedup']:.3f} [{r['axis_speedup_lo']:.3f}, "

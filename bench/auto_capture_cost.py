@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tuimon.report import schema
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
     "tiny_mlp eager,default 100 steps": ["recipes/tiny_mlp.py", "--modes", "eager,default", "--steps", "100"],
@@ -37,7 +39,7 @@ def session(args: list[str], out: Path, cache: Path, auto: bool) -> tuple[float,
     subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     path = max(out.iterdir(), key=lambda p: p.stat().st_mtime)
-    summary = json.loads((path / "summary.json").read_text())
+    summary = schema.read(path / "summary.json")
     evs = [json.loads(line) for line in (path / "events.jsonl").read_text().splitlines() if line.strip()]
     runs = {}
     for r in summary["runs"]:
@@ -46,13 +48,14 @@ def session(args: list[str], out: Path, cache: Path, auto: bool) -> tuple[float,
         steps = [e for e in mine if e["type"] == "step" and e.get("profiled")]
         captures = [e for e in mine if e["type"] == "profile" and e.get("state") in ("done", "failed")]
         capture = next((e for e in captures if e["state"] == "done"), {})
+        median = r["timing"]["median_ms"]
         runs[r["run"]] = {
             "boundary_s": finished.get("profile_s") or 0.0,
-            "in_steps_s": sum(s["ms"] - r["median_ms"] for s in steps) / 1000.0 if r["median_ms"] else 0.0,
+            "in_steps_s": sum(s["ms"] - median for s in steps) / 1000.0 if median else 0.0,
             "run_s": finished.get("seconds") or 0.0,
             "events": (capture.get("cost") or {}).get("events") or 0,
             "captures": ", ".join(("partial" if e.get("partial") else e["state"]) for e in captures),
-            "median_ms": r["median_ms"],
+            "median_ms": median,
         }
     return wall, runs
 

@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from tuimon.report import schema  # recorded sessions: summary.json in today's shape, whichever wrote it
+
 NEAR_S = 5.0
 
 
@@ -23,7 +25,7 @@ def ends(session: Path) -> list[str]:
         if e["type"] == "step":
             steps.setdefault(e["run"], []).append(e)
     exited = {e["run"]: e["t"] for e in evs if e["type"] == "run_exited"}
-    rows = {r["run"]: r for r in json.loads((session / "summary.json").read_text())["runs"]}
+    rows = {r["run"]: r for r in schema.read(session / "summary.json")["runs"]}
     out = []
     for a, mine in steps.items():
         last, gone = mine[-1]["t"], exited[a]
@@ -31,7 +33,7 @@ def ends(session: Path) -> list[str]:
             after = [s for s in theirs if s["t"] > last]
             if b == a or not after or theirs[0]["t"] > last:
                 continue  # it had ended, or is a later --repeats round
-            median, steady = rows[b]["median_ms"], rows[b]["steady_from"] or 0
+            median, steady = rows[b]["timing"]["median_ms"], rows[b]["timing"]["steady_from"] or 0
             over = [s for s in after if s["t"] - s["ms"] / 1000.0 < gone]
             kept = [s for s in over if s.get("phase") == "steady" and s["i"] >= steady
                     and not (s.get("gap") or s.get("profiled") or s.get("compile_ms"))]

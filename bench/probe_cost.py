@@ -4,7 +4,6 @@ at 1 s and at 0.2 s. Run by hand: .venv/bin/python bench/probe_cost.py; results 
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
@@ -17,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests import fake_pynvml as fake  # noqa: E402
 from tuimon.probes import GpuProbe, HostProbe  # noqa: E402
+from tuimon.report import schema  # noqa: E402
 
 # A stand-in for a runner: a sleeping process with two children, like compile workers.
 RUN = ("import subprocess, sys, time\n"
@@ -68,8 +68,8 @@ def step_effect(recipe: str, steps: int, rounds: int = 5) -> None:
                        "--steps", str(steps), "--out", out, *flags]
                 subprocess.run(cmd, check=True, capture_output=True)
                 session = sorted(Path(out).glob("*"))[-1]
-                summary = json.loads((session / "summary.json").read_text())
-                medians[name].append(summary["runs"][0]["median_ms"])
+                summary = schema.read(session / "summary.json")
+                medians[name].append(summary["runs"][0]["timing"]["median_ms"])
     base = statistics.median(medians["off"])
     for name, values in medians.items():
         m = statistics.median(values)

@@ -9,12 +9,13 @@ REPEATS > 1 runs each variant in that many processes (--repeats) and reads the c
 from __future__ import annotations
 
 import itertools
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tuimon.report import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +26,7 @@ def session(out: Path, cache: Path, recipe: str, steps: int, schedule: str, repe
                     "--repeats", str(repeats), "--cache-dir", str(cache), "--out", str(out),
                     "--no-probes"], check=True, capture_output=True)
     path = sorted(out.iterdir())[-1]
-    summary = json.loads((path / "summary.json").read_text())
+    summary = schema.read(path / "summary.json")
     rows = summary["variants"] if repeats > 1 else summary["runs"]
     return next(r for r in rows if r["mode"] == "default")
 
@@ -44,9 +45,12 @@ if __name__ == "__main__":
         seconds = (time.monotonic() - started) / n
     for i, r in enumerate(results, 1):
         per = " · ".join(f"{p['median_ms']:.3f}" for p in r.get("processes") or [] if p["median_ms"])
-        print(f"session {i}: speedup {r['speedup']:.3f} (95 % CI {r['speedup_lo']:.3f}–{r['speedup_hi']:.3f})"
+        vs = r["compare"]
+        print(f"session {i}: speedup {vs['speedup']:.3f} "
+              f"(95 % CI {vs['speedup_lo']:.3f}–{vs['speedup_hi']:.3f})"
               + (f", default medians per process {per} ms" if per else ""))
     pairs = list(itertools.permutations(results, 2))
-    inside = sum(b["speedup_lo"] <= a["speedup"] <= b["speedup_hi"] for a, b in pairs)
+    inside = sum(b["compare"]["speedup_lo"] <= a["compare"]["speedup"] <= b["compare"]["speedup_hi"]
+                 for a, b in pairs)
     print(f"{recipe}, {steps} steps, {schedule}, --repeats {repeats}, {n} sessions of {seconds:.0f} s: "
           f"a session's speedup inside another's interval in {inside} of {len(pairs)} ordered pairs")

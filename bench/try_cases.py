@@ -14,12 +14,13 @@ answer's own line) for bench/RESULTS.md; the sessions stay under --out.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tuimon.report import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 R, S = ROOT / "tests" / "recipes", ROOT / "tests" / "scripts"
@@ -92,7 +93,7 @@ def main() -> int:
         tried = tuimon("try", str(session), "--only", fixes, "--no-together", "--headless", cwd=out)
         took = time.monotonic() - t0
         second = newest(out, before)
-        doc = json.loads((second / "summary.json").read_text()) if second else {}
+        doc = schema.read(second / "summary.json") if second else {}
         answer = [line for line in tried.stdout.splitlines() if line.strip()]
         print(f"## {name} ({took:.0f} s): {' '.join(cmd)}\n" + "\n".join(answer), flush=True)
         for o in doc.get("tried", []):

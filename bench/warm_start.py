@@ -13,11 +13,12 @@ default recipes: recipes/tiny_mlp.py:60 recipes/autoencoder.py:30 bench/timm_res
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tuimon.report import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ["recipes/tiny_mlp.py:60", "recipes/autoencoder.py:30", "bench/timm_resnet18_recipe.py:12"]
@@ -57,9 +58,9 @@ def main() -> None:
         a = session(out, recipe, "--modes", "eager,default", "--repeats", "3", "--steps", steps)
         b = session(out, recipe, "--modes", "default", "--repeats", "1", "--steps", steps,
                     "--cache-from", str(a), "--warm-from", "bundle")
-        sa, sb = (json.loads((s / "summary.json").read_text()) for s in (a, b))
+        sa, sb = (schema.read(s / "summary.json") for s in (a, b))
         row = next(v for v in sa["variants"] if v["mode"] == "default")
-        cold, warm = row["starts"].get("cold", {}), row["starts"].get("warm", {})
+        cold, warm = row["warm"]["starts"].get("cold", {}), row["warm"]["starts"].get("warm", {})
         (bundle,) = [r for r in sb["runs"] if r["mode"] == "default"]
         rows.append((Path(recipe).stem, row, cold, warm, bundle, a.name, sa["verdict"]["line"]))
         print(f"{recipe}: {a.name} {b.name} load {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -69,18 +70,19 @@ def main() -> None:
         ("compile, cold (round 1)", lambda r: fmt_s(r[2].get("compile_s"))),
         ("compile, warm from the cache directory (rounds 2–3, median)",
          lambda r: fmt_s(r[3].get("compile_s"))),
-        ("compile, warm from the bundle (--warm-from bundle)", lambda r: fmt_s(r[4]["compile_s"])),
+        ("compile, warm from the bundle (--warm-from bundle)", lambda r: fmt_s(r[4]["compile"]["compile_s"])),
         ("warm-up overhead cold · warm (dir)", lambda r: f"{fmt_s(r[2].get('overhead_s'))} · "
          f"{fmt_s(r[3].get('overhead_s'))}"),
         ("FX graph hits cold · dir · bundle", lambda r: f"{hits(r[2].get('cache', {}), 'fx')} · "
-         f"{hits(r[3].get('cache', {}), 'fx')} · {hits(r[4]['cache'], 'fx')}"),
+         f"{hits(r[3].get('cache', {}), 'fx')} · {hits(r[4]['warm']['cache'], 'fx')}"),
         ("kernels compiled cold · dir · bundle", lambda r: f"{r[2].get('cache', {}).get('kernels')} · "
          f"{r[3].get('cache', {}).get('kernels', 0) // max(1, r[3].get('processes', 1))} · "
-         f"{r[4]['cache'].get('kernels')}"),
-        ("artifacts: cache directory · bundle", lambda r: f"{fmt_b(r[1]['artifacts'].get('dir_bytes'))} · "
-         f"{fmt_b(r[1]['artifacts'].get('bundle_bytes'))}"),
-        ("median step default · speedup", lambda r: f"{r[1]['median_ms']:.1f} ms · "
-         f"{r[1]['speedup'] or 0:.2f}×"),
+         f"{r[4]['warm']['cache'].get('kernels')}"),
+        ("artifacts: cache directory · bundle",
+         lambda r: f"{fmt_b(r[1]['warm']['artifacts'].get('dir_bytes'))} · "
+                   f"{fmt_b(r[1]['warm']['artifacts'].get('bundle_bytes'))}"),
+        ("median step default · speedup", lambda r: f"{r[1]['timing']['median_ms']:.1f} ms · "
+         f"{r[1]['compare']['speedup'] or 0:.2f}×"),
         ("pays off after, cold · warm", lambda r: f"{fmt_s(r[2].get('breakeven_s'))} · "
          f"{fmt_s(r[3].get('breakeven_s'))}" if not r[2].get("breakeven_never") else "never (not faster)"),
     ]

@@ -14,14 +14,13 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.analysis import SessionSummary, columns, is_measured, recent_median, tried
+from tuimon.analysis import SessionSummary, is_measured, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import files_text, flops_text, try_text, verdict_text, why_text
-from tuimon.report.table import answer_notes, compile_cache, compile_notes, table, top_ops_text
-from tuimon.report.trust_text import busy_text, row_notes, unreliable_text
+from tuimon.report import sections
+from tuimon.report.compile_text import VALIDATION, compile_line
+from tuimon.report.document import FINDING, NOTE, TEXT, TRIED, UNRELIABLE, WARNING, Section, named, plain
+from tuimon.report.table import top_ops_text
 from tuimon.variants import Variant
-
-VALIDATION = " in a validation pass (kept apart from training's)"
 
 
 class HeadlessView:
@@ -201,19 +200,7 @@ class HeadlessView:
             back = " backward" if e.get("backward") else ""
             self._progress.update(task, phase=f"{e.get('compile_id')}{back} {e.get('phase')}")
         elif kind == events.COMPILE:
-            p = e.get("phases") or {}
-            main = max(p, key=p.get) if any(p.values()) else None
-            part = f", mostly {main} {fmt_s(p[main])}" if main else ""
-            what = f"{e['frame']}()" if e.get("frame") else "backward"
-            cache = compile_cache(e)
-            cache = f" ({cache} cache)" if cache in ("warm", "cold") else f" ({cache})" if cache else ""
-            verb = "compiled"
-            if cache == " (failed: ran eager)":  # torch's reason: Dynamo could not compile it
-                verb, why = "could not compile", (e.get("fail_reason") or "").strip().splitlines()
-                cache = f" ({why[0][:200] if why else e.get('failed')}: it runs eager)"
-            self._say(f"{label}: {verb} {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}"
-                      f"{part}{cache}{VALIDATION if e.get('validation') else ''}",
-                      style="dim")
+            self._say(f"{label}: {compile_line(e)}", style="dim")
         elif kind == events.ARTIFACTS:
             self._artifacts(label, e)
         elif kind == events.GRAPH_BREAK:
@@ -264,31 +251,55 @@ class HeadlessView:
         self.console.print(text, style=style, highlight=False, markup=False)  # "[enforce fail at" is text
 
 
+# What the terminal prints of the summary's document, in its order; the live lines said the rest
+# as it happened (warnings, graph breaks, recompiles, captures, failures).
+SHOWN = ("verdict", "tried", "table", "notes", "flops", "caution", "why", "files")
+
+
 def print_summary(console: Console, summary: SessionSummary) -> None:
-    header, rows = table(summary)
-    if summary.verdict is not None:  # the answer first (stats/verdict.py, in report/verdict_text.py's words)
-        console.print(verdict_text.line(summary.verdict), style="bold", highlight=False, markup=False,
-                      soft_wrap=True)  # one line, for grep and logs, however long
-    for line in try_text.markdown(tried.outcomes(summary))[2:]:  # a session that raced fixes
-        if line.startswith("- "):
-            console.print(f"tried: {line[2:]}", highlight=False, markup=False, soft_wrap=True)
-    t = Table(*header, title="tuimon summary", title_justify="left")
-    for row in rows:
+    doc = sections.document({}, summary, only=SHOWN)
+
+    def say(text: str, style: str | None = None, whole: bool = False) -> None:
+        # ``whole``: one line however long, for grep and logs (the verdict, a fix, a file)
+        console.print(text, style=style, highlight=False, markup=False, soft_wrap=whole)
+
+    for x in doc["verdict"].lines:  # the answer first (stats/verdict.py, in report/verdict_text.py's words)
+        say(x.text, "bold", whole=True)
+    for x in doc["tried"].of(TRIED):  # a session that raced fixes
+        say(f"tried: {plain(x.text)}", whole=True)
+    said = doc["table"].table
+    t = Table(*said.header, title="tuimon summary", title_justify="left")
+    for row in said.rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
-    for note in answer_notes(summary) + compile_notes(summary):
-        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
-    for r in columns(summary):
-        for note in row_notes(r, summary.quiet_only):
-            console.print(f"note: {r.label}: {note}", style="yellow", highlight=False)
-        if r.doubts:
-            console.print(f"unreliable: {r.label}: {unreliable_text(r)}", style="yellow", highlight=False)
-    for note in flops_text.notes(summary):  # MFU on one peak, or over 100 %
-        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
-    if summary.busy:
-        console.print(f"note: {busy_text(summary.busy)}", style="bold yellow", highlight=False)
-    for line in why_text.top_lines(summary):
-        console.print(line, style="bold" if line.startswith("why ") else None, highlight=False, markup=False)
-    for line, warns in files_text.lines(summary.files):
-        console.print(line, style="bold yellow" if warns else None, highlight=False, markup=False,
-                      soft_wrap=True)
+    for x in doc["notes"].lines:
+        if x.kind == NOTE:
+            say(f"note: {named(x)}", "yellow")
+        elif x.kind == UNRELIABLE:
+            say(f"unreliable: {x.label}: {x.text}", "yellow")
+    for x in doc["flops"].lines:  # MFU on one peak, or over 100 %
+        for note in (u for u in x.under if u.kind == NOTE):
+            say(f"note: {x.label}: {note.text}", "yellow")
+    for x in doc["caution"].lines:
+        say(f"note: {x.text}", "bold yellow")
+    for text, style in why_lines(doc["why"]):
+        say(text, style)
+    for x in doc["files"].lines:
+        if x.kind == NOTE:
+            say(f"files: {plain(x.text)}", whole=True)
+        elif x.kind == WARNING:
+            say(plain(x.text), "bold yellow", whole=True)
+
+
+def why_lines(why: Section, n: int = 3) -> list[tuple[str, str | None]]:
+    """Each diagnosed variant's headline (bold) and its first ``n`` findings' titles."""
+    out: list[tuple[str, str | None]] = []
+    for h in why.lines:
+        found = [x for x in h.under if x.kind == FINDING]
+        out.append((f"why {h.text}:", "bold"))
+        out += [(f"  {k}. {f.text}" + (f" — {f.figures['price']}" if f.figures["price"] else ""), None)
+                for k, f in enumerate(found[:n], 1)]
+        if len(found) > n:
+            out.append((f"  and {len(found) - n} more (summary.md, or key w in the TUI)", None))
+        out += [(f"  {x.text}", None) for x in h.under if x.kind == TEXT]  # no finding: why not
+    return out

@@ -87,7 +87,9 @@ def session(step, work, py) -> tuple[dict, list[Path]]:
                        capture_output=True, timeout=60, check=False)
     if not summary.is_file():
         return {"collect_error": f"{folder.name}: no summary.json", "dir": folder.name}, [folder]
-    return compact(json.loads(summary.read_text(encoding="utf-8")), folder.name), [folder]
+    from tuimon.report import schema  # summary.json in today's shape, whichever tuimon wrote it
+
+    return compact(schema.read(summary), folder.name), [folder]
 
 
 def screens(step, work, py) -> tuple[dict, list[Path]]:
@@ -114,11 +116,23 @@ def out_dir(argv: list[str]) -> Path | None:
     return None
 
 
+def flat(row: dict) -> dict:
+    """A summary.json row (nested by record, schema version 2) as the stage's JSON keeps it: its
+    own fields and its records' side by side, and its words' ``unreliable``."""
+    from tuimon.analysis.stats.records import GROUPS
+
+    out = {k: v for k, v in row.items() if k not in GROUPS and k != "words"}
+    for group in GROUPS:
+        out.update(row.get(group) or {})
+    return out | {"unreliable": (row.get("words") or {}).get("unreliable")}
+
+
 def compact(summary: dict, name: str) -> dict:
     """The part of a summary.json the report reads; the whole file travels in the archive."""
     meta = summary.get("meta") or {}
     runs = []
-    for r in summary.get("runs") or []:
+    for nested in summary.get("runs") or []:
+        r = flat(nested)
         row = {k: r.get(k) for k in RUN_KEYS if k in r}
         row.update({k: v for k, v in r.items() if NEW_FIELDS.search(k) and k not in row})
         row["graph_breaks"] = len(r.get("graph_breaks") or [])

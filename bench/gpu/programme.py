@@ -168,7 +168,9 @@ def needs(what: str, ctx: Ctx) -> str | None:
     if what == "feature:phases":
         if latest is None:
             return "no session here to tell whether this build writes phases"
-        fields = phase_fields(json.loads(latest.read_text(encoding="utf-8")))
+        from tuimon.report import schema
+
+        fields = phase_fields(schema.read(latest))
         return None if fields else \
             f"not available in this build (no phase fields in {latest.parent.name}/summary.json: issue 25)"
     raise ValueError(f"unknown need {what!r}")
@@ -176,7 +178,7 @@ def needs(what: str, ctx: Ctx) -> str | None:
 
 def phase_fields(summary: dict) -> list[str]:
     """The step-phase fields of issue 25 in a summary.json (compile phases are another thing)."""
-    keys = {k for r in summary.get("runs") or [] for k in r} | set(summary)
+    keys = {k for r in summary.get("runs") or [] for k in collect.flat(r)} | set(summary)
     return sorted(k for k in keys if PHASE_FIELD.search(k) and k != "compile_phases")
 
 

@@ -91,7 +91,7 @@ def test_a_busy_machine_is_said(tuimon):
                                "--interval", "0.2")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((session / "summary.json").read_text())
-    assert all(r["foreign_cores"] > BUSY_CORES for r in summary["runs"]), summary["runs"]
+    assert all(r["load"]["foreign_cores"] > BUSY_CORES for r in summary["runs"]), summary["runs"]
     assert summary["busy"].startswith("the machine was busy: other processes used ~")
     md = (session / "summary.md").read_text()
     assert "**Note: the machine was busy" in md and " — busy" in md
@@ -121,21 +121,23 @@ def test_load_during_one_variants_turns_is_flagged_then_dropped_with_quiet_only(
     eager, default = rows["eager-fp32"], rows["default-fp32"]
     # Eager pokes nothing: load during its steps came from outside the test (another job that
     # started after the check above), which leaves the test nothing to read.
-    outside = [f"{eager['foreign_cores']:.1f} cores during eager's steps"] if (
-        eager["foreign_cores"] or 0.0) > 0.3 else []
-    if quiet["eager-fp32"]["busy_dropped"] > quiet["eager-fp32"]["steps"] // 3:
-        outside.append(f"{quiet['eager-fp32']['busy_dropped']} of eager's steps busy with --quiet-only")
+    outside = [f"{eager['load']['foreign_cores']:.1f} cores during eager's steps"] if (
+        eager["load"]["foreign_cores"] or 0.0) > 0.3 else []
+    quiet_eager = quiet["eager-fp32"]
+    if quiet_eager["load"]["busy_dropped"] > quiet_eager["timing"]["steps"] // 3:
+        outside.append(f"{quiet_eager['load']['busy_dropped']} of eager's steps busy with --quiet-only")
     if outside:
         pytest.skip(f"needs a quiet machine: other processes used {', '.join(outside)}")
-    assert default["foreign_cores"] - eager["foreign_cores"] > 0.5, (eager, default)
-    assert default["load_differs"] and "during eager/fp32's steps" in default["unreliable"]
+    assert default["load"]["foreign_cores"] - eager["load"]["foreign_cores"] > 0.5, (eager, default)
+    assert default["load"]["load_differs"] and "during eager/fp32's steps" in default["words"]["unreliable"]
     assert "unreliable: other processes' load differed" in (session / "summary.md").read_text()
     assert "unreliable: default/fp32: other processes used" in proc.stdout
     # --quiet-only: the busy turns (every other one) are kept out, the rest compared.
-    assert quiet["default-fp32"]["busy_dropped"] >= 40
-    assert not quiet["default-fp32"]["load_differs"]
-    assert quiet["default-fp32"]["speedup"] is not None, quiet  # quiet steps were left to compare
-    assert 0.85 < quiet["default-fp32"]["speedup"] < 1.15  # the same spin: no speedup
+    assert quiet["default-fp32"]["load"]["busy_dropped"] >= 40
+    assert not quiet["default-fp32"]["load"]["load_differs"]
+    speedup = quiet["default-fp32"]["compare"]["speedup"]
+    assert speedup is not None, quiet  # quiet steps were left to compare
+    assert 0.85 < speedup < 1.15  # the same spin: no speedup
     assert "steps kept out (--quiet-only)" in (quiet_session / "summary.md").read_text()
 
 

@@ -39,8 +39,8 @@ async def test_graph_break_is_reported_with_reason_and_line_live_and_in_the_pane
     assert phases[0] == "dynamo" and any(p.startswith("inductor") for p in phases)
     assert f"graph break at {TINY}:{BREAK_LINE}" in proc.stdout
     summary = json.loads((session / "summary.json").read_text())["runs"][0]
-    assert summary["graph_breaks"][0]["where"] == f"tiny_mlp.py:{BREAK_LINE}"
-    assert summary["graphs_fwd"] == 2 and summary["graphs_bwd"] == 2
+    assert summary["compile"]["graph_breaks"][0]["where"] == f"tiny_mlp.py:{BREAK_LINE}"
+    assert summary["compile"]["graphs_fwd"] == 2 and summary["compile"]["graphs_bwd"] == 2
     md = (session / "summary.md").read_text()
     assert "| graphs / breaks / recompiles | 2 fwd + 2 bwd graphs · 1 graph break · 0 recompiles |" in md
     assert f"tiny_mlp.py:{BREAK_LINE}" in md
@@ -78,7 +78,7 @@ def test_a_shape_change_is_a_recompile_with_its_reason(tuimon):
     steps = of_type(session, "step")
     assert steps[3].get("compile_ms")  # the step with the new shape compiled, and is kept apart
     summary = json.loads((session / "summary.json").read_text())["runs"][0]
-    assert summary["recompiles"] >= 1 and summary["measured"] == 8 - 1 - 1
+    assert summary["compile"]["recompiles"] >= 1 and summary["timing"]["measured"] == 8 - 1 - 1
     assert "recompile" in proc.stdout
 
 

@@ -167,7 +167,7 @@ def test_a_hung_run_is_flagged_its_sibling_completes_and_the_summary_says_hung(t
     assert [s["i"] for s in runs["eager-fp32"]["step"]] == [0, 1, 2]
     summary = json.loads((session / "summary.json").read_text())
     r = next(r for r in summary["runs"] if r["run"] == "eager-fp32")
-    assert r["status"] == "stopped" and r["hung_s"] >= 1
+    assert r["status"] == "stopped" and r["failure"]["hung_s"] >= 1
     md = (session / "summary.md").read_text()
     assert "| stopped while hung (no step for " in md
     assert "eager/fp32: stopped while hung" in stdout

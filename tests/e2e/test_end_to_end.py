@@ -63,23 +63,25 @@ def test_tiny_mlp_eager_vs_compiled(tuimon):
     summary = json.loads((session / "summary.json").read_text())
     assert summary["meta"]["status"] == "done"
     for r in summary["runs"]:
+        timing = r["timing"]
         # Warm-up is found in the data: at least the first step, at most half of the rest.
-        assert 1 <= r["steady_from"] <= 41
-        steady = sorted(s["ms"] for s in runs[r["run"]]["step"]
-                        if s["i"] >= r["steady_from"] and not s.get("compile_ms") and not s.get("profiled"))
+        assert 1 <= timing["steady_from"] <= 41
+        steady = sorted(s["ms"] for s in runs[r["run"]]["step"] if s["i"] >= timing["steady_from"]
+                        and not s.get("compile_ms") and not s.get("profiled"))
         # The automatic diagnosis capture's steps (a 3-step window, as the second turn began) are
         # kept apart too.
         captured = [s["i"] for s in runs[r["run"]]["step"] if s.get("profiled")]
         assert len(captured) == 3 and captured[0] >= 1
-        assert r["measured"] == len(steady) == 80 - r["steady_from"] - sum(
-            i >= r["steady_from"] for i in captured)
-        assert r["median_ms"] == pytest.approx(statistics.median(steady))
-        assert r["p90_ms"] == pytest.approx(percentile(steady, 0.9))
-        assert r["final_loss"] == pytest.approx(runs[r["run"]]["step"][-1]["loss"])
+        assert timing["measured"] == len(steady) == 80 - timing["steady_from"] - sum(
+            i >= timing["steady_from"] for i in captured)
+        assert timing["median_ms"] == pytest.approx(statistics.median(steady))
+        assert timing["p90_ms"] == pytest.approx(percentile(steady, 0.9))
+        assert r["loss"]["final_loss"] == pytest.approx(runs[r["run"]]["step"][-1]["loss"])
     comp = next(r for r in summary["runs"] if r["run"] == "default-fp32")
     eager = next(r for r in summary["runs"] if r["run"] == "eager-fp32")
-    assert comp["speedup"] == pytest.approx(eager["median_ms"] / comp["median_ms"])
-    assert comp["compile_s"] > 0 and comp["baseline"] == "eager/fp32"
+    ratio = eager["timing"]["median_ms"] / comp["timing"]["median_ms"]
+    assert comp["compare"]["speedup"] == pytest.approx(ratio)
+    assert comp["compile"]["compile_s"] > 0 and comp["compare"]["baseline"] == "eager/fp32"
     with open(session / "steps.csv") as f:
         assert len(list(csv.DictReader(f))) == 160
 
@@ -137,7 +139,8 @@ def test_duration_limit_and_built_in_demo(tuimon):
     assert all(c is None or 0 <= c <= 100 * (os.cpu_count() or 1) + 20 for c in cpu)
     assert max(e["runs"]["eager-fp32"]["rss"] or 0 for e in samples) > 50 * 2**20
     summary = json.loads((session / "summary.json").read_text())
-    assert summary["runs"][0]["samples"] >= 3 and summary["runs"][0]["cpu_mean"] is not None
+    probes = summary["runs"][0]["probes"]
+    assert probes["samples"] >= 3 and probes["cpu_mean"] is not None
     md = (session / "summary.md").read_text()
     assert "| CPU, process tree (100 % = 1 core) |" in md
     if not summary["gpu_available"]:
@@ -259,8 +262,8 @@ def test_repeats_run_every_variant_once_per_round_and_combine_them(tuimon):
     # A round that stepped beside other processes' load is left out of the combined row, with
     # its reason (on a shared machine); every round is either combined or left out for load.
     for v in summary["variants"]:
-        busy = [p for p in v.get("left_out", []) if "load" in p["why"]]
-        assert len(v["processes"]) + len(busy) == 3 and v["steps"] == 50, v
+        busy = [p for p in v["left_out"] if p["why"]["code"] == "busy_round"]
+        assert len(v["processes"]) + len(busy) == 3 and v["timing"]["steps"] == 50, v
         assert len(v["processes"]) >= 2
     md = (session / "summary.md").read_text()
     assert "median step per process" in md and "in 3 processes" in md

@@ -34,7 +34,7 @@ def test_a_gcn_style_script_is_measured_with_its_eval_forwards_inside_the_step(t
     assert fwd < 0.8 * ev, (fwd, ev)  # the eval forwards are not in forward
     summary = json.loads((session / "summary.json").read_text())
     (row,) = summary["runs"]
-    assert row["measured"] >= 25 and "eval" in row["step_phases"]
+    assert row["timing"]["measured"] >= 25 and "eval" in row["phases"]["step_phases"]
     assert "| step: eval" in (session / "summary.md").read_text()
     rows = list(csv.DictReader(io.StringIO((session / "steps.csv").read_text())))
     assert all(r["eval_phase_ms"] for r in rows[2:])

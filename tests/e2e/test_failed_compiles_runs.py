@@ -27,7 +27,8 @@ def test_an_lstm_script_whose_compile_fails_is_said_to_have_compiled_nothing(tui
     data = json.loads((session / "summary.json").read_text())
     row = {r["run"]: r for r in data["runs"]}["default-script"]
     why = f"Dynamo could not compile forward() (lstm_classifier.py:29): {RNN}"
-    assert row["graphs_fwd"] == 0 and row["nothing_compiled"] == why
+    assert row["compile"]["graphs_fwd"] == 0 and row["words"]["nothing_compiled"] == why
+    assert row["compile"]["nothing_compiled"]["code"] == "failed"  # the decision, as a code
     assert data["verdict"]["kind"] == "none"
     assert data["verdict"]["line"] == f"Verdict: no answer: nothing was compiled in default/script — {why}."
     md = (session / "summary.md").read_text()
@@ -50,8 +51,9 @@ def test_a_sparse_graph_script_whose_compiles_all_fail_compiled_nothing(tuimon):
     assert not [c for c in runs["default-script"]["compile"] if c.get("graph")]
     data = json.loads((session / "summary.json").read_text())
     row = {r["run"]: r for r in data["runs"]}["default-script"]
-    assert row["nothing_compiled"].startswith("Dynamo could not compile forward() (sparse_gcn.py:")
-    assert "Attempted to wrap sparse Tensor" in row["nothing_compiled"]
+    said = row["words"]["nothing_compiled"]
+    assert said.startswith("Dynamo could not compile forward() (sparse_gcn.py:")
+    assert "Attempted to wrap sparse Tensor" in said
     assert data["verdict"]["kind"] == "none"
     assert "nothing was compiled in default/script" in data["verdict"]["line"]
 

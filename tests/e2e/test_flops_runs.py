@@ -54,9 +54,11 @@ def test_a_session_shows_flops_and_mfu_in_summary_json_and_the_table(tuimon):
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads((session / "summary.json").read_text())
     for r in doc["runs"]:
-        assert r["flops_step"] > 0 and r["flops_counted_on"] == "eager" and r["flops_precision"] == "fp32"
-        assert r["flop_s_forward"] > 0 and r["peak_measured"] > 0 and r["mfu_basis"] == "measured-cpu"
-        assert 0 < r["mfu_measured_step"] < 1 and r["mfu_datasheet_step"] is None
+        f = r["flops"]
+        assert f["step"]["flops"] > 0 and f["counted_on"] == "eager" and f["precision"] == "fp32"
+        assert f["phases"]["forward"]["flop_s"] > 0 and f["peak_measured"] > 0
+        assert f["mfu_basis"] == "measured-cpu"
+        assert 0 < f["step"]["mfu_measured"] < 1 and f["step"]["mfu_datasheet"] is None
     assert "MFU vs measured peak" in proc.stdout and "n/a on a CPU" in proc.stdout
     assert "## FLOPs and MFU" in (session / "summary.md").read_text()
 
@@ -66,9 +68,9 @@ def test_a_scripts_flops_count_each_call_of_a_step(tuimon):
                            "--no-auto-capture", "--", sys.executable, str(SCRIPTS / "grad_accum.py"),
                            "--epochs", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    r = json.loads((session / "summary.json").read_text())["runs"][0]
+    f = json.loads((session / "summary.json").read_text())["runs"][0]["flops"]
     # nn.Sequential(Linear(32, 64), ReLU, Linear(64, 10)), micro-batches of 16, 4 a step
     forward = 2 * 16 * 32 * 64 + 2 * 16 * 64 * 10
-    assert r["flops_calls"] == 4 and r["flops_forward"] == 4 * forward
-    assert r["flops_backward"] == 4 * (2 * 16 * 32 * 64 + 2 * 2 * 16 * 64 * 10)
-    assert r["mfu_measured_forward"] is not None
+    assert f["calls"] == 4 and f["phases"]["forward"]["flops"] == 4 * forward
+    assert f["phases"]["backward"]["flops"] == 4 * (2 * 16 * 32 * 64 + 2 * 2 * 16 * 64 * 10)
+    assert f["phases"]["forward"]["mfu_measured"] is not None

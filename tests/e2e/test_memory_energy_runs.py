@@ -26,16 +26,17 @@ def test_a_cpu_session_says_na_for_memory_per_phase_and_energy(tuimon):
     rapl_readable = info[0]["rapl"] is None
     doc = json.loads((session / "summary.json").read_text())
     (row,) = doc["runs"]
-    assert row["mem_na"] == "cpu" and row["mem_phases"] == {} and row["batch_fit"] is None
-    assert row["memory_words"]["phases"].startswith("n/a (CPU")
-    assert row["peak_rss"] > 0  # RSS as before
+    memory, energy = row["memory"], row["energy"]
+    assert memory["mem_na"] == "cpu" and memory["mem_phases"] == {} and memory["batch_fit"] is None
+    assert row["words"]["memory"]["phases"].startswith("n/a (CPU")
+    assert row["probes"]["peak_rss"] > 0  # RSS as before
     if rapl_readable:  # a machine whose RAPL counters this user can read
-        assert row["energy_source"] == "rapl"
+        assert energy["energy_source"] == "rapl"
     else:  # this CI machine: no RAPL (or root-only)
-        assert row["energy_source"] is None and row["joules_per_step"] is None
-        assert row["energy_why"]["code"] == "rapl" and row["energy_why"]["reason"] == info[0]["rapl"]
-        assert row["energy_words"]["per_step"] == f"n/a: {info[0]['rapl']}"
-        assert row["energy_words"]["per_run"] == "n/a"  # the reason said once
+        assert energy["energy_source"] is None and energy["joules_per_step"] is None
+        assert energy["energy_why"]["code"] == "rapl" and energy["energy_why"]["reason"] == info[0]["rapl"]
+        assert row["words"]["energy"]["per_step"] == f"n/a: {info[0]['rapl']}"
+        assert row["words"]["energy"]["per_run"] == "n/a"  # the reason said once
         assert proc.stdout.count(f"CPU energy: n/a ({info[0]['rapl']})") == 1  # the headless view
     md = (session / "summary.md").read_text()
     cells = {line.split("|")[1].strip(): line.split("|")[2].strip()

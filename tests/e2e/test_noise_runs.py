@@ -45,8 +45,8 @@ def test_the_default_runs_three_processes_a_variant_round_one_whole(tuimon):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((session / "summary.json").read_text())
     assert json.loads((session / "meta.json").read_text())["settings"]["repeats"] == 3
-    assert [r["steps"] for r in summary["runs"]] == [60, 20, 20]
-    assert summary["variants"][0]["steps"] == 100
+    assert [r["timing"]["steps"] for r in summary["runs"]] == [60, 20, 20]
+    assert summary["variants"][0]["timing"]["steps"] == 100
     md = (session / "summary.md").read_text()
     # "(60 steps) ·", or "(60 steps) — left out: …" when a round met other processes' load
     assert "| median step per process |" in md and "(60 steps) " in md and "(20 steps)" in md

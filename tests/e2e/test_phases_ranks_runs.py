@@ -17,8 +17,8 @@ def test_a_real_ddp_job_with_one_rank_slow_in_forward_names_forward(tuimon):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((session / "summary.json").read_text())
     (row,) = summary["runs"]
-    slow = row["stragglers"][0]
-    assert slow["rank"] == 1 and slow["phase"] == "forward", row["stragglers"]
+    slow = row["job"]["stragglers"][0]
+    assert slow["rank"] == 1 and slow["phase"] == "forward", row["job"]["stragglers"]
     assert slow["phase_ms"] > 5.0  # 8 ms of sleep a step, less what the clocks and load blur
     md = (session / "summary.md").read_text()
     assert "slow in forward (+" in md

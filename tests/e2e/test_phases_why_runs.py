@@ -24,5 +24,5 @@ def test_a_data_bound_script_is_named_input_bound_with_its_share(tuimon):
     assert first["rule"] == "input_bound"
     share = int(re.fullmatch(r"input-bound: (\d+)% of each step waits for data", first["title"])[1])
     (row,) = summary["runs"]
-    assert share == round(row["step_phases"]["data"]["share"] * 100) and share >= 50
+    assert share == round(row["phases"]["step_phases"]["data"]["share"] * 100) and share >= 50
     assert "input-bound" in proc.stdout  # the terminal's why lines

@@ -384,7 +384,7 @@ def test_profile_at_through_the_cli(tuimon):
         assert done[0]["trace"] == str((session / "profiles" / f"{r['run']}-profile1.json").resolve())
         profiled = [s["i"] for s in of(evs, events.STEP, run=r["run"]) if s.get("profiled")]
         assert profiled == [11, 12, 13]
-        assert r["measured"] == 40 - 3 - 3 and r["profiled_steps"] == 3
+        assert r["timing"]["measured"] == 40 - 3 - 3 and r["timing"]["profiled_steps"] == 3
         assert r["profiles"][0]["top_ops"] and r["profiles"][0]["recorded_median_ms"] > 0
         assert f"{r['label']}: profile 1 (steps 12–13" in proc.stdout
         assert [m["name"] for m in r["profiles"][0]["modules"]] == ["first", "rest"]

@@ -74,9 +74,10 @@ def test_an_unmodified_ddp_script_its_ranks_turns_and_a_straggler(tuimon):
         assert any(set(s["runs"][run].get("ranks", {})) == {"0", "1"} for s in samples)
     summary = json.loads((session / "summary.json").read_text())
     for row in summary["runs"]:
-        assert row["world_size"] == 2 and [x["rank"] for x in row["ranks"]] == [0, 1]
-        assert row["stragglers"][0]["rank"] == 1 and row["stragglers"][0]["slower_pct"] > 30, row
-        assert row["skew_pct"] > 30
+        job = row["job"]
+        assert job["world_size"] == 2 and [x["rank"] for x in job["ranks"]] == [0, 1]
+        assert job["stragglers"][0]["rank"] == 1 and job["stragglers"][0]["slower_pct"] > 30, row
+        assert job["skew_pct"] > 30
     md = (session / "summary.md").read_text()
     assert "| straggler | rank 1: " in md and "| ranks (world size) | 2 ranks · gloo · 1 host |" in md
     csv = (session / "steps.csv").read_text().splitlines()
@@ -104,9 +105,11 @@ def test_a_recipe_as_two_ranks_under_ddp(tuimon):
     assert sorted(by_rank(compiled, "compile")) == [0, 1]  # each rank compiles the DDP model
     summary = json.loads((session / "summary.json").read_text())
     rows = {r["run"]: r for r in summary["runs"]}
-    assert rows["default-fp32"]["speedup"] and rows["default-fp32"]["compile_divergence"] == []
+    compiled_row = rows["default-fp32"]
+    assert compiled_row["compare"]["speedup"] and compiled_row["job"]["compile_divergence"] == []
     # Each rank trains on its own shard: 4 of tiny_mlp's 8 batches of 32; the job counts both.
-    assert rows["eager-fp32"]["throughput"] == pytest.approx(64 / (rows["eager-fp32"]["median_ms"] / 1000))
+    timing = rows["eager-fp32"]["timing"]
+    assert timing["throughput"] == pytest.approx(64 / (timing["median_ms"] / 1000))
     losses = {r: [s["loss"] for s in runs[r]["step"] if s.get("rank") == 0] for r in runs}
     assert max(abs(a - b) for a, b in zip(*losses.values(), strict=True)) < 1e-3
 
@@ -210,12 +213,12 @@ def test_a_two_node_job_on_loopback_is_read_as_one_job(tmp_path, inductor_cache)
                           capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)["runs"]
-    assert row["world_size"] == 2 and [x["rank"] for x in row["ranks"]] == [0, 1]
-    assert row["steps"] == 20 and row["stragglers"][0]["rank"] == 1
+    assert row["job"]["world_size"] == 2 and [x["rank"] for x in row["job"]["ranks"]] == [0, 1]
+    assert row["timing"]["steps"] == 20 and row["job"]["stragglers"][0]["rank"] == 1
     assert (nodes[0] / "job-summary.md").is_file() and (nodes[0] / "job-steps.csv").is_file()
     md = (nodes[0] / "job-summary.md").read_text()
     assert "(2 nodes)" in md and "| ranks (world size) | 2 ranks · gloo" in md
-    assert json.loads((nodes[0] / "summary.json").read_text())["runs"][0]["world_size"] == 2
+    assert json.loads((nodes[0] / "summary.json").read_text())["runs"][0]["job"]["world_size"] == 2
 
 
 def test_a_rank_that_dies_at_its_exit_is_said_and_no_node_waits_for_it(tmp_path, inductor_cache):
@@ -230,7 +233,7 @@ def test_a_rank_that_dies_at_its_exit_is_said_and_no_node_waits_for_it(tmp_path,
         assert p.returncode == 0, stderr
     nodes = [next((tmp_path / f"node{k}").glob("*")) for k in (0, 1)]
     for node in nodes:
-        assert json.loads((node / "summary.json").read_text())["runs"][0]["steps"] == 20
+        assert json.loads((node / "summary.json").read_text())["runs"][0]["timing"]["steps"] == 20
     said = [[e["text"] for e in store.read_events(node)[0] if e["type"] == "warning"] for node in nodes]
     assert any("rank 1 was killed by SIGABRT as its process exited, after it had finished" in t
                for t in said[1]), said[1]
@@ -274,5 +277,5 @@ def test_the_ddp_script_on_two_gpus_with_nccl(tuimon):
         assert {e[0]["device"] for e in started.values()} == {"cuda:0", "cuda:1"}
     summary = json.loads((session / "summary.json").read_text())
     for row in summary["runs"]:
-        assert {tuple(x["gpus"]) for x in row["ranks"]} == {(0,), (1,)}  # each rank's GPU, by pid
+        assert {tuple(x["gpus"]) for x in row["job"]["ranks"]} == {(0,), (1,)}  # each rank's GPU, by pid
     assert Path(session / "summary.md").read_text().count("nccl") >= 1

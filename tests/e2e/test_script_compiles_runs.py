@@ -35,11 +35,12 @@ def test_an_mnist_test_pass_compiles_apart_from_training(tuimon):
     assert not any(s.get("compile_ms") for s in compiled["step"] if s.get("gap"))
     data, rows_, md = summary_of(session)
     row = rows_["default-script"]
-    assert row["recompiles"] == 0 and row["recompile_reasons"] == []
-    assert row["val_compiles"] == len(val) and "grad_mode" in row["val_words"]
+    comp = row["compile"]
+    assert comp["recompiles"] == 0 and comp["recompile_reasons"] == []
+    assert comp["val_compiles"] == len(val) and "grad_mode" in row["words"]["val_guards"]
     train_s, val_s = (sum(c["seconds"] for c in cs) for cs in (train, val))
-    assert abs(row["compile_s"] - train_s) < 0.5 * val_s, (row["compile_s"], train_s, val_s)
-    assert row["val_compile_s"] > 0.5 * val_s
+    assert abs(comp["compile_s"] - train_s) < 0.5 * val_s, (comp["compile_s"], train_s, val_s)
+    assert comp["val_compile_s"] > 0.5 * val_s
     assert "· 0 recompiles" in md
     assert f"- default/script: validation: {len(val)} compile" in md and "grad_mode" in md
     why = {v["run"]: v for v in data["why"]}["default-script"]
@@ -64,7 +65,7 @@ def test_a_script_without_a_torch_optim_optimizer_says_nothing_was_compiled(tuim
     assert data["verdict"]["kind"] == "none"
     assert data["verdict"]["line"] == f"Verdict: no answer: nothing was compiled in default/script — {why}."
     assert f"- default/script: nothing was compiled — {why}" in md
-    assert rows_["default-script"]["nothing_compiled"] == why
+    assert rows_["default-script"]["words"]["nothing_compiled"] == why
     (whys,) = [w for w in data["why"] if w["compiled"]]  # beside eager's: what bounds its step
     assert whys["speedup"] == "nothing was compiled: it ran eager" and not whys["helped"]
     assert [f["rule"] for f in whys["findings"]] == ["uncompiled"]
@@ -87,7 +88,7 @@ def test_compile_module_names_the_module_to_compile(tuimon, tmp_path):
     assert [c for c in kinds["compile"] if c["forward"] and not c.get("validation")]
     assert [c for c in kinds["compile"] if c.get("validation")]  # evaluate() after 20 steps
     _, rows_, _ = summary_of(session)
-    assert rows_["default-script"]["nothing_compiled"] is None
+    assert rows_["default-script"]["words"]["nothing_compiled"] is None
 
 
 @pytest.mark.parametrize(("args", "expected"), [

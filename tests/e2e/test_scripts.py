@@ -93,7 +93,7 @@ def test_plain_loop_with_workers_validation_and_a_checkpoint(tuimon, tmp_path):
     assert [f["peak"]["cached"] for f in measured if f["type"] == "flops"].count(False) == 1
     summary = json.loads((session / "summary.json").read_text())
     rows = {r["run"]: r for r in summary["runs"]}
-    assert rows["eager-script"]["median_ms"] > 0 and rows["default-script"]["speedup"]
+    assert rows["eager-script"]["timing"]["median_ms"] > 0 and rows["default-script"]["compare"]["speedup"]
     assert rows["eager-script"]["turns"] == 3
     md = (session / "summary.md").read_text()
     assert f"- script: `{PY} {script('plain_loop.py')}" in md and "samples/s" in md
@@ -119,7 +119,7 @@ def test_two_optimizers_and_a_profiler_capture(tuimon):
     assert all(s["n"] == 0 for s in kinds["step"])  # no DataLoader: steps per second
     summary = json.loads((session / "summary.json").read_text())
     assert "steps/s" in (session / "summary.md").read_text()
-    assert summary["runs"][0]["median_ms"] > 0
+    assert summary["runs"][0]["timing"]["median_ms"] > 0
     done = [p for p in kinds["profile"] if p.get("state") == "done"]
     assert done and done[0]["top_ops"], kinds["profile"]
     assert [s["i"] for s in kinds["step"] if s.get("profiled")] == [21, 22, 23, 24, 25]
@@ -324,7 +324,8 @@ def test_lightning_trainer_fit(tuimon):
     assert all(e.get("validation") or e.get("after_validation") for e in compiled["recompile"])
     row = next(r for r in json.loads((session / "summary.json").read_text())["runs"]
                if r["run"] == "default-script")
-    assert row["recompiles"] == 0 and row["val_compiles"] >= 1 and "grad_mode" in row["val_words"]
+    comp = row["compile"]
+    assert comp["recompiles"] == 0 and comp["val_compiles"] >= 1 and "grad_mode" in row["words"]["val_guards"]
 
 
 class ScriptLive(Live):

@@ -159,7 +159,7 @@ def test_headless_file_too_large_stops_the_runs_with_one_line(tuimon, tmp_path):
     assert any("File too large" in w for w in summary["warnings"])
     again, _ = tuimon("summary", str(session), "--format", "json")
     assert again.returncode == 0 and again.stderr == ""
-    assert json.loads(again.stdout)["runs"][0]["measured"] > 0
+    assert json.loads(again.stdout)["runs"][0]["timing"]["measured"] > 0
 
 
 async def test_the_daemon_stops_on_a_full_store_and_the_tui_says_why(tuimon, tmp_path, reaper):
@@ -245,7 +245,7 @@ def test_summary_of_a_session_whose_supervisor_was_killed(tuimon, tmp_path, indu
     assert proc.stderr.strip().splitlines() == [
         "tuimon: warning: events.jsonl: 1 unreadable line skipped (torn write?)"]
     summary = json.loads(proc.stdout)
-    assert summary["unreadable_lines"] == 1 and summary["runs"][0]["steps"] == flushed
+    assert summary["unreadable_lines"] == 1 and summary["runs"][0]["timing"]["steps"] == flushed
     assert "1 unreadable line(s) in events.jsonl were skipped" in (session / "summary.md").read_text()
 
 

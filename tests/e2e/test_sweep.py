@@ -49,9 +49,10 @@ def test_a_set_axis_sweep_races_every_value(tuimon):
     assert summary["verdict"]["line"] == md[2] and summary["verdict"]["reference"] == "eager/fp32 · width=48"
     assert summary["axes"] == {"width": ["48", "256"]}
     row = next(r for r in summary["runs"] if r["run"] == "default-fp32-width_256")
-    assert row["label"] == "default/fp32 · width=256" and row["baseline"] == "eager/fp32 · width=256"
-    assert row["axis_baseline"] == "default/fp32 · width=48" and row["axis_speedup"] > 0
-    assert abs(row["loss_gap"]) < 0.01  # compile trains as eager does
+    vs = row["compare"]
+    assert row["label"] == "default/fp32 · width=256" and vs["baseline"] == "eager/fp32 · width=256"
+    assert vs["axis_baseline"] == "default/fp32 · width=48" and vs["axis_speedup"] > 0
+    assert abs(row["loss"]["loss_gap"]) < 0.01  # compile trains as eager does
     with open(session / "steps.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {(r["run"], r["width"]) for r in rows} == {(run, run.rsplit("_", 1)[1]) for run in runs}
@@ -117,8 +118,8 @@ def test_a_variant_out_of_memory_while_building_is_skipped_not_failed(tuimon):
     huge = next(r for r in summary["runs"] if r["run"] == "eager-fp32-size_huge")
     assert huge["status"] == "skipped"
     assert summary["skipped"] == [{"label": "eager/fp32 · size=huge", "run": "eager-fp32-size_huge",
-                                   "reason": huge["error"]}]
-    assert "out of host memory" in huge["error"]
+                                   "reason": huge["failure"]["error"]}]
+    assert "out of host memory" in huge["failure"]["error"]
     md = (session / "summary.md").read_text()
     assert "| status | done | skipped: out of host memory" in md
     assert "- eager/fp32 · size=huge: skipped: out of host memory" in md

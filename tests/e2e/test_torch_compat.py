@@ -21,7 +21,7 @@ from conftest import RECIPES, ROOT, SCRIPTS
 from test_end_to_end import runs_of
 
 from tuimon.analysis.stats import RunStats, SessionSummary
-from tuimon.report.export import runtime_line
+from tuimon.report.session_text import runtime_line
 from tuimon.runner.compile_trace import TraceListener
 from tuimon.runner.compile_watch import CompileWatch
 from tuimon.runner.torch_env import absolute_paths

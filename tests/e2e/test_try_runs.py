@@ -28,8 +28,8 @@ def test_a_session_then_its_fixes_raced_against_the_variant_without_them(tuimon,
     assert [r["label"] for r in summary["runs"]] == [
         "eager/fp32 · fix=none", "default/fp32 · fix=none", "default/fp32 · fix=scalars"]
     fixed = next(r for r in summary["runs"] if r["axes"]["fix"] == "scalars")
-    assert fixed["baseline"] == "eager/fp32 · fix=none"  # its break-even is against eager unfixed
-    assert fixed["axis_baseline"] == "default/fp32 · fix=none"
+    assert fixed["compare"]["baseline"] == "eager/fp32 · fix=none"  # its break-even is against eager unfixed
+    assert fixed["compare"]["axis_baseline"] == "default/fp32 · fix=none"
     (outcome,) = summary["tried"]
     assert outcome["fix"] == "scalars" and outcome["code"] in (
         "helped", "helped_start", "no_better", "worse", "not_applied", "cannot_tell")

@@ -76,9 +76,9 @@ async def test_a_graph_break_is_named_with_its_line_in_every_view(tuimon, tmp_pa
         await pilot.pause(0.2)
         assert pane.has_class("visible")
         console = Console(width=140, file=io.StringIO(), record=True)
-        from tuimon.report.why_text import worded
+        from tuimon.report import why_text
 
-        whys = worded(app.model.summary())
+        whys = list(why_text.section(app.model.summary()).lines)  # the pane draws the Why section
         # The eager panel is focused: what bounds its step, and where the compiled one's are.
         console.print(render_pane(app.focused_run(), whys))
         text = console.export_text()

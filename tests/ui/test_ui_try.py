@@ -90,7 +90,7 @@ async def test_a_cuda_only_fix_on_a_cpu_run_is_a_notice_and_adds_nothing(tmp_pat
     app = TuimonApp(source)
     async with app.run_test(size=SIZE) as pilot:
         pane = await opened(app, pilot, "right", "w")
-        assert pane.selected(app.focused_run()).code == "cudagraphs.skipped"
+        assert pane.selected(app.focused_run()).figures["code"] == "cudagraphs.skipped"
         assert "no fix to try here: no-cudagraphs (CUDA only)" in pane_text(app)
         await pilot.press("t")
         await settle(app, pilot, 1)

@@ -129,15 +129,21 @@ def test_the_budget_learns_compile_times_from_earlier_sessions_of_the_same_recip
         d = tmp_path / name
         d.mkdir()
         (d / "meta.json").write_text(json.dumps({"recipe": recipe, "cache": cache}))
-        (d / "summary.json").write_text(json.dumps({"runs": [
-            {"mode": "default", "precision": "fp32", "compile_s": compile_s, "median_ms": 1.0},
-            {"mode": "eager", "precision": "fp32", "compile_s": None, "median_ms": 1.0}]}))
+        rows = [{"mode": "default", "precision": "fp32", "compile_s": compile_s, "median_ms": 1.0},
+                {"mode": "eager", "precision": "fp32", "compile_s": None, "median_ms": 1.0}]
+        if name.endswith("a"):  # an older session's summary.json (flat rows, version 1)
+            (d / "summary.json").write_text(json.dumps({"runs": rows}))
+            return
+        runs = [{"mode": r["mode"], "precision": r["precision"], "compile": {"compile_s": r["compile_s"]},
+                 "timing": {"median_ms": r["median_ms"]}, "warm": {"start": None}} for r in rows]
+        (d / "summary.json").write_text(json.dumps({"schema_version": 2, "runs": runs}))
 
     cold = "fresh per run (cold compile)"
     session("20261101-a", "/r/tiny.py", cold, 12.0)
     session("20261102-b", "/r/tiny.py", "persistent /c (may be warm)", 2.0)
     session("20261103-c", "/r/other.py", cold, 99.0)
     (tmp_path / "20261104-broken").mkdir()
+    session("20261105-d", "/r/tiny.py", cold, 14.0)
     seen = budget.history(tmp_path, {"recipe": "/r/tiny.py", "cache": cold})
-    assert seen == {("default", "fp32"): [12.0]}
-    assert budget.compile_estimate(Variant("max-autotune", "amp"), seen) == (36.0, True)
+    assert seen == {("default", "fp32"): [14.0, 12.0]}  # newest first, the older file read as well
+    assert budget.compile_estimate(Variant("max-autotune", "amp"), seen) == (39.0, True)

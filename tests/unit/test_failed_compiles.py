@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import torch
+from said import worded
 from test_stats import run_events
 
 from tuimon import events
@@ -21,7 +22,6 @@ from tuimon.analysis.stats import summarize
 from tuimon.report.compile_text import fallback_text, nothing_text
 from tuimon.report.table import breakeven_text, compile_notes, graphs_text, speedup_text
 from tuimon.report.verdict_text import line
-from tuimon.report.why_text import worded
 from tuimon.runner.compile_trace import TraceListener
 from tuimon.runner.compile_watch import CompileWatch
 

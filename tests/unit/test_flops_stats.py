@@ -17,7 +17,7 @@ from tuimon import events
 from tuimon.analysis import diagnose, summarize
 from tuimon.cli import doctor
 from tuimon.peaks import PRECISIONS, TABLE, datasheet_peak, find
-from tuimon.report import export, flops_text, summary_json, why_text
+from tuimon.report import export, flops_text, summary_json
 from tuimon.runner.peak_bench import dtypes_for
 
 # The phases' medians: forward 6 ms, backward 4 ms, optimizer 2 ms (test_phases_stats.EAGER).
@@ -48,18 +48,19 @@ def row(evs):
 
 def test_achieved_flops_per_phase_are_its_flops_over_its_median():
     f = row(session()).flops
-    assert (f.flops_forward, f.flops_backward, f.flops_optimizer, f.flops_step) == (6e9, 8e9, 0, 14e9)
-    assert f.flop_s_forward == pytest.approx(1e12, rel=0.03)  # 6 GFLOP in ~6 ms
-    assert f.flop_s_backward == pytest.approx(2e12, rel=0.03)
-    assert f.flop_s_optimizer is None  # nothing counted there: no rate, not 0 FLOP/s
-    assert f.flop_s_step == pytest.approx(14e9 / 13.2e-3, rel=0.03)  # the median step, 13.2 ms
-    assert f.mfu_measured_forward == pytest.approx(0.5, rel=0.03)
-    assert f.mfu_measured_backward == pytest.approx(1.0, rel=0.05)
+    fwd, bwd, opt = (f.phases[name] for name in ("forward", "backward", "optimizer"))
+    assert (fwd.flops, bwd.flops, opt.flops, f.step.flops) == (6e9, 8e9, 0, 14e9)
+    assert fwd.flop_s == pytest.approx(1e12, rel=0.03)  # 6 GFLOP in ~6 ms
+    assert bwd.flop_s == pytest.approx(2e12, rel=0.03)
+    assert opt.flop_s is None  # nothing counted there: no rate, not 0 FLOP/s
+    assert f.step.flop_s == pytest.approx(14e9 / 13.2e-3, rel=0.03)  # the median step, 13.2 ms
+    assert fwd.mfu_measured == pytest.approx(0.5, rel=0.03)
+    assert bwd.mfu_measured == pytest.approx(1.0, rel=0.05)
 
 
 def test_on_a_cpu_the_measured_peak_stands_alone():
     f = row(session()).flops
-    assert f.peak_lookup == "cpu" and f.peak_datasheet is None and f.mfu_datasheet_step is None
+    assert f.peak_lookup == "cpu" and f.peak_datasheet is None and f.step.mfu_datasheet is None
     assert f.mfu_basis == "measured-cpu"
     assert "n/a on a CPU" in flops_text.mfu_cell(row(session()), "datasheet")
 
@@ -69,17 +70,17 @@ def test_a_known_gpu_gives_both_peaks_at_the_precision_used():
     f = r.flops
     assert f.peak_device == "H100 SXM" and f.peak_datasheet == 989.5e12 and f.mfu_basis == "both"
     assert f.peak_measured == 4e12  # the bf16 GEMM best, not the fp32 one
-    assert f.mfu_datasheet_forward == pytest.approx(1e12 / 989.5e12, rel=0.03)
+    assert f.phases["forward"].mfu_datasheet == pytest.approx(1e12 / 989.5e12, rel=0.03)
     assert "of H100 SXM 990 TFLOP/s bf16" in flops_text.mfu_cell(r, "datasheet")
 
 
 def test_an_unknown_device_falls_back_to_the_measured_peak_and_says_so():
     r = row(session("cuda:0", "NVIDIA A10G", "bf16"))
     assert r.flops.peak_lookup == "unknown-device" and r.flops.mfu_basis == "measured-unknown-device"
-    assert r.flops.mfu_measured_forward is not None and r.flops.mfu_datasheet_forward is None
+    forward = r.flops.phases["forward"]
+    assert forward.mfu_measured is not None and forward.mfu_datasheet is None
     assert flops_text.mfu_cell(r, "datasheet") == "unknown device NVIDIA A10G: the measured peak stands in"
-    assert any("not in tuimon's peak table" in n for n in flops_text.notes(summarize(
-        session("cuda:0", "NVIDIA A10G", "bf16"))))
+    assert any("not in tuimon's peak table" in n for n in flops_text.row_notes(r))
 
 
 def test_a_precision_the_device_lacks_is_no_datasheet_peak():
@@ -99,18 +100,19 @@ def test_mfu_over_100_percent_is_flagged_never_printed_as_a_fact():
 
 def test_no_peak_no_mfu_and_a_failed_count_says_why():
     f = row(session(peaks=None)).flops
-    assert f.flop_s_forward is not None and f.mfu_measured_forward is None and f.mfu_basis is None
+    forward = f.phases["forward"]
+    assert forward.flop_s is not None and forward.mfu_measured is None and f.mfu_basis is None
     evs = session()
     evs[2] = events.make(events.FLOPS, "eager-fp32", error="ValueError: no batch to spare", peak=None)
     r = row(evs)
-    assert r.flops.flops_step is None and r.flops.flops_error == "ValueError: no batch to spare"
+    assert not r.flops.counted and r.flops.error == "ValueError: no batch to spare"
     assert flops_text.counts_cell(r) == "not counted: ValueError: no batch to spare"
 
 
 def test_the_record_is_frozen_and_the_fold_replaces_it():
     r = row(session())
     with pytest.raises(dataclasses.FrozenInstanceError):
-        r.flops.flops_step = 1
+        r.flops.step = None
 
 
 def test_a_combined_variant_counts_once_and_rates_on_its_own_medians():
@@ -122,18 +124,18 @@ def test_a_combined_variant_counts_once_and_rates_on_its_own_medians():
         evs += part
     s = summarize(evs)
     v = s.variants[0]
-    assert v.flops.flops_step == 14e9 and v.flops.flop_s_forward == pytest.approx(1e12, rel=0.05)
+    assert v.flops.step.flops == 14e9 and v.flops.phases["forward"].flop_s == pytest.approx(1e12, rel=0.05)
 
 
 def test_summary_json_has_the_keys_a_plot_reads(tmp_path):
     s = summarize(session("cuda:0", "NVIDIA H100 80GB HBM3", "bf16"))
     doc = json.loads(json.dumps(summary_json.document({}, s), default=str))
     r = doc["runs"][0]
-    for part in ("step", "forward", "backward", "optimizer"):
-        for key in (f"flops_{part}", f"flop_s_{part}", f"mfu_measured_{part}", f"mfu_datasheet_{part}"):
-            assert key in r, key
-    assert r["peak_measured"] == 4e12 and r["peak_datasheet"] == 989.5e12 and r["mfu_basis"] == "both"
-    assert r["flops_precision"] == "bf16" and r["flops_words"][0].startswith("eager/fp32: 14 GFLOP")
+    f = r["flops"]
+    for part in (f["step"], *(f["phases"][name] for name in ("forward", "backward", "optimizer"))):
+        assert set(part) == {"flops", "flop_s", "mfu_measured", "mfu_datasheet"}
+    assert f["peak_measured"] == 4e12 and f["peak_datasheet"] == 989.5e12 and f["mfu_basis"] == "both"
+    assert f["precision"] == "bf16" and r["words"]["flops"][0].startswith("eager/fp32: 14 GFLOP")
 
 
 def test_the_table_and_summary_md_show_flops_and_mfu():
@@ -158,8 +160,8 @@ def test_why_compute_bound_near_the_measured_peak_far_below_memory_or_launch_bou
     far = diagnose(summarize(session(peaks={"fp32": 100e12})))  # 1 and 2 % of it
     found = {f.code: f for v in far for f in v.findings}
     assert found["flops.far_below"].what.figures["phases"] == ["forward", "backward"]
-    lines = why_text.markdown(summarize(session(peaks={"fp32": 100e12})))
-    assert any("far below the measured peak" in line for line in lines)
+    md = export.to_markdown({}, summarize(session(peaks={"fp32": 100e12})))
+    assert "far below the measured peak" in md.split("## Why compile did not help")[1]
 
 
 # ---- the peak table ---------------------------------------------------------------------------

@@ -548,6 +548,45 @@ def test_the_decision_check_finds_one(tmp_path):
     assert [line for _, line, _ in thresholds(path, "words")] == [5, 7]
 
 
+# What a surface may test a text for: its own row's name, a traceback's header, a key's action,
+# a device's name, a CSS class, a blank cell; never the words another module wrote.
+OWN_TEXT = {("tuimon.report.table", "compile / warm-up time"), ("tuimon.report.table", "Fatal Python error"),
+            ("tuimon.ui.keys", "focus_"), ("tuimon.ui.widgets.why_pane", "cuda"),
+            ("tuimon.ui.widgets.overlay", "probe-"), ("tuimon.ui.widgets.chart_draw", " ")}
+
+
+def words_read(path: Path, name: str) -> list[tuple[str, int, str]]:
+    """(module, line, text) for every text a module tests another text against: a
+    ``startswith``/``endswith``, or an ==, != or ``in`` with a phrase."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("startswith", "endswith"):
+            found += [(name, node.lineno, a.value) for a in node.args
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+                                                   for op in node.ops):
+            found += [(name, node.lineno, s.value) for s in (node.left, *node.comparators)
+                      if isinstance(s, ast.Constant) and isinstance(s.value, str) and " " in s.value]
+    return found
+
+
+def test_no_surface_reads_another_modules_words():
+    """Words built once (issue 41): report/ builds one document of typed lines; summary.md, the
+    page, the terminal and the TUI pick and style its lines by kind and figures. None of them
+    decides by another's text (the rank strip's colour once read ``startswith("straggler")``)."""
+    files = {**_files("tuimon.report"), **_files("tuimon.ui"), **_files("tuimon.web"),
+             "tuimon.headless": TUIMON / "headless.py"}
+    found = [w for name, p in files.items() for w in words_read(p, name)]
+    assert len(found) >= len(OWN_TEXT) and [w for w in found if w[::2] not in OWN_TEXT] == []
+
+
+def test_the_words_check_finds_one(tmp_path):
+    path = tmp_path / "strip.py"
+    path.write_text('def style(part, line):\n    if part.startswith("straggler"):\n        return 1\n'
+                    '    return ", slower" in line\n')
+    assert [line for _, line, _ in words_read(path, "strip")] == [2, 4]
+
+
 def test_every_why_code_has_its_words():
     """A Why rule returns codes; report/why_words/ holds one entry a code. Every code written in
     analysis/why/ (a literal "<family>.<what>", and the recompile kinds' f"recompiles.{kind}") has

@@ -217,11 +217,12 @@ def test_summary_files_carry_the_figures_codes_and_words(tmp_path):
     summary = summarize(sequential())
     doc = json.loads(export.to_json({}, summary))
     row = {r["run"]: r for r in doc["runs"]}["default-fp32"]
-    assert row["mem_phases"]["forward"] == {"peak": 420 * MiB, "end": 420 * MiB,
-                                            "vs_baseline": -80 * MiB, "change": "saved"}
-    assert row["graph_pool"] == 0 and row["energy_source"] == "nvml-counter"
-    assert row["memory_words"]["graph_pool"] == "none (no CUDA graphs)"
-    assert row["batch_fit"] == 2.1 and row["batch_fit_why"] is None  # min(700/120, 650/305)
+    memory = row["memory"]
+    assert memory["mem_phases"]["forward"] == {"peak": 420 * MiB, "end": 420 * MiB,
+                                               "vs_baseline": -80 * MiB, "change": "saved"}
+    assert memory["graph_pool"] == 0 and row["energy"]["energy_source"] == "nvml-counter"
+    assert row["words"]["memory"]["graph_pool"] == "none (no CUDA graphs)"
+    assert memory["batch_fit"] == 2.1 and memory["batch_fit_why"] is None  # min(700/120, 650/305)
     md = export.to_markdown({}, summary)
     for name in ("memory per phase (allocator peak)", "memory per phase vs eager", "CUDA-graph pool",
                  "largest batch that would fit (if activations grow with it)", "energy per step",

@@ -61,7 +61,9 @@ def test_the_straggler_is_named_with_its_slow_phase(slow_in):
     assert s["rank"] == 1 and s["phase"] == slow_in, s
     assert s["phase_ms"] == pytest.approx(4.0, abs=0.3)
     assert f"slow in {slow_in} (+4." in straggler_text(row)
-    assert strip_text(row)[-1] == f"straggler r1 in {'fwd' if slow_in == 'forward' else 'data'}"
+    slow = strip_text(row)[-1]
+    assert slow.text == f"straggler r1 in {'fwd' if slow_in == 'forward' else 'data'}"
+    assert slow.figures["part"] == "straggler"  # the strip's colour reads the part, not its words
     # The job's steps carry the slowest rank's split, so the panel shows the job's phases.
     assert row.phases.step_phases["forward"]["median_ms"] > 3.0
 

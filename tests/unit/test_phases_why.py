@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
+from said import top_lines, worded
 from test_phases_stats import phased_events
 
 from tuimon.analysis import summarize
 from tuimon.fmt import fmt_ratio
 from tuimon.report.export import to_markdown
-from tuimon.report.why_text import top_lines, worded
 
 
 def whys(*runs) -> dict:

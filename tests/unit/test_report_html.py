@@ -17,9 +17,22 @@ from pathlib import Path
 import pytest
 from synthetic_session import session
 
+from tuimon.analysis import summarize
 from tuimon.cli import main
-from tuimon.report import verdict_text
-from tuimon.report.html import markdown, measures, page
+from tuimon.report import memory_text, sections, verdict_text
+from tuimon.report.document import (
+    ADVICE,
+    CODE,
+    DETAIL,
+    EVIDENCE,
+    FAILURE,
+    FINDING,
+    TEXT,
+    Line,
+    Section,
+    Table,
+)
+from tuimon.report.html import lines, page
 from tuimon.report.html.data import read
 from tuimon.report.table import breakeven_text
 from tuimon.sessiondir import listing
@@ -66,7 +79,7 @@ def test_the_page_holds_the_verdict_the_table_and_every_figure_in_summary_mds_wo
     compiled = next(r for r in rep.summary.runs if r.compiled)
     assert html_text(breakeven_text(compiled)) in text  # the break-even, in the table's words
     assert f"step {compiled.compare.breakeven_steps:,}" in text  # ... and marked on the figure
-    assert text.count(measures.NOT_MEASURED) == 1  # MFU: not measured here
+    assert text.count(sections.NOT_MEASURED) == 1  # MFU: not measured here
     # memory per phase and energy in the summary's words: n/a on a CPU, with the reason
     memory = text[text.index('<section id="memory">'):]
     assert "<th>memory per phase (allocator peak)</th>" in memory and "<th>energy per step</th>" in memory
@@ -200,28 +213,37 @@ def test_matplotlib_missing_is_one_line_with_how_to_install_it(tmp_path):
 
 
 def test_measured_sections_show_what_a_session_recorded():
-    rows = [{"label": "eager/fp32", "flops_words": ["eager/fp32: 15.2 MFLOP a step",
-                                                    "  MFU vs measured peak: 0.5 % (fwd 5.3 %)"],
-             "memory_words": {"phases": "fwd 1.0 GiB · bwd 2.0 GiB", "batch_fit": "~2× today"},
-             "energy_words": {"per_step": "25 J a step (NVML's counter)"}},
-            {"label": "default/fp32", "flops_words": [],
-             "memory_words": {"phases": "fwd 0.8 GiB · bwd 2.0 GiB", "vs_baseline": "fwd −20 %"}}]
-    mfu = measures.mfu_section({"variants": rows})
-    assert "<li>eager/fp32: 15.2 MFLOP a step</li>" in mfu and "MFU vs measured peak: 0.5 %" in mfu
-    mem = measures.memory_section({"variants": rows}, None)
-    for said in ("fwd 1.0 GiB · bwd 2.0 GiB", "~2× today", "25 J a step (NVML&#x27;s counter)",
-                 "fwd −20 %", "<th>largest batch that would fit</th>"):
-        assert said in mem, said
-    assert "CUDA-graph pool" not in mem  # no row said anything of it
-    assert measures.NOT_MEASURED in measures.mfu_section({"variants": [{"label": "x", "peak_rss": 1}]})
+    from test_flops_stats import session as counted
+    from test_memory_energy_stats import sequential
+
+    mfu = lines.sections(sections.document({}, summarize(counted()))["flops"])
+    assert "<li>eager/fp32: 14 GFLOP (fwd 6 G · bwd 8 G · opt 0) · fp32;" in mfu
+    assert "<ul><li>MFU vs measured peak: " in mfu  # the row's details under it
+    summary = summarize(sequential())
+    mem = lines.sections(sections.memory(summary))
+    for r in summary.runs:
+        for cell in (memory_text.phases_cell, memory_text.fit_cell, memory_text.per_step_cell):
+            assert f"<td>{html_text(cell(r))}</td>" in mem, cell
+    assert "<th>largest batch that would fit (if activations grow with it)</th>" in mem
+    assert "<th>CUDA-graph pool</th>" in mem
+    none = lines.sections(sections.memory(summarize(counted())))  # a CPU: n/a, with the reason
+    assert "<th>memory per phase (allocator peak)</th>" in none and "n/a (CPU: the allocator" in none
 
 
-def test_summary_md_s_markdown_is_rendered_escaped():
-    text = ("# title\n\nVerdict: **keep** `a|b` <script>\n\n| | x |\n|---|---|\n| row \\| 1 | `c` |\n\n"
-            "1. **first** (medium)\n   - sub <b>\n   - sub 2\n2. second\n\nNotes:\n- one\n  - nested\n")
-    out = markdown.to_html(text)
-    assert "<h1>title</h1>" in out and "<strong>keep</strong> <code>a|b</code> &lt;script&gt;" in out
+def test_the_documents_lines_are_rendered_escaped():
+    said = Section("x", lines=(
+        Line(TEXT, "Verdict: **keep** `a|b` <script>"),
+        Line(FINDING, "first", {"level": "medium", "price": None},
+             (Line(EVIDENCE, "sub <b>"), Line(ADVICE, "sub 2"))),
+        Line(FINDING, "second", {"level": None, "price": "costs 1.0 ms a step"}),
+        Line(TEXT, "Notes:"), Line(DETAIL, "one", {"label": "eager/fp32"}, (Line(DETAIL, "nested"),)),
+        Line(FAILURE, "it failed", {}, (Line(CODE, "Traceback <x>"),))),
+        table=Table(["", "x"], [["row | 1", "`c`"]]))
+    out = lines.sections(said)
+    assert "<p>Verdict: <strong>keep</strong> <code>a|b</code> &lt;script&gt;</p>" in out
     assert "<th>row | 1</th><td><code>c</code></td>" in out
-    assert "<ol><li><strong>first</strong> (medium)<ul><li>sub &lt;b&gt;</li><li>sub 2</li></ul></li>" in out
-    assert "<li>second</li></ol>" in out and "<ul><li>one<ul><li>nested</li></ul></li></ul>" in out
+    assert ("<ol><li><strong>first</strong> (medium)<ul><li>sub &lt;b&gt;</li><li>try: sub 2</li></ul></li>"
+            "<li><strong>second</strong> — costs 1.0 ms a step</li></ol>") in out
+    assert "<ul><li>eager/fp32: one<ul><li>nested</li></ul></li>" in out
+    assert "<li>it failed<pre><code>Traceback &lt;x&gt;</code></pre></li>" in out
     assert "<script" not in out

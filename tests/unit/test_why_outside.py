@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sys
 
+from said import worded
 from test_phases_stats import phased_events
 
 from tuimon import events
 from tuimon.analysis import summarize
-from tuimon.report.why_text import worded
 from tuimon.runner.profiling.event_tree import Ev, nest
 from tuimon.runner.profiling.outside import outside
 

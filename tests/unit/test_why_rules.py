@@ -8,13 +8,14 @@ import dataclasses
 import json
 import logging
 
+from said import top_lines, worded
+
 from tuimon import events
 from tuimon.analysis.stats import RunStats, SessionSummary
 from tuimon.analysis.stats.records import GROUPS, Compiles, Timing
 from tuimon.analysis.why import diagnose
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM
 from tuimon.report.export import to_json, to_markdown
-from tuimon.report.why_text import top_lines, worded
 from tuimon.runner.profiling import Ev, Options, analyse, link, nest
 from tuimon.runner.profiling.profiler import AUTO, AUTO_FROM, AUTO_SETTLE, AUTO_TRIES, Profiler
 from tuimon.runner.torch_hints import HintListener, classify
@@ -416,15 +417,14 @@ def test_an_unreliable_speedup_is_neither_help_nor_no_help():
     """vae under load: '7.49× (95 % CI 2.11–26.67) — unreliable: other processes' load differed —
     compile did not help'. A number that cannot be trusted says neither; the clear one still does."""
     from tuimon.analysis.stats.point import point
-    from tuimon.report.why_text import headline
 
     comp, eager = rows()
     comp.timing = dataclasses.replace(comp.timing, median_ms=2.0)  # 5× faster, its interval clear of 1
     summary = session(comp, eager)
     (v,) = worded(summary)
-    assert v.helped and not v.doubted and headline(v).endswith("— compile helped")
+    assert v.helped and not v.doubted and v.headline.endswith("— compile helped")
     comp.doubts = [point("recompiled", steps=2, first=40)]
     (v,) = worded(session(comp, eager))
     assert not v.helped and v.doubted
-    assert headline(v).endswith("— cannot tell whether compile helped")
+    assert v.headline.endswith("— cannot tell whether compile helped")
     assert json.loads(to_json({}, session(comp, eager)))["why"][0]["doubted"] is True

@@ -46,6 +46,8 @@ def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
     matches ``key``: the same recipe ({"recipe": path}) or command ({"command": [...]}) with the
     same Inductor cache ({"cache": ...}), newest first; (mode, precision, WARM) -> their warm
     starts' (runs seeded from compile artifacts)."""
+    from tuimon.report import schema  # summary.json in today's shape, whichever tuimon wrote it
+
     found: dict[tuple[str, str], list[float]] = {}
     try:
         sessions = sorted((p for p in Path(out).iterdir() if p.is_dir()), reverse=True)[:HISTORY]
@@ -56,13 +58,14 @@ def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
             meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
             if any(meta.get(k) != v for k, v in key.items()):
                 continue
-            runs = json.loads((path / "summary.json").read_text(encoding="utf-8")).get("runs", [])
+            runs = schema.read(path / "summary.json").get("runs", [])
         except (OSError, ValueError, AttributeError):
             continue
         for r in runs:
-            if r.get("mode") != "eager" and r.get("compile_s") and r.get("median_ms"):
-                key_ = (r["mode"], r["precision"]) + ((WARM,) if r.get("start") == WARM else ())
-                found.setdefault(key_, []).append(float(r["compile_s"]))
+            compile_s = r["compile"]["compile_s"]
+            if r["mode"] != "eager" and compile_s and r["timing"]["median_ms"]:
+                key_ = (r["mode"], r["precision"]) + ((WARM,) if r["warm"]["start"] == WARM else ())
+                found.setdefault(key_, []).append(float(compile_s))
     return found
 
 

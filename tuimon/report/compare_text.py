@@ -12,6 +12,7 @@ from rich.text import Text
 
 from tuimon.analysis import Change, Comparison, Point, VariantDiff, guard
 from tuimon.report.compare_figures import figures
+from tuimon.report.document import NOTE, WARNING, Line
 from tuimon.report.trust_text import doubt_text
 
 
@@ -120,7 +121,7 @@ def to_markdown(c: Comparison, failures: list[str] = (), unjudged: list[str] = (
         out += [f"| {name} | " + " | ".join(_md(v) for v in values) + " |" for name, values in c.differences]
     else:
         out.append("Nothing: the same settings, host, devices and versions.")
-    out += ["", "## Changes", "", *[f"- {line}" for line in headline(c)]]
+    out += ["", "## Changes", "", *[f"- {x.text}" for x in headline(c)]]
     for v in c.variants:
         out += ["", f"### {v.label}", "", "| | " + " | ".join(s.letter for s in c.sessions) + " |",
                 "|" + "---|" * (len(c.sessions) + 1)]
@@ -181,8 +182,8 @@ def print_rich(console: Console, c: Comparison, failures: list[str] = (), unjudg
     else:
         console.print("what differs: nothing (the same settings, host, devices and versions)",
                       highlight=False)
-    for line in headline(c):
-        console.print(Text(line, style="bold red" if ", slower" in line.split(";")[0] else None))
+    for x in headline(c):  # a median step slower beyond noise in red
+        console.print(Text(x.text, style="bold red" if x.kind == WARNING else None))
     for v in c.variants:
         t = Table("", *(s.letter for s in c.sessions), title=v.label, title_justify="left")
         for name, row in cells(v, "\n"):
@@ -217,8 +218,9 @@ def noise_text(c: Comparison) -> str:
 def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
-def headline(c: Comparison) -> list[str]:
-    """One line per variant and session: the median step's change, and the compile time's."""
+def headline(c: Comparison) -> list[Line]:
+    """One line per variant and session: the median step's change, and the compile time's; a
+    warning where the median step got slower beyond noise."""
     out = []
     for v in c.variants:
         for s, m, comp, shaky in zip(c.sessions[1:], v.median[1:], v.compile[1:], v.unreliable[1:],
@@ -236,5 +238,7 @@ def headline(c: Comparison) -> list[str]:
                 parts.append(f"warm compile time {change_text(hot)}")
             if shaky:
                 parts.append(f"unreliable: {doubt_text(shaky)}")
-            out.append(f"{v.label}, {s.letter} vs A: " + "; ".join(parts))
+            slower = m is not None and m.significant and m.ratio > 1
+            out.append(Line(WARNING if slower else NOTE, f"{v.label}, {s.letter} vs A: " + "; ".join(parts),
+                            {"label": v.label, "letter": s.letter}))
     return out

@@ -114,12 +114,37 @@ def top_break_text(r: RunStats) -> str:
     return f"{b['where']}: {reason}"
 
 
+def ran_eager(e: dict) -> bool:
+    """A ``compile`` event of a frame Dynamo could not compile: it ran eager."""
+    return bool(e.get("forward", True) and e.get("failed") and not e.get("graph"))
+
+
 def compile_cache(e: dict) -> str:
     """One ``compile`` event's cache in a word: warm, cold, "no graph" for a frame Dynamo traced
     without a graph (nothing reached Inductor, so there was no cache to look in), "failed: ran
     eager" for a frame Dynamo could not compile, else ""."""
-    if e.get("forward", True) and e.get("failed") and not e.get("graph"):
+    if ran_eager(e):
         return "failed: ran eager"
     if e.get("forward", True) and e.get("graph_ops") == 0:
         return "no graph"
     return e["cache"] if e.get("cache") in ("warm", "cold") else ""
+
+
+VALIDATION = " in a validation pass (kept apart from training's)"
+
+
+def compile_line(e: dict) -> str:
+    """One finished compile, as the terminal says it when it ends: 'compiled 0/0 forward() in 2.1 s,
+    mostly inductor 1.2 s (cold cache)'; a frame Dynamo could not compile, with torch's reason."""
+    p = e.get("phases") or {}
+    main = max(p, key=p.get) if any(p.values()) else None
+    part = f", mostly {main} {fmt_s(p[main])}" if main else ""
+    what = f"{e['frame']}()" if e.get("frame") else "backward"
+    cache = compile_cache(e)
+    cache = f" ({cache} cache)" if cache in ("warm", "cold") else f" ({cache})" if cache else ""
+    verb = "compiled"
+    if ran_eager(e):  # torch's reason: Dynamo could not compile it
+        verb, why = "could not compile", (e.get("fail_reason") or "").strip().splitlines()
+        cache = f" ({why[0][:200] if why else e.get('failed')}: it runs eager)"
+    return (f"{verb} {e.get('compile_id')} {what} in {fmt_s(e.get('seconds'))}{part}{cache}"
+            f"{VALIDATION if e.get('validation') else ''}")

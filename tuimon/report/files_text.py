@@ -1,18 +1,18 @@
-"""A script session's files in words (analysis/files.py computed them): the Files section of
-summary.md and the headless lines. Each run's outputs, the writes not kept apart, and what
-changed in the user's directory."""
+"""A script session's files in words (analysis/files.py computed them): the document's Files
+section, which summary.md, the page and the terminal render. Each run's outputs, the writes not
+kept apart, and what changed in the user's directory."""
 
 from __future__ import annotations
 
 from tuimon.fmt import fmt_bytes
+from tuimon.report.document import DETAIL, NOTE, TEXT, WARNING, Line, Section
 
-NAMED = 8  # outputs named per run in summary.md (summary.json has up to 100)
-NAMED_LINE = 4  # ... and on a headless line
+NAMED = 8  # outputs named per run (summary.json has up to 100)
 
 
-def _outputs(o: dict, named: int) -> str:
-    files = ", ".join(f"`{f['path']}` ({fmt_bytes(f['bytes'])})" for f in o["files"][:named])
-    more = o["count"] - min(named, len(o["files"]))
+def _outputs(o: dict) -> str:
+    files = ", ".join(f"`{f['path']}` ({fmt_bytes(f['bytes'])})" for f in o["files"][:NAMED])
+    more = o["count"] - min(NAMED, len(o["files"]))
     if more > 0:
         files += f", and {more} more"
     if not o["count"]:
@@ -25,46 +25,33 @@ def _shared(w: dict) -> str:
     return f"`{w['path']}` written by {' and '.join(w['runs'])}{before}"
 
 
-def _changes(files: dict, named: int) -> str:
-    listed = ", ".join(f"`{c['path']}` ({c['change']})" for c in files["changes"][:named])
-    more = files["changed"] - min(named, len(files["changes"]))
+def _changes(files: dict) -> str:
+    listed = ", ".join(f"`{c['path']}` ({c['change']})" for c in files["changes"][:NAMED])
+    more = files["changed"] - min(NAMED, len(files["changes"]))
     return listed + (f", and {more} more" if more > 0 else "")
 
 
-def markdown(files: dict | None) -> list[str]:
+def section(files: dict | None) -> Section:
+    """Each run's outputs, the writes not kept apart (warnings), and what changed in the user's
+    directory (empty for a recipe's session)."""
     if not files:
-        return []
+        return Section("files", "Files")
     dirs = " and ".join(f"`{d}`" for d in files["dirs"]) or "the working directory"
-    out = ["## Files", "",
-           f"Each run worked in its own copy-on-write view of {dirs}: what it wrote is kept under "
-           "the session's `files/RUN/`.", ""]
-    out += [f"- {_outputs(o, NAMED)}" for o in files["outputs"]]
-    out += [f"- **not kept apart**: {_shared(w)}" for w in files["outside"] if w["shared"]]
-    out += [f"- written outside the working directory, over a file that was there: `{w['path']}` "
-            f"({w['runs'][0]})" for w in files["outside"] if not w["shared"] and w["existed"]]
+    lines = [Line(TEXT, f"Each run worked in its own copy-on-write view of {dirs}: what it wrote is "
+                        "kept under the session's `files/RUN/`.")]
+    lines += [Line(NOTE, _outputs(o)) for o in files["outputs"]]
+    lines += [Line(WARNING, f"**not kept apart**: {_shared(w)}") for w in files["outside"] if w["shared"]]
+    lines += [Line(WARNING, f"written outside the working directory, over a file that was there: "
+                            f"`{w['path']}` ({w['runs'][0]})")
+              for w in files["outside"] if not w["shared"] and w["existed"]]
     alone = [w for w in files["outside"] if not w["shared"] and not w["existed"]]
     if alone:
-        out.append("- also written outside the working directory: " + ", ".join(
+        lines.append(Line(DETAIL, "also written outside the working directory: " + ", ".join(
             f"`{w['path']}` ({w['runs'][0]})" for w in alone[:NAMED])
-            + (f", and {len(alone) - NAMED} more" if len(alone) > NAMED else ""))
+            + (f", and {len(alone) - NAMED} more" if len(alone) > NAMED else "")))
     if files["changed"]:
-        out.append(f"- **changed in your directory during the session** (by a process tuimon's "
-                   f"hooks do not see, or by someone else): {_changes(files, NAMED)}")
+        lines.append(Line(WARNING, "**changed in your directory during the session** (by a process "
+                                   f"tuimon's hooks do not see, or by someone else): {_changes(files)}"))
     elif files["watched"]:
-        out.append("- your directory: unchanged")
-    return out
-
-
-def lines(files: dict | None) -> list[tuple[str, bool]]:
-    """Headless: (line, whether it warns)."""
-    if not files:
-        return []
-    out = [(f"files: {_outputs(o, NAMED_LINE)}".replace("`", ""), False) for o in files["outputs"]]
-    out += [(f"not kept apart: {_shared(w)}".replace("`", ""), True)
-            for w in files["outside"] if w["shared"]]
-    out += [(f"written outside the working directory, over a file that was there: {w['path']} "
-             f"({w['runs'][0]})", True) for w in files["outside"] if not w["shared"] and w["existed"]]
-    if files["changed"]:
-        out.append((f"changed in your directory during the session: {_changes(files, NAMED_LINE)}"
-                    .replace("`", ""), True))
-    return out
+        lines.append(Line(DETAIL, "your directory: unchanged"))
+    return Section("files", "Files", tuple(lines))

@@ -1,6 +1,6 @@
 """FLOPs, FLOP/s and MFU in words (analysis/stats/flops.py decides; only the wording is here):
-the summary table's rows, summary.md's section and the headless lines, the panel's line
-("fwd 1.2 TFLOP/s · 31 % of measured peak"), and the Why words of the flops family.
+the summary table's rows, the document's FLOPs section (summary.md's, the page's, the terminal's
+notes, summary.json's words), the panel's line ("fwd 1.2 TFLOP/s · 31 % of measured peak").
 
 An MFU over 100 % is never printed as a figure: it reads "over 100 %: the peak does not fit"."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tuimon.analysis import RunStats, SessionSummary, columns
 from tuimon.fmt import DASH, fmt_flops, fmt_small_pct
+from tuimon.report.document import FIGURES, NOTE, TEXT, Line, Section
 
 PHASES = ("forward", "backward", "optimizer")
 SHORT = {"step": "step", "forward": "fwd", "backward": "bwd", "optimizer": "opt"}
@@ -28,21 +29,24 @@ def fmt_mfu(x: float | None, over: bool = False) -> str:
     return "over 100 % (the peak does not fit)" if over else fmt_small_pct(x)
 
 
+def _mfu_of(r: RunStats, peak: str, part: str) -> float | None:
+    return getattr(r.flops.part(part), f"mfu_{peak}")
+
+
 def _mfu(r: RunStats, peak: str, part: str) -> str:
-    return fmt_mfu(getattr(r.flops, f"mfu_{peak}_{part}"), f"{part}:{peak}" in r.flops.mfu_over)
+    return fmt_mfu(_mfu_of(r, peak, part), f"{part}:{peak}" in r.flops.mfu_over)
 
 
 def counts_cell(r: RunStats) -> str:
     """'15.2 MFLOP (fwd 5.41 M · bwd 9.76 M · opt 0) · fp32'"""
     f = r.flops
-    if f.flops_error:
-        return f"not counted: {f.flops_error}"
-    if f.flops_step is None:
+    if f.error:
+        return f"not counted: {f.error}"
+    if not f.counted:
         return DASH
-    parts = [f"{SHORT[n]} {_short(getattr(f, f'flops_{n}'))}" for n in PHASES
-             if getattr(f, f"flops_{n}") is not None]
-    calls = f" · ×{f.flops_calls} calls" if f.flops_calls and f.flops_calls > 1 else ""
-    return f"{fmt_flops(f.flops_step)} ({' · '.join(parts)}) · {f.flops_precision or '?'}{calls}"
+    parts = [f"{SHORT[n]} {_short(f.part(n).flops)}" for n in PHASES if f.part(n).flops is not None]
+    calls = f" · ×{f.calls} calls" if f.calls and f.calls > 1 else ""
+    return f"{fmt_flops(f.step.flops)} ({' · '.join(parts)}) · {f.precision or '?'}{calls}"
 
 
 def _short(n: int | None) -> str:
@@ -52,31 +56,29 @@ def _short(n: int | None) -> str:
 def rates_cell(r: RunStats) -> str:
     """'0.75 GFLOP/s (fwd 10.6 G · bwd 3.2 G)'"""
     f = r.flops
-    if f.flop_s_step is None:
+    if f.step.flop_s is None:
         return DASH
-    parts = [f"{SHORT[n]} {fmt_flops(getattr(f, f'flop_s_{n}'), '').strip()}" for n in PHASES
-             if getattr(f, f"flop_s_{n}")]
-    return fmt_flops(f.flop_s_step, "FLOP/s") + (f" ({' · '.join(parts)})" if parts else "")
+    parts = [f"{SHORT[n]} {fmt_flops(f.part(n).flop_s, '').strip()}" for n in PHASES if f.part(n).flop_s]
+    return fmt_flops(f.step.flop_s, "FLOP/s") + (f" ({' · '.join(parts)})" if parts else "")
 
 
 def mfu_cell(r: RunStats, peak: str) -> str:
     """MFU against one peak ('measured' or 'datasheet'): '0.4 % (fwd 5.2 % · bwd 1.6 %) of 206
     GFLOP/s fp32', or why there is none."""
     f = r.flops
-    if f.flop_s_step is None:
+    if f.step.flop_s is None:
         return DASH
     value = f.peak_measured if peak == "measured" else f.peak_datasheet
     if value is None:
         if peak == "measured":
-            return "n/a: " + (f.peak_measured_error or f"no measured {f.flops_precision} peak")
+            return "n/a: " + (f.peak_measured_error or f"no measured {f.precision} peak")
         return _no_sheet(r)
-    parts = [f"{SHORT[n]} {_mfu(r, peak, n)}" for n in PHASES
-             if getattr(f, f"mfu_{peak}_{n}") is not None]
+    parts = [f"{SHORT[n]} {_mfu(r, peak, n)}" for n in PHASES if _mfu_of(r, peak, n) is not None]
     who = f" {f.peak_device}" if peak == "datasheet" else ""
     text = _mfu(r, peak, "step")
     if parts:
         text += f" ({' · '.join(parts)})"
-    return text + f" of{who} {fmt_flops(value, 'FLOP/s')} {f.flops_precision}"
+    return text + f" of{who} {fmt_flops(value, 'FLOP/s')} {f.precision}"
 
 
 def _no_sheet(r: RunStats) -> str:
@@ -87,7 +89,7 @@ def _no_sheet(r: RunStats) -> str:
     if lookup == "unknown-device":
         return f"unknown device {r.device_name or '?'}: the measured peak stands in"
     if lookup in ("no-precision", "no-precision-known"):
-        return (f"{f.peak_device} has no {f.flops_precision or '?'} datasheet peak: the measured "
+        return (f"{f.peak_device} has no {f.precision or '?'} datasheet peak: the measured "
                 "peak stands in")
     return DASH
 
@@ -95,7 +97,7 @@ def _no_sheet(r: RunStats) -> str:
 def flop_rows(summary: SessionSummary) -> list[tuple[str, object]]:
     """The table's rows, when any run counted its FLOPs."""
     runs = columns(summary)
-    if not any(r.flops.flops_step is not None or r.flops.flops_error for r in runs):
+    if not any(r.flops.counted or r.flops.error for r in runs):
         return []
     return [("FLOPs a step (eager module)", counts_cell),
             ("achieved FLOP/s (at the medians)", rates_cell),
@@ -109,13 +111,13 @@ def panel_line(r: RunStats) -> str:
     f = r.flops
     out = []
     for name in ("forward", "backward"):
-        rate = getattr(f, f"flop_s_{name}")
+        rate = f.part(name).flop_s
         if not rate:
             continue
         text = f"{SHORT[name]} {fmt_flops(rate, 'FLOP/s')}"
-        mfu, peak = getattr(f, f"mfu_measured_{name}"), "measured"
+        mfu, peak = f.part(name).mfu_measured, "measured"
         if mfu is None:
-            mfu, peak = getattr(f, f"mfu_datasheet_{name}"), "datasheet"
+            mfu, peak = f.part(name).mfu_datasheet, "datasheet"
         if mfu is not None:
             text += (" · over 100 % of the peak?" if f"{name}:{peak}" in f.mfu_over else
                      f" · {fmt_mfu(mfu)} of {peak} peak")
@@ -123,17 +125,19 @@ def panel_line(r: RunStats) -> str:
     return "  ".join(out)
 
 
-def lines(r: RunStats) -> list[str]:
-    """summary.md's and the headless output's lines for one row (none without a count)."""
+def line(r: RunStats) -> Line | None:
+    """A row's FLOPs and FLOP/s, its MFU against each peak and its notes under it (None without
+    a count)."""
     f = r.flops
-    if f.flops_error:
-        return [f"{r.label}: FLOPs not counted: {f.flops_error}"]
-    if f.flops_step is None:
-        return []
-    return [f"{r.label}: {counts_cell(r)}; {rates_cell(r)}",
-            f"  MFU vs measured peak: {mfu_cell(r, 'measured')}",
-            f"  MFU vs datasheet peak: {mfu_cell(r, 'datasheet')}",
-            *(f"  ({note})" for note in row_notes(r))]
+    of = {"label": r.label, "run": r.run}
+    if f.error:
+        return Line(FIGURES, f"{r.label}: FLOPs not counted: {f.error}", of)
+    if not f.counted:
+        return None
+    under = [Line(FIGURES, f"MFU vs measured peak: {mfu_cell(r, 'measured')}"),
+             Line(FIGURES, f"MFU vs datasheet peak: {mfu_cell(r, 'datasheet')}")]
+    under += [Line(NOTE, note) for note in row_notes(r)]
+    return Line(FIGURES, f"{r.label}: {counts_cell(r)}; {rates_cell(r)}", of, tuple(under))
 
 
 def row_notes(r: RunStats) -> list[str]:
@@ -146,17 +150,11 @@ def row_notes(r: RunStats) -> list[str]:
     return out
 
 
-def notes(summary: SessionSummary) -> list[str]:
-    """The headless output's notes under the table (its rows hold the figures)."""
-    return [f"{r.label}: {note}" for r in columns(summary) for note in row_notes(r)]
-
-
-def section(summary: SessionSummary) -> list[str]:
-    """summary.md's FLOPs section (empty when no run counted)."""
-    rows = [line for r in columns(summary) for line in lines(r)]
+def section(summary: SessionSummary) -> Section:
+    """The FLOPs section: a line a row that counted (empty when none did)."""
+    rows = [x for x in map(line, columns(summary)) if x is not None]
     if not rows:
-        return []
-    return ["## FLOPs and MFU", "",
-            "FLOPs of one extra step of the eager module (torch's FlopCounterMode; a compiled "
-            "variant's too), over each phase's median time; see docs/measuring.md.", "",
-            "    " + "\n    ".join(rows), ""]
+        return Section("flops", "FLOPs and MFU")
+    intro = ("FLOPs of one extra step of the eager module (torch's FlopCounterMode; a compiled "
+             "variant's too), over each phase's median time; see docs/measuring.md.")
+    return Section("flops", "FLOPs and MFU", (Line(TEXT, intro), *rows))

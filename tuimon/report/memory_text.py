@@ -114,27 +114,30 @@ def per_run_cell(r: RunStats) -> str:
     return "cannot tell: other runs (or processes) shared its device"
 
 
+# A row each, in the table, the page and summary.json's words alike: (its key in the words, its
+# name, its cell).
+MEMORY = (("phases", "memory per phase (allocator peak)", phases_cell),
+          ("vs_baseline", "memory per phase vs eager", change_cell),
+          ("graph_pool", "CUDA-graph pool", pool_cell),
+          ("batch_fit", "largest batch that would fit (if activations grow with it)", fit_cell))
+ENERGY = (("per_step", "energy per step", per_step_cell), ("per_run", "energy per run", per_run_cell))
+
+
 def memory_rows(summary: SessionSummary) -> list[tuple[str, object]]:
     """The table's rows: memory per phase (always: n/a on a CPU), what compile changed, the
     graph pool and the batch that would fit where a run had them; energy per step and run."""
     runs = columns(summary)
-    rows = [("memory per phase (allocator peak)", phases_cell)]
-    if any(change_cell(r) != DASH for r in runs):
-        rows.append(("memory per phase vs eager", change_cell))
-    if any(pool_cell(r) != DASH for r in runs):
-        rows.append(("CUDA-graph pool", pool_cell))
-    if any(r.memory.mem_phases for r in runs):
-        rows.append(("largest batch that would fit (if activations grow with it)", fit_cell))
-    return rows + [("energy per step", per_step_cell), ("energy per run", per_run_cell)]
+    shown = {"vs_baseline": any(change_cell(r) != DASH for r in runs),
+             "graph_pool": any(pool_cell(r) != DASH for r in runs),
+             "batch_fit": any(r.memory.mem_phases for r in runs)}
+    return [(name, cell) for key, name, cell in (*MEMORY, *ENERGY) if shown.get(key, True)]
 
 
 def row_words(r: RunStats) -> dict:
-    """summary.json's words beside the codes (``batch_fit_why``, ``energy_why``)."""
-    return {"batch_fit_why": r.memory.batch_fit_why.to_dict() if r.memory.batch_fit_why else None,
-            "energy_why": r.energy.energy_why.to_dict() if r.energy.energy_why else None,
-            "memory_words": {"phases": phases_cell(r), "vs_baseline": change_cell(r),
-                             "graph_pool": pool_cell(r), "batch_fit": fit_cell(r)},
-            "energy_words": {"per_step": per_step_cell(r), "per_run": per_run_cell(r)}}
+    """summary.json's words of a row's memory and energy (their codes: ``memory.batch_fit_why``,
+    ``energy.energy_why``)."""
+    return {"memory": {key: cell(r) for key, _, cell in MEMORY},
+            "energy": {key: cell(r) for key, _, cell in ENERGY}}
 
 
 def panel_text(r: RunStats | None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tuimon.analysis import PART_SHORT, Point, RunStats, own_time_spread
 from tuimon.fmt import DASH, fmt_ms
+from tuimon.report.document import DETAIL, FACT, NOTE, WARNING, Line
 
 PER_RANK_CELL = 8  # up to this many ranks, the table names each one's median
 
@@ -101,32 +102,32 @@ RANK_ROWS = [
 ]
 
 
-def rank_notes(r: RunStats) -> list[str]:
-    """summary.md's notes on a job: ranks that failed or were ended, stragglers, divergence."""
-    out = []
+def rank_notes(r: RunStats) -> list[Line]:
+    """The notes on a job: ranks that failed or were ended, stragglers, divergence."""
+    said = []
     for x in r.job.ranks:
         if x.get("status") == "failed" and x.get("error"):
-            out.append(f"- {r.label}: rank {x['rank']} failed after {x['steps']} steps: {x['error']}")
+            said.append(f"rank {x['rank']} failed after {x['steps']} steps: {x['error']}")
         elif x.get("status") == "killed":
-            out.append(f"- {r.label}: rank {x['rank']} ended without a word after {x['steps']} "
-                       "steps (torchrun ended it, or it was killed)")
+            said.append(f"rank {x['rank']} ended without a word after {x['steps']} steps (torchrun "
+                        "ended it, or it was killed)")
     if r.job.stragglers:
-        out.append(f"- {r.label}: straggler {straggler_text(r)}; the others wait for it in each "
-                   "step's collective (DDP's gradient all-reduce)")
-    out += [f"- {r.label}: compiles diverge across ranks: {divergence_line(d)}"
-            for d in r.job.compile_divergence]
-    return out
+        said.append(f"straggler {straggler_text(r)}; the others wait for it in each step's "
+                    "collective (DDP's gradient all-reduce)")
+    said += [f"compiles diverge across ranks: {divergence_line(d)}" for d in r.job.compile_divergence]
+    return [Line(DETAIL, text, {"label": r.label, "run": r.run}) for text in said]
 
 
-def strip_text(r: RunStats) -> list[str]:
-    """A panel's line, in parts: '2 ranks', 'skew 3%', 'straggler r1', 'compiles diverge'."""
-    parts = [f"{r.job.world_size} ranks"]
+def strip_text(r: RunStats) -> list[Line]:
+    """A panel's line, in parts: '2 ranks', 'skew 3%', 'straggler r1', 'compiles diverge'; each
+    part's ``figures["part"]`` says which (world, skew, straggler, divergence)."""
+    parts = [Line(FACT, f"{r.job.world_size} ranks", {"part": "world"})]
     if r.job.skew_pct is not None:
-        parts.append(f"skew {r.job.skew_pct:.0f}%")
+        parts.append(Line(NOTE, f"skew {r.job.skew_pct:.0f}%", {"part": "skew"}))
     if r.job.stragglers:
         slow = r.job.stragglers[0]
-        parts.append(f"straggler r{slow['rank']}" + (f" in {PART_SHORT[slow['phase']]}"
-                                                     if slow.get("phase") else ""))
+        where = f" in {PART_SHORT[slow['phase']]}" if slow.get("phase") else ""
+        parts.append(Line(WARNING, f"straggler r{slow['rank']}{where}", {"part": "straggler"}))
     if r.job.compile_divergence:
-        parts.append("compiles diverge")
+        parts.append(Line(WARNING, "compiles diverge", {"part": "divergence"}))
     return parts

@@ -14,12 +14,12 @@ from tuimon.report.compile_text import (  # noqa: F401 - the compile rows' words
     top_break_text,
     validation_text,
 )
+from tuimon.report.document import CODE, FAILURE, Line
 from tuimon.report.flops_text import flop_rows
 from tuimon.report.memory_text import memory_rows
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
-from tuimon.report.trust_text import load_words, reason_text
-from tuimon.report.verdict_text import disqualified
+from tuimon.report.trust_text import load_words
 from tuimon.report.warm_text import artifacts_text, has_starts, per_start
 from tuimon.report.warm_text import cache_text as caches_text
 
@@ -34,21 +34,19 @@ def status_text(r: RunStats) -> str:
     return r.status
 
 
-def failure_notes(r: RunStats, lines: int = 12) -> list[str]:
-    """A failed run's kind, after how many steps, and the tail of its traceback or log."""
+def failure_lines(r: RunStats, lines: int = 12) -> list[Line]:
+    """A failed run's kind, after how many steps, and the tail of its traceback or log under it."""
     if r.status != "failed":
         return []
     kind = f" ({r.failure.failure_kind})" if r.failure.failure_kind else ""
     steps = f"{r.timing.steps} recorded step{'s' if r.timing.steps != 1 else ''}"
-    out = [f"- {r.label}{kind}: failed after {steps}: {r.failure.error}; log: logs/{r.run}.log"]
-    if r.failure.failure_tail:
-        tail = r.failure.failure_tail.rstrip().splitlines()
-        fatal = next((i for i, line in enumerate(tail) if line.startswith("Fatal Python error")), None)
-        # faulthandler's report whole (its header names the signal; a thread's stack follows
-        # another's), else the last lines of the traceback or log.
-        tail = tail[fatal:][:3 * lines] if fatal is not None else tail[-lines:]
-        out += ["", "  ```", *(f"  {line}" for line in tail), "  ```", ""]
-    return out
+    tail = (r.failure.failure_tail or "").rstrip().splitlines()
+    fatal = next((i for i, line in enumerate(tail) if line.startswith("Fatal Python error")), None)
+    # faulthandler's report whole (its header names the signal; a thread's stack follows
+    # another's), else the last lines of the traceback or log.
+    tail = tail[fatal:][:3 * lines] if fatal is not None else tail[-lines:]
+    return [Line(FAILURE, f"{r.label}{kind}: failed after {steps}: {r.failure.error}; log: logs/{r.run}.log",
+                 {"run": r.run}, tuple(Line(CODE, line) for line in tail))]
 
 
 def speedup_text(r: RunStats) -> str:
@@ -113,8 +111,6 @@ APART = {  # why a run's first loss is not its baseline's (stats/compare.py why_
                   "dropout's and other random ops' numbers otherwise than eager",
     "unknown": "other random draws: an unseeded script, or random ops (dropout) that compiled "
                "code draws otherwise than eager",
-    None: "other random draws: an unseeded script, or random ops (dropout) that compiled code "
-          "draws otherwise than eager",
 }
 
 
@@ -126,7 +122,8 @@ def loss_text(r: RunStats) -> str:
     if loss.losses_per_step > 1:  # which of its losses tuimon took
         text += f" (the last of its {loss.losses_per_step} backward() losses a step)"
     if base and base != r.label and loss.loss_comparable is False:
-        text += f" (not comparable with {base}: the first losses differ — {APART[loss.loss_apart]})"
+        apart = APART.get(loss.loss_apart, APART["unknown"])
+        text += f" (not comparable with {base}: the first losses differ — {apart})"
     elif base and base != r.label and loss.max_loss_diff is not None:
         text += f" (max Δ {loss.max_loss_diff:.2g} vs {base} over {loss.common_steps} steps)"
     return text
@@ -142,51 +139,6 @@ def axis_text(r: RunStats) -> str:
         noise = ", within noise" if r.compare.axis_speedup_lo <= 1.0 <= r.compare.axis_speedup_hi else ""
         text += f" (95 % CI {r.compare.axis_speedup_lo:.2f}–{r.compare.axis_speedup_hi:.2f}{noise})"
     return text
-
-
-def answer_notes(summary: SessionSummary) -> list[str]:
-    """What the verdict left out and why, and how a sweep's --budget was spent."""
-    v = summary.verdict
-    out = [f"{s['label']}: skipped: {s['reason']}" for s in summary.skipped]
-    if v is not None:
-        out += [f"{d['label']}: {'' if d.get('uncompiled') else 'not a candidate: '}{d['reason']}"
-                for d in disqualified(v)]
-        out += [f"{u['label']}: losses not weighed: {u['ref']}'s own losses swing by {u['spread']:.0%} of "
-                f"its first loss over the steps compared, more than their gap ({u['gap']:+.0%}) and "
-                "--loss-tolerance: the gap says nothing of compile" for u in v.unweighed]
-        # The verdict's reasons the rows' own notes (unreliable: ...) and the busy note do not say.
-        doubted = {r.label: r.doubts for r in columns(summary) if r.doubts}
-        out += [f"unreliable: {reason_text(x)}" for x in v.reasons
-                if x != summary.busy and doubted.get(x.get("label")) != x.get("doubts")]
-    out += noise_notes(summary)
-    b = summary.budget
-    if b:
-        took = f"; the sweep took {fmt_s(summary.wall_s)}" if summary.wall_s else ""
-        out.append(f"--budget {fmt_s(b['seconds'])}{took}: {b['text']}")
-    return out
-
-
-def noise_notes(summary: SessionSummary) -> list[str]:
-    """The spread between processes that every interval holds, and what it lets the session tell."""
-    n, plan = summary.noise, summary.plan
-    if n is None or plan is None or not any(r.timing.median_ms for r in summary.runs):
-        return []
-    if n.measured:
-        said = (f"spread between processes: ±{n.pct:.1f} % a process (pooled over {n.variants} "
-                f"variants, {n.processes} processes)")
-        if n.round_df:  # one session's rounds meet the same machine: the speedups pair them
-            said += (f", ±{n.round_pct:.1f} % within a round (the speedups pair each round's "
-                     "processes)")
-        else:
-            said += ", in every interval"
-    else:
-        said = (f"spread between processes not measured (one process a variant): ±{n.pct:.0f} % "
-                "assumed in every interval; --repeats 3 or more measures it")
-    k, target = plan["processes_for_target"], plan["target_pct"]
-    more = (f"{k} processes a variant would tell {target:g} % (--repeats {k})" if k
-            else f"even 20 processes a variant would not tell {target:g} % on this machine")
-    return [f"{said}; with {plan['processes']} process{'es' if plan['processes'] > 1 else ''} a "
-            f"variant this session tells a speedup of ±{plan['detectable_pct']:.0f} % or more; {more}"]
 
 
 def other_load_text(r: RunStats) -> str:

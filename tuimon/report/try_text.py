@@ -1,14 +1,17 @@
 """``tuimon try`` in words: what will be raced and why (``plan_lines``), what each fix did
 (``outcome_line``, analysis/tried.py's decisions), and the lines that keep a winner
-(``keep_lines``). The summary's "Tried" section and the command's answer both come from here."""
+(``keep_lines``). The document's "Tried" section (``section``) and the command's answer both come
+from here."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from tuimon import fixes
-from tuimon.analysis import tried
+from tuimon.analysis import SessionSummary, tried
 from tuimon.fmt import fmt_bytes, fmt_ratio, fmt_span
+from tuimon.report.document import CODE, KEEP, TRIED, Line, Section
 from tuimon.report.price_text import price_text
 from tuimon.report.trust_text import load_words
 
@@ -35,7 +38,7 @@ def block_words(repeated: dict | None) -> str:
     return f"{repeated['count']} blocks of {repeated.get('block')}"
 
 # The lines that make a fix permanent, in the user's own code (docs/try.md says more).
-KEEP = {
+KEEP_CODE = {
     "regional": ["for block in model.<blocks>:  # each repeated block, instead of torch.compile(model)",
                  "    block.compile()"],
     "dynamic": ["torch.fx.experimental._config.use_duck_shape = False  # equal sizes, own symbols",
@@ -163,7 +166,7 @@ def loss_line(o: tried.Outcome) -> str | None:
 def keep_lines(fix_value: str) -> list[str]:
     out = []
     for name in fixes.parse(fix_value):
-        out += [f"    {line}" for line in KEEP.get(name, [])]
+        out += [f"    {line}" for line in KEEP_CODE.get(name, [])]
     return out
 
 
@@ -210,14 +213,17 @@ def passed_text(p: tried.Pick) -> str:
     return ", ".join(f"{name} ({PASSED.get(why, why)})" for name, why in p.passed)
 
 
-def markdown(found: list[tried.Outcome]) -> list[str]:
-    """summary.md's "Tried" section for a session that raced fixes (its fix axis)."""
-    if not found:
-        return []
-    lines = ["## Tried (tuimon try)", ""]
-    lines += [f"- {outcome_line(o)}" for o in found]
-    keep = [o for o in found if o.code in (tried.HELPED, tried.START)]
-    for o in keep:
-        lines += ["", f"To keep **{o.fix}** (docs/try.md):", "", "```python"]
-        lines += [line[4:] for line in keep_lines(o.fix)] + ["```"]
-    return lines + ["", "---", ""]  # a rule: the session's own list below is not the section's
+def outcome_figures(o: tried.Outcome) -> dict:
+    """A fix's outcome as data: its figures, its reasons as the summary's other points are kept."""
+    return asdict(o) | {"unsure": [p.to_dict() for p in o.unsure]}
+
+
+def section(summary: SessionSummary) -> Section:
+    """The "Tried" section for a session that raced fixes (its fix axis): each fix's outcome,
+    then how to keep each that helped (empty otherwise)."""
+    found = tried.outcomes(summary)
+    lines = [Line(TRIED, outcome_line(o), outcome_figures(o)) for o in found]
+    lines += [Line(KEEP, f"To keep **{o.fix}** (docs/try.md):", {"fix": o.fix},
+                   tuple(Line(CODE, line[4:]) for line in keep_lines(o.fix)))
+              for o in found if o.code in (tried.HELPED, tried.START)]
+    return Section("tried", "Tried (tuimon try)", tuple(lines))

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from tuimon.analysis import Point, Verdict
 from tuimon.fmt import fmt_pct, fmt_span
 from tuimon.report.compile_text import nothing_text
+from tuimon.report.document import VERDICT, Line, Section
 from tuimon.report.trust_text import reason_text
 
 REMEDY = {  # what to do when the comparison cannot be trusted (stats/candidates.py remedy)
@@ -202,6 +203,14 @@ def _line(v: Verdict) -> str:  # noqa: PLR0911 - one form a code
     return text
 
 
+def section(summary) -> Section:
+    """The answer, first in every view (none before the summary has a verdict)."""
+    v = summary.verdict
+    if v is None:
+        return Section("verdict")
+    return Section("verdict", lines=(Line(VERDICT, line(v), {"code": v.code, "kind": v.kind}),))
+
+
 def reasons(v: Verdict) -> list[str]:
     """Why the comparison is unreliable, a line each (the notes give them all)."""
     return [reason_text(r) for r in v.reasons]
@@ -220,11 +229,11 @@ def disqualified(v: Verdict) -> list[dict]:
     return out
 
 
-def to_dict(v: Verdict) -> dict:
-    """The verdict as summary.json keeps it: its figures, the line and the reasons in words (as
-    before the words moved here), and the codes beside them."""
+def to_dict(v: Verdict, said: str) -> dict:
+    """The verdict as summary.json keeps it: its figures, its line (``said``: the document's) and
+    the reasons in words, and the codes beside them."""
     doc = asdict(v)
-    doc.update(line=line(v), reasons=reasons(v), reason_codes=[r.to_dict() for r in v.reasons],
+    doc.update(line=said, reasons=reasons(v), reason_codes=[r.to_dict() for r in v.reasons],
                disqualified=[{**said, "code": d["why"].code}
                              for said, d in zip(disqualified(v), v.disqualified, strict=True)])
     for c, mine in zip(doc["candidates"], v.candidates, strict=True):

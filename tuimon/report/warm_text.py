@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tuimon.analysis import RunStats, SessionSummary, cache_counts, columns
 from tuimon.fmt import DASH, fmt_bytes, fmt_s
+from tuimon.report.document import DETAIL, Line
 from tuimon.report.miss_text import miss_text
 
 
@@ -92,38 +93,23 @@ def has_starts(summary: SessionSummary) -> bool:
     return any(r.warm.starts or r.warm.artifacts for r in columns(summary))
 
 
-def warm_notes(summary: SessionSummary) -> list[str]:
-    """Why warm starts missed (one line a reason) and what became of artifacts, per variant."""
+def warm_notes(summary: SessionSummary) -> list[Line]:
+    """What became of artifacts, and why warm starts missed (a line a reason under it), per variant."""
     out = []
     for r in columns(summary):
-        for note in r.warm.artifact_notes:
-            out.append(f"{r.label}: {note}")
+        of = {"label": r.label, "run": r.run}
+        out += [Line(DETAIL, note, of) for note in r.warm.artifact_notes]
         if r.warm.miss_reasons:
             warm = _warm(r)
             what = "missed" if any(cache_counts(warm.warm.cache, c).get("miss") for c in ("fx", "aot")) \
                 else "compiled again"
-            out.append(f"{r.label}: the warm start {what} ({cache_text(warm)}):")
-            out += [f"  - {miss_text(reason)}" for reason in r.warm.miss_reasons]
+            reasons = tuple(Line(DETAIL, miss_text(p), p.to_dict()) for p in r.warm.miss_reasons)
+            out.append(Line(DETAIL, f"the warm start {what} ({cache_text(warm)}):", of, reasons))
     return out
 
 
 def _warm(r: RunStats) -> RunStats:
     return as_start(r, "warm") if "warm" in r.warm.starts and len(r.warm.starts) > 1 else r
-
-
-def breakeven_pair(r: RunStats) -> str | None:
-    """"6.0 min cold, 40 s warm": a variant's break-even under each start it ran, or None."""
-    figs = [(s, f) for s, f in r.warm.starts.items() if s in ("cold", "warm")]
-    if len(figs) < 2:
-        return None
-    parts = []
-    for start, f in figs:
-        if f["breakeven_never"]:
-            parts.append(f"never {start}")
-        elif f["breakeven_s"] is not None:
-            at = "at once" if f["breakeven_steps"] == 0 else fmt_s(f["breakeven_s"])
-            parts.append(f"{at} {start}")
-    return ", ".join(parts) if len(parts) == 2 else None
 
 
 def start_line(summary: SessionSummary) -> str:

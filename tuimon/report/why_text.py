@@ -1,74 +1,32 @@
-"""The diagnosis in words: each variant's findings (analysis/why: codes and figures) worded once
-(``worded``), for the "Why" section of summary.md, summary.json's ``why``, the headless output's
-top lines and the TUI's pane (ui/widgets/why_pane.py draws the same words with rich)."""
+"""The diagnosis in words: the document's "Why" section (report/document.py), each diagnosed
+variant a heading line and each of its findings (analysis/why: codes and figures) a finding line
+under it, its evidence and what to try under that. summary.md, summary.json's ``why``, the
+terminal's lines and the TUI's why pane all render this section."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
-from tuimon.analysis import (
-    HIGH,
-    MEDIUM,
-    Finding,
-    RunStats,
-    SessionSummary,
-    VariantWhy,
-    columns,
-    diagnose,
-    tried,
-)
+from tuimon.analysis import HIGH, MEDIUM, Finding, RunStats, SessionSummary, columns, diagnose, tried
+from tuimon.report.document import ADVICE, EVIDENCE, FINDING, HEADING, TEXT, Line, Section
 from tuimon.report.price_text import account_lines, price_text
 from tuimon.report.table import speedup_text
 from tuimon.report.why_words import say
 
-SEVERITY = {HIGH: "high", MEDIUM: "medium"}
+LEVEL = {HIGH: "high", MEDIUM: "medium"}
+TITLE = "Why compile did not help, and what bounds each step"
+NOTHING = ("No finding in what tuimon recorded. Without a profiler capture the op-level rules cannot "
+           "run: a run of 30 steps or more gets one automatically.")
 
 
-HEADING = "## Why compile did not help, and what bounds each step"
-
-
-@dataclass
-class Said:
-    """A finding in words: its title (what holds the variant back), evidence and what to try."""
-
-    rule: str
-    title: str
-    evidence: list[str]
-    advice: list[str]
-    severity: int
-    cost_ms: float | None
-    code: str
-    fixes: list[str] = field(default_factory=list)  # what tuimon try may race for it (the TUI's t)
-    repeated: dict | None = None  # its row's repeated block (regional's: tried.pick), if said
-    price: str | None = None  # what it costs a step or a start (report/price_text.py)
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        del out["fixes"], out["repeated"]  # summary.json's why as it was (its tried section says
-        # what was raced)
-        return out
-
-
-@dataclass
-class VariantSaid:
-    run: str
-    label: str
-    speedup: str | None  # "0.91× eager/fp32 (95 % CI 0.82–1.02), within noise"; None: no baseline
-    helped: bool
-    findings: list[Said] = field(default_factory=list)
-    compiled: bool = True
-    doubted: bool = False  # its speedup is unreliable: whether compile helped cannot be told
-
-    def to_dict(self) -> dict:
-        return {"run": self.run, "label": self.label, "compiled": self.compiled,
-                "speedup": self.speedup, "helped": self.helped, "doubted": self.doubted,
-                "findings": [f.to_dict() for f in self.findings]}
-
-
-def said(f: Finding, row: RunStats | None = None) -> Said:
-    return Said(f.rule, say(f.what), [say(p) for p in f.evidence] + account_lines(f.price),
-                [say(p) for p in f.advice], f.severity, f.cost_ms, f.code, tried.suggests(f),
-                row.repeated if row else None, price_text(f.price))
+def finding_line(f: Finding, row: RunStats | None = None) -> Line:
+    """A finding: its title, with its rule, code, severity and price as figures; the fixes
+    ``tuimon try`` may race for it (the TUI's t) and its row's repeated block (regional's)."""
+    price = price_text(f.price)
+    figures = {"rule": f.rule, "code": f.code, "severity": f.severity, "level": LEVEL.get(f.severity),
+               "cost_ms": f.cost_ms, "price": price, "fixes": tried.suggests(f),
+               "repeated": row.repeated if row else None}
+    under = [Line(EVIDENCE, text) for text in [*map(say, f.evidence), *account_lines(f.price)]]
+    under += [Line(ADVICE, say(p)) for p in f.advice]
+    return Line(FINDING, say(f.what), figures, tuple(under))
 
 
 def speed(row: RunStats | None) -> str | None:
@@ -82,65 +40,39 @@ def speed(row: RunStats | None) -> str | None:
     return speedup_text(row).replace("×", f"× {row.compare.baseline}", 1)
 
 
-def worded(summary: SessionSummary, whys: list[VariantWhy] | None = None) -> list[VariantSaid]:
-    """Every diagnosed variant's findings in words (``whys``: diagnose(summary), if done already)."""
+def headline(label: str, compiled: bool, speedup: str | None, helped: bool, doubted: bool) -> str:
+    if not compiled:
+        return f"{label} (not compiled): what bounds its step"
+    if speedup is None:
+        return f"{label}: no speedup measured (no eager run of its precision finished steps)"
+    verb = ("cannot tell whether compile helped" if doubted
+            else "compile helped" if helped else "compile did not help")
+    return f"{label}: {speedup} — {verb}"
+
+
+def section(summary: SessionSummary) -> Section:
+    """Every diagnosed variant, its findings under it (empty without a variant to diagnose)."""
     rows = {r.run: r for r in columns(summary)}
+    lines = []
+    for v in diagnose(summary):
+        row = rows.get(v.run)
+        figures = {"run": v.run, "label": v.label, "compiled": v.compiled,
+                   "speedup": speed(row) if v.compiled else None, "helped": v.helped,
+                   "doubted": v.doubted}
+        found = tuple(finding_line(f, row) for f in v.findings) or (Line(TEXT, NOTHING),)
+        lines.append(Line(HEADING, headline(v.label, v.compiled, figures["speedup"], v.helped, v.doubted),
+                          figures, found))
+    return Section("why", TITLE, tuple(lines))
+
+
+def as_json(why: Section) -> list[dict]:
+    """summary.json's ``why``: each variant's figures, its headline and its findings in words."""
     out = []
-    for v in diagnose(summary) if whys is None else whys:
-        speedup = speed(rows.get(v.run)) if v.compiled else None
-        out.append(VariantSaid(v.run, v.label, speedup, v.helped,
-                               [said(f, rows.get(v.run)) for f in v.findings], v.compiled,
-                               v.doubted))
+    for h in why.lines:
+        findings = [{"rule": f.figures["rule"], "title": f.text,
+                     "evidence": [x.text for x in f.under if x.kind == EVIDENCE],
+                     "advice": [x.text for x in f.under if x.kind == ADVICE],
+                     **{k: f.figures[k] for k in ("severity", "cost_ms", "code", "price")}}
+                    for f in h.under if f.kind == FINDING]
+        out.append({**h.figures, "headline": h.text, "findings": findings})
     return out
-
-
-def headline(v: VariantSaid) -> str:
-    if not v.compiled:
-        return f"{v.label} (not compiled): what bounds its step"
-    if v.speedup is None:
-        return f"{v.label}: no speedup measured (no eager run of its precision finished steps)"
-    verb = ("cannot tell whether compile helped" if v.doubted
-            else "compile helped" if v.helped else "compile did not help")
-    return f"{v.label}: {v.speedup} — {verb}"
-
-
-def markdown(summary: SessionSummary) -> list[str]:
-    """The 'Why' section (empty without a variant to diagnose)."""
-    whys = worded(summary)
-    if not whys:
-        return []
-    out = [HEADING, ""]
-    for v in whys:
-        out.append(f"### {headline(v)}")
-        out.append("")
-        if not v.findings:
-            out += ["No finding in what tuimon recorded. Without a profiler capture the op-level rules "
-                    "cannot run: a run of 30 steps or more gets one automatically.", ""]
-            continue
-        for k, f in enumerate(v.findings, 1):
-            level = SEVERITY.get(f.severity)
-            out.append(f"{k}. **{f.title}**" + (f" ({level})" if level else "")
-                       + (f" — {f.price}" if f.price else ""))
-            out += [f"   - {line}" for line in f.evidence]
-            out += [f"   - try: {line}" for line in f.advice]
-        out.append("")
-    return out
-
-
-def top_lines(summary: SessionSummary, n: int = 3) -> list[str]:
-    """For the terminal: each variant's headline and its first findings' titles."""
-    out = []
-    for v in worded(summary):
-        out.append(f"why {headline(v)}:")
-        out += [f"  {k}. {f.title}" + (f" — {f.price}" if f.price else "")
-                for k, f in enumerate(v.findings[:n], 1)]
-        if len(v.findings) > n:
-            out.append(f"  and {len(v.findings) - n} more (summary.md, or key w in the TUI)")
-        if not v.findings:
-            out.append("  no finding in what tuimon recorded")
-    return out
-
-
-def as_json(summary: SessionSummary) -> list[dict]:
-    """summary.json's ``why``: each variant's findings in words, with their codes."""
-    return [v.to_dict() for v in worded(summary)]

@@ -186,10 +186,21 @@ class SessionStore:
         return stored
 
 
+def write_atomic(target: Path, data: str | bytes) -> None:
+    """The file whole or not at all: written beside it, then moved over it (a full disk leaves
+    the old one); raises OSError."""
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def read_meta(path: str | Path) -> dict:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tuimon.analysis.stats.records import Flops, Phases, Timing
+from tuimon.analysis.stats.records import Flops, PhaseFlops, Phases, Timing
 from tuimon.peaks import datasheet_peak
 
 PHASES = ("forward", "backward", "optimizer")
@@ -35,12 +35,11 @@ def counted(e: dict) -> Flops:
     common = {"peak_measured": measured, "peak_measured_key": peak.get("key"),
               "peak_measured_error": e.get("peak_error")}
     if e.get("error"):
-        return Flops(flops_error=str(e["error"]), **common)
-    return Flops(flops_step=e.get("step"), flops_forward=e.get("forward"),
-                 flops_backward=e.get("backward"), flops_optimizer=e.get("optimizer"),
-                 flops_precision=precision, flops_calls=e.get("calls"),
-                 flops_counted_on=e.get("counted_on"), flops_ops=dict(e.get("ops") or {}),
-                 **common)
+        return Flops(error=str(e["error"]), **common)
+    return Flops(step=PhaseFlops(e.get("step")),
+                 phases={name: PhaseFlops(e.get(name)) for name in PHASES},
+                 precision=precision, calls=e.get("calls"), counted_on=e.get("counted_on"),
+                 ops=dict(e.get("ops") or {}), **common)
 
 
 def _ratio(flops: int | None, ms: float | None) -> float | None:
@@ -52,30 +51,26 @@ def _ratio(flops: int | None, ms: float | None) -> float | None:
 def flop_rates(f: Flops, timing: Timing, phases: Phases, device: str | None,
                device_name: str | None) -> Flops:
     """``f`` with its achieved FLOP/s and MFU, from the steady steps' medians (a new record)."""
-    if f.flops_step is None:
+    if not f.counted:
         return f
-    step_phases = phases.step_phases
-    rates = {"step": _ratio(f.flops_step, timing.median_ms)}
-    for name in PHASES:
-        rates[name] = _ratio(getattr(f, f"flops_{name}"), (step_phases.get(name) or {}).get("median_ms"))
+    medians = {"step": timing.median_ms}
+    medians.update({name: (phases.step_phases.get(name) or {}).get("median_ms") for name in PHASES})
     on_cpu = not device or device.startswith("cpu")
     if on_cpu:
         sheet_name, sheet, lookup = None, None, "cpu"
     else:
-        sheet_name, sheet, lookup = datasheet_peak(device_name, f.flops_precision)
+        sheet_name, sheet, lookup = datasheet_peak(device_name, f.precision)
     measured = f.peak_measured
-    basis = _basis(on_cpu, lookup, measured, sheet)
-    mfu: dict[str, float | None] = {}
-    over = []
-    for peak_name, peak in (("measured", measured), ("datasheet", sheet)):
-        for part in PARTS:
-            value = rates[part] / peak if rates[part] is not None and peak else None
-            mfu[f"mfu_{peak_name}_{part}"] = value
-            if value is not None and value > 1.0:
-                over.append(f"{part}:{peak_name}")
-    return replace(f, **{f"flop_s_{p}": rates[p] for p in PARTS}, peak_datasheet=sheet,
-                   peak_device=sheet_name, peak_lookup=lookup, mfu_basis=basis, **mfu,
-                   mfu_over=tuple(over))
+    rates = {part: _ratio(f.part(part).flops, medians[part]) for part in PARTS}
+    mfu = {(part, peak_name): rates[part] / peak if rates[part] is not None and peak else None
+           for peak_name, peak in (("measured", measured), ("datasheet", sheet)) for part in PARTS}
+    parts = {part: PhaseFlops(f.part(part).flops, rates[part], mfu[part, "measured"],
+                              mfu[part, "datasheet"]) for part in PARTS}
+    over = tuple(f"{part}:{peak}" for (part, peak), value in mfu.items()
+                 if value is not None and value > 1.0)
+    return replace(f, step=parts.pop("step"), phases=parts, peak_datasheet=sheet,
+                   peak_device=sheet_name, peak_lookup=lookup,
+                   mfu_basis=_basis(on_cpu, lookup, measured, sheet), mfu_over=over)
 
 
 def _basis(on_cpu: bool, lookup: str, measured: float | None, sheet: float | None) -> str | None:
@@ -95,6 +90,8 @@ def first_count(rows) -> Flops:
     """A combined row's counts (--repeats): its first process that counted (every process counts
     the same model at the same shapes); rates are then the combined row's own."""
     for r in rows:
-        if r.flops.flops_step is not None or r.flops.flops_error:
-            return replace(r.flops, **{f"flop_s_{p}": None for p in PARTS})
+        if r.flops.counted or r.flops.error:
+            f = r.flops
+            return replace(f, step=PhaseFlops(f.step.flops),
+                           phases={name: PhaseFlops(p.flops) for name, p in f.phases.items()})
     return Flops()

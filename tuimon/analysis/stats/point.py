@@ -5,7 +5,7 @@ read, in one place. Nothing here is worded, and no rule reads another's words: i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 
@@ -26,8 +26,11 @@ class Point:
 
 
 def plain(x: Any) -> Any:
+    """Plain JSON of points, records (dataclasses, nested as they are) and what holds them."""
     if isinstance(x, Point):
         return x.to_dict()
+    if is_dataclass(x) and not isinstance(x, type):
+        return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
     if isinstance(x, dict):
         return {k: plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -15,12 +15,12 @@ step by step, in the order they depend on each other; a later figure makes a new
 new record in the run's row at each event that changes it (``evolve``), and never grows a list
 or dict inside one: a summary's rows share them.
 
-summary.json keeps a row flat, in the order it always had (``flat``): readers of the file see
-no groups."""
+summary.json keeps a row as these records nest it (report/summary_json.py, its JSON Schema
+report/summary.schema.json): a group a record, a record a phase."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from tuimon.analysis.stats.point import Point
 
@@ -245,88 +245,57 @@ class Energy:
 
 
 @dataclass(frozen=True)
+class PhaseFlops:
+    """The FLOPs of a step, or of one of its phases, the FLOP/s they achieved at its median time,
+    and its MFU against each peak (a fraction, 1.0 = 100 %)."""
+    flops: int | None = None
+    flop_s: float | None = None
+    mfu_measured: float | None = None
+    mfu_datasheet: float | None = None
+
+
+@dataclass(frozen=True)
 class Flops:
     """FLOPs of a step and of its phases, the FLOP/s they achieved at the phase medians, and MFU
     against two peaks (stats/flops.py; docs/measuring.md#flops-peaks-and-mfu). FLOPs are torch's
     FlopCounterMode's on one extra step of the eager module (a compiled variant's too); FLOP/s
-    and peaks in FLOP/s; an MFU a fraction (1.0 = 100 %), None where a figure is missing."""
-    flops_step: int | None = None  # forward + backward + optimizer
-    flops_forward: int | None = None
-    flops_backward: int | None = None
-    flops_optimizer: int | None = None  # None: no optimizer seen; 0: nothing with a FLOP formula
-    flops_precision: str | None = None  # what most FLOPs ran in: fp32 | tf32 | bf16 | fp16 | fp8
-    flops_calls: int | None = None  # the module's training calls a step (each counted)
-    flops_counted_on: str | None = None  # "eager": the module without its compiled wrapper
-    flops_ops: dict = field(default_factory=dict)  # the top ops {op: FLOPs a step}
-    flops_error: str | None = None  # why nothing was counted (the runner's words)
-    flop_s_step: float | None = None  # achieved: FLOPs / median time (the step's, each phase's)
-    flop_s_forward: float | None = None
-    flop_s_backward: float | None = None
-    flop_s_optimizer: float | None = None
-    peak_measured: float | None = None  # this machine's GEMM best at flops_precision
+    and peaks in FLOP/s; None where a figure is missing."""
+    step: PhaseFlops = field(default_factory=PhaseFlops)  # forward + backward + optimizer
+    # forward, backward, optimizer (whose flops are None: no optimizer seen; 0: nothing with a
+    # FLOP formula); empty: nothing counted
+    phases: dict[str, PhaseFlops] = field(default_factory=dict)
+    precision: str | None = None  # what most FLOPs ran in: fp32 | tf32 | bf16 | fp16 | fp8
+    calls: int | None = None  # the module's training calls a step (each counted)
+    counted_on: str | None = None  # "eager": the module without its compiled wrapper
+    ops: dict = field(default_factory=dict)  # the top ops {op: FLOPs a step}
+    error: str | None = None  # why nothing was counted (the runner's words)
+    peak_measured: float | None = None  # this machine's GEMM best at ``precision``
     peak_measured_key: str | None = None  # host | device | torch (runner/peak_bench.py)
     peak_measured_error: str | None = None
-    peak_datasheet: float | None = None  # the device's dense peak at flops_precision (tuimon/peaks.py)
+    peak_datasheet: float | None = None  # the device's dense peak at ``precision`` (tuimon/peaks.py)
     peak_device: str | None = None  # the device as the table names it
     # What the table said: found | unknown-device | no-precision | no-precision-known | cpu
     peak_lookup: str | None = None
     # The peaks MFU stands on: both | measured-cpu | measured-unknown-device |
     # measured-no-precision | datasheet | None (no peak: no MFU)
     mfu_basis: str | None = None
-    mfu_measured_step: float | None = None
-    mfu_measured_forward: float | None = None
-    mfu_measured_backward: float | None = None
-    mfu_measured_optimizer: float | None = None
-    mfu_datasheet_step: float | None = None
-    mfu_datasheet_forward: float | None = None
-    mfu_datasheet_backward: float | None = None
-    mfu_datasheet_optimizer: float | None = None
-    # "PHASE:PEAK" of each MFU over 100 %: a peak that is wrong for this run, never a fact
+    # "PART:PEAK" of each MFU over 100 % (step:measured, forward:datasheet, ...): a peak that is
+    # wrong for this run, never a fact
     mfu_over: tuple[str, ...] = ()
+
+    @property
+    def counted(self) -> bool:
+        return self.step.flops is not None
+
+    def part(self, name: str) -> PhaseFlops:
+        """The step's figures (``step``) or one phase's (none counted: an empty record)."""
+        return self.step if name == "step" else self.phases.get(name, PhaseFlops())
 
 
 # RunStats' groups, by attribute name.
 GROUPS = {"timing": Timing, "compare": Comparison, "load": Load, "loss": Losses, "probes": Probes,
           "failure": Failure, "compile": Compiles, "warm": Warm, "job": Job, "phases": Phases,
           "memory": Memory, "energy": Energy, "flops": Flops}
-
-# summary.json's row, as it always was: one flat object, its keys in this order.
-FLAT_ORDER = (
-    "run", "mode", "precision", "status", "axes", "replicate", "processes", "left_out", "device",
-    "device_name", "torch", "python", "cuda", "params", "batch_size", "notes", "own_load", "steps",
-    "measured", "length_steps", "length_s", "median_ms", "p10_ms", "p90_ms", "mean_data_ms",
-    "throughput", "loss_comparable", "loss_apart", "losses_per_step", "throughput_unit",
-    "first_step_ms", "warmup_steps", "gap_steps", "warmup_auto", "steady_from", "median_ci_lo",
-    "median_ci_hi", "log_se", "within_log_se", "autocorr", "overhead_s", "compile_s", "compiles",
-    "speedup", "speedup_lo", "speedup_hi", "within_noise", "foreign_cores", "foreign_gpu_sm",
-    "foreign_gpu_mem", "foreign_gpu_pids", "load_differs", "busy_dropped", "own_cores",
-    "own_dropped", "faults_per_step", "faults_differ", "doubts", "baseline", "axis_baseline",
-    "axis_speedup", "axis_speedup_lo", "axis_speedup_hi", "axis_per_sample", "breakeven_steps",
-    "breakeven_s", "breakeven_never", "breakeven_lo", "breakeven_hi", "peak_rss",
-    "cuda_peak_allocated", "cuda_peak_reserved", "final_loss", "max_loss_diff", "loss_ref",
-    "loss_gap", "loss_ref_spread", "loss_nonfinite", "common_steps", "wall_s", "turns", "paused_s",
-    "error", "failure_kind", "failure_tail", "hung_s", "cpu_mean", "cpu_max", "tree_rss_max",
-    "children_max", "gpu_util_mean", "vram_max", "gpu_proc_mem_max", "temp_max", "power_mean",
-    "throttled_share", "throttle_reasons", "samples", "warnings", "compile_phases", "graphs_fwd",
-    "graphs_bwd", "graph_breaks", "recompiles", "recompile_s", "recompile_reasons", "fx_cache_hits",
-    "fx_cache_misses", "compile_failures", "fell_back", "val_compiles", "val_compile_s",
-    "val_recompiles", "val_reasons", "val_guards", "val_limit", "uncompiled", "nothing_compiled",
-    "untimed", "start", "seed", "cache", "artifacts", "artifact_notes", "starts", "miss_reasons",
-    "cudagraphs", "profiles", "profiled_steps", "world_size", "backend", "hosts", "ranks",
-    "skew_pct", "stragglers", "compile_divergence", "step_phases", "phases_missing", "fixes",
-    "repeated",
-    # memory per phase, energy (issue 35)
-    "mem_phases", "mem_base", "mem_budget", "mem_total", "mem_baseline", "graph_pool",
-    "graph_pool_used", "graph_pool_unread", "batch_fit", "batch_fit_why", "mem_na",
-    "energy_source", "joules_per_step", "energy_steps", "energy_s", "joules_run", "energy_why",
-    "flops_step", "flops_forward", "flops_backward", "flops_optimizer", "flops_precision",
-    "flops_calls", "flops_counted_on", "flops_ops", "flops_error", "flop_s_step", "flop_s_forward",
-    "flop_s_backward", "flop_s_optimizer", "peak_measured", "peak_measured_key",
-    "peak_measured_error", "peak_datasheet", "peak_device", "peak_lookup", "mfu_basis",
-    "mfu_measured_step", "mfu_measured_forward", "mfu_measured_backward", "mfu_measured_optimizer",
-    "mfu_datasheet_step", "mfu_datasheet_forward", "mfu_datasheet_backward",
-    "mfu_datasheet_optimizer", "mfu_over")
-
 
 _NAMES: dict[type, frozenset[str]] = {}
 
@@ -343,12 +312,3 @@ def evolve(record, **changes):
     new = object.__new__(kind)
     new.__dict__.update(record.__dict__, **changes)
     return new
-
-
-def flat(row) -> dict:
-    """A RunStats as summary.json keeps it: its groups' fields beside its own, in FLAT_ORDER (a
-    field FLAT_ORDER does not name yet goes last)."""
-    d = asdict(row)
-    for name in GROUPS:
-        d.update(d.pop(name))
-    return {k: d.pop(k) for k in FLAT_ORDER if k in d} | d

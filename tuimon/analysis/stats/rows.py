@@ -8,7 +8,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tuimon.analysis.stats.point import Point
+from tuimon.analysis.stats.point import Point, plain
 from tuimon.analysis.stats.records import (
     Comparison,
     Compiles,
@@ -23,7 +23,6 @@ from tuimon.analysis.stats.records import (
     Probes,
     Timing,
     Warm,
-    flat,
 )
 from tuimon.axes import text as axes_text
 
@@ -35,7 +34,7 @@ LOSS_TOLERANCE = 0.05
 @dataclass
 class RunStats:
     """A run's row: what it is and what happened to it, and its statistics one record per job
-    (records.py). summary.json keeps it flat (records.flat)."""
+    (records.py). summary.json keeps it as its records nest it (``to_dict``)."""
     run: str
     mode: str
     precision: str
@@ -99,6 +98,10 @@ class RunStats:
     def compiled(self) -> bool:
         return self.mode != "eager"
 
+    def to_dict(self) -> dict:
+        """summary.json's row: its run and label, then its fields and records as they nest."""
+        return {"run": self.run, "label": self.label, **plain(self)}
+
 
 @dataclass
 class SessionSummary:
@@ -132,8 +135,8 @@ class SessionSummary:
     def to_dict(self) -> dict:
         return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
                 "noise": self.noise.to_dict() if self.noise is not None else None,
-                "runs": [flat(r) | {"label": r.label} for r in self.runs],
-                "variants": [flat(r) | {"label": r.label} for r in self.variants],
+                "runs": [r.to_dict() for r in self.runs],
+                "variants": [r.to_dict() for r in self.variants],
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",

@@ -24,7 +24,7 @@ COMPUTE = ("forward", "backward")
 def flop_use(ctx: Context) -> list[Finding]:
     r = ctx.row
     f = r.flops
-    if f.flops_step is None:
+    if not f.counted:
         return []
     over = list(f.mfu_over)
     findings = []
@@ -34,7 +34,7 @@ def flop_use(ctx: Context) -> list[Finding]:
                                 [point("flops.check_peak")], INFO))
     near, far = [], []
     for name in COMPUTE:
-        mfu = getattr(f, f"mfu_measured_{name}")
+        mfu = f.part(name).mfu_measured
         share = (r.phases.step_phases.get(name) or {}).get("share")
         if mfu is None or mfu > 1.0 or share is None or share < MIN_SHARE:
             continue
@@ -44,8 +44,8 @@ def flop_use(ctx: Context) -> list[Finding]:
             far.append(name)
     if near:
         advice = []
-        if f.flops_precision in ("fp32", "tf32"):
-            advice.append(point("flops.lower_precision", precision=f.flops_precision))
+        if f.precision in ("fp32", "tf32"):
+            advice.append(point("flops.lower_precision", precision=f.precision))
         if model_mode(r.mode) != "max-autotune":
             advice.append(point("flops.max_autotune"))
         findings.append(Finding("flops", point("flops.compute_bound", phases=near),
@@ -62,9 +62,9 @@ def flop_use(ctx: Context) -> list[Finding]:
 
 def _use(r, name: str):
     f = r.flops
-    rate, mfu = getattr(f, f"flop_s_{name}"), getattr(f, f"mfu_measured_{name}")
+    rate, mfu = f.part(name).flop_s, f.part(name).mfu_measured
     if rate is None or mfu is None:
         return None
     return point("flops.phase_use", label=r.label, name=name, flop_s=rate, mfu=mfu,
                  over=f"{name}:measured" in f.mfu_over, peak=f.peak_measured,
-                 precision=f.flops_precision)
+                 precision=f.precision)

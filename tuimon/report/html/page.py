@@ -1,28 +1,27 @@
-"""report.html: one self-contained page, laid out from what analysis computed and worded as
-summary.md words it (its own text, rendered: markdown.py), with the figures inline as SVG.
+"""report.html: one self-contained page, laid out from what analysis computed, its words the
+summary's document (report/sections.py) as summary.md has them (html/lines.py renders them), with
+the figures inline as SVG.
 
 Nothing on the page is fetched: no script, no stylesheet, font or image from elsewhere, and a
 Content-Security-Policy that forbids any (a copy mailed or attached to a PR opens offline)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import html
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tuimon
-from tuimon.report import export, summary_json, verdict_text
-from tuimon.report.html import canvas, markdown, measures
+from tuimon.report import sections
+from tuimon.report.html import canvas, lines
 from tuimon.report.html.canvas import Fig
 from tuimon.report.html.compile_fig import compile_timeline
 from tuimon.report.html.data import Report, read
 from tuimon.report.html.payoff_fig import payoff
 from tuimon.report.html.phase_fig import phase_bars
 from tuimon.report.html.step_figs import distributions, step_time
-from tuimon.sessiondir import listing
+from tuimon.sessiondir import listing, store
 
 REPORT = "report.html"
 FIGURES = "report-figures"  # --png: each figure as PNG and SVG, in this folder beside report.html
@@ -46,6 +45,7 @@ figcaption{font-size:12.5px;color:#444;margin-top:4px}.na{color:#666;font-style:
 .error{color:#B00000}
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+TABLE = ("session", "caution", "table", "notes", "method")  # the document's sections "The table" holds
 
 
 @dataclass
@@ -81,13 +81,8 @@ def _drawn(draw, rep: Report) -> tuple[Fig | None, str]:
 def build(rep: Report) -> tuple[str, list[Fig]]:
     """The page's HTML and its figures."""
     meta, summary = rep.meta, rep.summary
-    text = export.to_markdown(meta, summary)
-    head, parts = markdown.sections(text)
-    head_lines = head.splitlines()[1:]  # its "# tuimon session NAME": the page's own title says it
-    verdict = verdict_text.line(summary.verdict) if summary.verdict is not None else None
-    if verdict is not None and verdict in head_lines:
-        head_lines.remove(verdict)
-    doc = summary_json.document(meta, summary)
+    doc = sections.document(meta, summary, (*sections.SUMMARY, "memory"))
+    verdict = next((x.text for x in doc["verdict"].lines), None)
     figs: list[Fig] = []
 
     def fig(draw, fallback: str = "nothing to draw in this session") -> str:
@@ -97,25 +92,24 @@ def build(rep: Report) -> tuple[str, list[Fig]]:
         return _figure(drawn, why or fallback)
 
     name = meta.get("name") or rep.path.name
-    sections = [
+    parts = [
         ("payoff", "Is compile worth it", fig(payoff)),
-        ("table", "The table", markdown.to_html("\n".join(head_lines), shift=1)),
+        ("table", "The table", lines.sections(*(doc[key] for key in TABLE))),
         ("steps", "Step time over wall time", fig(step_time, "no step was recorded")),
         ("distributions", "Step-time distributions", fig(distributions, "no steady-state step yet")),
         ("phases", "Where the step goes", fig(phase_bars)),
         ("compiles", "Compile timeline", fig(compile_timeline)),
-        ("mfu", "FLOPs and MFU per phase", measures.mfu_section(doc)),
-        ("memory", "Memory per phase", measures.memory_section(doc, summary)),
+        ("mfu", "FLOPs and MFU per phase",
+         lines.sections(doc["flops"]) or f'<p class="na">{sections.NOT_MEASURED}.</p>'),
+        ("memory", "Memory per phase", lines.sections(doc["memory"])),
     ]
-    for title, body in parts.items():  # Why, Tried, Files: summary.md's own sections, as they are
-        key = "why" if title.startswith("Why") else title.split()[0].lower()
-        sections.append((key, title, markdown.to_html("\n".join(body.splitlines()[1:]), shift=1)))
+    parts += [(s.key, s.title, lines.sections(s)) for s in (doc["tried"], doc["why"], doc["files"]) if s]
     when = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     partial = (f'<p class="partial"><strong>Partial:</strong> {partial_text(rep, when)}</p>'
                if rep.partial else "")
-    nav = "".join(f'<a href="#{key}">{html.escape(title.split(",")[0])}</a>' for key, title, _ in sections)
+    nav = "".join(f'<a href="#{key}">{html.escape(title.split(",")[0])}</a>' for key, title, _ in parts)
     body = "\n".join(f'<section id="{key}"><h2>{html.escape(title)}</h2>\n{content}</section>'
-                     for key, title, content in sections)
+                     for key, title, content in parts)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -128,7 +122,7 @@ def build(rep: Report) -> tuple[str, list[Fig]]:
 <p class="sub">{html.escape(str(rep.path))} · written {when} by tuimon report {tuimon.__version__} from the
 session's events alone · one file, nothing fetched: it opens offline</p>
 {partial}
-{f'<p class="verdict">{markdown.inline(verdict)}</p>' if verdict else ''}
+{f'<p class="verdict">{lines.inline(verdict)}</p>' if verdict else ''}
 <nav>{nav}</nav>
 {body}
 </main></body></html>
@@ -147,18 +141,6 @@ def partial_text(rep: Report, when: str) -> str:
             f"again once it has ended.")
 
 
-def _atomic(target: Path, data: bytes) -> None:
-    """The file whole or not at all (a full disk leaves the old one)."""
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
 def write(path: str | Path, png: bool = False) -> Written:
     """SESSION/report.html (and with ``png`` SESSION/report-figures/NAME.png and .svg); nothing
     else in the session is touched. Raises OSError / ValueError (unreadable, unwritable) and
@@ -167,7 +149,7 @@ def write(path: str | Path, png: bool = False) -> Written:
     page, figs = build(rep)
     target = rep.path / REPORT
     data = page.encode("utf-8")
-    _atomic(target, data)
+    store.write_atomic(target, data)
     out = Written(target, len(data), partial=rep.partial, stale=rep.state == listing.STALE)
     if png:
         folder = rep.path / FIGURES
@@ -175,8 +157,8 @@ def write(path: str | Path, png: bool = False) -> Written:
         for k, f in enumerate(figs, 1):
             f.figure.suptitle(f.title, x=0.01, ha="left", fontsize=11)  # a file alone: titled
             stem = folder / f"{k}-{f.name}"
-            _atomic(stem.with_suffix(".png"), f.png())
-            _atomic(stem.with_suffix(".svg"), f.svg().encode("utf-8"))
+            store.write_atomic(stem.with_suffix(".png"), f.png())
+            store.write_atomic(stem.with_suffix(".svg"), f.svg())
             out.figures += [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     for f in figs:  # matplotlib figures hold their artists until dropped
         f.figure.clear()

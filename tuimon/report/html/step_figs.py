@@ -151,7 +151,3 @@ def distributions(rep: Report) -> Fig | None:
         caption += (f" {above:,} step(s) above {fmt_ms(hi)} (where the step-time chart's axis stops) "
                     f"are counted in the last bin.")
     return Fig("distributions", "Step-time distributions", caption, fig)
-
-
-def row_steps(rep: Report, r: RunStats) -> int:
-    return sum(len(rep.steps.get(run, [])) for run in rep.processes(r))

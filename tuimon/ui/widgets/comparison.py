@@ -11,11 +11,10 @@ from textual.widgets import Static
 
 from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet, tried
 from tuimon.fmt import fmt_s
-from tuimon.report import verdict_text
+from tuimon.report import sections
+from tuimon.report.document import TRIED
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
-from tuimon.report.trust_text import busy_text
-from tuimon.report.try_text import outcome_line
 from tuimon.report.warm_text import per_start
 from tuimon.ui.widgets.redraw import height, update
 
@@ -46,12 +45,13 @@ class ComparisonStrip(Static):
 
     def _text(self, summary: SessionSummary, gpu_note: str | None) -> Text:
         t = Text()
-        if summary.verdict is not None:  # the answer first, as report/verdict_text.py words it
-            style = {"use": "bold green", "unreliable": "bold yellow"}.get(summary.verdict.kind, "bold")
-            t.append(verdict_text.line(summary.verdict) + "\n", style=style)
-        for o in tried.outcomes(summary):  # then what each fix did, as summary.md's Tried says
+        doc = sections.document({}, summary, only=("verdict", "tried", "caution"))
+        for x in doc["verdict"].lines:  # the answer first, as report/verdict_text.py words it
+            t.append(x.text + "\n", style={"use": "bold green", "unreliable": "bold yellow"}.get(
+                x.figures["kind"], "bold"))
+        for x in doc["tried"].of(TRIED):  # then what each fix did, as summary.md's Tried says
             t.append("tried ", style="dim")
-            t.append(outcome_line(o) + "\n", style=TRIED_STYLE.get(o.code, ""))
+            t.append(x.text + "\n", style=TRIED_STYLE.get(x.figures["code"], ""))
         rows = {r.label: r for r in columns(summary)}
         compared = [r for r in rows.values() if r.compare.baseline and r.compare.baseline != r.label
                     and r.compare.speedup]
@@ -92,8 +92,8 @@ class ComparisonStrip(Static):
             if by_part := speedups_text(r):  # what it did to each phase of the step
                 t.append("\n  by phase: ", style="dim")
                 t.append(by_part)
-        if summary.busy:
-            t.append(f"\n{busy_text(summary.busy)}", style="yellow")
+        for x in doc["caution"].lines:  # the machine was busy
+            t.append(f"\n{x.text}", style="yellow")
         if gpu_note:
             t.append(f"\n{gpu_note}", style="dim")
         return t

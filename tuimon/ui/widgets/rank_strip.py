@@ -29,20 +29,23 @@ class RankStrip(Static):
         self.update(strip(live, stats, self.size.width or 36))
 
 
+# A part of the job's line in the colour of what it says (report/rank_text.py strip_text's parts).
+PART_STYLE = {"world": "bold", "straggler": "bold yellow", "divergence": "bold magenta"}
+
+
 def strip(live: RunLive, stats: RunStats | None, width: int) -> Text:
     world = (stats.job.world_size if stats else None) or live.world_size or len(live.ranks)
-    parts = strip_text(stats) if stats is not None and stats.job.world_size else [f"{world} ranks"]
+    parts = ([(x.text, PART_STYLE.get(x.figures["part"], "")) for x in strip_text(stats)]
+             if stats is not None and stats.job.world_size else [(f"{world} ranks", PART_STYLE["world"])])
     failed = [r.rank for r in live.ranks.values() if r.state in ("failed", "killed")]
     if failed:
-        parts.append(f"r{','.join(map(str, failed[:4]))} failed")
+        parts.append((f"r{','.join(map(str, failed[:4]))} failed", "bold red"))
     slow = {s["rank"] for s in stats.job.stragglers} if stats else set()
     head = Text()
-    for k, part in enumerate(parts):
+    for k, (part, style) in enumerate(parts):
         if k:
             head.append(" · ", style="dim")
-        head.append(part, style="bold" if k == 0 else "bold yellow" if part.startswith("straggler")
-                    else "bold magenta" if part.startswith("compiles")
-                    else "bold red" if part.endswith("failed") else "")
+        head.append(part, style=style)
     head.truncate(width, overflow="ellipsis")
     cells = _cells(live, stats, slow)
     if sum(len(c[0]) + 1 for c in cells) - 1 <= width:

@@ -1,7 +1,7 @@
 """The why pane (key w): why compile did not help the focused variant, or what bounds an eager
-one's step (on a panel without findings, every variant's): the findings of ``session.why`` with
-their evidence and what to try. The findings are the summary's, in report/why_text.py's words,
-the same as summary.md's "Why" section; this module only draws.
+one's step (on a panel without findings, every variant's): the findings with their evidence and
+what to try. They are the summary's document's "Why" section (report/why_text.py), the same as
+summary.md's; this module only draws it.
 
 The focused variant's findings are selectable (↑ ↓): each says the fix ``t`` would add to the
 variant as a new panel (analysis/tried.py picks it, report/try_text.py words it), and what each
@@ -17,8 +17,9 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from tuimon.analysis import HIGH, MEDIUM, SessionSummary, tried
-from tuimon.report.try_text import fix_hint, outcome_line
-from tuimon.report.why_text import Said, VariantSaid, headline, worded
+from tuimon.report import sections
+from tuimon.report.document import ADVICE, EVIDENCE, FINDING, TRIED, Line
+from tuimon.report.try_text import fix_hint
 from tuimon.ui.model import RunLive
 from tuimon.variants import SCRIPT
 
@@ -31,7 +32,7 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         self.cursor = 0  # the selected finding of the focused variant (↑ ↓)
         self._run: str | None = None  # the run the cursor is on: another focused, it starts again
         self._summary: SessionSummary | None = None  # the summary last worded, and its words
-        self._whys: list[VariantSaid] = []
+        self._whys: list[Line] = []  # the Why section's headings, each variant's findings under it
         self._tried: list[str] = []
         self._drawn: tuple | None = None
         self._scroll = False  # the cursor moved: bring its finding into view
@@ -46,20 +47,21 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         if not self.has_class("visible"):
             return
         if summary is not self._summary:
-            self._summary, self._whys, self._drawn = summary, worded(summary), None
-            self._tried = [outcome_line(o) for o in tried.outcomes(summary)]
+            doc = sections.document({}, summary, only=("tried", "why"))
+            self._summary, self._whys, self._drawn = summary, list(doc["why"].lines), None
+            self._tried = [x.text for x in doc["tried"].of(TRIED)]
         run = live.run if live is not None else None
         if run != self._run:
             self._run, self.cursor = run, 0
-        found = mine(live, self._whys)
-        self.cursor = max(0, min(self.cursor, len(found.findings) - 1 if found else 0))
+        found = findings(mine(live, self._whys))
+        self.cursor = max(0, min(self.cursor, len(found) - 1))
         key = (run, live.device if live else None, self.cursor)  # and the summary, above
         if key == self._drawn:  # as on screen (a move past the last finding)
             self._scroll = False
             return
         self._drawn = key
-        cursor = self.cursor if found and found.findings else None
-        picks = [pick_for(live, f) for f in found.findings] if found else []
+        cursor = self.cursor if found else None
+        picks = [pick_for(live, f) for f in found]
         parts, selected = layout(live, self._whys, cursor, picks, self._tried)
         self.shown = Group(*parts)
         self.query_one("#why-body", Static).update(self.shown)
@@ -72,13 +74,13 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         self.cursor = max(0, self.cursor + step)
         self._scroll = True
 
-    def selected(self, live: RunLive | None) -> Said | None:
+    def selected(self, live: RunLive | None) -> Line | None:
         """The finding under the cursor, of the focused variant; None when it has none."""
-        found = mine(live, self._whys)
-        if found is None or not found.findings:
+        found = findings(mine(live, self._whys))
+        if not found:
             return None
         cursor = self.cursor if live is not None and live.run == self._run else 0
-        return found.findings[min(cursor, len(found.findings) - 1)]
+        return found[min(cursor, len(found) - 1)]
 
     def _into_view(self, parts: list, selected: tuple[int, int]) -> None:
         """Scrolls the selected finding (its parts ``selected``) into the pane's view."""
@@ -93,27 +95,31 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         self.scroll_to_region(Region(0, top, width, max(1, sum(heights[first:end]))), animate=False)
 
 
-def mine(live: RunLive | None, whys: list[VariantSaid]) -> VariantSaid | None:
+def mine(live: RunLive | None, whys: list[Line]) -> Line | None:
     """The focused run's variant among the diagnosed ones (with --repeats, its combined row)."""
     if live is None:
         return None
-    return next((v for v in whys if v.run == live.run or v.label == live.variant.label), None)
+    return next((v for v in whys if v.figures["run"] == live.run or v.label == live.variant.label), None)
 
 
-def pick_for(live: RunLive, f: Said) -> tried.Pick:
+def findings(v: Line | None) -> list[Line]:
+    return [f for f in v.under if f.kind == FINDING] if v is not None else []
+
+
+def pick_for(live: RunLive, f: Line) -> tried.Pick:
     """The fix ``t`` adds for finding ``f`` to the focused run's variant (analysis decides)."""
     variant = live.variant
-    return tried.pick(f.fixes, variant.fixes, on_cuda=(live.device or "").startswith("cuda"),
+    return tried.pick(f.figures["fixes"], variant.fixes, on_cuda=(live.device or "").startswith("cuda"),
                       is_script=live.precision == SCRIPT, compiled=variant.compiled,
-                      repeated=f.repeated)
+                      repeated=f.figures["repeated"])
 
 
-def render(live: RunLive | None, whys: list[VariantSaid], cursor: int | None = None,
+def render(live: RunLive | None, whys: list[Line], cursor: int | None = None,
            picks: list[tried.Pick] | None = None, tried_lines: list[str] | None = None):
     return Group(*layout(live, whys, cursor, picks or [], tried_lines or [])[0])
 
 
-def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
+def layout(live: RunLive | None, whys: list[Line], cursor: int | None,
            picks: list[tried.Pick], tried_lines: list[str]) -> tuple[list, tuple[int, int] | None]:
     """The pane's parts, and which of them (first, end) are the selected finding's."""
     parts: list = [Text(f"tried: {line}", style="bold cyan") for line in tried_lines]
@@ -125,24 +131,13 @@ def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
     found = mine(live, whys)
     selected = None
     for v in [found] if found else whys:
-        parts.append(Text(f"why {headline(v)}", style="bold"))
-        if not v.findings:
+        parts.append(Text(f"why {v.text}", style="bold"))
+        if not findings(v):
             parts.append(Padding.indent(Text("no finding yet (a capture is taken as the second turn "
                                              "begins, in runs of 30 steps or more)", style="dim"), 1))
-        for k, f in enumerate(v.findings, 1):
-            first = len(parts)
-            chosen = v is found and cursor == k - 1
-            title = Text(f"{'▶' if chosen else ' '} {k}. {f.title}", style=STYLE.get(f.severity, ""))
-            if f.price:  # what it costs a step or a start
-                title.append(f" — {f.price}", style="magenta")
-            if chosen:
-                title.stylize("reverse")
-            parts.append(Padding.indent(title, 0))
-            parts += [Padding.indent(Text(f"· {line}"), 4) for line in f.evidence]
-            parts += [Padding.indent(Text(f"try: {line}", style="green"), 4) for line in f.advice]
-            hint = fix_hint(picks[k - 1]) if v is found and k <= len(picks) else None
-            if hint:
-                parts.append(Padding.indent(Text(hint, style="cyan" if picks[k - 1].fix else "dim"), 4))
+        for k, f in enumerate(findings(v), 1):
+            first, chosen = len(parts), v is found and cursor == k - 1
+            parts += finding_parts(k, f, chosen, picks[k - 1] if v is found and k <= len(picks) else None)
             if chosen:
                 selected = (first, len(parts))
     if found is not None and any(p.fix for p in picks):
@@ -151,3 +146,19 @@ def layout(live: RunLive | None, whys: list[VariantSaid], cursor: int | None,
         others = ", ".join(v.label for v in whys if v is not found)
         parts.append(Text(f"other variants ({others}): focus their panel", style="dim"))
     return parts, selected
+
+
+def finding_parts(k: int, f: Line, chosen: bool, pick: tried.Pick | None) -> list:
+    """A finding: its title (and price), its evidence, what to try, and the fix t would add."""
+    title = Text(f"{'▶' if chosen else ' '} {k}. {f.text}", style=STYLE.get(f.figures["severity"], ""))
+    if f.figures["price"]:  # what it costs a step or a start
+        title.append(f" — {f.figures['price']}", style="magenta")
+    if chosen:
+        title.stylize("reverse")
+    parts = [Padding.indent(title, 0)]
+    parts += [Padding.indent(Text(f"· {u.text}"), 4) for u in f.under if u.kind == EVIDENCE]
+    parts += [Padding.indent(Text(f"try: {u.text}", style="green"), 4) for u in f.under if u.kind == ADVICE]
+    hint = fix_hint(pick) if pick is not None else None
+    if hint:
+        parts.append(Padding.indent(Text(hint, style="cyan" if pick.fix else "dim"), 4))
+    return parts
