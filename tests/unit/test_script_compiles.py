@@ -22,7 +22,7 @@ from tuimon.analysis.stats.compiles import guard_kind
 from tuimon.report.compile_text import guard_word
 from tuimon.report.verdict_text import disqualified
 from tuimon.runner.script.compile_modes import CompileModes
-from tuimon.runner.script.validation import Validating
+from tuimon.runner.script.validation import NO_GRAD, VALIDATION, Validating
 
 PY = sys.executable
 
@@ -38,17 +38,18 @@ def summary_of(session) -> tuple[dict, dict, str]:
 
 def test_validation_state_and_whose_a_compile_is():
     v = Validating()
-    assert not v.compile("0/0")  # training
+    assert v.compile("0/0") is None  # training
     v.eval_mode()
-    assert v.compile("1/0") is False  # eval mode, gradients on: a frozen module in training
+    assert v.compile("1/0") is None  # eval mode, gradients on: a frozen module in training
     with torch.no_grad():
-        assert v.compile("1/1") is True  # eval mode and no grad: a validation pass
-        assert v.compile("1/0") is False  # decided once per compile (its backward says the same)
+        assert v.compile("1/1") == VALIDATION  # eval mode and no grad: a validation pass
+        assert v.compile("1/0") is None  # decided once per compile (its backward says the same)
+        assert v.compile("1/2", backward=True) is None  # a lazy backward: gradients off inside it
     v.training()
-    with torch.no_grad():
-        assert v.compile("2/0") is False
+    with torch.no_grad():  # the model called without gradients outside a pass: sampling
+        assert v.compile("2/0") == NO_GRAD
     v.other_loader()  # another loader's batches: validation, grad or not
-    assert v.compile("3/0") is True
+    assert v.compile("3/0") == VALIDATION
 
 
 def test_lightnings_sanity_check_compile_is_not_a_training_recompile():
