@@ -42,7 +42,8 @@ FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seco
 # (a queued run stopped before it started: no seconds; one killed after a stop: forced)
 SCRIPT_ENDED = "script ended"  # a script run's finished reason: the script ended by itself, exit 0
 FAILED = "failed"  # stage: build | step | crash, error, message, traceback, where; kind: exception |
-#   oom-host | oom-cuda | signal | exit, what (one line for people); signal, tried_bytes, cuda_max_*
+#   oom-host | oom-cuda | signal | exit, what (one line for people); signal, tried_bytes, cuda_max_*;
+#   in_compile: a compiled script variant's failure raised inside torch.compile's own code
 COMPILE_PHASE = "compile_phase"  # phase (dynamo trace, inductor codegen, ...), compile_id, backward
 COMPILE = "compile"  # one finished compile: compile_id, forward, frame, where, seconds, phases{dynamo,aot,
 #   inductor,codegen} (each alone, s), graph_ops, guards, graph_breaks, recompile_reason,
@@ -147,7 +148,9 @@ MODEL = "model"
 #   steps a step of this one)}] in the order made, backwards {"1": steps, ...} (backward() calls
 #   a step), loss_sums {"1": steps, ...} (the backward() losses a step's loss is the sum of:
 #   those before the lead's step()), outside {what the steps held: {steps: [i, ...] (the first
-#   12), count}} (a validation pass, eval inside a step, the trained module with gradients off)
+#   12), count, gaps}} (a validation pass, eval inside a step, the trained module with gradients
+#   off), trainings [{step, optimizer (its index in optimizers)}] (the first lead at step 0, then
+#   each change: a second training, an idle lead taken over; the first 12), lead_changes
 ANATOMY = "anatomy"
 FILE_WRITTEN = "file_written"
 FILES = "files"

@@ -235,7 +235,7 @@ def test_tuimons_own_compile_of_the_blocks_waits_for_the_first_call_to_end():
     compiled = []
     modes._orig_compile = lambda fn, **kw: compiled.append(fn) or fn
     model = ViT(depth=2)
-    modes._compile(model, "the module the optimizer trains")
+    modes.trained._compile(model, "the module the optimizer trains")
     assert compiled == []  # its first call runs eager, whole
     model(torch.randn(1, 3, 8, 8))
     assert len(compiled) == 2 and model._compiled_call_impl is None

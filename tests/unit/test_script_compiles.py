@@ -21,7 +21,10 @@ from tuimon.analysis.stats import summarize
 from tuimon.analysis.stats.compiles import guard_kind
 from tuimon.report.compile_text import guard_word
 from tuimon.report.verdict_text import disqualified
+from tuimon.runner.emitter import Emitter
+from tuimon.runner.script.anatomy import Anatomy
 from tuimon.runner.script.compile_modes import CompileModes
+from tuimon.runner.script.lead import Lead
 from tuimon.runner.script.validation import NO_GRAD, VALIDATION, Validating
 
 PY = sys.executable
@@ -93,28 +96,52 @@ def test_guards_in_a_word():
     assert word("0/0: L['self'].training == True  # m.py:3") == "train/eval mode"
 
 
-def test_no_module_holding_all_the_optimizers_parameters_says_nothing_will_compile():
+def test_no_module_holding_the_optimizers_parameters_says_nothing_will_compile():
     said = []
     modes = CompileModes("default", True, lambda text, **fields: said.append((text, fields)))
-    encoder, head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
-    opt = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.1)
+    trained, other = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(trained.parameters(), lr=0.1)
     modes.optimizer_made(opt)
-    head(encoder(torch.randn(2, 4)))  # two modules, neither holds all the optimizer trains
-    modes.first_step(optimizers=1)
+    other(torch.randn(2, 4))  # the trained module is never called through its __call__
+    modes.trained.first_step(optimizers=1)
     (text, fields), = said
-    assert text.startswith("nothing was compiled — no module called holds all the parameters the "
-                           "optimizer trains, so tuimon found no module to compile; pass "
+    assert text.startswith("nothing was compiled — no module called holds any of the parameters "
+                           "the optimizer trains, so tuimon found no module to compile; pass "
                            "--compile-module NAME")
     assert fields == {"uncompiled": text.split(" — ", 1)[1]}
-    assert modes._hook is None  # the global hook is gone
+    assert modes.trained._hook is None  # the global hook is gone
+
+
+def test_an_optimizer_over_two_modules_called_apart_compiles_both():
+    """One optimizer over two modules the script calls apart (an RL agent's actor and critic
+    through its methods, CycleGAN's two generators): both compiled, each at its own call."""
+    said, anatomy = [], Anatomy(Emitter(None, "r"), Lead(lambda text, **f: None))
+    modes = CompileModes("default", True, lambda text, **fields: said.append(text), anatomy=anatomy)
+    modes._orig_compile = lambda fn, **kw: fn  # compiled "in place": the slot is filled
+    encoder, head = torch.nn.Sequential(torch.nn.Linear(4, 4)), torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.1)
+    anatomy.made(opt)
+    modes.optimizer_made(opt)
+    head(encoder(torch.randn(2, 4)))  # neither holds all: each is a part (encoder's Linear is in it)
+    modes.trained.first_step(optimizers=1)
+    assert encoder._compiled_call_impl is not None and head._compiled_call_impl is not None
+    assert encoder[0]._compiled_call_impl is None  # inside a part: compiled with it
+    assert [s for s in said if s.startswith("the script never")] == [
+        "the script never calls torch.compile: tuimon compiled Sequential (the module an optimizer "
+        "trains) with mode='default' at its first call, which ran eager (--no-auto-compile turns "
+        "this off)", "the script never calls torch.compile: tuimon compiled Linear (the module an "
+        "optimizer trains) with mode='default' at its first call, which ran eager "
+        "(--no-auto-compile turns this off)"]
+    (row,) = [o.row() for o in anatomy.optimizers]
+    assert row["module"] == "Sequential + Linear" and row["compiled"] == "tuimon"
 
 
 def test_compile_module_that_is_never_called_names_those_that_were():
     said = []
     modes = CompileModes("default", True, lambda text, **fields: said.append(text), module="Decoder")
-    modes._hook = torch.nn.modules.module.register_module_forward_pre_hook(modes._named_call)
+    modes.trained.install()
     torch.nn.Sequential(torch.nn.Linear(4, 4))(torch.randn(2, 4))
-    modes.first_step(optimizers=0)
+    modes.trained.first_step(optimizers=0)
     assert said == ["nothing was compiled — no module of class Decoder was called in the first step "
                     "(modules called: Sequential, Linear); give --compile-module one of those, or "
                     "call torch.compile in the script"]

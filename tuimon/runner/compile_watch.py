@@ -87,14 +87,16 @@ class CompileWatch:
         trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
         backward = trigger == "LAZY_BACKWARD"
         validation = self.validation is not None and bool(self.validation(compile_id, backward))
-        if self.active == 0:
-            self._since = time.perf_counter()
-            self._in_validation = validation
         self.active += 1
         self.count += 1
         self.val_started += validation
         if self.on_start is not None:
+            # First: a script's first compile may start its run there, and wait for its first turn
+            # (the interleaved schedule): that wait is no compile's.
             self.on_start(compile_id, backward)
+        if self.active == 1:
+            self._since = time.perf_counter()
+            self._in_validation = validation
 
     def _end(self, args=None) -> None:
         self.active = max(0, self.active - 1)

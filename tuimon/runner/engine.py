@@ -384,19 +384,20 @@ class StepEngine:
             val_recompiles=trace.val_recompiles if trace else 0,
             profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
 
-    def failed(self, exc: BaseException, stage: str, traceback: str, where: str | None) -> None:
+    def failed(self, exc: BaseException, stage: str, traceback: str, where: str | None,
+               **fields) -> None:
         """The run failed in ``stage`` (build or step): the steps measured before it handed
         over, then what it failed of."""
         self.guard.restore()
         if stage == "step":
             self.flush_measured()
-        emit_failure(self.emitter, exc, stage, traceback, where)
+        emit_failure(self.emitter, exc, stage, traceback, where, **fields)
 
 
 def emit_failure(emitter: Emitter, exc: BaseException, stage: str, traceback: str,
-                 where: str | None) -> None:
+                 where: str | None, **fields) -> None:
     """A ``failed`` event: what the run failed of (its kind, a CUDA OOM's figures), in which
-    ``stage``, at ``where`` (the user's frame)."""
+    ``stage``, at ``where`` (the user's frame); ``fields``: what the driver adds (in_compile)."""
     from tuimon import failures
     from tuimon.runner.crash import cuda_memory
 
@@ -405,7 +406,7 @@ def emit_failure(emitter: Emitter, exc: BaseException, stage: str, traceback: st
     emitter.emit_now(
         events.FAILED, stage=stage, error=type(exc).__name__,
         message=text.splitlines()[0][:500] if text else "", traceback=traceback, where=where,
-        **failures.of_exception(exc, memory), **memory)
+        **failures.of_exception(exc, memory), **memory, **fields)
 
 
 class CaptureWindow(Component):

@@ -46,7 +46,11 @@ class Anatomy:
         self.optimizers: list[Optimizer] = []
         self.backwards: dict[int, int] = {}  # backward() calls a step -> steps
         self.losses: dict[int, int] = {}  # the backward() losses a step's loss sums -> steps
-        self.outside: dict[str, dict] = {}  # kind -> {"steps": [...], "count": n}
+        self.outside: dict[str, dict] = {}  # kind -> {"steps": [...], "count": n, "gaps": g}
+        # The lead's changes: a second training (the lead let go), another optimizer taking over
+        # from an idle lead; the first lead too, at step 0: {"step", "optimizer"} (the first 12)
+        self.trainings: list[dict] = []
+        self.changes = 0
         self.said = False
 
     def made(self, optimizer) -> None:
@@ -63,13 +67,20 @@ class Anatomy:
         if seen is not None:
             seen.steps += 1
 
-    def trains(self, optimizer, module, how: str, beside: str | None = None) -> None:
-        """``module`` (None: none found) holds all of ``optimizer``'s parameters, and runs as
-        ``how`` says in this variant (compile_modes.py's code; ``beside``: the module it is
-        compiled inside, or holds)."""
+    def lead_changed(self, optimizer, i: int) -> None:
+        """``optimizer`` leads from step ``i`` on (the first lead: step 0)."""
+        self.changes += 1
+        if len(self.trainings) < KEPT_STEPS:
+            seen = self.of(optimizer)
+            self.trainings.append({"step": i, "optimizer": seen.made if seen is not None else None})
+
+    def trains(self, optimizer, modules: list, how: str, beside: str | None = None) -> None:
+        """``modules`` hold ``optimizer``'s parameters (one module holding them all, or the parts
+        the script called; none: not found), and run as ``how`` says in this variant (trained.py's
+        code; ``beside``: the module they are compiled inside, or hold)."""
         seen = self.of(optimizer)
         if seen is not None:
-            seen.module = _name(module) if module is not None else None
+            seen.module = " + ".join(_name(m) for m in modules) or None
             seen.compiled, seen.beside = how, beside
 
     def step_ended(self, i: int, backwards: int, summed: int, held: str | None, gap: bool) -> None:
@@ -102,7 +113,8 @@ class Anatomy:
             rows.append(row)
         self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
                           else "optimizer.step", optimizers=rows, backwards=_keys(self.backwards),
-                          loss_sums=_keys(self.losses), outside=self.outside)
+                          loss_sums=_keys(self.losses), outside=self.outside,
+                          trainings=self.trainings, lead_changes=self.changes)
 
 
 def _name(module) -> str:

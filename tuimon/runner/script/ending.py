@@ -10,6 +10,9 @@ import time
 from tuimon import events, failures
 from tuimon.runner.script.fixes import settle
 
+# Where torch.compile's own code runs: a failure raised there is the compile's, not the script's.
+COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/_subclasses/")
+
 
 def finished(run) -> None:
     """The interpreter is exiting (atexit): the steps, then why it ended."""
@@ -34,9 +37,14 @@ def crashed(run, exc: BaseException, tb_text: str, where: str | None) -> None:
     if run.reason is not None and not run.enabled:
         after_stop(run, exc, where)  # tuimon ended its training: what it ran after is not a failure
         return
-    stage = "step" if run.i else "build"
+    # Once training showed (a batch, a backward(), a compile), a failure is a step's: a compiled
+    # variant that torch.compile breaks fails alone, the others run on.
+    stage = "step" if run.started else "build"
+    compiled = run.modes is not None and run.modes.asked() and any(
+        part in tb_text for part in COMPILER_FRAMES)
     run.enabled, run.failed = False, True
-    run.engine.failed(exc, stage, failures.plain(tb_text), where)
+    run.engine.failed(exc, stage, failures.plain(tb_text), where,
+                      **({"in_compile": True} if compiled else {}))
 
 
 def after_stop(run, exc: BaseException, where: str | None) -> None:
@@ -62,8 +70,8 @@ def no_step_yet(run, seconds: float) -> bool | None:
     first ``optimizer.step()`` still compiling is no missing step."""
     if not run.enabled or run.boundaries:
         return False
-    if run.booted_at is None or run.watch.active:
-        return None
+    if run.booted_at is None or run.watch.active or run.stepping_depth:
+        return None  # waiting for its turn, compiling, or inside a (long) optimizer step()
     compiling = run.watch.total_s - run.compiled_at_boot
     if time.monotonic() - run.booted_at - compiling < seconds:
         return None

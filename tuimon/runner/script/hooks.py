@@ -106,8 +106,8 @@ def _install(s, ident: dict | None, said_on: dict) -> None:
         emitter.emit(events.WARNING, text=newer, note=True)
     _seed(s.seed, torch)
     run.fixes = fx = script_fixes.start(s, run.note)  # tuimon try's: flags, defaults, now
-    modes = CompileModes(fx.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module, fx)
-    modes.anatomy = run.anatomy
+    modes = CompileModes(fx.mode, s.hooks.auto_compile, run.note, s.hooks.compile_module, fx,
+                         run.anatomy)
     modes.install()
     run.modes = modes
     warm = None
@@ -149,15 +149,16 @@ def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
     torch.optim.Optimizer.__init__ = optimizer_init
 
     def first_step() -> None:
-        modes.first_step(run.leader.optimizers)  # a compiled variant that compiles nothing says why
+        modes.trained.first_step(run.leader.optimizers)  # each optimizer's module: compiled, or why not
         forward.give_up()  # no trained module found to time: said once
         if run.engine.profiler is not None:  # module spans need the model: known by now, if ever
-            run.engine.profiler.model = modes.auto_compiled
+            run.engine.profiler.model = modes.trained.auto_compiled
 
     run.first_step = first_step
 
-    def lead_changed(optimizer) -> None:  # a second training: its model is found (and compiled)
-        modes.retarget(optimizer)
+    def lead_changed(optimizer) -> None:  # the first lead, or a second training's: its model
+        run.anatomy.lead_changed(optimizer, run.i)  # found (and compiled)
+        modes.trained.retarget(optimizer)
         forward.retarget(optimizer)
 
     run.leader.changed = lead_changed

@@ -45,14 +45,17 @@ class Lead:
     def made(self) -> None:
         self.optimizers += 1
 
-    def backward(self, backwards: int) -> bool:
-        """A ``backward()`` ended (the step's ``backwards``-th): does it end the step?"""
+    def backward(self, backwards: int, inside: bool = False) -> bool:
+        """A ``backward()`` ended (the step's ``backwards``-th; ``inside`` an optimizer's step(),
+        a closure's): does it end the step?"""
         if self.ref is not None:
             return False
         if not self.by_backward and (self.optimizers == 0 or backwards >= FALLBACK_BACKWARDS):
             self.by_backward = True
             self._unmade = self.optimizers == 0
             what = ("no torch.optim optimizer was made before the first backward()" if self._unmade
+                    else f"{backwards} backward() calls inside one optimizer step() (its closure, as "
+                    "LBFGS's, trains there)" if inside
                     else f"{backwards} backward() calls without an optimizer step")
             self.note(f"{what}: steps are timed from one backward() to the next (tuimon finds steps "
                       "by torch.optim optimizers' step())")

@@ -74,6 +74,7 @@ class ScriptSteps:
         self.in_step: int | None = None  # of those, computed before an optimizer's step() began
         self.loss = None  # the step's loss (a tensor), its count of backward() losses
         self.summed = 0
+        self.stepping_depth = 0  # optimizer step() calls under way (a closure runs inside one)
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
         # Whose a compile is: training's or a validation pass's (its watch asks it too).
@@ -123,7 +124,7 @@ class ScriptSteps:
     def double_backward(self, outputs) -> None:
         """torch.autograd.grad with create_graph (hooks.py): what it reaches is not compiled."""
         if self.enabled and self.modes is not None:
-            self.modes.double_backward(outputs)
+            self.modes.trained.double_backward(outputs)
 
     def no_grad_call(self) -> None:
         """The trained module called with gradients off (phases.py): sampling, generation, a
@@ -149,13 +150,14 @@ class ScriptSteps:
             self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
             self.pending.append(root.detach())
-        if self.leader.backward(self.backwards):
+        if self.leader.backward(self.backwards, self.stepping_depth > 0):
             self.boundary()
 
     def stepping(self, optimizer) -> None:
         """An optimizer's step() begins: the losses so far were computed outside it (a
         closure's, LBFGS's, come inside it)."""
         self.in_step = len(self.pending)
+        self.stepping_depth += 1
 
     def _take_losses(self) -> None:
         """The lead stepped (or a backward() ended the step): the step's loss is the sum of the
@@ -173,6 +175,7 @@ class ScriptSteps:
         self.pending, self.in_step = [], None
 
     def optimizer_stepped(self, optimizer) -> None:
+        self.stepping_depth = max(0, self.stepping_depth - 1)
         if not self.enabled:
             return
         self.anatomy.stepped(optimizer)
