@@ -81,6 +81,9 @@ RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it t
 #   fresh, empty cache) | warm (seeded from compile artifacts: seed, its run or session) |
 #   persistent (--cache-dir / --warm-cache: the user's own cache, cold or warm as torch says)
 RUN_EXITED = "run_exited"  # returncode, seconds
+# What a script printed of its own steps, read from its log at its exit (control/printed.py):
+#   losses [[step, loss], ...], ms [[step, ms], ...] (each as the script numbers its steps)
+PRINTED = "printed"
 # A compiled run's compile artifacts (control/warm.py, runner/warm_start.py), by the supervisor or
 # the runner: action seeded (its fresh cache filled from: seed {run | session, path}, kind dir |
 #   bundle, bytes, files, seconds) | loaded (the bundle read into torch: bytes, entries, seconds) |

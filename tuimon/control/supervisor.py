@@ -44,6 +44,7 @@ from tuimon.control.files import Apart
 from tuimon.control.handover import Handover
 from tuimon.control.job_child import JobChild
 from tuimon.control.job_runs import RANK, Jobs
+from tuimon.control.printed import printed_numbers
 from tuimon.control.recorder import Recorder, Sink
 from tuimon.control.runs import (
     DONE,
@@ -375,6 +376,8 @@ class Supervisor:
                 self._table.set_state(run, state)
             if failure is not None:
                 self._failed(r, failure)  # a script's build failure stops the others
+        if self.plan.program.is_script and (said := printed_numbers(self.store.log_path(run))):
+            batch.append(events.make(events.PRINTED, run, **said))  # its own numbers (printed.py)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
         self._record(batch + self._files.exited(run))
 

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from tuimon.analysis import SessionSummary, columns
 from tuimon.fmt import DASH
-from tuimon.report import files_text, flops_text, notes_text, session_text, try_text, verdict_text, why_text
+from tuimon.report import (
+    anatomy_text,
+    files_text,
+    flops_text,
+    notes_text,
+    session_text,
+    try_text,
+    verdict_text,
+    why_text,
+)
 from tuimon.report.document import TEXT, Document, Line, Section, Table
 from tuimon.report.memory_text import ENERGY, MEMORY
 from tuimon.report.table import peak_memory_text, table
@@ -35,6 +44,7 @@ BUILD = {
     "verdict": lambda meta, s: verdict_text.section(s),
     "tried": lambda meta, s: try_text.section(s),
     "session": session_text.section,
+    "loop": lambda meta, s: anatomy_text.section(s),
     "caution": lambda meta, s: session_text.caution(s),
     "table": lambda meta, s: Section("table", table=Table(*table(s))),
     "notes": lambda meta, s: notes_text.section(s),

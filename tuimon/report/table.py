@@ -119,8 +119,8 @@ def loss_text(r: RunStats) -> str:
     if loss.final_loss is None:
         return DASH
     text = fmt_loss(loss.final_loss)
-    if loss.losses_per_step > 1:  # which of its losses tuimon took
-        text += f" (the last of its {loss.losses_per_step} backward() losses a step)"
+    if r.anatomy.loss_sum > 1:  # which of its losses tuimon took (analysis/stats/anatomy.py)
+        text += f" (the sum of its {r.anatomy.loss_sum} backward() losses a step)"
     if base and base != r.label and loss.loss_comparable is False:
         apart = APART.get(loss.loss_apart, APART["unknown"])
         text += f" (not comparable with {base}: the first losses differ — {apart})"

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuimon import events
+from tuimon.analysis.stats.anatomy import anatomy_of
 from tuimon.analysis.stats.compiles import fallback, made_graph
 from tuimon.analysis.stats.flops import counted
 from tuimon.analysis.stats.records import Compiles, evolve
@@ -78,6 +79,10 @@ def apply_run(r: RunStats, e: dict) -> None:
             # training's apart (script runs)
             val_compiles=e.get("val_compiles", c.val_compiles),
             val_compile_s=e["val_compile_s"] if e.get("val_compile_s") else c.val_compile_s)
+    elif kind == events.ANATOMY:  # how its loop was read, counts so far (checked at the summary)
+        r.anatomy = anatomy_of(e, r.anatomy)
+    elif kind == events.PRINTED:  # what the script printed of its steps (control/printed.py)
+        r.anatomy = replace(r.anatomy, printed={k: e[k] for k in ("losses", "ms") if e.get(k)})
     elif kind == events.FLOPS:  # a new record: the counts and peaks (rates at the summary)
         r.flops = counted(e)
     elif kind == events.FAILED:
@@ -101,8 +106,6 @@ def apply_run(r: RunStats, e: dict) -> None:
             text = str(e.get("text") or "").removeprefix(f"fix {name}: ")
             r.fixes = {**r.fixes, name: {"applied": said["applied"] or bool(e.get("applied")),
                                          "text": said["text"] if said["applied"] else text}}
-        if e.get("backwards"):  # several backward() a step: its loss is the last one's
-            r.loss = replace(r.loss, losses_per_step=int(e["backwards"]))
         if e.get("uncompiled"):  # a compiled variant that compiles nothing: why
             r.compile = replace(r.compile, uncompiled=str(e["uncompiled"]))
         if e.get("untimed"):  # its training ran in child processes (runner/script/children.py)

@@ -10,6 +10,7 @@ from tuimon import events
 from tuimon.analysis.files import TYPES as FILE_EVENTS
 from tuimon.analysis.files import FilesFold
 from tuimon.analysis.stats.agreement import loss_gap
+from tuimon.analysis.stats.anatomy import checked
 from tuimon.analysis.stats.apply import apply_run, apply_session, track_pause
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
@@ -273,6 +274,7 @@ class Collector:
             window = steady_window(steps)
             r = job.summarize(r, timing.steady_from, window[0] if window else None)
         r.compile = compile_story(r)  # once its status and steady state are known
+        r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps})
         r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name)
         return r
 

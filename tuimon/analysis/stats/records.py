@@ -99,7 +99,6 @@ class Losses:
     """Its losses, and against the run they are checked against (stats/compare.py, agreement.py)."""
     loss_comparable: bool | None = None  # same first loss as its baseline (None: unknown)
     loss_apart: str | None = None  # why not: unseeded | random ops | unknown (stats/compare.py)
-    losses_per_step: int = 1  # backward() calls a step: its loss is the last one's (a script)
     final_loss: float | None = None
     max_loss_diff: float | None = None  # vs the baseline, over the steps both ran
     loss_ref: str | None = None  # the run its losses are checked against (stats/agreement.py)

@@ -126,13 +126,14 @@ def _combined(group: list[RunStats], left_out: dict[int, Point]) -> RunStats:
         device=first.device, device_name=first.device_name, params=first.params, batch_size=first.batch_size,
         notes=list(first.notes), turns=sum(r.turns for r in group), paused_s=sum(r.paused_s for r in group),
         fixes=dict(first.fixes),  # what its child said of tuimon try's fixes (round 1's)
+        anatomy=first.anatomy,  # how its loop was read: round 1's, which runs the whole length
         repeated=first.repeated,
         warnings=list(dict.fromkeys(w for r in group for w in r.warnings)),
         doubts=[Point(d.code, {**d.figures, "process": doubted.run}) for d in doubted.doubts]
         if doubted else [],
         timing=timing, compile=compiles, load=load, probes=combine_probes(group, timed),
         job=combine_job(group, timed),  # a torchrun job's world, its ranks over the rounds
-        loss=Losses(final_loss=first.loss.final_loss, losses_per_step=first.loss.losses_per_step,
+        loss=Losses(final_loss=first.loss.final_loss,
                     loss_nonfinite=sum(r.loss.loss_nonfinite for r in group)))
     row = combine_starts(row, group)  # compile figures: cold and warm processes apart (warm.py)
     measured = [r for r in timed if r.timing.median_ms]

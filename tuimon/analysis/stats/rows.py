@@ -8,6 +8,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tuimon.analysis.stats.anatomy import Anatomy
 from tuimon.analysis.stats.point import Point, plain
 from tuimon.analysis.stats.records import (
     Comparison,
@@ -83,6 +84,7 @@ class RunStats:
     memory: Memory = field(default_factory=Memory)
     energy: Energy = field(default_factory=Energy)
     flops: Flops = field(default_factory=Flops)
+    anatomy: Anatomy = field(default_factory=Anatomy)  # how a script's loop was read (anatomy.py)
 
     @property
     def label(self) -> str:

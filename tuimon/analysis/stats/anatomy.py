@@ -1,0 +1,113 @@
+"""How tuimon read a script's loop (the runner's ``anatomy`` event: runner/script/anatomy.py), as
+a row's record, and that reading checked against the run itself (issue 40): the losses and step
+times the script printed (``printed``, control/printed.py) against the ones tuimon recorded at
+the same steps, and the lead optimizer's ``step()`` calls against the steps. Each check is a
+point: agrees, or what differs and by how much; report/anatomy_text.py words them, and the
+verdict says "cannot tell" where a disagreement touches the figures it weighs."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field, replace
+
+from tuimon.analysis.stats.point import Point, point
+
+AGREE = 1e-3  # relative: a printed loss agrees with tuimon's (4 to 6 printed digits)
+TIME_AGREE = 0.10  # a printed step time within 10 % of tuimon's at the same step
+ENOUGH = 3  # pairs of a series needed to say anything
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    """The reading (the last anatomy event: the whole run's counts) and its checks. ``ends_at``
+    None: nothing was said (a recipe, whose loop is tuimon's, or an older session)."""
+    ends_at: str | None = None  # optimizer.step | backward
+    steps: int = 0
+    optimizers: tuple[dict, ...] = ()  # {optimizer, params, steps, module, compiled, beside, lead, every}
+    backwards: dict[str, int] = field(default_factory=dict)  # backward() calls a step -> steps
+    loss_sums: dict[str, int] = field(default_factory=dict)  # losses a step's loss sums -> steps
+    outside: dict[str, dict] = field(default_factory=dict)  # kind -> {steps, count, gaps}
+    trainings: tuple[dict, ...] = ()  # {step, optimizer}: the lead from that step on
+    lead_changes: int = 0
+    printed: dict = field(default_factory=dict)  # what the script printed: {losses, ms}
+    checks: tuple[Point, ...] = ()
+
+    @property
+    def lead(self) -> dict | None:
+        return next((o for o in self.optimizers if o.get("lead")), None)
+
+    @property
+    def loss_sum(self) -> int:
+        """The backward() losses a step's loss is the sum of, in most steps."""
+        return int(_mode(self.loss_sums) or 1)
+
+
+def anatomy_of(e: dict, before: Anatomy) -> Anatomy:
+    """The record after an ``anatomy`` event (the latest holds the run's counts so far)."""
+    return replace(before, ends_at=e.get("ends_at"), steps=int(e.get("steps") or 0),
+                   optimizers=tuple(e.get("optimizers") or ()),
+                   backwards=dict(e.get("backwards") or {}), loss_sums=dict(e.get("loss_sums") or {}),
+                   outside=dict(e.get("outside") or {}), trainings=tuple(e.get("trainings") or ()),
+                   lead_changes=int(e.get("lead_changes") or 0))
+
+
+def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float]) -> Anatomy:
+    """The reading set against the run: the script's printed losses and step times against
+    tuimon's at the same steps (``losses``, ``ms``: step -> value), and the lead's step() calls
+    against the steps it ended."""
+    if a.ends_at is None:
+        return a
+    out = []
+    if printed := a.printed.get("losses"):
+        out.append(_losses(printed, losses, a.loss_sum))
+    if printed := a.printed.get("ms"):
+        out.append(_times(printed, ms))
+    lead = a.lead
+    if lead is not None and a.ends_at == "optimizer.step" and not a.lead_changes > 1 \
+            and lead.get("steps") not in (None, a.steps):
+        out.append(point("steps_differ", steps=a.steps, lead_steps=lead["steps"],
+                         optimizer=lead.get("optimizer")))
+    return replace(a, checks=tuple(p for p in out if p is not None))
+
+
+def _losses(printed: list, ours: dict[int, float], summed: int) -> Point | None:
+    best = None
+    for offset in (0, -1, 1):
+        pairs = [(float(v), ours[k + offset]) for k, v in printed if ours.get(k + offset) is not None]
+        agree = sum(_close(p, o) for p, o in pairs)
+        if len(pairs) >= ENOUGH and (best is None or agree > best[0]):
+            best = (agree, offset, pairs)
+    if best is None:
+        return None
+    agree, offset, pairs = best
+    if agree >= 0.8 * len(pairs):
+        return point("losses_agree", pairs=len(pairs), offset=offset)
+    ratios = [p / o for p, o in pairs if o]
+    ratio = statistics.median(ratios) if ratios else None
+    if ratio is not None and all(_close(r, ratio, 0.01) for r in ratios):
+        # mean: the script prints the mean of the ``summed`` losses tuimon adds up
+        return point("losses_scaled", pairs=len(pairs), ratio=round(ratio, 6), summed=summed,
+                     mean=summed > 1 and _close(ratio * summed, 1.0, 0.01))
+    return point("losses_differ", pairs=len(pairs), agree=agree)
+
+
+def _times(printed: list, ours: dict[int, float]) -> Point | None:
+    best = None
+    for offset in (0, -1, 1):
+        pairs = [(float(v), ours[k + offset]) for k, v in printed
+                 if ours.get(k + offset) and float(v) > 0]
+        if len(pairs) >= ENOUGH and (best is None or len(pairs) > len(best[1])):
+            best = (offset, pairs)
+    if best is None:
+        return None
+    ratio = statistics.median(p / o for p, o in best[1])
+    code = "times_agree" if abs(ratio - 1) <= TIME_AGREE else "times_differ"
+    return point(code, pairs=len(best[1]), ratio=round(ratio, 3))
+
+
+def _close(a: float, b: float, rel: float = AGREE) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-6
+
+
+def _mode(counts: dict[str, int]) -> str | None:
+    return max(counts, key=lambda k: counts[k]) if counts else None

@@ -1,0 +1,176 @@
+"""How tuimon read a script's loop, in words: the document's "loop" section (summary.md, the
+page, the terminal, the TUI's why pane) and its one line (the TUI's strip). From the rows'
+anatomy records (analysis/stats/anatomy.py): the step and what it holds, the other optimizers
+and their cadence, the loss a step keeps, each module and how each variant ran it, the work
+outside training, the trainings one after another, and what checking it against the script's
+own numbers found."""
+
+from __future__ import annotations
+
+from tuimon.analysis import RunStats, SessionSummary, columns
+from tuimon.fmt import fmt_s
+from tuimon.report.document import FACT, NOTE, WARNING, Line, Section
+
+# How a variant ran a module (runner/script/trained.py's codes).
+HOW = {
+    "tuimon": "compiled by tuimon (the script compiles none)",
+    "script": "compiled by the script's own torch.compile",
+    "variant": "eager (the eager variant)",
+    "script-other": "eager: the script compiles other modules, tuimon none",
+    "named-other": "eager: not --compile-module's",
+    "no-auto": "eager: --no-auto-compile",
+    "not-found": "not found: no module called in the first step holds its parameters",
+    "double-backward": "left eager: a double backward (torch.autograd.grad with create_graph, a "
+                       "gradient penalty) reaches it, which torch.compile cannot differentiate",
+    "inside": "compiled inside {beside}",
+    "holds": "left eager: it holds {beside}, compiled already",
+}
+# What a step held besides training (runner/script/validation.py's kinds, joined by "+").
+HELD = {"eval": "model.eval()", "loader": "another DataLoader's batches",
+        "no_grad": "calls of the trained module with gradients off (sampling, generation, a rollout)"}
+DISAGREE = {"losses_differ", "losses_scaled", "times_differ", "steps_differ"}  # said as warnings
+LOSS_WORDS = {True: "the sum of the {n} backward() losses before each step() (a script that "
+                    "scales each micro-batch's loss by 1/{n} prints this sum)",
+              False: "the backward() loss before each step()"}
+
+
+def read(summary: SessionSummary) -> list[RunStats]:
+    """The rows whose loop was read (a script's)."""
+    return [r for r in columns(summary) if r.anatomy.ends_at is not None]
+
+
+def section(summary: SessionSummary) -> Section:
+    rows = read(summary)
+    if not rows:
+        return Section("loop")
+    a = rows[0].anatomy  # the reading: the same loop in every variant; how each ran it differs
+    lines = [Line(FACT, step_text(a)), *(Line(FACT, t) for t in others_text(a)), Line(FACT, loss_text(a))]
+    lines += [Line(FACT, f"{r.label}: {modules_text(r)}", {"label": r.label}) for r in rows]
+    lines += [Line(FACT, t) for t in outside_text(rows)]
+    if a.lead_changes > 1:
+        lines.append(Line(FACT, trainings_text(a)))
+    for r in rows:
+        lines += [Line(WARNING if p.code in DISAGREE else NOTE,
+                       f"{r.label}: {check_text(p, r)}", {"label": r.label, "code": p.code})
+                  for p in r.anatomy.checks]
+    return Section("loop", "How tuimon read the loop", tuple(lines))
+
+
+def strip_line(summary: SessionSummary) -> str | None:
+    """One line for the TUI's strip: the step, its backward() calls and loss, the optimizers."""
+    rows = read(summary)
+    if not rows:
+        return None
+    a = rows[0].anatomy
+    lead = a.lead or {}
+    n = a.loss_sum
+    parts = [f"a step: {lead.get('optimizer', 'backward()')}.step()" if a.ends_at == "optimizer.step"
+             else "a step: one backward() to the next",
+             f"{_mode(a.backwards)} backward() a step" + (f", loss their sum of {n}" if n > 1 else ""),
+             f"{len(a.optimizers)} optimizers" if len(a.optimizers) > 1 else None,
+             "work outside training kept apart" if a.outside else None]
+    return "loop: " + " · ".join(p for p in parts if p)
+
+
+def step_text(a) -> str:
+    lead = a.lead
+    counts = _counts(a.backwards, "backward()")
+    if a.ends_at != "optimizer.step" or lead is None:
+        return (f"step: from one backward() to the next (no torch.optim optimizer step ends it) — "
+                f"{a.steps} steps")
+    return (f"step: one `{lead['optimizer']}.step()` ({_module(lead)}) — {a.steps} steps; {counts}")
+
+
+def others_text(a) -> list[str]:
+    out = []
+    for o in a.optimizers:
+        if o.get("lead"):
+            continue
+        every = o.get("every")
+        cadence = ("never stepped" if not o.get("steps") else "every step" if every == 1 else
+                   f"every {every:g} steps" if every else f"{o['steps']} times")
+        out.append(f"another optimizer: `{o['optimizer']}.step()` ({_module(o)}) {cadence} "
+                   f"({o.get('steps', 0)} steps)")
+    return out
+
+
+def loss_text(a) -> str:
+    n = a.loss_sum
+    return "loss: " + LOSS_WORDS[n > 1].format(n=n)
+
+
+def modules_text(r: RunStats) -> str:
+    parts = []
+    for o in r.anatomy.optimizers:
+        how = HOW.get(o.get("compiled") or "", o.get("compiled") or "not said")
+        parts.append(f"{o.get('module') or 'its module'} {how.format(beside=o.get('beside'))}")
+    return "; ".join(parts) or "no optimizer: nothing to compile by"
+
+
+def outside_text(rows: list[RunStats]) -> list[str]:
+    """The work outside training each kind of step held, with its compiles (a compiled row's)."""
+    a = rows[0].anatomy
+    out = []
+    for kind, seen in a.outside.items():
+        what = " and ".join(HELD.get(k, k) for k in kind.split("+"))
+        steps = ", ".join(str(i) for i in seen.get("steps", []))
+        left = seen["count"] - len(seen.get("steps", []))
+        more = f" and {left} more" if left > 0 else ""
+        kept = ("kept apart" if seen.get("gaps") == seen["count"] else
+                f"{seen.get('gaps', 0)} kept apart, the rest part of their steps")
+        out.append(f"outside training: {what} at step{'s' if seen['count'] > 1 else ''} {steps}{more} "
+                   f"({seen['count']} step{'s' if seen['count'] > 1 else ''}, {kept})")
+    for r in rows:
+        c = r.compile
+        if c.val_compiles:
+            out.append(f"{r.label}: {c.val_compiles} compiles outside training "
+                       f"({fmt_s(c.val_compile_s or 0)}), kept apart from training's")
+    return out
+
+
+def trainings_text(a) -> str:
+    names = {k: o for k, o in enumerate(a.optimizers)}
+    said = ", ".join(f"step {t['step']}: {_module(names.get(t['optimizer'], {}))}" for t in a.trainings)
+    return (f"trainings: {a.lead_changes} one after another (the lead optimizer changed): {said}; "
+            "each new model's first compiles are its own warm-up")
+
+
+def check_text(p, r: RunStats) -> str:
+    f = p.figures
+    if p.code == "losses_agree":
+        return f"its printed losses agree with tuimon's at {f['pairs']} steps"
+    if p.code == "losses_scaled":
+        why = (f": it prints the mean of the {f['summed']} backward() losses tuimon sums"
+               if f.get("mean") else "")
+        return f"its printed loss is {f['ratio']:g}× tuimon's at {f['pairs']} steps{why}"
+    if p.code == "losses_differ":
+        return (f"its printed losses differ from tuimon's at {f['pairs'] - f['agree']} of {f['pairs']} "
+                "steps: tuimon's loss is not the one it prints")
+    if p.code == "times_agree":
+        return f"its printed step times agree with tuimon's ({f['ratio']:g}× at {f['pairs']} steps)"
+    if p.code == "times_differ":
+        return (f"its printed step times are {f['ratio']:g}× tuimon's at {f['pairs']} steps: its "
+                "timer and tuimon's do not time the same work")
+    if p.code == "steps_differ":
+        return (f"{f['lead_steps']} `{f['optimizer']}.step()` calls for {f['steps']} steps: a step "
+                "was not one optimizer step")
+    return p.code
+
+
+def _module(o: dict) -> str:
+    params = o.get("params")
+    size = f", {params:,} parameters" if params else ""
+    return f"{o.get('module') or 'its module not found'}{size}"
+
+
+def _counts(counts: dict, what: str) -> str:
+    if not counts:
+        return f"no {what}"
+    if len(counts) == 1:
+        (n, _), = counts.items()
+        return f"{n} {what} each"
+    return ", ".join(f"{n} {what} in {k} steps" for n, k in counts.items())
+
+
+def _mode(counts: dict) -> str:
+    return max(counts, key=lambda k: counts[k]) if counts else "no"
