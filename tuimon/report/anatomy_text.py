@@ -51,7 +51,7 @@ def section(summary: SessionSummary) -> Section:
         lines.append(Line(FACT, trainings_text(a)))
     for r in rows:
         lines += [Line(WARNING if p.code in DISAGREE else NOTE,
-                       f"{r.label}: {check_text(p, r)}", {"label": r.label, "code": p.code})
+                       check_text(p, r), {"label": r.label, "code": p.code})
                   for p in r.anatomy.checks]
     return Section("loop", "How tuimon read the loop", tuple(lines))
 
