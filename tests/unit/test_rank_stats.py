@@ -247,7 +247,8 @@ class Conn:
 
 def job(world=2, **kw):
     state = SessionState()
-    child = JobChild("r", None, None, state=state.run("r"), local_world=world,
+    state.add(events.make(events.RUN_QUEUED, "r", mode="eager", precision="script"))
+    child = JobChild("r", None, None, state=state.runs["r"], local_world=world,
                      **{"turn_steps": None, "turn_cap": None, "turns": False, **kw})
     child.said_to = state  # what the supervisor folds each recorded event into
     conns = {k: Conn() for k in range(world)}

@@ -396,16 +396,16 @@ class Supervisor:
     # ---- helpers -------------------------------------------------------------------------
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
                  after: str | None = None, first: bool = False, replicate: int | None = None) -> None:
-        table = self._table
-        table.runs[run] = Run(run, variant, replaces, after, replicate=replicate,
-                              state=self._state.run(run))
-        table.queue.insert(0 if first else len(table.queue), run)
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
             fields.update(replicate=replicate, repeats=self.plan.repeats if self.plan.repeats > 1
                           else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
         fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
+        # Its record, beside what its run_queued began to say of it (the state).
+        self._table.runs[run] = Run(run, variant, replaces, after, replicate=replicate,
+                                    state=self._state.runs[run])
+        self._table.queue.insert(0 if first else len(self._table.queue), run)
 
     def _store_failed(self, message: str) -> None:
         """The store cannot be written: stop every run the normal way, start nothing more."""

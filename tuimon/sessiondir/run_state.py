@@ -173,19 +173,14 @@ class SessionState:
         self.ended: str | None = None  # the session's status once it ended
         self._new_run, self._joined = new_run, joined
 
-    def run(self, run: str) -> RunState:
-        """The run's record, made at its first event (or by a reader that names it first)."""
-        r = self.runs.get(run)
-        if r is None:
-            r = self.runs[run] = self._new_run(run)
-        return r
-
     def add(self, e: dict) -> list[dict]:
         kind = e["type"]
         run = e.get("run")
         if run is None:
             return self._session(e, kind)
-        r = self.runs.get(run) or self.run(run)
+        r = self.runs.get(run)
+        if r is None:  # its first event
+            r = self.runs[run] = self._new_run(run)
         if e.get("rank") is not None:
             return self._rank(r, e, kind)
         if kind == events.STEP:
