@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.sessiondir.job_steps import JobSteps
+from tuimon.sessiondir.job_steps import Joined, JobSteps
 
 QUEUED, RUNNING, DONE, STOPPED, FAILED = "queued", "running", "done", "stopped", "failed"
 NOT_RUN = "not run"  # ended before it started: a round not run, a queued run stopped
@@ -166,8 +166,7 @@ class SessionState:
     extend RunState with what it adds); ``joined`` is told of each job step joined (its ranks'
     steps by rank, the job's step)."""
 
-    def __init__(self, new_run: Callable[[str], RunState] = RunState,
-                 joined: Callable[[dict[int, dict], dict], None] | None = None) -> None:
+    def __init__(self, new_run: Callable[[str], RunState] = RunState, joined: Joined | None = None) -> None:
         self.runs: dict[str, RunState] = {}
         self.warnings: list[str] = []  # session-wide
         self.ended: str | None = None  # the session's status once it ended
