@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.sessiondir.job_steps import Joined, JobSteps
+from tuimon.sessiondir.job_steps import JobSteps, Joined
 
 QUEUED, RUNNING, DONE, STOPPED, FAILED = "queued", "running", "done", "stopped", "failed"
 NOT_RUN = "not run"  # ended before it started: a round not run, a queued run stopped

@@ -14,7 +14,7 @@ from pathlib import Path
 from tuimon import events
 from tuimon.analysis.stats.compiles import fallback, made_graph
 from tuimon.analysis.stats.flops import counted
-from tuimon.analysis.stats.records import Compiles, evolve
+from tuimon.analysis.stats.records import Compiles, Failure, evolve
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
 from tuimon.sessiondir.run_state import RunState, failure_text
@@ -47,23 +47,29 @@ def apply_session(summary: SessionSummary, e: dict) -> None:
 
 
 def as_told(r: RunStats, s: RunState) -> RunStats:
-    """The row (a copy) with what the run's events say of it. A job's lowest rank speaks for
-    its device and model; the job's length and build are the supervisor's (none said)."""
+    """The row (a copy) with what the run's events say of it. A job's lowest rank speaks for its
+    device and model; a job's length and build are the supervisor's, said nowhere."""
     said = s.started or {}
-    own = said if not s.ranks else {}
-    failed = s.failure or {}
+    own = {} if s.ranks else said
+    told = {k: said[k] for k in (SAID[:4] if s.ranks else SAID) if said.get(k) is not None}
+    timing = replace(r.timing, warmup_auto=str(said.get("warmup", "auto")) == "auto",
+                     length_steps=own.get("steps"), length_s=own.get("duration"))
     return replace(
-        r, status=s.status, mode=s.mode, precision=s.precision, axes=dict(s.axes),
+        r, **told, status=s.status, mode=s.mode, precision=s.precision, axes=dict(s.axes),
         replicate=s.replicate, notes=s.notes, warnings=list(s.warnings), wall_s=s.wall_s,
-        turns=s.turns, **{k: said[k] for k in (SAID[:4] if s.ranks else SAID) if said.get(k) is not None},
-        profiles=[p for p in s.profiles if "rank" not in p],  # a job's own (none: its ranks' are theirs)
-        paused_s=round(sum(b - a for a, b in s.pauses if b is not None), 3),
-        timing=replace(r.timing, warmup_auto=str(said.get("warmup", "auto")) == "auto",
-                       length_steps=own.get("steps"), length_s=own.get("duration")),
-        failure=replace(r.failure, error=failure_text(failed) if s.failure else None, hung_s=s.hung_s,
-                        failure_kind=failed.get("kind") or (
-                            "exception" if s.failure and failed.get("stage") != "crash" else None),
-                        failure_tail=failed.get("traceback") or None))
+        turns=s.turns, timing=timing, failure=_failure(r.failure, s),
+        profiles=[p for p in s.profiles if "rank" not in p],  # a job's ranks' captures are theirs
+        paused_s=round(sum(b - a for a, b in s.pauses if b is not None), 3))
+
+
+def _failure(f: Failure, s: RunState) -> Failure:
+    """What it failed of (its failed event), and how long it was silent if stopped while hung."""
+    e = s.failure
+    if e is None:
+        return replace(f, hung_s=s.hung_s)
+    kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
+    return replace(f, error=failure_text(e), failure_kind=kind, hung_s=s.hung_s,
+                   failure_tail=e.get("traceback") or None)
 
 
 def apply_run(r: RunStats, e: dict) -> None:
