@@ -51,11 +51,11 @@ class RankLink:
     rank said is its ``RankState``)."""
 
     rank: int
+    said: RankState  # what it said: its record in the job's state once it said anything
     conn: RankConn | None = None
     hello: dict = field(default_factory=dict)
     gone: bool = False  # its connection closed
     paused_at: int | None = None  # steps done when it paused (None again once told to resume)
-    said: RankState | None = None  # its state in the job's (``JobChild.rank`` sets it)
 
     @property
     def live(self) -> bool:
@@ -90,11 +90,10 @@ class JobChild(Child):
 
     # ---- ranks -------------------------------------------------------------------------------
     def rank(self, rank: int) -> RankLink:
-        if rank not in self.ranks:
-            self.ranks[rank] = RankLink(rank)
-        link = self.ranks[rank]
-        # What it said: the job's record of it once it said anything (a new one until then).
-        link.said = self.state.ranks.get(rank) or link.said or RankState(rank)
+        link = self.ranks.get(rank)
+        if link is None:
+            link = self.ranks[rank] = RankLink(rank, RankState(rank))
+        link.said = self.state.ranks.get(rank, link.said)
         return link
 
     def live_ranks(self) -> list[RankLink]:
