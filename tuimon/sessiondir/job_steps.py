@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 from tuimon import events
 
+Event = dict[str, Any]  # one event (tuimon/events.py)
 MAX_PENDING = 4096  # step indices waiting for a rank, at most: past it, the oldest joins as is
 
 # Told of each joined step: (the ranks' steps by rank, the job's step); the statistics keep each
 # rank's times from it (analysis/stats/ranks.py).
-Joined = Callable[[dict[int, dict], dict], None]
+Joined = Callable[[dict[int, Event], Event], None]
 
 
 class JobSteps:
@@ -26,11 +28,11 @@ class JobSteps:
         self.run = run
         self.joined = joined
         self.active: set[int] = set()  # ranks that may still send steps
-        self.pending: dict[int, dict[int, dict]] = {}
+        self.pending: dict[int, dict[int, Event]] = {}
         self.next_i = 0  # the lowest step index not joined yet
         self.held: list[tuple[int, int]] = []  # catch-ups: step indices [first, last) kept apart
 
-    def step(self, rank: int, e: dict, alive: bool) -> list[dict]:
+    def step(self, rank: int, e: Event, alive: bool) -> list[Event]:
         """A rank's step (``alive``: not a rank already ended without a word); the job steps it
         completed, in order."""
         if alive:
@@ -39,7 +41,7 @@ class JobSteps:
             self.pending.setdefault(e["i"], {})[rank] = e
         return self.complete()
 
-    def gone(self, rank: int) -> list[dict]:
+    def gone(self, rank: int) -> list[Event]:
         """A rank ended: the steps that waited only for it."""
         self.active.discard(rank)
         return self.complete()
@@ -48,12 +50,12 @@ class JobSteps:
         """A catch-up (control/job_child.py): steps [first, last) of some ranks held a wait."""
         self.held.append((first, last))
 
-    def end(self) -> list[dict]:
+    def end(self) -> list[Event]:
         """The job ended: every step still waiting joins with the ranks that sent it."""
         self.active.clear()
         return self.complete()
 
-    def complete(self) -> list[dict]:
+    def complete(self) -> list[Event]:
         out = []
         while self.pending:
             steps = self.pending.get(self.next_i)
@@ -68,11 +70,11 @@ class JobSteps:
             self.next_i += 1
         return out
 
-    def _join(self, i: int, steps: dict[int, dict]) -> dict:
+    def _join(self, i: int, steps: dict[int, Event]) -> Event:
         slowest = max(steps, key=lambda r: steps[r]["ms"])
         s = steps[slowest]
         losses = [x["loss"] for x in steps.values() if x.get("loss") is not None]
-        job = {"type": events.STEP, "run": self.run, "t": max(x.get("t", 0.0) for x in steps.values()),
+        job: Event = {"type": events.STEP, "run": self.run, "t": max(x.get("t", 0.0) for x in steps.values()),
                "i": i, "ms": s["ms"], "data_ms": s.get("data_ms", 0.0),
                "n": sum(x.get("n") or 0 for x in steps.values()),
                "loss": statistics.fmean(losses) if losses else None,
@@ -85,7 +87,7 @@ class JobSteps:
         # backward holds no wait), else the slowest; under DDP every rank's step ends together,
         # so the slowest by time is any of them.
         pres = {r: x["pre_ms"] for r, x in steps.items() if x.get("pre_ms") is not None}
-        critical = steps[max(pres, key=pres.get)] if pres else s
+        critical = steps[max(pres, key=lambda r: pres[r])] if pres else s
         if critical.get("ph") is not None:
             job["ph"] = critical["ph"]
         profiled = next((x["profiled"] for x in steps.values() if x.get("profiled")), None)

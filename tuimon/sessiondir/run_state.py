@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuimon import events
-from tuimon.sessiondir.job_steps import JobSteps, Joined
+from tuimon.sessiondir.job_steps import Event, JobSteps, Joined
 
 QUEUED, RUNNING, DONE, STOPPED, FAILED = "queued", "running", "done", "stopped", "failed"
 NOT_RUN = "not run"  # ended before it started: a round not run, a queued run stopped
@@ -27,7 +27,7 @@ ENDED = (DONE, STOPPED, FAILED, NOT_RUN)
 PAUSED = "paused"
 
 
-def failure_text(e: dict) -> str:
+def failure_text(e: Event) -> str:
     """What a failed event says the run died of, in one line."""
     return e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
 
@@ -42,8 +42,8 @@ class RankState:
     turn: bool = False  # paused for the interleaved schedule's turn, not by the user
     compiling: bool = False  # from its compiling phase to the next phase it says (steps aside)
     compile_id: str | None = None
-    started: dict | None = None  # its run_started: host, local_rank, node_rank, pid, world_size, ...
-    end: dict | None = None  # its finished or failed event
+    started: Event | None = None  # its run_started: host, local_rank, node_rank, pid, world_size, ...
+    end: Event | None = None  # its finished or failed event
     steps: int = 0  # step events
     last_i: int = -1  # its last step's index, and that step's end (wall clock)
     last_t: float | None = None
@@ -83,14 +83,14 @@ class RunState:
     turn: bool = False  # paused for its turn (interleaved schedule)
     compiling: bool = False  # from a compiling phase to the next phase (a job: a live rank's)
     reason: str | None = None  # its finished event's
-    started: dict | None = None  # its run_started (a job's: its lowest rank's)
+    started: Event | None = None  # its run_started (a job's: its lowest rank's)
     started_t: float | None = None  # its first phase (a job: its first rank's start)
     ended_t: float | None = None  # its first finished, failed or exit
     wall_s: float | None = None  # its process's life (run_exited)
     steps: int = 0  # its last step's index + 1 (a job's: the steps joined)
     last_t: float | None = None  # its latest step's end
-    warnings: list[str] = field(default_factory=list)  # a job's ranks' too
-    failure: dict | None = None  # its failed event (a job: its own, at its end)
+    warnings: list[str | None] = field(default_factory=list)  # a job's ranks' too
+    failure: Event | None = None  # its failed event (a job: its own, at its end)
     error: str | None = None  # what it failed of (a job: its first failed rank, until its end)
     hung: float | None = None  # t of a hang warning (no step for --hang-timeout), until a later step
     hung_s: float | None = None  # stopped while hung: seconds from its last step to the stop
@@ -100,9 +100,10 @@ class RunState:
     compile_backward: bool = False
     compile_since: float | None = None
     profiling: bool = False  # a capture window is open
-    profiles: list[dict] = field(default_factory=list)  # captures done or failed (a job's: "rank")
+    profiles: list[Event] = field(default_factory=list)  # captures done or failed (a job's: "rank")
     turns: int = 0  # turns it waited for (the first included)
-    pauses: list[list] = field(default_factory=list)  # [paused at, resumed at or None], turns too
+    # Its pauses, turn waits too: [paused at, resumed at or None].
+    pauses: list[list[float | None]] = field(default_factory=list)
     ranks: dict[int, RankState] = field(default_factory=dict)
     job: JobSteps | None = None  # a torchrun job's steps, joined from its ranks'
 
@@ -168,11 +169,11 @@ class SessionState:
 
     def __init__(self, new_run: Callable[[str], RunState] = RunState, joined: Joined | None = None) -> None:
         self.runs: dict[str, RunState] = {}
-        self.warnings: list[str] = []  # session-wide
+        self.warnings: list[str | None] = []  # session-wide
         self.ended: str | None = None  # the session's status once it ended
         self._new_run, self._joined = new_run, joined
 
-    def add(self, e: dict) -> list[dict]:
+    def add(self, e: Event) -> list[Event]:
         kind = e["type"]
         run = e.get("run")
         if run is None:
@@ -209,7 +210,7 @@ class SessionState:
             self._news(r, e, kind, True)
         return []
 
-    def _session(self, e: dict, kind: str) -> list[dict]:
+    def _session(self, e: Event, kind: str) -> list[Event]:
         if kind == events.WARNING and e.get("text") not in self.warnings:
             self.warnings.append(e.get("text"))
         elif kind == events.SESSION_ENDED:
@@ -218,7 +219,7 @@ class SessionState:
             return [s for r in self.runs.values() if r.job for s in _joined(r, r.job.end())]
         return []
 
-    def _end(self, r: RunState, e: dict, kind: str) -> list[dict]:
+    def _end(self, r: RunState, e: Event, kind: str) -> list[Event]:
         t = e.get("t")
         if kind == events.FAILED:
             r.status, r.failure, r.error = FAILED, e, failure_text(e)
@@ -232,7 +233,7 @@ class SessionState:
         _ended(r, e)
         return _joined(r, r.job.end()) if r.job else []  # a job's end: its last steps
 
-    def _news(self, r: RunState, e: dict, kind: str, own: bool) -> None:
+    def _news(self, r: RunState, e: Event, kind: str, own: bool) -> None:
         """What a run, or any of its ranks, says for the whole run (``own``: the run itself or
         its lowest rank)."""
         if kind == events.WARNING:
@@ -249,14 +250,12 @@ class SessionState:
         elif kind == events.CONTROL and e.get("action") == "catch_up" and r.job:
             r.job.hold(e["first"], e["last"])
 
-    def _rank(self, r: RunState, e: dict, kind: str) -> list[dict]:
+    def _rank(self, r: RunState, e: Event, kind: str) -> list[Event]:
         """A rank's event: its own record, and what it says for the job (its lowest rank speaks
         for the job's device, notes and the compile under way)."""
         k = e["rank"]
-        rs = r.ranks.get(k)
-        if rs is None:
-            rs = r.ranks[k] = RankState(k)
-            r.job = r.job or JobSteps(r.run, self._joined)
+        rs = r.ranks.get(k) or r.ranks.setdefault(k, RankState(k))
+        job = r.job = r.job or JobSteps(r.run, self._joined)
         if r.status == QUEUED:
             r.status = RUNNING
         if kind == events.STEP:
@@ -265,7 +264,7 @@ class SessionState:
                 rs.loss = e["loss"]
             if rs.phase != PAUSED:
                 rs.phase = e.get("phase", rs.phase)
-            return _joined(r, r.job.step(k, e, rs.status != KILLED))
+            return _joined(r, job.step(k, e, rs.status != KILLED))
         lead, joined = k == min(r.ranks), []
         if kind == events.PHASE:
             rs.phase, rs.turn = e.get("phase", rs.phase), bool(e.get("turn"))
@@ -276,7 +275,7 @@ class SessionState:
                 _compile_news(r, e)
         elif kind == events.RUN_STARTED:
             rs.started = e
-            r.job.active.add(k)
+            job.active.add(k)
             if lead or r.started is None:
                 r.started = e
             r.started_t = r.started_t or e.get("t")
@@ -284,10 +283,10 @@ class SessionState:
             rs.end, rs.status = e, (FAILED if kind == events.FAILED
                                     else STOPPED if e.get("reason") == "stopped" else DONE)
             r.error = r.error or (f"rank {k}: {rs.error}" if rs.error else None)
-            joined = r.job.gone(k)
+            joined = job.gone(k)
         elif kind == events.RUN_EXITED and e.get("said") is False:
             rs.status = KILLED if rs.active else rs.status
-            joined = r.job.gone(k)
+            joined = job.gone(k)
         else:
             self._news(r, e, kind, lead)
             return []
@@ -295,7 +294,7 @@ class SessionState:
         return _joined(r, joined)
 
 
-def _step(r: RunState, e: dict) -> None:
+def _step(r: RunState, e: Event) -> None:
     r.steps = e["i"] + 1
     t = e.get("t")
     if t is not None:
@@ -307,17 +306,17 @@ def _step(r: RunState, e: dict) -> None:
         r.phase, r.turn = e.get("phase", r.phase), False
 
 
-def _joined(r: RunState, steps: list[dict]) -> list[dict]:
+def _joined(r: RunState, steps: list[Event]) -> list[Event]:
     for s in steps:
         _step(r, s)
     return steps
 
 
-def _identity(r: RunState, e: dict) -> None:
+def _identity(r: RunState, e: Event) -> None:
     r.mode, r.precision = e.get("mode") or r.mode, e.get("precision") or r.precision
 
 
-def _compile_news(r: RunState, e: dict) -> None:
+def _compile_news(r: RunState, e: Event) -> None:
     """The compile under way, as a phase or a compile phase says (a job's: its lowest rank's)."""
     t = e.get("t")
     if e["type"] == events.COMPILE_PHASE:
@@ -336,14 +335,14 @@ def _compile_news(r: RunState, e: dict) -> None:
     r.compile_backward = bool(e.get("backward"))
 
 
-def _ended(r: RunState, e: dict) -> None:
+def _ended(r: RunState, e: Event) -> None:
     """Its finished, failed or exit: its first is its end; a pause ends there."""
     if e.get("t") is not None and (r.ended_t is None or e["t"] < r.ended_t):
         r.ended_t = e["t"]
     _pause(r, e, False)
 
 
-def _pause(r: RunState, e: dict, paused: bool) -> None:
+def _pause(r: RunState, e: Event, paused: bool) -> None:
     """A run's pauses, turn waits too: opened by its paused phase, closed by its next phase or
     its end (a job's ranks' phases are theirs)."""
     open_ = bool(r.pauses) and r.pauses[-1][1] is None
