@@ -20,6 +20,7 @@ from tuimon.report import sections
 from tuimon.report.compile_text import VALIDATION, compile_line
 from tuimon.report.document import FINDING, NOTE, TEXT, TRIED, UNRELIABLE, WARNING, Section, named, plain
 from tuimon.report.table import top_ops_text
+from tuimon.sessiondir.run_state import SessionState
 from tuimon.variants import Variant
 
 
@@ -33,10 +34,9 @@ class HeadlessView:
         self.live = self.console.is_terminal
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
         self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
-        self._phase: dict[str, str] = {}  # the last phase per run, shown again after "profiling"
         self._said_compiling: set[str] = set()
-        self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
         self._lead: dict[str, int] = {}  # a torchrun job: the rank whose progress is shown
+        self.state = SessionState()  # what the events say of each run (sessiondir/run_state.py)
         self._progress = Progress(
             TextColumn("[bold]{task.description:<28}"),
             TextColumn("{task.fields[phase]:<10.28}"),
@@ -72,6 +72,7 @@ class HeadlessView:
     def __call__(self, batch: list[dict]) -> None:
         last_step: dict[str, dict] = {}
         for e in batch:
+            self.state.add(e)
             run = e.get("run")
             kind = e["type"]
             if e.get("rank") is not None and not self._lead_rank(run, e):
@@ -92,8 +93,6 @@ class HeadlessView:
                 continue
             if kind == events.STEP:
                 last_step[run] = e
-                if e["t"] > self._hung.get(run, float("inf")):  # steps sent at the stop are older
-                    del self._hung[run]
                 if is_measured(e):
                     self._recent[run].append(e["ms"])
             else:
@@ -161,7 +160,6 @@ class HeadlessView:
         label = self.labels[run]
         kind = e["type"]
         if kind == events.PHASE:
-            self._phase[run] = e["phase"]
             if e["phase"] == "building":
                 self._progress.start_task(task)
             self._progress.update(task, phase=e["phase"])
@@ -184,7 +182,7 @@ class HeadlessView:
         elif kind == events.FINISHED:
             stopped = e.get("reason") == "stopped"
             self._progress.update(task, phase="stopped" if stopped else "done")
-            if stopped and run in self._hung:
+            if stopped and self.state.runs[run].hung_s is not None:
                 self._say(f"{label}: stopped while hung", style="yellow")
                 return
             if e.get("seconds") is None:
@@ -193,8 +191,6 @@ class HeadlessView:
             extra = f", compile {fmt_s(e['compile_s'])}" if e.get("compile_s") else ""
             self._say(f"{label}: finished ({e.get('reason')}) in {fmt_s(e.get('seconds'))}{extra}")
         elif kind == events.WARNING:
-            if e.get("hung"):
-                self._hung[run] = e["t"]
             self._say(f"{label}: warning: {e.get('text')}", style="yellow")
         elif kind == events.COMPILE_PHASE:
             back = " backward" if e.get("backward") else ""
@@ -232,7 +228,7 @@ class HeadlessView:
         if state == "started":
             self._progress.update(self._tasks[run], phase="profiling")
             return
-        self._progress.update(self._tasks[run], phase=self._phase.get(run, ""))
+        self._progress.update(self._tasks[run], phase=self._phase(run, e))
         if state == "failed":
             if e.get("quiet"):  # the automatic capture nobody asked for: the summary's notes say it
                 return
@@ -245,6 +241,11 @@ class HeadlessView:
         trace = f"; trace {e['trace']}" if e.get("trace") else ""
         self._say(f"{label}: profile {e.get('capture')} ({span}{fmt_ms(e.get('step_ms'))}/step): "
                   f"{top_ops_text(e)}{syncs}{trace}")
+
+    def _phase(self, run: str, e: dict) -> str:
+        """The phase its row shows again after "profiling": the run's (a job's: its rank's)."""
+        r = self.state.runs[run]
+        return (r.ranks[e["rank"]].phase if e.get("rank") is not None else r.phase) or ""
 
     def _say(self, text: str, style: str | None = None) -> None:
         # On a terminal the progress rows tell the story; milestones print above them.

@@ -23,6 +23,7 @@ from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import Schedule
 from tuimon.probes import GpuProbe
 from tuimon.report.trust_text import load_words, row_notes, unreliable_text
+from tuimon.sessiondir.run_state import RunState
 from tuimon.settings import RunSettings
 from tuimon.variants import Variant
 
@@ -49,13 +50,14 @@ class Loop:
         self.schedule = Schedule(plan, self.table, self.handover)
 
     def add(self, run: str, started: float | None = None) -> Run:
-        r = self.table.runs[run] = self.table.live[run] = Run(run, Variant("eager", "fp32"))
+        r = self.table.runs[run] = self.table.live[run] = Run(run, Variant("eager", "fp32"),
+                                                              state=RunState(run))
         r.child = FakeChild(time.monotonic() if started is None else started)
         return r
 
     def may_start(self) -> bool:
         self.table.queue[:] = ["next"]  # a run waits to start
-        self.table.runs["next"] = Run("next", Variant("eager", "fp32"))
+        self.table.runs["next"] = Run("next", Variant("eager", "fp32"), state=RunState("next"))
         try:
             return bool(self.schedule.startable()[0])
         finally:
@@ -72,7 +74,7 @@ def test_the_turn_waits_for_a_build_an_end_and_an_exit_each_at_most_settle_s():
     loop.schedule.pass_turn()
     assert loop.schedule.holder == "a" and a.child.sent == ["resume"]
     assert not loop.may_start()  # a steps: nothing starts beside it
-    a.ended = True  # a said it finished; its process still runs
+    a.state.status = "done"  # a said it finished; its process still runs
     loop.schedule.pass_turn()
     assert loop.schedule.holder is None and b.child.sent == []
     del loop.table.live["a"]  # reaped, but a DataLoader worker of its group still runs

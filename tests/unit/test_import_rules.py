@@ -192,6 +192,20 @@ def test_analysis_reads_only_the_floor():
     assert wrong == []
 
 
+def test_one_reducer_stands_on_the_floor_and_every_reader_uses_it():
+    """sessiondir/run_state.py (with job_steps.py) is what the events say of each run, for both
+    houses: it imports events.py alone (no torch, no textual, nothing above the floor), and the
+    supervisor, the statistics, the TUI and headless mode read runs from it."""
+    graph = import_graph()
+    assert graph["tuimon.sessiondir.run_state"] == {"tuimon.events", "tuimon.sessiondir.job_steps"}
+    assert graph["tuimon.sessiondir.job_steps"] == {"tuimon.events"}
+    readers = ("tuimon.control.supervisor", "tuimon.control.runs", "tuimon.analysis.stats.collect",
+               "tuimon.ui.model", "tuimon.headless")
+    assert [m for m in readers if "tuimon.sessiondir.run_state" not in graph[m]] == []
+    loaded = modules_after("import tuimon.sessiondir.run_state")
+    assert not {"torch", "textual", "tuimon.analysis", "tuimon.control"} & loaded
+
+
 def test_analysis_never_starts_a_process_nor_opens_a_socket():
     """Pure functions of events: no process, thread, signal or socket module, no os.fork/kill/system."""
     forbidden = {"subprocess", "socket", "multiprocessing", "threading", "signal", "psutil", "asyncio",

@@ -64,11 +64,12 @@ def test_what_tuimon_sizes_by_is_the_cores_it_may_use(monkeypatch):
     from tuimon.control.runs import Run
     from tuimon.control.schedule import startable
     from tuimon.runner import fix_defaults
+    from tuimon.sessiondir.run_state import RunState
 
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     assert cores.usable() == 4 and fix_defaults.workers() == min(4, fix_defaults.MAX_WORKERS)
-    runs = {k: Run(k, None) for k in ("a", "b")}
+    runs = {k: Run(k, None, state=RunState(k)) for k in ("a", "b")}
     assert startable("parallel", ["a", "b"], {}, runs) == (["a", "b"], 2)  # 4 cores / 2 runs
 
 

@@ -24,6 +24,7 @@ from tuimon.control.job_child import JobChild
 from tuimon.report import export
 from tuimon.report.rank_text import divergence_line, rank_names
 from tuimon.sessiondir import merge
+from tuimon.sessiondir.run_state import SessionState
 from tuimon.settings import Program
 from tuimon.torchrun import TorchrunError, is_torchrun, parse
 
@@ -245,18 +246,28 @@ class Conn:
 
 
 def job(world=2, **kw):
-    child = JobChild("r", None, None, local_world=world, **{"turn_steps": None, "turn_cap": None,
-                                                            "turns": False, **kw})
+    state = SessionState()
+    state.add(events.make(events.RUN_QUEUED, "r", mode="eager", precision="script"))
+    child = JobChild("r", None, None, state=state.runs["r"], local_world=world,
+                     **{"turn_steps": None, "turn_cap": None, "turns": False, **kw})
+    child.said_to = state  # what the supervisor folds each recorded event into
     conns = {k: Conn() for k in range(world)}
     for k, c in conns.items():
         child.hello(k, c, {"pid": 10 + k, "local_world_size": world})
-        child.event(k, {"type": "run_started", "rank": k})
-        child.event(k, {"type": "step", "i": 99, "t": time.time(), "ms": 10.0, "phase": "steady"})
+        said(child, k, {"type": "run_started"})
+        said(child, k, {"type": "step", "i": 99, "t": time.time(), "ms": 10.0, "phase": "steady"})
     return child, conns
 
 
+def said(child, rank, e):
+    """A rank's event as the supervisor has it: recorded, folded into the run's state, then told."""
+    e = {"t": time.time(), **e, "run": "r", "rank": rank}
+    child.said_to.add(e)
+    child.event(rank, e)
+
+
 def paused(child, rank, at, turn=False):
-    child.event(rank, {"type": "phase", "phase": "paused", "at": at, "turn": turn})
+    said(child, rank, {"type": "phase", "phase": "paused", "at": at, "turn": turn})
 
 
 def test_a_pause_lands_on_the_same_step_of_every_rank_then_a_stop_there():
@@ -282,7 +293,7 @@ def test_the_users_pause_over_a_turn():
     assert all(c.lines == [] for c in conns.values())
     child.send("resume")  # its turn comes
     for k in conns:
-        child.event(k, {"type": "phase", "phase": "steady"})
+        said(child, k, {"type": "phase", "phase": "steady"})
     child.schedule("turn")  # the turn's end is under way ...
     target = child.target
     assert child.send("pause") and child.intent == "pause"  # ... and becomes the user's pause
@@ -298,7 +309,7 @@ def test_a_pause_called_off_before_it_landed():
     paused(child, 0, child.target)
     assert child.send("resume") and child.intent is None
     assert all(c.lines[-1] == "resume" for c in conns.values())
-    child.event(0, {"type": "phase", "phase": "steady"})
+    said(child, 0, {"type": "phase", "phase": "steady"})
     assert child.check(time.monotonic() + 5) == []  # nothing pending: no catch-up
 
 
@@ -330,7 +341,7 @@ def test_a_turn_sized_in_steps_ends_at_the_same_step_on_every_node():
     child.send("resume")
     assert all(c.lines == ["pause-at 500 turn", "resume"] for c in conns.values())
     for k in conns:
-        child.event(k, {"type": "phase", "phase": "steady"})
+        said(child, k, {"type": "phase", "phase": "steady"})
     assert child.send("pause")  # the user's pause, within the turn
     assert child.check(time.monotonic()) == []
     for k in conns:
@@ -339,7 +350,7 @@ def test_a_turn_sized_in_steps_ends_at_the_same_step_on_every_node():
     child.send("resume")  # the turn's end again: the pause took its place in the ranks
     assert conns[0].lines[-2:] == ["pause-at 500 turn", "resume"]
     for k in conns:
-        child.event(k, {"type": "phase", "phase": "steady"})
+        said(child, k, {"type": "phase", "phase": "steady"})
         paused(child, k, 500, turn=True)
     assert child.check(time.monotonic()) == [("settled", 500, "turn")]
 

@@ -86,7 +86,7 @@ class Commands:
         elif action == "resume" and r is not None and stopper.controllable(r) and r.pause_asked:
             self._control(run, action)
             r.pause_asked = not r.child.send("resume")
-        elif action == "dump" and r is not None and r.child is not None and not r.ended:
+        elif action == "dump" and r is not None and r.child is not None and not r.state.ended:
             self._control(run, action, log=str(self.log_path(run)))
             r.child.signal(signal.SIGUSR1)
         elif action == "profile" and r is not None and stopper.controllable(r):

@@ -26,16 +26,15 @@ def told(r: Run, rc: int, script: bool, log: Path) -> tuple[list[dict], str | No
     """(the events its exit adds, its new state or None, a failure to count or None) for ``r``
     whose process exited with ``rc``; ``script``: a script run; ``log``: its log."""
     if r.script_end is not None and rc == 0:  # it ended by itself, and well
-        r.ended = True
         return [r.script_end], DONE, None
-    if not r.ended and script and not r.stop_asked:
+    if not r.state.ended and script and not r.stop_asked:
         e = script_exit(r, rc, log)
         return [e], None, e
-    if r.ended and rc < 0 and rc != -signal.SIGINT and not r.stop_asked and not r.escalation:
+    if r.state.ended and rc < 0 and rc != -signal.SIGINT and not r.stop_asked and not r.escalation:
         text = (f"its process was killed by {failures.of_exit(rc)['signal']} as it exited, after "
                 "it had finished: the steps it measured are all here (the log holds its last lines)")
         return [events.make(events.WARNING, r.id, text=text)], None, None
-    if r.ended:
+    if r.state.ended:
         return [], None, None
     how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
     if r.stop_asked:  # asked to stop and killed (still building, or deaf): still a stop
@@ -53,7 +52,7 @@ def script_exit(r: Run, rc: int, log: Path) -> dict:
     how = f"was killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
     tail = log_tail(log)
     last = next((x.strip() for x in reversed(tail.splitlines()) if x.strip()), "")
-    stage = "step" if r.steps_seen else "build"
+    stage = "step" if r.state.stepped else "build"
     when = "before its first step" if stage == "build" else "while training"
     message = f"the script {how} {when}" + (f": {last}" if last else "")
     return events.make(events.FAILED, r.id, stage=stage, error="ScriptExit", message=message[:500],

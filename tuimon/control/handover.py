@@ -70,7 +70,7 @@ class Handover:
             else:
                 del self._exiting[run]
         for r in list(self.table.live.values()):
-            if r.ended:
+            if r.state.ended:
                 since = self._ended_at.setdefault(r.id, now)
                 what = "it is still ending after its last step"
             elif (self.plan.schedule == "interleave" and r.id not in self._ready and r.id != holder

@@ -19,8 +19,9 @@ furthest pause (or one step on, ``CATCH_UP_S`` later), and the steps in between 
 for a paused one measured the pause). No collective, store or GPU call is added anywhere: all of
 this is the supervisor's lines and the ranks' own step counts.
 
-Pure bookkeeping plus sends: the supervisor (control/job_runs.py) feeds it events on its loop thread
-and acts on what ``check`` returns.
+Pure bookkeeping plus sends: what each rank said is the supervisor's reading of the recorded
+events (sessiondir/run_state.py: ``state``); the supervisor (control/job_runs.py) tells it of each
+rank event on its loop thread, for the pauses it steers, and acts on what ``check`` returns.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import psutil
 from tuimon import events
 from tuimon.control.child import Child
 from tuimon.control.rank_hub import RankConn
+from tuimon.sessiondir.run_state import RankState, RunState
 
 LEAD_S = 0.3  # how far ahead a scheduled pause lands: ranks read their channel every 50 ms
 CATCH_UP_S = 1.0  # some ranks paused, the others silent this long (and 4 steps): they wait for them
@@ -44,37 +46,33 @@ DEFAULT_STEP_S = 0.05  # the step time assumed before any step was seen
 
 
 @dataclass
-class RankState:
+class RankLink:
+    """What the supervisor holds of one rank: its connection and the pause it steers (what the
+    rank said is its ``RankState``)."""
+
     rank: int
+    said: RankState  # what it said: its record in the job's state once it said anything
     conn: RankConn | None = None
-    pid: int | None = None
     hello: dict = field(default_factory=dict)
-    started: bool = False
-    ended: bool = False  # it said finished or failed
     gone: bool = False  # its connection closed
-    reason: str | None = None
-    finished: dict | None = None
-    failed: dict | None = None
-    last_i: int = -1  # index of its last step seen
-    last_t: float | None = None  # that step's end, wall clock
-    paused_at: int | None = None  # steps done when it paused
-    paused_turn: bool = False
-    compiling: bool = False
+    paused_at: int | None = None  # steps done when it paused (None again once told to resume)
 
     @property
     def live(self) -> bool:
-        return not (self.ended or self.gone)
+        return not (self.said.ended or self.gone)
 
 
 class JobChild(Child):
     """The agent process (``Child``) plus its ranks. ``send`` takes the commands a single runner
     takes (pause, resume, stop, profile) and turns them into lines every rank acts on alike."""
 
-    def __init__(self, run, proc, control_fd, *, local_world: int | None, turn_steps: int | None,
-                 turn_cap: int | None, turns: bool, steps: int | None = None) -> None:
+    def __init__(self, run, proc, control_fd, *, state: RunState, local_world: int | None,
+                 turn_steps: int | None, turn_cap: int | None, turns: bool,
+                 steps: int | None = None) -> None:
         super().__init__(run, proc, control_fd)
         self.steps = steps  # --steps: every rank stops there by itself (no turn ends at or past it)
-        self.ranks: dict[int, RankState] = {}
+        self.state = state  # what the job's recorded events say, its ranks' included
+        self.ranks: dict[int, RankLink] = {}
         self.local_world = local_world  # ranks expected on this node (None: from their hello)
         self.turn_steps, self.turn_cap = turn_steps, turn_cap
         # What the job is heading for: None (stepping), "pause", "turn" or "stop"; the start
@@ -91,12 +89,14 @@ class JobChild(Child):
         self.from_turn = False  # paused by the user while it waited for its turn
 
     # ---- ranks -------------------------------------------------------------------------------
-    def rank(self, rank: int) -> RankState:
-        if rank not in self.ranks:
-            self.ranks[rank] = RankState(rank)
-        return self.ranks[rank]
+    def rank(self, rank: int) -> RankLink:
+        link = self.ranks.get(rank)
+        if link is None:
+            link = self.ranks[rank] = RankLink(rank, RankState(rank))
+        link.said = self.state.ranks.get(rank, link.said)
+        return link
 
-    def live_ranks(self) -> list[RankState]:
+    def live_ranks(self) -> list[RankLink]:
         return [rs for rs in self.ranks.values() if rs.live]
 
     def expected(self) -> int:
@@ -105,7 +105,7 @@ class JobChild(Child):
 
     def hello(self, rank: int, conn: RankConn, hello: dict) -> None:
         rs = self.rank(rank)
-        rs.conn, rs.pid, rs.hello = conn, hello.get("pid"), hello
+        rs.conn, rs.hello = conn, hello
         if self.local_world is None and hello.get("local_world_size"):
             self.local_world = int(hello["local_world_size"])
         if self.intent is not None and self.target:  # a pause under way: this rank's too
@@ -113,45 +113,34 @@ class JobChild(Child):
 
     def rank_pids(self) -> dict[int, int]:
         """The pids of the ranks still connected (one that said it ended may still be exiting)."""
-        return {r: rs.pid for r, rs in sorted(list(self.ranks.items())) if not rs.gone and rs.pid}
+        return {r: rs.hello["pid"] for r, rs in sorted(list(self.ranks.items()))
+                if not rs.gone and rs.hello.get("pid")}
 
     def groups(self) -> list[int]:
         """torchrun's process group and each rank's own (torchrun starts every worker in its own
         session): a job has exited once none of them holds a process."""
-        return [self.proc.pid, *sorted({rs.pid for rs in self.ranks.values() if rs.pid})]
+        return [self.proc.pid, *sorted({rs.hello["pid"] for rs in self.ranks.values()
+                                        if rs.hello.get("pid")})]
 
     # ---- what the ranks say ----------------------------------------------------------------------
     def event(self, rank: int, e: dict) -> None:
+        """A rank's event, once recorded (and folded into ``state``): the pause it steers, and the
+        job's step time, for how far ahead a pause lands."""
         rs, kind = self.rank(rank), e["type"]
         if kind == events.STEP:
-            rs.last_i, rs.last_t = e["i"], e.get("t")
             if not e.get("compile_ms") and e.get("phase") == "steady":
                 ms = e.get("ms") or 0.0
                 self.ms_ema = ms if self.ms_ema is None else 0.8 * self.ms_ema + 0.2 * ms
-        elif kind == events.RUN_STARTED:
-            rs.started = True
         elif kind == events.PHASE:
-            rs.compiling = e.get("phase") == "compiling"
             if e.get("phase") == "paused":
-                rs.paused_at = e.get("at", rs.last_i + 1)
-                rs.paused_turn = bool(e.get("turn"))
+                rs.paused_at = e.get("at", rs.said.last_i + 1)
                 if self.first_paused is None:
                     self.first_paused = time.monotonic()
             else:
                 rs.paused_at = None
-        elif kind in (events.FINISHED, events.FAILED):
-            rs.ended, rs.reason = True, e.get("reason")
-            if kind == events.FAILED:
-                rs.failed = e
-            else:
-                rs.finished = e
 
     def gone(self, rank: int) -> None:
         self.rank(rank).gone = True
-
-    @property
-    def compiling(self) -> bool:
-        return any(rs.compiling for rs in self.live_ranks())
 
     # ---- commands ------------------------------------------------------------------------------
     def send(self, command: str) -> bool:
@@ -222,7 +211,7 @@ class JobChild(Child):
         if not paused:
             return []
         if self.intent is None:  # a turn's end sent at its start (turns sized in steps)
-            if self.turn_target is None or not all(rs.paused_turn for rs in paused):
+            if self.turn_target is None or not all(rs.said.turn for rs in paused):
                 return []
             self.intent, self.target = "turn", self.turn_target
         ats = sorted({rs.paused_at for rs in paused})
@@ -238,12 +227,12 @@ class JobChild(Child):
         silent = [rs for rs in live if rs.paused_at is None]
         step_s = (self.ms_ema or DEFAULT_STEP_S * 1000) / 1000.0
         if (self.target and self.first_paused is not None and len(live) >= self.expected()
-                and all(rs.started and not rs.compiling for rs in silent)
+                and all(rs.said.started and not rs.said.compiling for rs in silent)
                 and now - self.first_paused >= max(CATCH_UP_S, 4 * step_s)):
             return self._catch_up(paused, ats[-1], ats[-1] + 1)
         return []
 
-    def _catch_up(self, behind: list[RankState], first: int, last: int) -> list[tuple]:
+    def _catch_up(self, behind: list[RankLink], first: int, last: int) -> list[tuple]:
         turn = self.intent == "turn"
         for rs in behind:
             rs.paused_at = None
@@ -263,8 +252,8 @@ class JobChild(Child):
         """Steps done by every rank a little (LEAD_S) from now: the furthest step reported,
         plus the steps that fit in the time since it ended and the lead."""
         live = self.live_ranks() or list(self.ranks.values())
-        last = max((rs.last_i for rs in live), default=-1)
-        ends = [rs.last_t for rs in live if rs.last_t is not None and rs.last_i == last]
+        last = max((rs.said.last_i for rs in live), default=-1)
+        ends = [rs.said.last_t for rs in live if rs.said.last_t is not None and rs.said.last_i == last]
         behind = max(0.0, time.time() - max(ends)) if ends else 0.0
         step_s = max((self.ms_ema or DEFAULT_STEP_S * 1000) / 1000.0, 1e-4)
         return last + 1 + math.ceil((behind + LEAD_S) / step_s) + 1
@@ -273,7 +262,7 @@ class JobChild(Child):
         """Seconds until a scheduled pause lands, with room for a catch-up (stop deadlines)."""
         if self.target is None:
             return 0.0
-        last = max((rs.last_i for rs in self.live_ranks()), default=-1)
+        last = max((rs.said.last_i for rs in self.live_ranks()), default=-1)
         step_s = (self.ms_ema or DEFAULT_STEP_S * 1000) / 1000.0
         return max(0, self.target - last) * step_s + LEAD_S + CATCH_UP_S
 
@@ -311,7 +300,7 @@ class JobChild(Child):
     # ---- words -----------------------------------------------------------------------------------
     def hang_text(self) -> str:
         """Which rank the others wait for: the one whose last step is the furthest behind."""
-        live = [rs for rs in self.live_ranks() if rs.started]
+        live = [rs.said for rs in self.live_ranks() if rs.said.started]
         if len(live) < 2:
             return ""
         lowest = min(rs.last_i for rs in live)

@@ -88,7 +88,7 @@ class Jobs:
         if interleave and not plan.turn_steps and steps:
             cap = max(1, -(-steps // 4))  # as runner/turns.py: 4 turns at least
         return JobChild.spawn(
-            settings, job=job, local_world=local_world,
+            settings, job=job, state=r.state, local_world=local_world,
             turn_steps=plan.turn_steps if interleave else None, turn_cap=cap, turns=interleave,
             steps=steps, **spawn)
 
@@ -119,36 +119,28 @@ class Jobs:
             batch = rest[0]
             for e in batch:
                 e["run"], e["rank"] = run, rank  # the supervisor decides who said it
-            self.record(batch)
-            for e in batch:
-                job.event(rank, e)
-                self._note_rank(r, job, e)
+            self.record(batch)  # each one noted (``note``) once folded into the run's state
         elif kind == "eof":
             rs = job.rank(rank)
             job.gone(rank)
-            if not rs.ended:  # torchrun ended it (another rank failed), or it died
+            if not rs.said.ended:  # torchrun ended it (another rank failed), or it died
                 self.record([events.make(events.RUN_EXITED, run, rank=rank, said=False)])
-            elif all(x.ended and x.gone for x in job.ranks.values()) and len(job.ranks) >= job.expected():
+            elif (all(x.said.ended and x.gone for x in job.ranks.values())
+                  and len(job.ranks) >= job.expected()):
                 self._jobs[run].ranks_done_at = time.monotonic()  # every rank ended, gone
         self._check_job(r, job)
 
-    def _note_rank(self, r: Run, job: JobChild, e: dict) -> None:
+    def note(self, r: Run, e: dict) -> None:
+        """A rank's event, recorded and folded into the run's state (the supervisor keeps its
+        clocks): what it changes in the job's pauses, its state and its stop."""
+        job = r.child
+        if not isinstance(job, JobChild):
+            return
+        job.event(e["rank"], e)
         kind, now = e["type"], time.monotonic()
-        if kind == events.STEP:
-            r.last_step, r.hung_said, r.steps_seen = now, False, True
-        elif kind == events.RUN_STARTED and not r.stepping:
-            r.stepping, r.last_step = True, now
-            r.stepping_since = now
-        elif kind == events.PHASE:
-            compiling = job.compiling
-            if compiling != r.compiling:
-                r.compiling = compiling
-                r.last_step = r.stepping_since = now
-                if not compiling and job.turn_clock is not None:
-                    job.turn_clock = now  # a compile is not a turn
-            if e.get("phase") != "paused" and self.table.state(r.id) == PAUSED:
-                self.table.set_state(r.id, RUNNING)  # resumed
-                r.last_step = r.stepping_since = now
+        if kind == events.PHASE and e.get("phase") != "paused" and self.table.state(r.id) == PAUSED:
+            self.table.set_state(r.id, RUNNING)  # resumed
+            r.last_step = r.stepping_since = now
         elif kind == events.FINISHED and r.deadline is not None and not job.live_ranks():
             # Every rank said it stopped: torchrun and its workers take a while to exit (a
             # process group to destroy, compile workers to join); no SIGINT meanwhile.
@@ -158,7 +150,7 @@ class Jobs:
 
     def _check_job(self, r: Run, job: JobChild) -> None:
         state = self.table.state(r.id)
-        if job.settled is not None and not r.ended:  # a pause or resume over a turn's wait
+        if job.settled is not None and not r.state.ended:  # a pause or resume over a turn's wait
             if job.intent == "pause" and state != PAUSED:
                 self.table.set_state(r.id, PAUSED)
                 r.waiting_turn = False
@@ -182,16 +174,16 @@ class Jobs:
         plan = self.plan
         for r in list(self.table.live.values()):
             job = r.child
-            if not isinstance(job, JobChild) or r.ended:
+            if not isinstance(job, JobChild) or r.state.ended:
                 continue
             mine = self._jobs[r.id]
-            stepping = (r.stepping and not r.waiting_turn and job.settled is None
+            stepping = (r.state.started and not r.waiting_turn and job.settled is None
                         and self.table.state(r.id) != PAUSED
                         and (plan.schedule != "interleave" or self.schedule.holder == r.id))
             if stepping:
                 mine.active_s += dt
             if (stepping and plan.schedule == "interleave" and not plan.turn_steps
-                    and job.intent is None and not job.compiling and job.turn_clock is not None
+                    and job.intent is None and not r.state.compiling and job.turn_clock is not None
                     and now - job.turn_clock >= plan.turn_s):
                 job.schedule("turn")
             duration = self._length(r)[1]
@@ -236,7 +228,8 @@ class Jobs:
         """torchrun has exited: the job's own finished or failed event (no rank)."""
         job: JobChild = r.child
         ranks = job.ranks
-        failures = sorted((rs.failed for rs in ranks.values() if rs.failed), key=lambda e: e["t"])
+        said = [rs.said for rs in ranks.values()]
+        failures = sorted((rs.end for rs in said if rs.end and rs.status == "failed"), key=lambda e: e["t"])
         tail = log_tail(self._log_path(r.id), 25)
         if failures:
             first = failures[0]
@@ -247,32 +240,31 @@ class Jobs:
             fields["what"] = f"rank {first['rank']}: {what}"
             return self._job_failed(r, failed_rank=first["rank"], ranks_fate=others, returncode=rc,
                                     **fields)
-        if not any(rs.started for rs in ranks.values()) and rc != 0 and not r.stop_asked:
+        if not any(rs.started for rs in said) and rc != 0 and not r.stop_asked:
             last = next((x.strip() for x in reversed(tail.splitlines()) if x.strip()), "")
             return self._job_failed(
                 r, stage="build", error="ScriptExit", returncode=rc, traceback=tail, kind="exit",
                 message=(f"torchrun exited with code {rc} before any rank started"
                          + (f": {last}" if last else ""))[:500])
-        silent = [rs.rank for rs in ranks.values() if not rs.ended]
+        silent = [rs.rank for rs in said if not rs.ended]
         if rc != 0 and not r.stop_asked and (silent or not ranks):
             rank, code = _root_cause(tail)
             who = f"rank {rank}" if rank is not None else "a rank"
             how = f"exited with code {code}" if code is not None else f"torchrun exited with code {rc}"
             return self._job_failed(
-                r, stage="crash" if r.steps_seen else "build", error="RankExited", returncode=rc,
+                r, stage="crash" if r.state.stepped else "build", error="RankExited", returncode=rc,
                 kind="exit", traceback=tail, failed_rank=rank, ranks_fate=_fate(ranks, rank),
                 message=f"{who} {how} without a result", what=f"{who} {how} without a result")
-        reasons = [rs.reason for rs in ranks.values() if rs.reason]
+        reasons = [rs.end["reason"] for rs in said if rs.end and rs.end.get("reason")]
         reason = "stopped" if r.stop_asked or "stopped" in reasons else (
             max(set(reasons), key=reasons.count) if reasons else "stopped")
         if reason == events.SCRIPT_ENDED and rc != 0:
             reason = "stopped"
-        r.ended = True
         self.table.set_state(r.id, STOPPED if reason == "stopped" else DONE)
-        said = [rs.finished for rs in ranks.values() if rs.finished]
-        figures = {k: max(e[k] for e in said if e.get(k) is not None)
+        ends = [rs.end for rs in said if rs.end and rs.status != "failed"]
+        figures = {k: max(e[k] for e in ends if e.get(k) is not None)
                    for k in ("seconds", "paused_s", "compiles", "compile_s")
-                   if any(e.get(k) is not None for e in said)}
+                   if any(e.get(k) is not None for e in ends)}
         out = [events.make(events.FINISHED, r.id, reason=reason, returncode=rc, ranks=len(ranks),
                            ranks_fate=_fate(ranks, None), **figures)]
         if rc != 0 and not r.stop_asked and (text := _bad_exit(tail)):
@@ -280,7 +272,6 @@ class Jobs:
         return out
 
     def _job_failed(self, r: Run, **fields) -> list[dict]:
-        r.ended = True
         e = events.make(events.FAILED, r.id, **fields)
         self.failed(r, e)
         return [e]
@@ -304,14 +295,15 @@ def _bad_exit(tail: str) -> str | None:
 def _fate(ranks: dict, failed: int | None) -> str:
     """What became of the ranks other than ``failed``, in one line."""
     groups: dict[str, list[int]] = {}
-    for rs in sorted(ranks.values(), key=lambda rs: rs.rank):
+    for rs in sorted((link.said for link in ranks.values()), key=lambda rs: rs.rank):
         if rs.rank == failed:
             continue
-        if rs.failed:
-            error = f"{rs.failed.get('error')}: {rs.failed.get('message') or ''}"
+        if rs.status == "failed" and rs.end:
+            error = f"{rs.end.get('error')}: {rs.end.get('message') or ''}"
             what = f"failed after it ({error[:80].rstrip()})" if failed is not None else "failed"
         elif rs.ended:
-            what = f"ended ({rs.reason})" if rs.reason else "ended"
+            reason = rs.end.get("reason") if rs.end else None
+            what = f"ended ({reason})" if reason else "ended"
         else:
             what = "ended by torchrun" if failed is not None else "ended without a word"
         groups.setdefault(what, []).append(rs.rank)

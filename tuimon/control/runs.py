@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuimon.control.child import Child
+from tuimon.sessiondir.run_state import RunState
 from tuimon.settings import TURN_S, Program, RunSettings
 from tuimon.variants import Variant
 
@@ -74,7 +75,8 @@ class Plan:
 
 @dataclass
 class Run:
-    """The loop thread's record of one run."""
+    """The loop thread's record of one run: what it runs, its process, what was asked of it and
+    its clocks. What its recorded events say is ``state`` (sessiondir/run_state.py)."""
 
     id: str
     variant: Variant
@@ -82,8 +84,6 @@ class Run:
     after: str | None = None  # a restart starts only once the run it replaces has exited
     replicate: int | None = None  # --repeats: its round; a round starts once the one before ended
     child: Child | None = None
-    stepping: bool = False  # run_started seen: the runner reads control lines from now on
-    ended: bool = False  # its finished or failed event seen
     pause_asked: bool = False
     stop_asked: bool = False
     escalation: int = 0  # 1: SIGINT sent, 2: SIGKILL sent
@@ -92,11 +92,10 @@ class Run:
     # Hang watch: time.monotonic() of its last step, or of the news that it may step from now on
     # (started, a compile ended, resumed); None until it starts. Compiling does not count.
     last_step: float | None = None
-    compiling: bool = False
     stepping_since: float | None = None  # since when it may step without a break (the sampler)
     hung_said: bool = False
-    steps_seen: bool = False
     script_end: dict | None = None  # a script's finished event, held until its exit code is known
+    state: RunState = field(kw_only=True)
 
 
 class RunTable:

@@ -77,7 +77,7 @@ class Schedule:
         if not self.interleave:
             return
         live = self.table.live
-        if self._holder is not None and (self._holder not in live or live[self._holder].ended):
+        if self._holder is not None and (self._holder not in live or live[self._holder].state.ended):
             self._holder = None
         if self._holder is not None:
             return
@@ -85,7 +85,7 @@ class Schedule:
         for run, r in live.items():
             if r.waiting_turn:
                 self.handover.ready(run)  # no longer starting
-                if not r.ended and self.table.state(run) != PAUSED:
+                if not r.state.ended and self.table.state(run) != PAUSED:
                     waiting.append(run)
         if not waiting or self.handover.unsettled(self._holder):
             return
@@ -105,7 +105,7 @@ class Schedule:
         holding the turn steps."""
         if since is None:
             return set()
-        runs = {run for run, r in list(self.table.live.items()) if r.stepping and not r.compiling
+        runs = {run for run, r in list(self.table.live.items()) if r.state.started and not r.state.compiling
                 and not r.waiting_turn and self.table.state(run) != PAUSED
                 and r.stepping_since is not None and r.stepping_since <= since}
         return runs & {self._holder} if self.interleave else runs

@@ -41,7 +41,7 @@ class Stopper:
         return r.id in self.table.queue or self.controllable(r)
 
     def controllable(self, r: Run) -> bool:
-        return r.id in self.table.live and not (r.ended or r.stop_asked)
+        return r.id in self.table.live and not (r.state.ended or r.stop_asked)
 
     def stop(self, r: Run) -> None:
         if r.id in self.table.queue:
@@ -52,7 +52,7 @@ class Stopper:
         if not self.controllable(r):
             return
         r.stop_asked = True
-        if r.stepping:
+        if r.state.started:
             r.child.send("stop")
             r.deadline = time.monotonic() + self.plan.stop_line_s + r.child.lead_time()
         else:  # still building: nothing to save, and a SIGINT there is not safe (see the top)
@@ -104,8 +104,8 @@ class Stopper:
     def _watch_hang(self, r: Run, now: float) -> None:
         """Say once when a started run sends no step for ``hang_s`` (compiling, paused or waiting
         for its turn does not count): it may be stuck; `dump` shows where."""
-        if (self.plan.hang_s is None or r.last_step is None or r.hung_said or r.ended or r.compiling
-                or self.table.state(r.id) == PAUSED or r.waiting_turn):
+        if (self.plan.hang_s is None or r.last_step is None or r.hung_said or r.state.ended
+                or r.state.compiling or self.table.state(r.id) == PAUSED or r.waiting_turn):
             return
         if now - r.last_step >= self.plan.hang_s:
             r.hung_said = True

@@ -7,7 +7,9 @@ holds the turn), the ``Handover`` (handover.py: no turn or start beside another 
 end or exit), the ``Stopper`` (stopping.py: stop lines, signals, the hang watch, the budget),
 ``Jobs`` (job_runs.py: torchrun jobs and their ranks), ``Commands`` (commands.py: the control
 methods and how the loop applies them) and the ``Recorder`` (recorder.py: the store and the
-sink). This one is the loop: children started with their settings, events, exits.
+sink). This one is the loop: children started with their settings, events, exits. What the
+recorded events say of each run is the one reducer's (sessiondir/run_state.py, a run's
+``state``): the loop keeps only its processes and its clocks beside it.
 
 Threads. ``run()`` is the loop thread: the only one that writes the store, calls the sink,
 or starts, signals and reaps children. Each child's reader thread (control/child.py) and the
@@ -62,6 +64,7 @@ from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import Schedule
 from tuimon.control.stopping import TICK, Stopper, interrupt
 from tuimon.control.warm import initial_rounds, warm_starts
+from tuimon.sessiondir.run_state import SessionState
 from tuimon.sessiondir.store import SessionStore
 from tuimon.settings import Turns
 from tuimon.variants import Variant
@@ -81,7 +84,8 @@ class Supervisor:
         self.interrupted = False
         self._inbox: queue.Queue = queue.Queue()
         self._table = RunTable()
-        self._recorder = Recorder(store, lambda batch: self.sink(batch), self._store_failed)
+        self._state = SessionState()  # what the recorded events say of each run
+        self._recorder = Recorder(store, lambda batch: self.sink(batch), self._store_failed, self._fold)
         record = self._record = self._recorder.record
         self._stopper = Stopper(plan, self._table, record)
         self._handover = Handover(plan, self._table, record, self._stopper.stop)
@@ -314,22 +318,35 @@ class Supervisor:
         if self.plan.program.is_script:
             batch = exits.hold_script_end(self._table.runs[run], batch)
         self._record(batch)
-        for e in batch:
-            self._note(self._table.runs[run], e)
+
+    def _fold(self, e: dict) -> None:
+        """Each recorded event, into the runs' state (the loop thread), then what it changes
+        here: the hang watch's clocks, the run's state in the table, failures."""
+        r = self._table.runs.get(e.get("run"))
+        compiling = r is not None and r.state.compiling
+        self._state.add(e)
+        if r is None:
+            return
+        kind, now = e["type"], time.monotonic()
+        if r.state.compiling != compiling:  # a compile began or ended: the clocks start again
+            r.last_step = r.stepping_since = now
+            if not compiling and isinstance(r.child, JobChild) and r.child.turn_clock is not None:
+                r.child.turn_clock = now  # a compile is not a turn
+        if kind == events.STEP:
+            r.last_step, r.hung_said = now, False
+        elif kind == events.RUN_STARTED and sum(bool(rs.started) for rs in r.state.ranks.values()) < 2:
+            # The clock starts now (a job: at its first rank's start), not at the first step:
+            # steps are sent 4 times a second, so a run that hangs right after fast steps may
+            # never have sent one.
+            r.last_step = r.stepping_since = now
+        if e.get("rank") is not None:
+            self._jobs.note(r, e)
+        else:
+            self._note(r, e)
 
     def _note(self, r: Run, e: dict) -> None:
         kind, table = e["type"], self._table
-        if kind == events.STEP:
-            r.last_step, r.hung_said, r.steps_seen = time.monotonic(), False, True
-        elif kind == events.RUN_STARTED:
-            # The clock starts now, not at the first step: steps are sent 4 times a second, so a
-            # run that hangs right after fast steps may never have sent one.
-            r.stepping, r.last_step = True, time.monotonic()
-            r.stepping_since = r.last_step
-        elif kind == events.PHASE:
-            if r.compiling or e.get("phase") == "compiling":
-                r.compiling = e.get("phase") == "compiling"
-                r.last_step = r.stepping_since = time.monotonic()
+        if kind == events.PHASE:
             if e.get("phase") == "paused" and e.get("turn"):
                 r.waiting_turn = True  # its turn is over (or it is ready for its first)
                 self._schedule.over(r.id)
@@ -341,10 +358,8 @@ class Supervisor:
         elif kind == events.WARNING and e.get("children"):
             self._handover.children(r, e)  # its training runs in child processes
         elif kind == events.FINISHED:
-            r.ended = True
             table.set_state(r.id, STOPPED if e.get("reason") == "stopped" else DONE)
         elif kind == events.FAILED:
-            r.ended = True
             if self.plan.answer.get("sweep") and failures.build_oom(e):
                 table.set_state(r.id, FAILED)  # tuimon sweep: too big for this machine, skipped
                 return
@@ -365,9 +380,9 @@ class Supervisor:
         rc = r.child.reap()
         self._handover.exited(r)
         seconds = round(time.monotonic() - r.child.started, 3)
-        kept = self._warm.finish(run, r.steps_seen)  # a variant's first run keeps its cache
+        kept = self._warm.finish(run, r.state.stepped)  # a variant's first run keeps its cache
         if isinstance(r.child, JobChild):
-            batch = self._jobs.end(r, rc) if not r.ended else []
+            batch = self._jobs.end(r, rc) if not r.state.ended else []
         else:  # what its exit says that its events did not (control/exits.py)
             told, state, failure = exits.told(r, rc, self.plan.program.is_script,
                                               self.store.log_path(run))
@@ -384,15 +399,16 @@ class Supervisor:
     # ---- helpers -------------------------------------------------------------------------
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
                  after: str | None = None, first: bool = False, replicate: int | None = None) -> None:
-        table = self._table
-        table.runs[run] = Run(run, variant, replaces, after, replicate=replicate)
-        table.queue.insert(0 if first else len(table.queue), run)
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
             fields.update(replicate=replicate, repeats=self.plan.repeats if self.plan.repeats > 1
                           else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
         fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
+        # Its record, beside what its run_queued began to say of it (the state).
+        self._table.runs[run] = Run(run, variant, replaces, after, replicate=replicate,
+                                    state=self._state.runs[run])
+        self._table.queue.insert(0 if first else len(self._table.queue), run)
 
     def _store_failed(self, message: str) -> None:
         """The store cannot be written: stop every run the normal way, start nothing more."""

@@ -1,8 +1,10 @@
 """What the TUI shows, folded from events; no Textual here, so it is tested without a screen.
 
-Statistics come from ``stats.Collector`` (bounded: recent steps only), never recomputed here;
-this module adds what only a live view needs: each run's state and elapsed time, its chart
-history (ui/history.py), the latest probe sample, and which run each panel shows.
+What the events say of each run comes from the one reducer (sessiondir/run_state.py), and the
+statistics from ``stats.Collector`` (bounded: recent steps only), which folds both; never
+recomputed here. This module adds what only a live view needs: each run's chart history
+(ui/history.py), its compile pane's events, the latest probe sample, and which run each panel
+shows.
 """
 
 from __future__ import annotations
@@ -15,47 +17,35 @@ from dataclasses import dataclass, field
 
 from tuimon import events
 from tuimon.analysis import Collector, RunStats, SessionSummary
+from tuimon.sessiondir.run_state import RunState
 from tuimon.ui.history import RunHistory
-from tuimon.ui.rank_model import RankLive, job_state, rank_event, rank_samples
 from tuimon.variants import Variant
 
 COMPILES = 200  # compile / recompile events kept per run for the compile pane
+RANK_SERIES = 120  # points per rank: a rank row's plot is a few dozen columns wide
+# A job's lowest rank speaks for the job in its charts and compile pane with these.
+LEAD = (events.PHASE, events.COMPILE_PHASE, events.COMPILE, events.RECOMPILE)
 
 
-@dataclass
-class RunLive:
-    run: str
-    mode: str
-    precision: str
-    state: str = "queued"  # queued, building, compiling, warmup, steady, paused, done, stopped, failed
-    device: str | None = None
-    started_t: float | None = None  # wall clock of run_started / first phase
-    ended_t: float | None = None
-    last_t: float | None = None
-    steps: int = 0
-    compile_id: str | None = None
+@dataclass(eq=False)
+class RunLive(RunState):
+    """A run as its events say (RunState), and what the panels add: its charts, its compile
+    pane's events, its latest probe figures (a torchrun job's: each rank's too)."""
+
     history: RunHistory = field(default_factory=RunHistory)  # what the charts draw
     sample: dict | None = None  # this run's part of the latest probe sample
     devices: list[dict] = field(default_factory=list)  # the GPUs it uses, latest sample
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    hung: float | None = None  # t of a hang warning (no step for --hang-timeout), until a later step
-    notes: list[str] = field(default_factory=list)
-    # While compiling: what torch is doing now, and since when this compile id started.
-    compile_phase: str | None = None
-    compile_backward: bool = False
-    compile_since: float | None = None
     compiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # compile events
     recompiles: deque = field(default_factory=lambda: deque(maxlen=COMPILES))  # recompile events
-    profiles: list[dict] = field(default_factory=list)  # profile events, done or failed
-    profiling: bool = False  # a capture window is open
-    replicate: int | None = None  # --repeats: its round, and how many there are
-    repeats: int | None = None
-    # A torchrun job (ui/rank_model.py): its ranks; its plots show the job's steps (the slowest
-    # rank's), its state comes from the ranks until the job's own end.
-    ranks: dict[int, RankLive] = field(default_factory=dict)
-    world_size: int | None = None
-    axes: dict[str, str] = field(default_factory=dict)  # its --set axis values
+    # A job's ranks: recent steady step times (a rank's plot until its own times are in) and
+    # their own probe figures (cpu_percent, rss, gpus, sm_util, gpu_mem).
+    rank_ms: dict[int, deque] = field(default_factory=dict)
+    rank_samples: dict[int, dict] = field(default_factory=dict)
+
+    @property
+    def device(self) -> str | None:
+        said = self.started or {}
+        return said.get("device_name") or said.get("device")
 
     @property
     def variant(self) -> Variant:
@@ -66,10 +56,6 @@ class RunLive:
         rounds = f" #{self.replicate}/{self.repeats}" if self.replicate else ""
         return f"{self.variant.label}{rounds}"
 
-    @property
-    def active(self) -> bool:
-        return self.state not in ("done", "stopped", "failed")
-
     def elapsed(self, now: float | None = None) -> float | None:
         if self.started_t is None:
             return None
@@ -79,14 +65,13 @@ class RunLive:
 
 class SessionModel:
     def __init__(self, keep_steps: int = 4096, keep_samples: int = 600) -> None:
-        self.collector = Collector(keep_steps=keep_steps, keep_samples=keep_samples)
-        self.runs: dict[str, RunLive] = {}
+        self.collector = Collector(keep_steps=keep_steps, keep_samples=keep_samples, new_run=RunLive)
+        self.runs: dict[str, RunLive] = self.collector.state.runs  # type: ignore[assignment]
         self.panels: list[str] = []  # run shown by each panel, left to right
+        self._seen: set[str] = set()  # runs given a panel (or kept off screen) once
         self._offscreen: set[str] = set()  # --repeats: queued runs of later rounds
         self.system: dict | None = None
         self.gpu_note: str | None = None
-        self.session_warnings: list[str] = []
-        self.ended: str | None = None  # session status once it ended
         self.events_seen = 0
         self.latest_t = 0.0  # the latest time any event carried: the charts' "now"
         self._summary: SessionSummary | None = None
@@ -94,6 +79,11 @@ class SessionModel:
         self._summary_at = 0.0  # when (monotonic), and what it cost (s)
         self.summary_cost = 0.0
         self._worker: threading.Thread | None = None  # the summary being computed (refresh_summary)
+
+    @property
+    def ended(self) -> str | None:
+        """The session's status once it ended."""
+        return self.collector.state.ended
 
     # ---- folding -------------------------------------------------------------------------
     def add_all(self, batch: list[dict]) -> None:
@@ -105,32 +95,21 @@ class SessionModel:
         self._stale = True
         if (t := e.get("t")) is not None and t > self.latest_t:
             self.latest_t = t
-        joined = self.collector.add(e)
+        steps = self.collector.add(e)  # the run state, the statistics
         kind = e["type"]
         if kind == events.SAMPLE:
             self._sample(e)
             return
-        if kind == events.PROBE_INFO:
-            if e.get("gpu_available") is False:
-                self.gpu_note = f"GPU: n/a ({e.get('reason')})"
-            return
-        if kind == events.SESSION_ENDED:
-            self.ended = e.get("status")
-            for s in joined or []:  # a job's last steps, joined as the session ended
-                if s["run"] in self.runs:
-                    self._apply(self.runs[s["run"]], s)
-            return
+        if kind == events.PROBE_INFO and e.get("gpu_available") is False:
+            self.gpu_note = f"GPU: n/a ({e.get('reason')})"
         run = e.get("run")
         if run is None:
-            if kind == events.WARNING and e.get("text") not in self.session_warnings:
-                self.session_warnings.append(e["text"])
+            for s in steps:  # a job's last steps, joined as the session ended
+                self.runs[s["run"]].history.add(s)
             return
-        live = self.runs.get(run)
-        if live is None:
-            live = self.runs[run] = RunLive(run, e.get("mode", "?"), e.get("precision", "?"),
-                                            replicate=e.get("replicate"), repeats=e.get("repeats"),
-                                            axes={str(k): str(v) for k, v in
-                                                  (e.get("axes") or {}).items()})
+        live = self.runs[run]
+        if run not in self._seen:
+            self._seen.add(run)
             if (live.replicate or 1) == 1:
                 self._place(run, e.get("replaces"))
             else:  # a later round waits off screen until it starts
@@ -140,34 +119,19 @@ class SessionModel:
             # says only `finished`: it stays off screen, and the measured run stays in view.)
             self._offscreen.discard(run)
             self._place(run, self._previous_round(live))
-        if e.get("rank") is not None:
-            self._rank(live, e, joined)
+        rank = e.get("rank")
+        if rank is not None and kind == events.STEP:
+            if e.get("phase") == "steady" and not e.get("compile_ms") and not e.get("gap"):
+                live.rank_ms.setdefault(rank, deque(maxlen=RANK_SERIES)).append(e["ms"])
+        elif kind != events.STEP:
+            if rank is None:
+                for s in steps:  # a job's last steps, joined at its end
+                    live.history.add(s)
+            if rank is None or (rank == min(live.ranks) and kind in LEAD):
+                self._show(live, e)
             return
-        if joined and kind != events.STEP:
-            for s in joined:  # a job's last steps, joined at its end
-                self._apply(live, s)
-        self._apply(live, e)
-
-    def _rank(self, live: RunLive, e: dict, joined: list[dict] | None) -> None:
-        """A rank's event: its own row; the job's panel from its lowest rank (device, notes,
-        compiles), its joined steps and its ranks' states."""
-        rank = rank_event(live.ranks, e)
-        kind = e["type"]
-        lead = e["rank"] == min(live.ranks)
-        if kind == events.RUN_STARTED:
-            live.world_size = e.get("world_size") or live.world_size
-            if lead:
-                self._apply(live, e)
-            live.started_t = live.started_t or e.get("t")
-        elif kind in (events.WARNING, events.PROFILE) or (lead and kind in (
-                events.COMPILE_PHASE, events.COMPILE, events.RECOMPILE, events.PHASE)):
-            self._apply(live, e)
-        elif kind == events.FAILED and live.error is None:
-            live.error = f"rank {rank.rank}: {rank.error}"
-        for s in joined or []:
-            self._apply(live, s)
-        if live.state not in ("done", "stopped", "failed"):
-            live.state = job_state(live.ranks) or live.state
+        for s in steps:
+            live.history.add(s)
 
     def _previous_round(self, live: RunLive) -> str | None:
         """The panel of the same variant's latest earlier round, which this run replaces."""
@@ -181,59 +145,13 @@ class SessionModel:
         else:
             self.panels.append(run)
 
-    def _apply(self, live: RunLive, e: dict) -> None:
-        kind = e["type"]
-        t = e.get("t")
+    def _show(self, live: RunLive, e: dict) -> None:
+        """A run's event in its charts and its compile pane."""
         live.history.add(e)
-        if kind == events.STEP:
-            live.steps = e["i"] + 1
-            if live.hung is not None and t is not None and t > live.hung:
-                live.hung = None  # steps sent at the stop ended before the warning
-            live.last_t = t
-            if live.state not in ("paused",):
-                live.state = e.get("phase", live.state)
-        elif kind == events.PHASE:
-            live.state = "waiting turn" if e.get("turn") else e["phase"]
-            if e["phase"] == "compiling":
-                if e.get("compile_id") and e.get("compile_id") != live.compile_id:
-                    live.compile_since = t
-                live.compile_id = e.get("compile_id") or live.compile_id
-                live.compile_backward = bool(e.get("backward"))
-            else:
-                live.compile_id = live.compile_phase = live.compile_since = None
-            if live.started_t is None:
-                live.started_t = t
-        elif kind == events.COMPILE_PHASE:
-            if e.get("compile_id") != live.compile_id or live.compile_since is None:
-                live.compile_since = t
-            live.compile_id = e.get("compile_id")
-            live.compile_phase = e.get("phase")
-            live.compile_backward = bool(e.get("backward"))
-        elif kind == events.COMPILE:
+        if e["type"] == events.COMPILE:
             live.compiles.append(e)
-        elif kind == events.RECOMPILE:
+        elif e["type"] == events.RECOMPILE:
             live.recompiles.append(e)
-        elif kind == events.PROFILE:
-            live.profiling = e.get("state") == "started"
-            if e.get("state") in ("done", "failed"):
-                live.profiles = [*live.profiles[-9:], e]
-        elif kind == events.RUN_STARTED:
-            live.device = e.get("device_name") or e.get("device")
-            live.notes = list(e.get("notes") or [])
-        elif kind == events.FINISHED:
-            live.state = "stopped" if e.get("reason") == "stopped" else "done"
-            live.ended_t = t
-        elif kind == events.FAILED:
-            live.state = "failed"
-            live.ended_t = live.ended_t or t
-            live.error = e.get("what") or f"{e.get('error')}: {e.get('message')}"
-        elif kind == events.RUN_EXITED and live.ended_t is None:
-            live.ended_t = t
-        elif kind == events.WARNING:
-            if e.get("hung"):
-                live.hung = t
-            if e.get("text") not in live.warnings:
-                live.warnings.append(e["text"])
 
     def _sample(self, e: dict) -> None:
         self.system = e.get("system")
@@ -241,8 +159,9 @@ class SessionModel:
         for run, values in e.get("runs", {}).items():
             live = self.runs.get(run)
             if live is not None:
-                if values.get("ranks"):
-                    rank_samples(live.ranks, values["ranks"])
+                for key, v in (values.get("ranks") or {}).items():
+                    if int(key) in live.ranks:
+                        live.rank_samples[int(key)] = v
                 if "cpu_percent" not in values:  # another node's sample: its ranks' figures only
                     continue
                 live.sample = values

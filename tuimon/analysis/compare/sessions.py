@@ -52,13 +52,8 @@ def same_recording(a: Session, b: Session) -> bool:
 def open_session(path: str | Path, letter: str) -> Session:
     meta, evs, summary = load_session(path)
     s = Session(Path(path), letter, meta, evs, summary)
-    queued = {e["run"]: dict(e.get("axes") or {}) for e in evs
-              if e["type"] == events.RUN_QUEUED and e.get("run")}
-    for r in columns(summary):
-        # RunStats.axes once variants carry axis values; before that, the run_queued events'.
-        first = r.processes[0]["run"] if r.processes else r.run
-        axes = getattr(r, "axes", None) or queued.get(r.run) or queued.get(first) or {}
-        s.axes[r.run] = {str(k): str(v) for k, v in axes.items()}
+    for r in columns(summary):  # a run's axes are its run_queued's (sessiondir/run_state.py)
+        s.axes[r.run] = dict(r.axes)
     return s
 
 

@@ -1,8 +1,9 @@
-"""How one event changes what is known: the session's own facts (``apply_session``) and a run's
-row (``apply_run``): its status, compiles, graph breaks, recompiles, validation passes, pauses.
-Collector (collect.py) calls these as the events come. The row is the fold's own; its records are
-frozen: an event that changes one puts a new one in the row (a list or dict in it is never grown
-in place: the summary's rows share them)."""
+"""How one event changes a run's figures (``apply_run``: its compiles, graph breaks, recompiles,
+validation passes, memory peaks, FLOPs, warm start, the fixes it was asked for) and the
+session's own facts (``apply_session``); and ``as_told``: a row with what the run's events say
+of it (sessiondir/run_state.py: its status, identity, notes, warnings, failure, pauses). Collector
+(collect.py) calls these. Its records are frozen: an event that changes one puts a new one in
+the row (a list or dict in it is never grown in place: the summary's rows share them)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from tuimon import events
 from tuimon.analysis.stats.anatomy import anatomy_of
 from tuimon.analysis.stats.compiles import fallback, made_graph
 from tuimon.analysis.stats.flops import counted
-from tuimon.analysis.stats.records import Compiles, evolve
+from tuimon.analysis.stats.records import Compiles, Failure, evolve
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
+from tuimon.sessiondir.run_state import RunState, failure_text
+
+SAID = ("device", "device_name", "params", "batch_size", "torch", "python", "cuda")
 
 
 def apply_session(summary: SessionSummary, e: dict) -> None:
@@ -41,24 +45,37 @@ def apply_session(summary: SessionSummary, e: dict) -> None:
         if "gpu_available" in e:
             summary.gpu_available, summary.gpu_reason = e["gpu_available"], e.get("reason")
         summary.unsupported += [m for m in e.get("unsupported", []) if m not in summary.unsupported]
-    elif e["type"] == events.WARNING and e.get("text") not in summary.warnings:
-        summary.warnings.append(e.get("text"))
+
+
+def as_told(r: RunStats, s: RunState) -> RunStats:
+    """The row (a copy) with what the run's events say of it. A job's lowest rank speaks for its
+    device and model; a job's length and build are the supervisor's, said nowhere."""
+    said = s.started or {}
+    own = {} if s.ranks else said
+    told = {k: said[k] for k in (SAID[:4] if s.ranks else SAID) if said.get(k) is not None}
+    timing = replace(r.timing, warmup_auto=str(said.get("warmup", "auto")) == "auto",
+                     length_steps=own.get("steps"), length_s=own.get("duration"))
+    return replace(
+        r, **told, status=s.status, mode=s.mode, precision=s.precision, axes=dict(s.axes),
+        replicate=s.replicate, notes=s.notes, warnings=list(s.warnings), wall_s=s.wall_s,
+        turns=s.turns, timing=timing, failure=_failure(r.failure, s),
+        profiles=[p for p in s.profiles if "rank" not in p],  # a job's ranks' captures are theirs
+        paused_s=round(sum(b - a for a, b in s.pauses if b is not None), 3))
+
+
+def _failure(f: Failure, s: RunState) -> Failure:
+    """What it failed of (its failed event), and how long it was silent if stopped while hung."""
+    e = s.failure
+    if e is None:
+        return replace(f, hung_s=s.hung_s)
+    kind = e.get("kind") or ("exception" if e.get("stage") != "crash" else None)
+    return replace(f, error=failure_text(e), failure_kind=kind, hung_s=s.hung_s,
+                   failure_tail=e.get("traceback") or None)
 
 
 def apply_run(r: RunStats, e: dict) -> None:
     kind = e["type"]
-    if kind == events.RUN_QUEUED:
-        r.replicate = e.get("replicate")
-        r.axes = {str(k): str(v) for k, v in (e.get("axes") or {}).items()}
-    elif kind == events.RUN_STARTED:
-        r.status = "running"
-        for key in ("mode", "precision", "device", "device_name", "params", "batch_size", "torch",
-                    "python", "cuda"):
-            if e.get(key) is not None:
-                setattr(r, key, e[key])
-        r.timing = replace(r.timing, warmup_auto=str(e.get("warmup", "auto")) == "auto",
-                           length_steps=e.get("steps"), length_s=e.get("duration"))
-        r.notes = list(e.get("notes") or [])
+    if kind == events.RUN_STARTED:
         # tuimon try's fixes it was asked for: none applied until its runner says so (below; a
         # script's hooks may say so before its run_started)
         asked = {str(name): r.fixes.get(str(name), {"applied": False, "text": None})
@@ -68,10 +85,6 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
             "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
     elif kind == events.FINISHED:
-        if r.status == "queued":  # ended before it started: a round not run (children.py), a stop
-            r.status = "not run"
-        elif r.status != "failed":  # a job's other node may finish after one failed (merge.py)
-            r.status = "stopped" if e.get("reason") == "stopped" else "done"
         c = r.compile
         r.compile = replace(
             c, compiles=e.get("compiles", c.compiles),
@@ -85,21 +98,7 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.anatomy = replace(r.anatomy, printed={k: e[k] for k in ("losses", "ms") if e.get(k)})
     elif kind == events.FLOPS:  # a new record: the counts and peaks (rates at the summary)
         r.flops = counted(e)
-    elif kind == events.FAILED:
-        r.status = "failed"
-        what = e.get("what") or f"{e.get('error', 'Error')}: {e.get('message', '')}".rstrip(": ")
-        r.failure = replace(
-            r.failure, error=what,
-            failure_kind=e.get("kind") or ("exception" if e.get("stage") != "crash" else None),
-            failure_tail=e.get("traceback") or None)
-    elif kind == events.RUN_EXITED:
-        r.wall_s = e.get("seconds")
-    elif kind == events.PHASE and r.status == "queued":
-        r.status = "running"
-    if kind == events.PHASE and e.get("turn"):
-        r.turns += 1
-    elif kind == events.WARNING and e.get("text") not in r.warnings:
-        r.warnings.append(e.get("text"))
+    elif kind == events.WARNING:
         if e.get("fix"):  # what came of a fix (runner/fixes.py): applied once any note says so
             name = str(e["fix"])
             said = r.fixes.get(name, {"applied": False, "text": None})
@@ -116,8 +115,6 @@ def apply_run(r: RunStats, e: dict) -> None:
             r.repeated = dict(mine)
     elif kind in (events.COMPILE, events.GRAPH_BREAK, events.CUDAGRAPHS, events.RECOMPILE):
         r.compile = fold_compile(r.compile, e)
-    elif kind == events.PROFILE and e.get("state") in ("done", "failed") and e.get("capture"):
-        r.profiles.append({k: v for k, v in e.items() if k not in ("type", "run")})
     if kind in WARM_EVENTS:
         r.warm = fold(r.warm, e)
 
@@ -232,13 +229,3 @@ def _hint(detail: str | None) -> str | None:
         if line.strip().startswith("Hint:"):
             return line.split(":", 1)[1].strip()[:300] or None
     return None
-
-
-def track_pause(windows: list[list], e: dict) -> None:
-    paused = e["type"] == events.PHASE and e.get("phase") == "paused"
-    open_ = bool(windows) and windows[-1][1] is None
-    if paused and not open_:
-        windows.append([e["t"], None])
-    elif open_ and not paused and e["type"] in (events.PHASE, events.FINISHED, events.FAILED,
-                                                 events.RUN_EXITED):
-        windows[-1][1] = e["t"]

@@ -4,6 +4,7 @@ and ``summary()``: every statistic computed from what was folded."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 
 from tuimon import events
@@ -11,11 +12,11 @@ from tuimon.analysis.files import TYPES as FILE_EVENTS
 from tuimon.analysis.files import FilesFold
 from tuimon.analysis.stats.agreement import loss_gap
 from tuimon.analysis.stats.anatomy import checked
-from tuimon.analysis.stats.apply import apply_run, apply_session, track_pause
+from tuimon.analysis.stats.apply import apply_run, apply_session, as_told
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.compiles import combine_compiles, compile_story, untimed
-from tuimon.analysis.stats.energy import Lives, combine_energy, energy_stats
+from tuimon.analysis.stats.energy import combine_energy, energy_stats
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.flops import first_count, flop_rates
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
@@ -40,6 +41,7 @@ from tuimon.analysis.stats.verdict import decide
 from tuimon.analysis.stats.warm import WARM_EVENTS, WarmTrack
 from tuimon.axes import order_from
 from tuimon.failures import OOM_CUDA, OOM_HOST
+from tuimon.sessiondir.run_state import RunState, SessionState
 
 
 def summarize(session_events: list[dict], unreadable_lines: int = 0,
@@ -63,107 +65,83 @@ class Collector:
     """
 
     def __init__(self, keep_steps: int | None = None, keep_samples: int | None = None,
-                 unreadable_lines: int = 0, answer: dict | None = None) -> None:
+                 unreadable_lines: int = 0, answer: dict | None = None,
+                 new_run: Callable[[str], RunState] = RunState) -> None:
         self.keep_steps = keep_steps
         self.answer = {k: v for k, v in (answer or {}).items() if v is not None}
-        self.runs: dict[str, RunStats] = {}
+        # What the events say of each run (sessiondir/run_state.py); ``new_run``: a reader's
+        # own record of a run (the TUI's), folded here once for both.
+        self.state = SessionState(new_run, joined=lambda steps, job: self._job(job["run"]).joined(steps, job))
+        self.runs: dict[str, RunStats] = {}  # each run's figures, folded
         self._apart: dict[str, list[dict]] = {}
         self._measured: dict[str, deque] = {}
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
-        self._pauses: dict[str, list[list]] = {}  # run -> [[paused at, resumed at or None], ...]
         self._loss: dict[str, LossTrack] = {}
         self._faults: dict[str, FaultTrack] = {}  # run -> its page faults per flush window
-        self._hung: dict[str, float] = {}  # run -> t of its hang warning, until a later step
-        self._last_t: dict[str, float] = {}  # run -> t of its last step
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
-        self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' events (stats/ranks.py)
+        self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' figures (stats/ranks.py)
         self.warm = WarmTrack()  # cache lookups and facts, for the reasons of a miss (stats/warm.py)
         self._files = FilesFold()  # a script session's files (analysis/files.py)
         self._memory: dict[str, MemoryFold] = {}  # run -> its memory per phase (stats/memory.py)
-        self._lives = Lives()  # when each run lived (stats/energy.py)
         self._rapl: str | None = None  # why RAPL's CPU energy cannot be read (probe_info)
 
     def extend(self, evs) -> None:
         for e in evs:
             self.add(e)
 
-    def add(self, e: dict) -> list[dict] | None:
-        """Fold one event. Returns the job steps a rank's step completed (a torchrun job's step
-        is its slowest rank's, stats/ranks.py), [e] for any other run's step, else None."""
-        if e["type"] == events.SAMPLE:
+    def add(self, e: dict) -> list[dict]:
+        """Fold one event: the run state first, then the figures. Returns the steps it completed:
+        [e] for a run's step, the job steps a rank's event completed (the slowest rank's), else
+        none."""
+        steps = self.state.add(e)
+        kind, run = e["type"], e.get("run")
+        if kind == events.SAMPLE:
             self._samples.append(e)
-            for run, values in e.get("runs", {}).items():
-                if values.get("ranks") and run in self.jobs:
-                    self.jobs[run].sample(e["t"], values["ranks"])
-            return None
-        if e["type"] == events.CONTROL:
-            if e.get("action") == "catch_up" and e.get("run") in self.jobs:
-                self.jobs[e["run"]].hold(e["first"], e["last"])
-            return None  # what the user asked; the runs' own events say what it changed
-        if e["type"] in FILE_EVENTS:
+            for job_run, values in e.get("runs", {}).items():
+                if values.get("ranks") and job_run in self.jobs:
+                    self.jobs[job_run].sample(e["t"], values["ranks"])
+            return steps
+        if kind == events.CONTROL:
+            return steps  # what the user asked; the runs' own events say what it changed
+        if kind in FILE_EVENTS:
             self._files.add(e)
-            return None
-        run = e.get("run")
-        if e["type"] == events.PROBE_INFO and e.get("rapl"):
+            return steps
+        if kind == events.PROBE_INFO and e.get("rapl"):
             self._rapl = e["rapl"]
-        elif e["type"] == events.MEMORY_PHASES and run is not None:
+        elif kind == events.MEMORY_PHASES and run is not None:
             self._memory.setdefault(run, MemoryFold()).add(e)
-            return None
-        self._lives.add(e)
-        if e["type"] in WARM_EVENTS:
+            return steps
+        if kind in WARM_EVENTS:
             self.warm.add(e)
         if run is None:
             apply_session(self._session, e)
-            if e["type"] == events.SESSION_ENDED:  # ranks that never said goodbye: join what is
-                return [s for job in self.jobs.values() for s in self._job_steps(job.end())]
-            return None
-        r = self.runs.get(run)
-        if r is None:
-            r = self.runs[run] = RunStats(run, e.get("mode", "?"), e.get("precision", "?"))
+        elif run not in self.runs:
+            s = self.state.runs[run]
+            self.runs[run] = RunStats(run, s.mode, s.precision)
             self._apart[run], self._measured[run] = [], deque(maxlen=self.keep_steps)
             self._counts[run] = [0, 0]
-            self._pauses[run] = []
             self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
             self._faults[run] = FaultTrack()
-        if e.get("rank") is not None:  # a rank of a torchrun job
-            job = self.jobs.get(run)
-            if job is None:
-                job = self.jobs[run] = JobFold(run, apply_run, self.keep_steps)
-            return self._job_steps(job.add(e))
-        if e["type"] == events.STEP:
-            self._step(run, e)
-            return [e]
-        if e["type"] == events.MEMORY:  # sent after the steps of its flush: a window's faults
-            self._faults[run].mark(e.get("minflt"), *self._counts[run])
-        if run in self.jobs and e["type"] in (events.FINISHED, events.FAILED):  # the job's end
-            joined = self._job_steps(self.jobs[run].end())
-            if r.status == "queued" and self.jobs[run].rows:  # its ranks started: it ran
-                r.status = "running"
-            self._event(r, run, e)
-            return joined
-        self._event(r, run, e)
-        return None
-
-    def _job_steps(self, steps: list[dict]) -> list[dict]:
         for s in steps:
             self._step(s["run"], s)
+        if run is None:
+            return steps
+        if e.get("rank") is not None:  # a rank of a torchrun job
+            self._job(run).add(e)
+        elif kind != events.STEP:
+            if kind == events.MEMORY:  # sent after the steps of its flush: a window's faults
+                self._faults[run].mark(e.get("minflt"), *self._counts[run])
+            apply_run(self.runs[run], e)
         return steps
 
-    def _event(self, r: RunStats, run: str, e: dict) -> None:
-        if e["type"] == events.WARNING and e.get("hung"):
-            self._hung[run] = e["t"]
-        elif e["type"] == events.FINISHED and run in self._hung and e.get("reason") == "stopped":
-            r.failure = replace(r.failure, hung_s=round(e["t"] - self._last_t.get(run, self._hung[run]), 1))
-        apply_run(r, e)
-        track_pause(self._pauses[run], e)
+    def _job(self, run: str) -> JobFold:
+        if run not in self.jobs:
+            s = self.state.runs[run]
+            self.jobs[run] = JobFold(run, s.mode, s.precision, self.keep_steps)
+        return self.jobs[run]
 
     def _step(self, run: str, e: dict) -> None:
-        # A step that ended after the warning: not stuck after all (steps sent late, at
-        # the stop, ended before it).
-        if e.get("t", 0.0) > self._hung.get(run, float("inf")):
-            del self._hung[run]
-        self._last_t[run] = max(self._last_t.get(run, 0.0), e.get("t", 0.0))
         self._loss[run].add(e["i"], e.get("loss"))
         counts = self._counts[run]
         counts[0] += 1
@@ -184,11 +162,18 @@ class Collector:
             return apart + list(measured)
         return sorted(apart + list(measured), key=lambda s: s["i"])
 
+    def _row(self, run: str) -> RunStats:
+        """The summary's own row: what the run's events say and its figures (records are frozen:
+        the fold replaces one, never changes one), its graph breaks most frequent first."""
+        r = as_told(self.runs[run], self.state.runs[run])
+        return replace(r, compile=replace(r.compile, graph_breaks=sorted(r.compile.graph_breaks,
+                                                                         key=lambda b: -b["count"])))
+
     def summary(self) -> SessionSummary:
         """Every statistic of what was folded, as records composed into rows in the order they
         depend on each other. The rows are the summary's own (``_copy``); no statistics module
         changes one: each returns a record (or a new row), put in the row here."""
-        runs = {run: _copy(r) for run, r in self.runs.items()}
+        runs = {run: self._row(run) for run in self.runs}
         steps = {run: self.steps(run) for run in runs}
         samples = list(self._samples)
         quiet_only = self._session.quiet_only
@@ -199,9 +184,10 @@ class Collector:
             r.warm = self.warm.finish(r)
         losses = {run: track.points for run, track in self._loss.items()}
         for r in runs.values():
-            r.probes, r.load = probe_stats(r, steps[r.run], samples, self._pauses[r.run], quiet_only, own)
+            r.probes, r.load = probe_stats(r, steps[r.run], samples, self.state.runs[r.run].pauses,
+                                           quiet_only, own)
             r.memory = memory_stats(r, self._memory.get(r.run))
-            r.energy = energy_stats(r, steps[r.run], samples, self._lives, self._rapl)
+            r.energy = energy_stats(r, steps[r.run], samples, self.state.runs, self._rapl)
         variants = combine_replicates(list(runs.values()))
         for v in variants.values():
             v.phases = combine_phases([runs[p["run"]] for p in v.processes])
@@ -242,7 +228,7 @@ class Collector:
             runs[s["run"]] = replace(runs[s["run"]], status="skipped")
         session = replace(session, runs=list(runs.values()), variants=list(variants.values()), noise=noise,
                           unsupported=list(self._session.unsupported),
-                          warnings=list(self._session.warnings),
+                          warnings=list(self.state.warnings),
                           skipped=list(self._session.skipped) + skipped)
         session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
@@ -254,8 +240,8 @@ class Collector:
                  own: bool) -> RunStats:
         """One run's row from its steps: its step times, phases, load, compiles, in turn."""
         job = self.jobs.get(r.run)
-        if job is not None:  # what the lead rank says for the job (device, compiles, ...)
-            r = job.lead(r)
+        if job is not None:  # what its ranks say for the job (compiles, memory, world size)
+            r = job.lead(r, self.state.runs[r.run])
         busy = busy_periods(samples, r.run) if quiet_only else None
         timing, load, steady = step_stats(r, steps, *self._counts[r.run], busy=busy,
                                           own=own_periods(samples, r.run) if own else None,
@@ -268,24 +254,14 @@ class Collector:
                     doubts=r.doubts + late_compiles(steps, timing.steady_from),
                     load=replace(load, faults_per_step=self._faults[r.run].per_step()),
                     loss=replace(r.loss, final_loss=final_loss(steps),
-                                 loss_nonfinite=self._loss[r.run].nonfinite),
-                    paused_s=round(sum(b - a for a, b in self._pauses[r.run] if b is not None), 3))
+                                 loss_nonfinite=self._loss[r.run].nonfinite))
         if job is not None:  # its ranks against each other, over its steady state
             window = steady_window(steps)
-            r = job.summarize(r, timing.steady_from, window[0] if window else None)
+            r = job.summarize(r, self.state.runs[r.run], timing.steady_from, window[0] if window else None)
         r.compile = compile_story(r)  # once its status and steady state are known
         r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps})
         r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name)
         return r
-
-
-def _copy(r: RunStats) -> RunStats:
-    """The summary's own row, from the fold's: the lists the fold grows in place copied (its
-    records are frozen: the fold replaces a record, never changes one), and its graph breaks
-    most frequent first."""
-    return replace(r, warnings=list(r.warnings), profiles=list(r.profiles),
-                   compile=replace(r.compile, graph_breaks=sorted(r.compile.graph_breaks,
-                                                                  key=lambda b: -b["count"])))
 
 
 class LossTrack:

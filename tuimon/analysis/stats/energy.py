@@ -24,44 +24,35 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from tuimon import events
 from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.records import Energy
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.steady_state import is_measured, steady_window
+from tuimon.sessiondir.run_state import RunState
 
 FOREIGN_CORES = 0.5  # other processes' cores over a period that make RAPL's figure theirs too
 
 
-class Lives:
-    """When each run lived: its run_started to its finished / failed / exit."""
-
-    def __init__(self) -> None:
-        self.spans: dict[str, list] = {}
-
-    def add(self, e: dict) -> None:
-        run, kind = e.get("run"), e["type"]
-        if run is None or e.get("rank") is not None:
-            return
-        if kind == events.RUN_STARTED:
-            self.spans.setdefault(run, [e["t"], None])[0] = e["t"]
-        elif kind in (events.FINISHED, events.FAILED, events.RUN_EXITED) and run in self.spans:
-            span = self.spans[run]
-            span[1] = e["t"] if span[1] is None else min(span[1], e["t"])
-
-    def alone(self, run: str) -> bool:
-        """No other run lived while ``run`` did (an open life: until now)."""
-        a0, a1 = self.spans.get(run, (None, None))
-        if a0 is None:
-            return False
-        a1 = float("inf") if a1 is None else a1
-        for other, (b0, b1) in self.spans.items():
-            if other != run and b0 < a1 and (b1 is None or b1 > a0):
-                return False
-        return True
+def alone(run: str, runs: dict[str, RunState]) -> tuple[float, float] | None:
+    """When ``run`` lived (its run_started to its first end; inf: alive still), if no other run
+    of the session lived beside it; None otherwise, or before it started."""
+    mine = _lived(runs.get(run))
+    if mine is None:
+        return None
+    for other, s in runs.items():
+        theirs = _lived(s)
+        if other != run and theirs is not None and theirs[0] < mine[1] and theirs[1] > mine[0]:
+            return None
+    return mine
 
 
-def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], lives: Lives,
+def _lived(s: RunState | None) -> tuple[float, float] | None:
+    if s is None or s.ranks or s.started is None:  # a job's lives are its ranks'
+        return None
+    return s.started["t"], s.ended_t if s.ended_t is not None else float("inf")
+
+
+def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], runs: dict[str, RunState],
                  rapl_reason: str | None = None) -> Energy:
     """``r``'s Energy: its source, joules per steady step and per run, or why not."""
     mine = [s for s in samples if r.run in s.get("runs", {})]
@@ -79,9 +70,9 @@ def energy_stats(r: RunStats, run_steps: list[dict], samples: list[dict], lives:
         return Energy(energy_why=point("no_sensor" if mine or not samples else "no_samples",
                                        device="gpu" if on_gpu else "cpu"))
     found: dict = {"energy_source": source}
-    span = lives.spans.get(r.run)
-    if span is not None and lives.alone(r.run):
-        life = [s for s in mine if s["t"] >= span[0] and (span[1] is None or s["t"] <= span[1])]
+    span = alone(r.run, runs)
+    if span is not None:
+        life = [s for s in mine if span[0] <= s["t"] <= span[1]]
         if len(life) >= 2 and all(_quiet(s, gpus, on_gpu) for s in life[1:]):
             found["joules_run"] = _joules(reader, life)
     window = steady_window(run_steps)

@@ -69,9 +69,9 @@ def _cells(live: RunLive, stats: RunStats | None, slow: set[int]) -> list[tuple[
         text = f"r{k} " + (fmt_ms(own[k]).replace(" ", "") if k in own else r.state)
         if k in slow:
             text += f" +{next(s['slower_pct'] for s in stats.job.stragglers if s['rank'] == k):.0f}%"
-        util = (r.sample or {}).get("sm_util")
-        if (r.sample or {}).get("gpus") and util is not None:
-            text += f" g{util}%"
+        sample = live.rank_samples.get(k) or {}
+        if sample.get("gpus") and sample.get("sm_util") is not None:
+            text += f" g{sample['sm_util']}%"
         style = ("bold red" if r.state in ("failed", "killed") else "bold yellow" if k in slow
                  else "dim" if r.state == "paused" else "")
         out.append((text, style))

@@ -24,8 +24,8 @@ from textual.widgets import Footer, Static
 from tuimon.analysis import RunStats, diverging, group_figures
 from tuimon.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms
 from tuimon.report.rank_text import divergence_text, skew_text, straggler_text, world_text
+from tuimon.sessiondir.run_state import RankState
 from tuimon.ui.model import RunLive
-from tuimon.ui.rank_model import RankLive
 
 GROUP_OVER = 16  # more ranks than this: grouped rows (``a`` shows them all)
 BLOCK = 8  # ranks a group holds on one node
@@ -122,7 +122,7 @@ def table(live: RunLive, stats: RunStats | None, width: int, grouped: bool,
     """``own``: each rank's recent own times (the plot); its recent step times without them."""
     rows = {x["rank"]: x for x in (stats.job.ranks if stats else [])}
     slow = {s["rank"] for s in stats.job.stragglers} if stats else set()
-    plots = {k: (own or {}).get(k) or list(r.step_ms) for k, r in live.ranks.items()}
+    plots = {k: (own or {}).get(k) or list(live.rank_ms.get(k, ())) for k in live.ranks}
     series = [v for values in plots.values() for v in values]
     lo, hi = (0.0, max(series)) if series else (0.0, 0.0)
     t = Table(box=None, padding=(0, 1), collapse_padding=True, pad_edge=False, expand=False,
@@ -134,23 +134,22 @@ def table(live: RunLive, stats: RunStats | None, width: int, grouped: bool,
         t.add_column(name, justify=justify, no_wrap=True)
     if not grouped:
         for k in sorted(live.ranks):
-            t.add_row(*_rank_row(live.ranks[k], rows.get(k, {}), k in slow, plots[k], width, lo, hi))
+            t.add_row(*_rank_row(live, k, rows.get(k, {}), k in slow, plots[k], width, lo, hi))
         return t
     for label, members in _groups(live, rows):
-        t.add_row(*_group_row(label, [live.ranks[k] for k in members], rows, slow, plots, width,
-                              lo, hi))
+        t.add_row(*_group_row(live, label, members, rows, slow, plots, width, lo, hi))
     flagged = sorted(k for k in live.ranks if k in slow or live.ranks[k].state in ("failed", "killed")
                      or _diverges(k, stats))
     if flagged:
         t.add_row(*[Text("…", style="dim")] + [""] * 9)
         for k in flagged:
-            t.add_row(*_rank_row(live.ranks[k], rows.get(k, {}), k in slow, plots[k], width, lo, hi))
+            t.add_row(*_rank_row(live, k, rows.get(k, {}), k in slow, plots[k], width, lo, hi))
     return t
 
 
-def _rank_row(r: RankLive, x: dict, straggler: bool, plot: list[float], width: int, lo: float,
-              hi: float) -> list:
-    sample = r.sample or {}
+def _rank_row(live: RunLive, k: int, x: dict, straggler: bool, plot: list[float], width: int,
+              lo: float, hi: float) -> list:
+    r, sample = live.ranks[k], live.rank_samples.get(k) or {}
     style = "bold yellow" if straggler else ""
     own = _ms(x.get("own_ms")) + (f" +{x['slower_pct']:.0f}%" if x.get("slower_pct") else "")
     return [Text(f"{r.rank}", style=style or "bold"),
@@ -158,12 +157,13 @@ def _rank_row(r: RankLive, x: dict, straggler: bool, plot: list[float], width: i
                  style=STATE_STYLE.get(r.state, "")),
             str(r.steps), _ms(x.get("median_ms")), Text(own, style=style),
             Text(spark(plot, width, lo, hi), style="bold yellow" if straggler else "cyan"),
-            fmt_loss(r.loss[-1]) if r.loss else DASH,
-            _compiles(r), _cpu(sample), _gpu(sample)]
+            fmt_loss(r.loss) if r.loss is not None else DASH,
+            _compiles(r, x), _cpu(sample), _gpu(sample)]
 
 
-def _group_row(label: str, ranks: list[RankLive], rows: dict, slow: set[int],
+def _group_row(live: RunLive, label: str, members: list[int], rows: dict, slow: set[int],
                plots: dict[int, list[float]], width: int, lo: float, hi: float) -> list:
+    ranks = [live.ranks[k] for k in members]
     owns = [rows[r.rank]["own_ms"] for r in ranks if rows.get(r.rank, {}).get("own_ms") is not None]
     states: dict[str, int] = {}
     for r in ranks:
@@ -171,19 +171,20 @@ def _group_row(label: str, ranks: list[RankLive], rows: dict, slow: set[int],
     state = ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda kv: -kv[1]))
     slowest = max(ranks, key=lambda r: rows.get(r.rank, {}).get("own_ms") or 0.0)
     steps = sorted(r.steps for r in ranks)
+    cpus = ((live.rank_samples.get(k) or {}).get("cpu_percent") for k in members)
     g = group_figures(owns, [rows[r.rank]["median_ms"] for r in ranks
                              if rows.get(r.rank, {}).get("median_ms") is not None],
-                      [r.loss[-1] for r in ranks if r.loss],
-                      [c for c in ((r.sample or {}).get("cpu_percent") for r in ranks) if c is not None])
+                      [r.loss for r in ranks if r.loss is not None], [c for c in cpus if c is not None])
     own = f"{_ms(g['own_median'])} ({_ms(g['own_max'])})" if owns else DASH
-    compiles = {(r.compiles, r.graph_breaks, r.recompiles) for r in ranks}
+    compiles = {_counts(rows.get(k, {})) for k in members}
     warn = any(r.rank in slow for r in ranks)
     return [Text(label, style="bold yellow" if warn else "bold"), state,
             f"{steps[0]}" if steps[0] == steps[-1] else f"{steps[0]}–{steps[-1]}",
             _ms(g["median"]) if g["median"] is not None else DASH,
             own, Text(spark(plots[slowest.rank], width, lo, hi), style="cyan"),
             fmt_loss(g["loss_mean"]) if g["loss_mean"] is not None else DASH,
-            _compiles(ranks[0]) if len(compiles) == 1 else Text("differ", style="bold magenta"),
+            _compiles(ranks[0], rows.get(members[0], {})) if len(compiles) == 1
+            else Text("differ", style="bold magenta"),
             f"{g['cpu_mean']:.0f}%" if g["cpu_mean"] is not None else DASH, DASH]
 
 
@@ -191,7 +192,7 @@ def _groups(live: RunLive, rows: dict) -> list[tuple[str, list[int]]]:
     """Each node's ranks (several nodes), else blocks of BLOCK ranks."""
     nodes: dict[object, list[int]] = {}
     for k, r in sorted(live.ranks.items()):
-        nodes.setdefault((rows.get(k, {}).get("node_rank"), r.host), []).append(k)
+        nodes.setdefault((rows.get(k, {}).get("node_rank"), (r.started or {}).get("host")), []).append(k)
     if len(nodes) > 1:
         return [(f"node {key[0] if key[0] is not None else key[1]}", members)
                 for key, members in nodes.items()]
@@ -204,12 +205,18 @@ def _diverges(rank: int, stats: RunStats | None) -> bool:
     return bool(stats and rank in diverging(stats.job.compile_divergence))
 
 
-def _compiles(r: RankLive) -> Text:
+def _counts(x: dict) -> tuple[int, int, int]:
+    """A rank's graphs, graph breaks and recompiles, as the summary counted them."""
+    return x.get("graphs") or 0, x.get("graph_breaks") or 0, x.get("recompiles") or 0
+
+
+def _compiles(r: RankState, x: dict) -> Text:
     if r.state == "compiling":
         return Text(f"compiling {r.compile_id or ''}".rstrip(), style="magenta")
-    if not (r.compiles or r.recompiles or r.graph_breaks):
+    graphs, breaks, recompiles = _counts(x)
+    if not (graphs or recompiles or breaks):
         return Text(DASH, style="dim")
-    return Text(f"{r.compiles}g {r.graph_breaks}b {r.recompiles}r")
+    return Text(f"{graphs}g {breaks}b {recompiles}r")
 
 
 def _ms(ms: float | None) -> str:
