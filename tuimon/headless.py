@@ -18,7 +18,18 @@ from tuimon.analysis import SessionSummary, is_measured, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
 from tuimon.report import sections
 from tuimon.report.compile_text import VALIDATION, compile_line
-from tuimon.report.document import FINDING, NOTE, TEXT, TRIED, UNRELIABLE, WARNING, Section, named, plain
+from tuimon.report.document import (
+    FACT,
+    FINDING,
+    NOTE,
+    TEXT,
+    TRIED,
+    UNRELIABLE,
+    WARNING,
+    Section,
+    named,
+    plain,
+)
 from tuimon.report.table import top_ops_text
 from tuimon.sessiondir.run_state import SessionState
 from tuimon.variants import Variant
@@ -254,7 +265,7 @@ class HeadlessView:
 
 # What the terminal prints of the summary's document, in its order; the live lines said the rest
 # as it happened (warnings, graph breaks, recompiles, captures, failures).
-SHOWN = ("verdict", "tried", "table", "notes", "flops", "caution", "why", "files")
+SHOWN = ("verdict", "tried", "table", "loop", "notes", "flops", "caution", "why", "files")
 
 
 def print_summary(console: Console, summary: SessionSummary) -> None:
@@ -273,6 +284,11 @@ def print_summary(console: Console, summary: SessionSummary) -> None:
     for row in said.rows:
         t.add_row(*(Text(cell) for cell in row))  # plain text: "[enforce fail at ...]" is no markup
     console.print(t)
+    for x in doc["loop"].lines:  # how a script's loop was read, and where its own numbers disagree
+        if x.kind == FACT:
+            say(f"loop: {plain(x.text)}", "dim")
+        else:
+            say(f"loop: {x.label}: {plain(x.text)}", "yellow" if x.kind == WARNING else None)
     for x in doc["notes"].lines:
         if x.kind == NOTE:
             say(f"note: {named(x)}", "yellow")

@@ -44,32 +44,20 @@ def section(summary: SessionSummary) -> Section:
     if not rows:
         return Section("loop")
     a = rows[0].anatomy  # the reading: the same loop in every variant; how each ran it differs
-    lines = [Line(FACT, step_text(a)), *(Line(FACT, t) for t in others_text(a)), Line(FACT, loss_text(a))]
-    lines += [Line(FACT, f"{r.label}: {modules_text(r)}", {"label": r.label}) for r in rows]
-    lines += [Line(FACT, t) for t in outside_text(rows)]
+    # part: what a line says (the strip shows the step and the loss, the why pane all of them)
+    lines = [Line(FACT, step_text(a), {"part": "step"}),
+             *(Line(FACT, t, {"part": "other"}) for t in others_text(a)),
+             Line(FACT, loss_text(a), {"part": "loss"})]
+    lines += [Line(FACT, f"{r.label}: {modules_text(r)}", {"label": r.label, "part": "modules"})
+              for r in rows]
+    lines += [Line(FACT, t, {"part": "outside"}) for t in outside_text(rows)]
     if a.lead_changes > 1:
-        lines.append(Line(FACT, trainings_text(a)))
+        lines.append(Line(FACT, trainings_text(a), {"part": "trainings"}))
     for r in rows:
         lines += [Line(WARNING if p.code in DISAGREE else NOTE,
                        check_text(p, r), {"label": r.label, "code": p.code})
                   for p in r.anatomy.checks]
     return Section("loop", "How tuimon read the loop", tuple(lines))
-
-
-def strip_line(summary: SessionSummary) -> str | None:
-    """One line for the TUI's strip: the step, its backward() calls and loss, the optimizers."""
-    rows = read(summary)
-    if not rows:
-        return None
-    a = rows[0].anatomy
-    lead = a.lead or {}
-    n = a.loss_sum
-    parts = [f"a step: {lead.get('optimizer', 'backward()')}.step()" if a.ends_at == "optimizer.step"
-             else "a step: one backward() to the next",
-             f"{_mode(a.backwards)} backward() a step" + (f", loss their sum of {n}" if n > 1 else ""),
-             f"{len(a.optimizers)} optimizers" if len(a.optimizers) > 1 else None,
-             "work outside training kept apart" if a.outside else None]
-    return "loop: " + " · ".join(p for p in parts if p)
 
 
 def step_text(a) -> str:

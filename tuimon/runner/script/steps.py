@@ -24,6 +24,7 @@ from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.script.anatomy import Anatomy
 from tuimon.runner.script.batches import Fetched
 from tuimon.runner.script.lead import STEP, TAKEN, Lead
+from tuimon.runner.script.losses import StepLosses
 from tuimon.runner.script.validation import (
     HELD_EVAL,
     HELD_LOADER,
@@ -68,12 +69,7 @@ class ScriptSteps:
         self.gap = False  # a gap whatever the step before held (a pass before training)
         self.held = 0  # validation work seen: HELD_EVAL | HELD_LOADER (validation.py)
         self.backwards = 0
-        # The losses of the backward() calls since the last optimizer step (detached): the next
-        # optimizer's to step; the lead's make the step's loss, their sum (``_take_losses``).
-        self.pending: list = []
-        self.in_step: int | None = None  # of those, computed before an optimizer's step() began
-        self.loss = None  # the step's loss (a tensor), its count of backward() losses
-        self.summed = 0
+        self.backward_losses = StepLosses()  # which backward() losses a step's loss sums (losses.py)
         self.stepping_depth = 0  # optimizer step() calls under way (a closure runs inside one)
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
@@ -149,30 +145,15 @@ class ScriptSteps:
         if self.fetched:
             self.samples += self.fetched.trained_on(self.last_data)
         if isinstance(root, torch.Tensor) and root.numel() == 1:
-            self.pending.append(root.detach())
+            self.backward_losses.backward(root)
         if self.leader.backward(self.backwards, self.stepping_depth > 0):
             self.boundary()
 
     def stepping(self, optimizer) -> None:
         """An optimizer's step() begins: the losses so far were computed outside it (a
         closure's, LBFGS's, come inside it)."""
-        self.in_step = len(self.pending)
+        self.backward_losses.stepping()
         self.stepping_depth += 1
-
-    def _take_losses(self) -> None:
-        """The lead stepped (or a backward() ended the step): the step's loss is the sum of the
-        backward() losses since the last optimizer step, those computed before its step() began
-        (a closure's first, when all came inside it: LBFGS evaluates it again and again). A
-        script that scales each micro-batch's loss by 1/N prints this sum; a GAN's generator
-        loss went with the generator's step()."""
-        pending, before = self.pending, self.in_step
-        n = len(pending) if before is None else (before or 1)  # None: no step() began (by backward)
-        if pending:
-            loss = pending[0]
-            for more in pending[1:n]:
-                loss = loss + more.to(loss.device)
-            self.loss, self.summed = loss, n
-        self.pending, self.in_step = [], None
 
     def optimizer_stepped(self, optimizer) -> None:
         self.stepping_depth = max(0, self.stepping_depth - 1)
@@ -190,7 +171,7 @@ class ScriptSteps:
         if ended in (STEP, TAKEN):
             self.boundary()
         else:
-            self.pending, self.in_step = [], None  # another optimizer's losses: not the step's
+            self.backward_losses.drop()  # another optimizer's losses: not the step's
 
     def step_skipped(self, optimizer) -> None:
         """GradScaler skipped ``optimizer.step()`` (inf/NaN gradients): still a step's end."""
@@ -287,7 +268,7 @@ class ScriptSteps:
         else:
             engine.clock.stop()
             ph = timeline.end()
-        self._take_losses()
+        loss, summed = self.backward_losses.take()
         if self.boundaries == 0 and self.first_step is not None:
             self.first_step()
         self.validating.since = None  # training (Validating.training(), without a call)
@@ -302,20 +283,18 @@ class ScriptSteps:
             self.fetched.after_gap()
         if self.train_data is None:
             self.train_data = self.last_data
-        self._accumulation()
-        self.anatomy.step_ended(engine.i, self.backwards, self.summed, held_kinds(held), self.gap)
+        self._accumulation(summed)
+        self.anatomy.step_ended(engine.i, self.backwards, summed, held_kinds(held), self.gap)
         pre = (self.backward_at - self._t0) * 1000.0 if self.backward_at >= self._t0 else None
-        loss = None
-        if self.loss is not None:
+        if loss is not None:
             guard = engine.guard
             if guard.on:  # tested first: the hot path makes no call it does not need
                 guard.ours()
-            loss = engine.losses.capture(engine.i, self.loss)
+            loss = engine.losses.capture(engine.i, loss)
             if guard.on:
                 guard.theirs()
         gap, samples, data_ms = self.gap, self.samples, self.data_s * 1000.0
-        self.data_s, self.samples, self.gap, self.backwards, self.loss = 0.0, 0, False, 0, None
-        self.held = self.summed = 0
+        self.data_s, self.samples, self.gap, self.backwards, self.held = 0.0, 0, False, 0, 0
         self.boundaries += 1
         reason = engine.boundary(loss, samples, data_ms, ph, pre, gap)
         if reason is not None:
@@ -324,19 +303,19 @@ class ScriptSteps:
         if engine.on_cuda:  # the CPU's spans need no start: end() left the parts at zero
             timeline.begin()
 
-    def _accumulation(self) -> None:
+    def _accumulation(self, summed: int) -> None:
         """Said once two steps in a row, neither kept apart, held the same count of backward()
         calls: step 0 holds only part of a GAN's losses, and a gap (an optimizer's take-over)
         lumps several steps."""
         if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
                 and not self.leader.by_backward and not self._accum_said:
             self._accum_said = True
-            which = (f"the sum of the {self.summed} backward() losses before its step()" if
-                     self.summed > 1 else "the backward() loss before its step() (the others "
+            which = (f"the sum of the {summed} backward() losses before its step()" if
+                     summed > 1 else "the backward() loss before its step() (the others "
                      "went with another optimizer's step())")
             self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
                       f"or several losses): a step here is one optimizer step, and its loss {which}",
-                      backwards=self.backwards, summed=self.summed)
+                      backwards=self.backwards, summed=summed)
         self._last_backwards = 0 if self.gap else self.backwards
 
     def stop(self, reason: str) -> None:

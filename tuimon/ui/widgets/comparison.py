@@ -12,7 +12,7 @@ from textual.widgets import Static
 from tuimon.analysis import SessionSummary, columns, loss_gap_ready, not_yet, tried
 from tuimon.fmt import fmt_s
 from tuimon.report import sections
-from tuimon.report.document import TRIED
+from tuimon.report.document import FACT, TRIED, WARNING
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
 from tuimon.report.warm_text import per_start
@@ -45,7 +45,7 @@ class ComparisonStrip(Static):
 
     def _text(self, summary: SessionSummary, gpu_note: str | None) -> Text:
         t = Text()
-        doc = sections.document({}, summary, only=("verdict", "tried", "caution"))
+        doc = sections.document({}, summary, only=("verdict", "tried", "caution", "loop"))
         for x in doc["verdict"].lines:  # the answer first, as report/verdict_text.py words it
             t.append(x.text + "\n", style={"use": "bold green", "unreliable": "bold yellow"}.get(
                 x.figures["kind"], "bold"))
@@ -92,6 +92,11 @@ class ComparisonStrip(Static):
             if by_part := speedups_text(r):  # what it did to each phase of the step
                 t.append("\n  by phase: ", style="dim")
                 t.append(by_part)
+        loop = [x.text for x in doc["loop"].of(FACT) if x.figures.get("part") in ("step", "loss")]
+        if loop:  # how the script's loop was read, in brief (the why pane, w, has all of it)
+            t.append("\n" + " · ".join(loop), style="dim")
+        for x in doc["loop"].of(WARNING):  # the script's own numbers disagree with tuimon's
+            t.append(f"\n{x.label}: {x.text}", style="yellow")
         for x in doc["caution"].lines:  # the machine was busy
             t.append(f"\n{x.text}", style="yellow")
         if gpu_note:

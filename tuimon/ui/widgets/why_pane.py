@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tuimon.analysis import HIGH, MEDIUM, SessionSummary, tried
 from tuimon.report import sections
-from tuimon.report.document import ADVICE, EVIDENCE, FINDING, TRIED, Line
+from tuimon.report.document import ADVICE, EVIDENCE, FACT, FINDING, TRIED, WARNING, Line, plain
 from tuimon.report.try_text import fix_hint
 from tuimon.ui.model import RunLive
 from tuimon.variants import SCRIPT
@@ -34,6 +34,7 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         self._summary: SessionSummary | None = None  # the summary last worded, and its words
         self._whys: list[Line] = []  # the Why section's headings, each variant's findings under it
         self._tried: list[str] = []
+        self._loop: list[Line] = []  # how a script's loop was read (report/anatomy_text.py)
         self._drawn: tuple | None = None
         self._scroll = False  # the cursor moved: bring its finding into view
         self.shown = None  # the renderable on screen (tests print it)
@@ -47,8 +48,9 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         if not self.has_class("visible"):
             return
         if summary is not self._summary:
-            doc = sections.document({}, summary, only=("tried", "why"))
+            doc = sections.document({}, summary, only=("tried", "why", "loop"))
             self._summary, self._whys, self._drawn = summary, list(doc["why"].lines), None
+            self._loop = list(doc["loop"].lines)
             self._tried = [x.text for x in doc["tried"].of(TRIED)]
         run = live.run if live is not None else None
         if run != self._run:
@@ -63,6 +65,8 @@ class WhyPane(VerticalScroll, can_focus=False):  # focus stays on the panels
         cursor = self.cursor if found else None
         picks = [pick_for(live, f) for f in found]
         parts, selected = layout(live, self._whys, cursor, picks, self._tried)
+        if self._loop:  # how the loop was read, under the diagnosis
+            parts += loop_parts(self._loop)
         self.shown = Group(*parts)
         self.query_one("#why-body", Static).update(self.shown)
         if self._scroll and selected is not None:
@@ -146,6 +150,15 @@ def layout(live: RunLive | None, whys: list[Line], cursor: int | None,
         others = ", ".join(v.label for v in whys if v is not found)
         parts.append(Text(f"other variants ({others}): focus their panel", style="dim"))
     return parts, selected
+
+
+def loop_parts(lines: list[Line]) -> list:
+    """How the script's loop was read: its facts, and where the script's own numbers disagree."""
+    parts: list = [Text("how tuimon read the loop", style="bold")]
+    for x in lines:
+        text = f"{x.label}: {x.text}" if x.kind != FACT and x.label else x.text
+        parts.append(Padding.indent(Text(plain(text), style="yellow" if x.kind == WARNING else ""), 1))
+    return parts
 
 
 def finding_parts(k: int, f: Line, chosen: bool, pick: tried.Pick | None) -> list:
