@@ -108,9 +108,37 @@ def tuimon(tmp_path, inductor_cache):
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                               cwd=cwd or tmp_path, **kwargs)
         sessions = sorted(out.glob("*")) if out.exists() else []
+        if sessions and command == "run":
+            check_anatomy(sessions[-1])
         return proc, (sessions[-1] if sessions else None)
 
     return run
+
+
+def check_anatomy(session: Path) -> None:
+    """Every script session's reading of its loop (the anatomy event, issue 40) agrees with
+    what its runs recorded: as many steps as step events, each counted once in the backward()
+    histogram, the lead optimizer stepping once a step (one training, steps ended by step()),
+    every optimizer's module named or said not found. Asserted for every script test that runs
+    a session through this fixture."""
+    store = session / "events.jsonl"
+    if not store.exists():
+        return
+    evs = [json.loads(line) for line in store.read_text().splitlines() if line.strip()]
+    steps: dict[str, int] = {}
+    for e in evs:
+        if e["type"] == "step" and "rank" not in e:
+            steps[e["run"]] = steps.get(e["run"], 0) + 1
+    last = {e["run"]: e for e in evs if e["type"] == "anatomy" and "rank" not in e}
+    for run, a in last.items():
+        if not any(e["type"] == "finished" and e.get("run") == run for e in evs):
+            continue  # failed or killed: its last reading is its first steps'
+        assert a["steps"] == steps.get(run, 0), (run, a["steps"], steps.get(run))
+        assert sum(a["backwards"].values()) == a["steps"] == sum(a["loss_sums"].values()), (run, a)
+        lead = [o for o in a["optimizers"] if o["lead"]]
+        if a["ends_at"] == "optimizer.step" and a["lead_changes"] == 1 and lead:
+            assert lead[0]["steps"] >= a["steps"], (run, a)  # a skipped scaler step is a step too
+        assert all(o["compiled"] for o in a["optimizers"]), (run, a)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ HOW = {
     "named-other": "eager: not --compile-module's",
     "no-auto": "eager: --no-auto-compile",
     "not-found": "not found: no module called in the first step holds its parameters",
+    "late": "not looked for: its optimizer was made after the first step (a later lead's is)",
     "double-backward": "left eager: a double backward (torch.autograd.grad with create_graph, a "
                        "gradient penalty) reaches it, which torch.compile cannot differentiate",
     "inside": "compiled inside {beside}",

@@ -65,6 +65,12 @@ def doubt_text(d: Point) -> str:
                 f"{f['fault_us']:g} µs a fault): part of the difference is memory allocation, not "
                 "compile; " + (PINNED if f["pinned"] else "--pin-malloc runs every variant with the "
                                "same allocator thresholds"))
+    if d.code == "steps_differ":  # analysis/stats/anatomy.py: the reading the run contradicts
+        return (f"{f['lead_steps']} `{f['optimizer']}.step()` calls for {f['steps']} steps: a step was "
+                "not one optimizer step, so its times are not a training step's")
+    if d.code == "trainings":
+        return (f"{f['count']} trainings one after another ({', '.join(f['modules'])}) pooled into "
+                "one steady state: their steps are not one model's")
     raise KeyError(d.code)
 
 

@@ -14,6 +14,8 @@ from tuimon.report.document import VERDICT, Line, Section
 from tuimon.report.trust_text import reason_text
 
 REMEDY = {  # what to do when the comparison cannot be trusted (stats/candidates.py remedy)
+    "reading": ("Run one training, one model, whose step is one optimizer step() (--steps within "
+                "the first training; \"How tuimon read the loop\" says what it saw)"),
     "fix_recompiles": "Fix the recompiles (see the notes), then measure again",
     "repeats": "Measure again with --repeats 3 or more (the allocator was pinned already)",
     "pin_malloc": "Measure again with --pin-malloc (the same allocator thresholds in every run)",

@@ -70,6 +70,25 @@ def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float]) -> Anato
     return replace(a, checks=tuple(p for p in out if p is not None))
 
 
+def doubts(a: Anatomy) -> list[Point]:
+    """Why a row's step times cannot stand for its training, from its reading: a step that was
+    not one step() of its lead (``steps_differ``), and several trainings of different models
+    one after another pooled into one steady state (``trainings``: a distillation script's
+    teacher then students; one model's new optimizer each epoch is one training)."""
+    out = [p for p in a.checks if p.code == "steps_differ"]
+    modules = {a.optimizers[t["optimizer"]].get("module") for t in a.trainings
+               if t.get("optimizer") is not None and t["optimizer"] < len(a.optimizers)}
+    if a.lead_changes > 1 and len(modules) > 1:
+        out.append(point("trainings", count=a.lead_changes, modules=sorted(m or "?" for m in modules)))
+    return out
+
+
+def training_starts(a: Anatomy) -> list[int]:
+    """The steps at which a new training began (after the first): its first compiles are its
+    warm-up, no recompile."""
+    return [int(t["step"]) for t in a.trainings[1:]]
+
+
 def _losses(printed: list, ours: dict[int, float], summed: int) -> Point | None:
     best = None
     for offset in (0, -1, 1):

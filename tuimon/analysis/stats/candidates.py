@@ -70,10 +70,13 @@ def doubt_codes(reasons: list[Point]) -> set[str]:
 
 
 def remedy(reasons: list[Point], pinned: bool | None = None) -> str:
-    """What to do when the comparison cannot be trusted: ``fix_recompiles``, ``pin_malloc``
-    (page faults differed), ``repeats`` (they differed with the allocator pinned already), or
+    """What to do when the comparison cannot be trusted: ``reading`` (tuimon's reading of the
+    loop does not hold: analysis/stats/anatomy.py), ``fix_recompiles``, ``pin_malloc`` (page
+    faults differed), ``repeats`` (they differed with the allocator pinned already), or
     ``quiet`` (other processes' load)."""
     found = doubt_codes(reasons)
+    if found & {"steps_differ", "trainings"}:
+        return "reading"
     if "recompiled" in found:
         return "fix_recompiles"
     if "faults_differ" in found:

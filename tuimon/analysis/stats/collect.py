@@ -11,7 +11,8 @@ from tuimon import events
 from tuimon.analysis.files import TYPES as FILE_EVENTS
 from tuimon.analysis.files import FilesFold
 from tuimon.analysis.stats.agreement import loss_gap
-from tuimon.analysis.stats.anatomy import checked
+from tuimon.analysis.stats.anatomy import checked, training_starts
+from tuimon.analysis.stats.anatomy import doubts as reading_doubts
 from tuimon.analysis.stats.apply import apply_run, apply_session, as_told
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
@@ -251,7 +252,8 @@ class Collector:
         if r.compiled and compiles.compile_s is None:  # the runner did not say: its steps do
             compiles = replace(compiles, compile_s=step_compile_s(steps))
         r = replace(r, timing=timing, profiles=profiles, compile=compiles, phases=phase_stats(steady),
-                    doubts=r.doubts + late_compiles(steps, timing.steady_from),
+                    doubts=r.doubts + late_compiles(steps, timing.steady_from,
+                                                    training_starts(r.anatomy)),
                     load=replace(load, faults_per_step=self._faults[r.run].per_step()),
                     loss=replace(r.loss, final_loss=final_loss(steps),
                                  loss_nonfinite=self._loss[r.run].nonfinite))
@@ -260,6 +262,7 @@ class Collector:
             r = job.summarize(r, self.state.runs[r.run], timing.steady_from, window[0] if window else None)
         r.compile = compile_story(r)  # once its status and steady state are known
         r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps})
+        r.doubts = r.doubts + reading_doubts(r.anatomy)  # a reading the run contradicts
         r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name)
         return r
 

@@ -102,13 +102,18 @@ def final_loss(run_steps: list[dict]) -> float | None:
     return next((x for x in reversed([s.get("loss") for s in run_steps]) if x is not None), None)
 
 
-def late_compiles(run_steps: list[dict], steady_from: int | None) -> list[Point]:
+NEW_TRAINING = 5  # steps after a new training began (another model) whose compiles are its warm-up
+
+
+def late_compiles(run_steps: list[dict], steady_from: int | None, starts: list[int] = ()) -> list[Point]:
     """A doubt when steps compiled after the steady state began: its shapes or guards keep
     changing. A compile in a script's gap (its validation pass: eval mode, no grad) is a one-time
-    cost of that pass, not training's."""
+    cost of that pass, not training's; one in the first steps of a new training (``starts``: the
+    anatomy's, a second model's) is that model's first compile."""
     if steady_from is None:
         return []
-    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > steady_from and not s.get("gap")]
+    late = [s for s in run_steps if s.get("compile_ms") and s["i"] > steady_from and not s.get("gap")
+            and not any(0 <= s["i"] - k < NEW_TRAINING for k in starts)]
     return [point("recompiled", steps=len(late), first=late[0]["i"])] if late else []
 
 

@@ -77,6 +77,8 @@ class TrainedModules:
     # ---- finding each optimizer's module ------------------------------------------------------
     def made(self, optimizer) -> None:
         params = param_ids(optimizer)
+        if self._closed and self.anatomy is not None:  # no global hook during training
+            self.anatomy.trains(optimizer, [], "late")
         if params and not self._closed:
             self._pending.append([weak(optimizer), params, [], set()])
             if self._hook is None:

@@ -1,0 +1,122 @@
+"""Issue 40: how tuimon read a script's loop, as data, checked against the script's own numbers,
+and worded. The child's side (which backward() losses a step keeps, a double backward's module
+left eager, the printed numbers read from a log) and the reading's statistics and words, on
+synthetic events; the real scripts run in tests/e2e/test_anatomy_runs.py."""
+
+from __future__ import annotations
+
+import torch
+from test_stats import run_events
+
+from tuimon import events
+from tuimon.analysis import summarize
+from tuimon.analysis.stats.anatomy import Anatomy, checked
+from tuimon.control.printed import printed_numbers
+from tuimon.report import sections
+from tuimon.runner.emitter import Emitter
+from tuimon.runner.script.anatomy import Anatomy as Reading
+from tuimon.runner.script.compile_modes import CompileModes
+from tuimon.runner.script.lead import Lead
+from tuimon.runner.script.losses import StepLosses
+
+
+def test_a_steps_loss_is_the_sum_of_the_leads_backward_losses():
+    losses = StepLosses()
+    for micro in (1.0, 2.0, 3.0, 4.0):  # gradient accumulation: four scaled micro-losses
+        losses.backward(torch.tensor(micro / 4))
+    losses.stepping()
+    loss, n = losses.take()
+    assert n == 4 and float(loss) == 2.5  # what a script printing loss_accum prints
+    losses.backward(torch.tensor(7.0))  # a GAN's generator loss, then the generator's step
+    losses.stepping()
+    losses.drop()
+    losses.backward(torch.tensor(0.5))  # the critic's, then the critic's (the lead's) step
+    losses.stepping()
+    assert [float(x) if hasattr(x, "item") else x for x in losses.take()] == [0.5, 1]
+    losses.stepping()  # LBFGS: every backward() inside step(), its closure evaluated 3 times
+    for value in (3.0, 2.0, 1.0):
+        losses.backward(torch.tensor(value))
+    loss, n = losses.take()
+    assert (float(loss), n) == (3.0, 1)  # the first evaluation, as LBFGS returns it
+    assert losses.take() == (None, 0)
+
+
+def test_a_double_backward_leaves_its_module_eager_and_says_why():
+    said = []
+    anatomy = Reading(Emitter(None, "r"), Lead(lambda text, **f: None))
+    modes = CompileModes("default", True, lambda text, **f: said.append(text), anatomy=anatomy)
+    modes._orig_compile = lambda fn, **kw: fn
+    generator, critic = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    opt_g = torch.optim.Adam(generator.parameters())
+    opt_d = torch.optim.Adam(critic.parameters())
+    for opt in (opt_g, opt_d):
+        anatomy.made(opt)
+        modes.optimizer_made(opt)
+    mixed = generator(torch.randn(2, 4)).detach().requires_grad_(True)
+    out = critic(mixed)  # a gradient penalty: the critic's gradient, differentiated again
+    modes.trained.double_backward(out)
+    torch.autograd.grad(out.sum(), mixed, create_graph=True)
+    modes.trained.first_step(optimizers=2)
+    assert [(o.module, o.compiled) for o in anatomy.optimizers] == [
+        ("Linear", "tuimon"), ("Linear", "double-backward")]
+    assert generator._compiled_call_impl is not None and critic._compiled_call_impl is None
+
+
+def test_printed_numbers_are_read_where_a_line_names_a_step(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("effective batch size 32\nstep    0 | loss: 4.167212 | dt: 3.84ms\n"
+                   "step    1 | loss: 4.158399 | dt: 3.94ms\nepoch 0: loss 4.16 (1.2s)\n"
+                   "step    2 | loss: 4.159593 | dt: 3.90ms\n[Batch 10/400] [D loss: -1.2] [G loss: 0.5]\n")
+    said = printed_numbers(log)
+    assert said["losses"] == [[0, 4.167212], [1, 4.158399], [2, 4.159593], [10, -1.2]]
+    assert said["ms"] == [[0, 3.84], [1, 3.94], [2, 3.9]]
+    log.write_text("epoch 0: loss 1.0\nepoch 1: loss 0.9\nepoch 2: loss 0.8\n")  # no step named
+    assert printed_numbers(log) is None
+
+
+def test_the_reading_is_checked_against_the_printed_losses_and_times():
+    ours = {i: 4.0 - i / 100 for i in range(20)}
+    ms = {i: 10.0 for i in range(20)}
+    read = Anatomy(ends_at="optimizer.step", steps=20, loss_sums={"4": 20},
+                   optimizers=({"optimizer": "AdamW", "steps": 20, "lead": True},))
+
+    def check(losses, times=None):
+        printed = {"losses": [[k, v] for k, v in losses]} | ({"ms": times} if times else {})
+        return [(p.code, p.figures) for p in checked(Anatomy(**{**read.__dict__, "printed": printed}),
+                                                      ours, ms).checks]
+
+    same = [(k, ours[k]) for k in range(0, 20, 5)]
+    assert check(same)[0][0] == "losses_agree"
+    shifted = [(k + 1, ours[k]) for k in range(0, 20, 5)]  # the script counts steps from 1
+    assert check(shifted)[0] == ("losses_agree", {"pairs": 4, "offset": -1})
+    (code, figures), = check([(k, ours[k] / 4) for k in range(0, 20, 5)])  # prints the mean of 4
+    assert code == "losses_scaled" and figures["mean"] and figures["ratio"] == 0.25
+    assert check([(k, 1.0 + k) for k in range(0, 20, 5)])[0][0] == "losses_differ"
+    codes = dict(check(same, [[k, 10.4] for k in range(5)]))
+    assert "times_agree" in codes
+    codes = dict(check(same, [[k, 20.0] for k in range(5)]))
+    assert codes["times_differ"]["ratio"] == 2.0
+
+
+def test_the_loop_section_says_the_reading_of_a_wgan():
+    evs = run_events("default-script", "default", "script", [5.0] * 40,
+                     losses=[2.0 - i / 100 for i in range(40)])
+    evs.insert(-2, events.make(events.ANATOMY, "default-script", steps=40, ends_at="optimizer.step",
+                               optimizers=[
+        {"optimizer": "Adam", "params": 1608, "steps": 8, "module": "Generator", "compiled": "tuimon",
+         "beside": None, "lead": False, "every": 5.0},
+        {"optimizer": "Adam", "params": 641, "steps": 40, "module": "Critic",
+         "compiled": "double-backward", "beside": None, "lead": True, "every": 1.0}],
+        backwards={"1": 32, "2": 8}, loss_sums={"1": 40}, outside={}, trainings=[], lead_changes=1))
+    evs.insert(-1, events.make(events.PRINTED, "default-script",
+                               losses=[[k, 2.0] for k in range(0, 40, 10)]))
+    summary = summarize(evs)
+    lines = [x.text for x in sections.document({}, summary, only=("loop",))["loop"].lines]
+    assert lines[0] == ("step: one `Adam.step()` (Critic, 641 parameters) — 40 steps; 1 backward() "
+                        "in 32 steps, 2 backward() in 8 steps")
+    assert lines[1] == ("another optimizer: `Adam.step()` (Generator, 1,608 parameters) every 5 steps "
+                        "(8 steps)")
+    assert lines[2] == "loss: the backward() loss before each step()"
+    assert "Critic left eager: a double backward" in lines[3]
+    (check,) = summary.runs[0].anatomy.checks  # the printed losses were set beside tuimon's
+    assert check.code == "losses_differ" and check.figures == {"pairs": 4, "agree": 1}
