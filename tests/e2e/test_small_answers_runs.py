@@ -29,10 +29,14 @@ def test_step_zero_has_its_data_phase(tuimon):
 
 def test_the_final_loss_says_which_of_several_it_is(tuimon):
     proc, session = tuimon("run", "--headless", "--modes", "eager", "--steps", "30", "--", PY,
-                           script("gan.py"))
+                           script("gan.py"), "--log-every", "5")
     assert proc.returncode == 0, proc.stderr
     md = (session / "summary.md").read_text()
-    assert "(the last of its 2 backward() losses a step)" in md
+    # The discriminator's step() ends a step: its loss is errD, the generator's errG went with
+    # the generator's step(); the script's printed Loss_D says the same (issue 40).
+    assert "loss: the backward() loss before each step()" in md
+    assert "(Generator, 1,410 parameters) every step" in md  # stepped after the lead's, each step
+    assert "its printed losses agree with tuimon's" in md
 
 
 def test_a_module_compiled_through_tuimons_wrapper_is_named_for_the_module(tuimon):

@@ -100,7 +100,8 @@ class CompileModes:
                 self.fixes.tell("regional", False, "the script compiles a function, not a module")
             return self._orig_compile(**out)
         compiled = self._compiled(model, out, "the module the script compiles")
-        self.script_modules.append(weak(compiled))
+        if isinstance(compiled, torch.nn.Module):  # a function it compiles trains no module
+            self.script_modules.append(weak(compiled))
         return self._told(compiled)
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
