@@ -87,8 +87,9 @@ def test_the_loop_sends_the_same_events_through_lines_and_through_dicts(tmp_path
     recipe_loop.train_steps(tiny_trainer(), spy, 40, 3)
     dicts = [json.loads(events.encode(e)) for e in spy.events]
     assert [e["type"] for e in lines] == [e["type"] for e in dicts]
-    # minflt: the process's page faults so far; seconds: the run's, in finished
-    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt", "ph", "seconds"}
+    # minflt: the process's page faults so far; seconds: the run's (finished), a gc's pauses;
+    # collections: the garbage collector's runs (gc)
+    clocks = {"t", "ms", "data_ms", "peak_rss", "minflt", "ph", "seconds", "collections", "oldest"}
     for a, b in zip(lines, dicts, strict=True):
         assert list(a) == list(b)
         assert {k: v for k, v in a.items() if k not in clocks} == {
@@ -143,7 +144,8 @@ def test_a_step_costs_a_bounded_number_of_calls_and_builds_no_event():
     # The end of the run builds each step's line once (emit_step): that is the flush's work.
     assert counts["emit_step"] == 1100 and short_counts["emit_step"] == 100
     for name in ("make", "encode", "dumps", "flush", "peak_memory"):  # the run's few other events
-        assert counts.get(name, 0) == short_counts.get(name, 0), name  # not one more per step
+        more = counts.get(name, 0) - short_counts.get(name, 0)  # not one more per step: a gc
+        assert more <= 3 * (1100 // 256), (name, more)  # event every 256 (runner/gc_pauses.py)
     assert per_step <= 30, (per_step, sorted(counts.items(), key=lambda kv: -kv[1])[:20])
 
 

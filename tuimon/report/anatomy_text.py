@@ -75,19 +75,12 @@ def others_text(a) -> list[str]:
     for o in a.optimizers:
         if o.get("lead"):
             continue
-        cadence = cadence_text(o.get("every")) if o.get("steps") else "never stepped"
+        every = o.get("cadence", 1)
+        cadence = ("never stepped" if not o.get("steps") else "every step" if every == 1
+                   else f"every {every:g} steps")
         out.append(f"another optimizer: `{o['optimizer']}.step()` ({_module(o)}) {cadence} "
                    f"({o.get('steps', 0)} steps)")
     return out
-
-
-def cadence_text(every: float | None) -> str:
-    """How often an optimizer stepped, in the lead's steps ("every 5 steps"); a run cut at a
-    lead's step leaves the others a step short (29 of 30: every step)."""
-    if not every or every < 1.5:
-        return "every step"
-    near = round(every)
-    return f"every {near} steps" if abs(every - near) <= 0.15 * every else f"every {every:.1f} steps"
 
 
 def loss_text(a) -> str:

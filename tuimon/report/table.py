@@ -154,6 +154,22 @@ def other_load_text(r: RunStats) -> str:
     return text
 
 
+def gc_text(r: RunStats) -> str:
+    """Python's garbage collector in a steady step (stats/gc_pauses.py): its mean pause and how
+    often it ran."""
+    t = r.timing
+    if t.gc_ms is None:
+        return DASH
+    share = f" ({t.gc_ms / t.median_ms:.0%} of the median step)" if t.median_ms else ""
+    return f"{fmt_ms(t.gc_ms)} a step{share} · {t.gc_per_100:g} collections per 100 steps"
+
+
+def gc_matters(r: RunStats) -> bool:
+    """Worth a row: the collector paused a step by 1 % of it or more, on average."""
+    t = r.timing
+    return bool(t.gc_ms and t.median_ms and t.gc_ms >= 0.01 * t.median_ms)
+
+
 def faults_text(r: RunStats) -> str:
     """Minor page faults a steady step (stats/faults.py): fresh memory mapped at every step."""
     return fmt_count(r.load.faults_per_step) if r.load.faults_per_step is not None else DASH
@@ -284,6 +300,8 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     rows[at:at] = part_rows(summary) + flop_rows(summary)  # where the step goes; its FLOPs and MFU
     if any(r.load.faults_per_step is not None for r in runs):
         rows.insert(rows.index(("peak memory", peak_memory_text)) + 1, ("page faults per step", faults_text))
+    if any(gc_matters(r) for r in runs):
+        rows.insert(rows.index(("peak memory", peak_memory_text)), ("Python GC pauses", gc_text))
     if any(r.job.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
     rows += GPU_ROWS + memory_rows(summary)  # "n/a" where the machine does not say

@@ -25,6 +25,7 @@ from tuimon import events
 from tuimon.runner.control_lines import EOF, ControlLines
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
+from tuimon.runner.gc_pauses import GcPauses
 from tuimon.runner.memory_phases import NEVER, peak_memory
 from tuimon.runner.steps import LossReader, StepRing, emit_ready
 from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
@@ -77,7 +78,7 @@ class StepEngine:
         t = settings.turns
         self.turns = Turns(t.turn_steps, t.turn_s, steps, duration, first_only=t.turn_first)
         self.ring = StepRing(RING, pre=ranked)
-        self.components: list[Component] = []
+        self.components: list[Component] = [GcPauses()]  # every run's; a driver adds its own
         self.window = None  # the CaptureWindow component, when the run has a profiler
         self.profiler = None  # ... and its Profiler (runner/profiling/)
         self.capture = None  # the capture that began at this step (a recipe labels its parts)

@@ -45,10 +45,21 @@ class Anatomy:
 def anatomy_of(e: dict, before: Anatomy) -> Anatomy:
     """The record after an ``anatomy`` event (the latest holds the run's counts so far)."""
     return replace(before, ends_at=e.get("ends_at"), steps=int(e.get("steps") or 0),
-                   optimizers=tuple(e.get("optimizers") or ()),
+                   optimizers=tuple({**o, "cadence": cadence(o.get("every"))}
+                                    for o in e.get("optimizers") or ()),
                    backwards=dict(e.get("backwards") or {}), loss_sums=dict(e.get("loss_sums") or {}),
                    outside=dict(e.get("outside") or {}), trainings=tuple(e.get("trainings") or ()),
                    lead_changes=int(e.get("lead_changes") or 0))
+
+
+def cadence(every: float | None) -> float:
+    """How often an optimizer stepped, in the lead's steps: 1 (every step), a whole number when
+    near one (a run cut at the lead's step leaves the others one short: 29 of 30 is every step,
+    80 of 401 every 5th), else to a tenth."""
+    if not every or every < 1.5:
+        return 1
+    near = round(every)
+    return near if abs(every - near) <= 0.15 * every else round(every, 1)
 
 
 def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float]) -> Anatomy:

@@ -20,6 +20,7 @@ from tuimon.analysis.stats.compiles import combine_compiles, compile_story, unti
 from tuimon.analysis.stats.energy import combine_energy, energy_stats
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.flops import first_count, flop_rates
+from tuimon.analysis.stats.gc_pauses import GcTrack
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.memory import MemoryFold, combine_memory, memory_compare, memory_stats
 from tuimon.analysis.stats.noise import pooled, session_plan, within_rounds
@@ -79,6 +80,7 @@ class Collector:
         self._counts: dict[str, list[int]] = {}  # run -> [steps, measured]
         self._loss: dict[str, LossTrack] = {}
         self._faults: dict[str, FaultTrack] = {}  # run -> its page faults per flush window
+        self._gc: dict[str, GcTrack] = {}  # run -> its garbage collector's pauses (gc_pauses.py)
         self._samples: deque = deque(maxlen=keep_samples)
         self._session = SessionSummary([], unreadable_lines=unreadable_lines)
         self.jobs: dict[str, JobFold] = {}  # torchrun jobs: their ranks' figures (stats/ranks.py)
@@ -124,6 +126,7 @@ class Collector:
             self._counts[run] = [0, 0]
             self._loss[run] = LossTrack(None if self.keep_steps is None else self.keep_steps)
             self._faults[run] = FaultTrack()
+            self._gc[run] = GcTrack()
         for s in steps:
             self._step(s["run"], s)
         if run is None:
@@ -133,6 +136,8 @@ class Collector:
         elif kind != events.STEP:
             if kind == events.MEMORY:  # sent after the steps of its flush: a window's faults
                 self._faults[run].mark(e.get("minflt"), *self._counts[run])
+            elif kind == events.GC:  # its collections' pauses over a window of steps
+                self._gc[run].add(e)
             apply_run(self.runs[run], e)
         return steps
 
@@ -248,6 +253,8 @@ class Collector:
                                           own=own_periods(samples, r.run) if own else None,
                                           quiet_only=quiet_only)
         timing, profiles = profile_stats(timing, r.profiles, steps)
+        gc_ms, gc_per_100 = self._gc[r.run].per_step(timing.steady_from)
+        timing = replace(timing, gc_ms=gc_ms, gc_per_100=gc_per_100)
         compiles = r.compile
         if r.compiled and compiles.compile_s is None:  # the runner did not say: its steps do
             compiles = replace(compiles, compile_s=step_compile_s(steps))
