@@ -120,3 +120,21 @@ def test_the_loop_section_says_the_reading_of_a_wgan():
     assert "Critic left eager: a double backward" in lines[3]
     (check,) = summary.runs[0].anatomy.checks  # the printed losses were set beside tuimon's
     assert check.code == "losses_differ" and check.figures == {"pairs": 4, "agree": 1}
+
+
+def test_alternating_steps_are_weighed_by_their_cycles_mean():
+    """An actor stepped on every third step: 16.45 ms, then 5.45 ms twice. Their median (5.45)
+    is no training step's; a cycle's mean step (9.1) is what the loop costs."""
+    from tuimon.analysis.stats.cycles import cycle
+
+    sac = [16.45 if i % 3 == 0 else 5.45 + 0.01 * (i % 5) for i in range(201)]
+    assert cycle(sac) == 3
+    ppo = [100.0 if i % 16 == 0 else 4.0 for i in range(320)]  # a rollout in one step of 16
+    assert cycle(ppo) == 16
+    import random
+
+    rng = random.Random(0)
+    assert cycle([5.0 * (1 + 0.3 * rng.random()) for _ in range(400)]) == 1  # noise: no cycle
+    evs = run_events("eager-fp32", "eager", "fp32", sac)
+    (r,) = summarize(evs).runs
+    assert r.timing.cycle == 3 and abs(r.timing.median_ms - 9.12) < 0.05

@@ -154,6 +154,15 @@ def other_load_text(r: RunStats) -> str:
     return text
 
 
+def median_text(r: RunStats) -> str:
+    """The median step and its p10–p90; of alternating steps, their cycles' mean steps'."""
+    t = r.timing
+    if t.median_ms is None:
+        return DASH
+    text = f"{fmt_ms(t.median_ms)} ({fmt_ms(t.p10_ms)}–{fmt_ms(t.p90_ms)})"
+    return text + (f" — the mean step of {t.cycle}-step cycles (its steps alternate)" if t.cycle > 1 else "")
+
+
 def gc_text(r: RunStats) -> str:
     """Python's garbage collector in a steady step (stats/gc_pauses.py): its mean pause and how
     often it ran."""
@@ -272,8 +281,7 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
     rows = [
         ("status", status_text),
         ("steps measured", measured_text),
-        ("median step (p10–p90)", lambda r: DASH if r.timing.median_ms is None else
-         f"{fmt_ms(r.timing.median_ms)} ({fmt_ms(r.timing.p10_ms)}–{fmt_ms(r.timing.p90_ms)})"),
+        ("median step (p10–p90)", median_text),
         ("throughput", lambda r: fmt_rate(r.timing.throughput, r.timing.throughput_unit)),
         ("speedup vs eager", speedup),
         ("compile / warm-up time", per_start(compile_text)),

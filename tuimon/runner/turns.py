@@ -7,7 +7,7 @@ most a quarter of it, so every variant gets at least four turns however slow its
 A rank of a torchrun job decides none of this itself (its ranks could end a turn at different
 steps, and a rank paused one step early leaves the others waiting inside a collective): it
 waits for its first turn (``first_only``) and the supervisor ends each turn for every rank at
-the same step (``pause-at S turn``, runner/control.py)."""
+the same step (``pause-at S turn``, runner/control_lines.py)."""
 
 from __future__ import annotations
 

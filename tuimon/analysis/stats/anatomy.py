@@ -37,6 +37,13 @@ class Anatomy:
         return next((o for o in self.optimizers if o.get("lead")), None)
 
     @property
+    def cycle(self) -> int:
+        """The lead's steps in one cycle of the others' (a critic's 5 a generator step): 1 none."""
+        whole = [int(o["cadence"]) for o in self.optimizers
+                 if not o.get("lead") and o.get("steps") and float(o.get("cadence", 1)).is_integer()]
+        return max(whole, default=1)
+
+    @property
     def loss_sum(self) -> int:
         """The backward() losses a step's loss is the sum of, in most steps."""
         return int(_mode(self.loss_sums) or 1)

@@ -53,6 +53,8 @@ class Timing:
     overhead_s: float | None = None
     profiled_steps: int = 0  # steps a profiler recorded: out of the steady state and the overhead
     untimed: str | None = None  # a script whose training ran where tuimon does not hook: the line
+    # Steps in a cycle whose mean step the figures are, when the steps alternate (cycles.py): 1
+    cycle: int = 1
     gc_ms: float | None = None  # Python's garbage collector: ms it paused a steady step (mean)
     gc_per_100: float | None = None  # ... its collections per 100 steps (stats/gc_pauses.py)
 

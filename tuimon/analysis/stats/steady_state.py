@@ -8,6 +8,7 @@ import math
 import statistics
 from dataclasses import replace
 
+from tuimon.analysis.stats.cycles import cycle, means
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
 from tuimon.analysis.stats.point import Point, point
@@ -66,6 +67,9 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     if not steady:
         return replace(r.timing, **t), replace(r.load, **load), []
     in_order = [s["ms"] for s in steady]
+    t["cycle"] = k = cycle(in_order, r.anatomy.cycle)  # uneven steps in cycles: their means (cycles.py)
+    if k > 1:
+        in_order = means(in_order, k)
     measured = sorted(in_order)
     median = statistics.median(measured)
     autocorr = lag1_autocorr(in_order)

@@ -1,0 +1,55 @@
+"""Steps that repeat in cycles: a loop whose steps are not alike but alternate (SAC steps its
+actor on every other step: 5.45 and 16.45 ms; a WGAN its generator every fifth; an RL script's
+rollout lands in one step of sixteen). Their median is no training step's: it drops the heavy
+ones, and their mean is what the loop costs. Where the steps repeat every k steps (their
+autocorrelation at lag k is ``REPEATS`` or more: independent noise repeats at no lag) and the
+median of the cycles' mean steps parts from the steps' median by ``UNEVEN`` or more, the
+statistics take the cycles' mean steps as the row's steps (steady_state.py): its median step is
+then a cycle's mean step. The cycle's length comes from how the loop was
+read (another optimizer's cadence: analysis/stats/anatomy.py) or, failing that, from the step
+times themselves (the lag, up to ``LONGEST``, at which they repeat best)."""
+
+from __future__ import annotations
+
+import statistics
+
+UNEVEN = 0.10  # |mean - median| / median from which a row's steps are uneven
+LONGEST = 64  # steps in the longest cycle looked for
+CYCLES = 4  # whole cycles needed to judge one
+REPEATS = 0.5  # autocorrelation at its lag from which the steps repeat
+
+
+def cycle(ms: list[float], hint: int = 1) -> int:
+    """The steps in a cycle of ``ms`` (step times, in step order): a lag at which they repeat
+    (the anatomy's ``hint`` first), where a cycle's mean step parts from the steps' median by
+    ``UNEVEN`` or more; 1 when no such cycle (the median stands)."""
+    n = len(ms)
+    if n < 2 * CYCLES:
+        return 1
+    median = statistics.median(ms)
+    for k in _lags(ms, hint):
+        if n >= CYCLES * k and abs(statistics.median(means(ms, k)) - median) >= UNEVEN * median:
+            return k
+    return 1
+
+
+def means(ms: list[float], k: int) -> list[float]:
+    """The mean step of each whole cycle of ``k`` steps, in order."""
+    return [statistics.fmean(ms[j:j + k]) for j in range(0, len(ms) - k + 1, k)]
+
+
+def _lags(ms: list[float], hint: int) -> list[int]:
+    """The lags at which the steps repeat (autocorrelation ≥ REPEATS): ``hint`` first, then the
+    shortest first. Independent noise repeats at no lag."""
+    n = len(ms)
+    mu = statistics.fmean(ms)
+    dev = [x - mu for x in ms]
+    var = sum(d * d for d in dev)
+    if not var:
+        return []
+    found = []
+    for k in range(2, min(LONGEST, n // CYCLES) + 1):
+        r = sum(dev[j] * dev[j + k] for j in range(n - k)) / var * n / (n - k)
+        if r >= REPEATS:
+            found.append((k != hint, k))  # a cycle's multiples repeat too: the shortest first
+    return [k for _, k in sorted(found)]
