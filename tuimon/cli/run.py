@@ -48,6 +48,61 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     """A session: the recipe's (or the demo's), or with ``command`` the user's own script.
     ``prepare(args, variants, answer, recipe, script, cache)`` (tuimon sweep) returns the variants to
     run and the budget's deadline, having sized --duration and noted what it skipped."""
+    modes, precisions, fixed, axes, script, recipe = checked_inputs(args, argv, command)
+    cache_dir = checked_cache(args, script)
+    warm = warm_settings(args, cache_dir)
+
+    from rich.console import Console
+
+    from tuimon.control.supervisor import Plan
+
+    variants = product(modes, precisions, axes)
+    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance,
+              "start": args.start}
+    answer = {key: value for key, value in answer.items() if value}
+    deadline = None
+    if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
+        variants, deadline = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
+    if deadline is None and (text := covered(args.steps, args.duration, args.repeats)):
+        print(f"tuimon: note: {text}", file=sys.stderr)
+    if len(variants) * args.repeats > MAX_PROCESSES:
+        raise UsageError(f"{len(variants)} variants × {args.repeats} repeats = "
+                         f"{len(variants) * args.repeats} runs: at most {MAX_PROCESSES} in a "
+                         "session (interleaved, every one holds its model at once); give fewer "
+                         "--modes, --precision or --set values")
+    settings = run_settings(args, script or Program(recipe=str(recipe)), fixed,
+                            len(variants) * args.repeats)
+    store = new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
+    interval = None if args.no_probes else args.interval
+    plan = Plan(settings, variants, args.schedule, cache_dir, interval=interval,
+                torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
+                quiet_only=args.quiet_only, hang_s=args.hang_timeout,
+                env=dict(PIN_MALLOC) if args.pin_malloc else {}, answer=answer,
+                deadline_s=deadline, warm=warm)
+    console = Console()
+    if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
+        from tuimon.analysis import load_session
+        from tuimon.cli.detached import run_detached
+        from tuimon.report import export
+
+        store.close()
+        ended = run_detached(store.path, plan, fps=args.fps, tui=not args.detach, console=console)
+        if isinstance(ended, int):  # detached: the daemon owns the session and its summary
+            return ended
+        status, supervisor, _ = ended  # the daemon has written meta.json and the summary
+        _, _, summary = load_session(store.path)
+        written = {fmt: store.path / name for fmt, name in export.FORMATS.items()}
+    else:
+        ran = run_headless(args, store, plan, variants, script, console)
+        if isinstance(ran, int):
+            return ran
+        status, supervisor, summary, written = ran
+    return ended_with(args, console, store, status, supervisor, summary, written, script, recipe)
+
+
+def checked_inputs(args: argparse.Namespace, argv: list[str], command: list[str] | None):
+    """The session's inputs, each checked (a bad one: one line, exit 2): (modes, precisions, the
+    fixed --set knobs, the axes, a script's Program or None, the recipe's or script's path)."""
     try:
         modes = parse_modes(args.modes, args.compile_optimizer)
         precisions = parse_list(args.precision, PRECISIONS, "precision")
@@ -78,49 +133,36 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
             recipe = check_recipe_file(args.recipe)
         except RecipeError as exc:
             raise UsageError(str(exc)) from None
+    return modes, precisions, fixed, axes, script, recipe
+
+
+def checked_cache(args: argparse.Namespace, script: Program | None) -> Path | None:
+    """The Inductor cache the runs share (None: a fresh one each), made and checked."""
     cache_dir = DEFAULT_CACHE if args.warm_cache else (Path(args.cache_dir) if args.cache_dir else None)
-    if cache_dir is not None:
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
-        if script is not None and not args.in_place and cache_dir.resolve() == Path.cwd().resolve():
-            # each variant's writes in the working directory go to its own view, Inductor's C++
-            # builds to the real path: one directory cannot be both (runner/script/files.py)
-            raise UsageError("--cache-dir is the working directory, whose files tuimon keeps apart "
-                             "for each variant: give the compile cache a directory of its own "
-                             "(e.g. --cache-dir .tuimon-cache)")
-    warm = warm_settings(args, cache_dir)
+    if cache_dir is None:
+        return None
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot use cache directory {cache_dir}: {exc.strerror or exc}") from None
+    if script is not None and not args.in_place and cache_dir.resolve() == Path.cwd().resolve():
+        # each variant's writes in the working directory go to its own view, Inductor's C++
+        # builds to the real path: one directory cannot be both (runner/script/files.py)
+        raise UsageError("--cache-dir is the working directory, whose files tuimon keeps apart "
+                         "for each variant: give the compile cache a directory of its own "
+                         "(e.g. --cache-dir .tuimon-cache)")
+    return cache_dir
 
-    from rich.console import Console
 
-    from tuimon.analysis import load_session
-    from tuimon.control.supervisor import Plan, Supervisor, interrupt
-    from tuimon.headless import HeadlessView, print_summary
-    from tuimon.report import export
-    from tuimon.sessiondir.store import SessionStore, StoreError, StoreWriteError
+def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings):
+    """The session's directory and its meta.json, written before anything is launched."""
+    from tuimon.sessiondir.store import SessionStore, StoreError
 
-    variants = product(modes, precisions, axes)
-    answer = {"axes": axes, "horizon": args.horizon, "loss_tolerance": args.loss_tolerance,
-              "start": args.start}
-    answer = {key: value for key, value in answer.items() if value}
-    deadline = None
-    if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
-        variants, deadline = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
-    if deadline is None and (text := covered(args.steps, args.duration, args.repeats)):
-        print(f"tuimon: note: {text}", file=sys.stderr)
-    if len(variants) * args.repeats > MAX_PROCESSES:
-        raise UsageError(f"{len(variants)} variants × {args.repeats} repeats = "
-                         f"{len(variants) * args.repeats} runs: at most {MAX_PROCESSES} in a "
-                         "session (interleaved, every one holds its model at once); give fewer "
-                         "--modes, --precision or --set values")
     name = script.name if script else ("demo" if args.recipe is None else recipe.stem)
     try:
         store = SessionStore.create(args.out, name)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    settings = run_settings(args, script or Program(recipe=str(recipe)), fixed,
-                            len(variants) * args.repeats)
     meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
     meta["run_settings"] = settings.to_dict()  # as every run's child gets it (its own fields aside)
     if script is not None:
@@ -131,46 +173,44 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     except OSError as exc:  # a disk full already: nothing is launched
         store.close()
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
+    return store
 
-    interval = None if args.no_probes else args.interval
-    plan = Plan(settings, variants, args.schedule, cache_dir, interval=interval,
-                torch_trace=args.torch_trace, turn_steps=args.turn_steps, turn_s=args.turn,
-                quiet_only=args.quiet_only, hang_s=args.hang_timeout,
-                env=dict(PIN_MALLOC) if args.pin_malloc else {}, answer=answer,
-                deadline_s=deadline, warm=warm)
-    console = Console()
-    if use_tui(args) or args.detach:  # the runs go to a daemon; the TUI is its client
-        from tuimon.cli.detached import run_detached
 
-        store.close()
-        ended = run_detached(store.path, plan, fps=args.fps, tui=not args.detach, console=console)
-        if isinstance(ended, int):  # detached: the daemon owns the session and its summary
-            return ended
-        status, supervisor, _ = ended  # the daemon has written meta.json and the summary
-        _, _, summary = load_session(store.path)
-        written = {fmt: store.path / name for fmt, name in export.FORMATS.items()}
-    else:
-        view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
-        if args.recipe is None and script is None:
-            console.print("tuimon demo: a small MLP, eager vs torch.compile "
-                          "(run 'tuimon RECIPE' for your own model)", highlight=False)
-        supervisor = Supervisor(store, plan, warn_on_stderr(view))
-        console.print(f"session: {store.path}", highlight=False)
-        # `kill PID` stops the runs as Ctrl-C does (by default it would orphan them: a hung one
-        # never reads the EOF on its control pipe), then the summary is written undisturbed.
-        previous = signal.signal(signal.SIGTERM, interrupt)
-        with view:
-            status = supervisor.run()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stored = store.close(read_back=True)
-        try:
-            _, summary, written = export.finish(store.path, status, stored=stored,
-                                                unwritten=store.unwritten, error=supervisor.store_error)
-        except StoreWriteError as exc:  # the runs ended; only the summary files did not fit
-            print(f"tuimon: error: {exc} — the runs have ended; events.jsonl holds everything "
-                  f"measured ('tuimon summary {store.path}' once there is room)", file=sys.stderr)
-            return EXIT_STORE
-        signal.signal(signal.SIGTERM, previous)
+def run_headless(args, store, plan, variants, script, console):
+    """The session run here, its progress as rows: (status, supervisor, summary, written), or
+    an exit code when its summary could not be written."""
+    from tuimon.control.supervisor import Supervisor, interrupt
+    from tuimon.headless import HeadlessView
+    from tuimon.report import export
+    from tuimon.sessiondir.store import StoreWriteError
+
+    view = HeadlessView({v.run_id: v.label for v in variants}, args.steps, console)
+    if args.recipe is None and script is None:
+        console.print("tuimon demo: a small MLP, eager vs torch.compile "
+                      "(run 'tuimon RECIPE' for your own model)", highlight=False)
+    supervisor = Supervisor(store, plan, warn_on_stderr(view))
+    console.print(f"session: {store.path}", highlight=False)
+    # `kill PID` stops the runs as Ctrl-C does (by default it would orphan them: a hung one
+    # never reads the EOF on its control pipe), then the summary is written undisturbed.
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    with view:
+        status = supervisor.run()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stored = store.close(read_back=True)
+    try:
+        _, summary, written = export.finish(store.path, status, stored=stored,
+                                            unwritten=store.unwritten, error=supervisor.store_error)
+    except StoreWriteError as exc:  # the runs ended; only the summary files did not fit
+        print(f"tuimon: error: {exc} — the runs have ended; events.jsonl holds everything "
+              f"measured ('tuimon summary {store.path}' once there is room)", file=sys.stderr)
+        return EXIT_STORE
+    signal.signal(signal.SIGTERM, previous)
+    return status, supervisor, summary, written
+
+
+def ended_with(args, console, store, status, supervisor, summary, written, script, recipe) -> int:
+    """The session's end on the terminal (its summary, a failure's one line) and its exit code."""
+    from tuimon.headless import print_summary
 
     if getattr(supervisor, "store_error", None):
         print_summary(console, summary)
@@ -178,7 +218,6 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         print(f"tuimon: error: {supervisor.store_error} — runs stopped; what was written so far "
               f"is kept{kept}", file=sys.stderr)
         return EXIT_STORE
-
     if supervisor.build_failure is not None:
         e = supervisor.build_failure
         if e.get("error") in ("RecipeError", "SetupError", "ScriptExit", "HookError"):  # a sentence
@@ -192,7 +231,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
         return EXIT_USAGE
     print_summary(console, summary)
     console.print(f"summary: {written['md']}  (also {written['json'].name}, "
-                       f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)
+                  f"{written['csv'].name}; logs in {store.path / 'logs'})", highlight=False)
     if status == "interrupted":
         return EXIT_INTERRUPTED
     if status == "failed":

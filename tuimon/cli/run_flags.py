@@ -36,6 +36,19 @@ def run_parser() -> Parser:
         "'tuimon serve [SESSION_DIR]' puts it in a browser; "
         "'tuimon ls' lists sessions; 'tuimon doctor' says what this machine gives tuimon.",
     )
+    _what_runs(p)
+    _how_long(p)
+    _how_scheduled(p)
+    _the_answer(p)
+    _probes_and_store(p)
+    _captures(p)
+    _script_flags(p)
+    _view(p)
+    return p
+
+
+def _what_runs(p: Parser) -> None:
+    """What runs, in which variants."""
     p.add_argument("recipe", nargs="?", help="a recipe file (defines build(cfg)); default: demo. "
                    "Your own script instead: tuimon run [options] -- python train.py ...")
     p.add_argument("--modes", default="eager,default",
@@ -47,6 +60,10 @@ def run_parser() -> Parser:
     p.add_argument("--precision", default=PRECISION,
                    help="comma list of precisions: fp32, amp (autocast: bf16 on CPU; bf16 or "
                    "fp16+GradScaler on CUDA) (default: fp32)")
+
+
+def _how_long(p: Parser) -> None:
+    """How long, and what is measured: steps, warm-up, sizes, seed, device."""
     p.add_argument("--steps", type=limited("steps"),
                    help="steps per variant (default: the recipe's, for its device)")
     p.add_argument("--duration", type=limited("duration"), metavar="SECONDS",
@@ -60,6 +77,10 @@ def run_parser() -> Parser:
                    help=f"seed for model and data (default: {SEED})")
     p.add_argument("--device", type=device_arg, default=DEVICE,
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
+
+
+def _how_scheduled(p: Parser) -> None:
+    """How the variants share the machine: the schedule, turns, load, processes."""
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
                    default="interleave",
                    help="interleave: variants take turns of --turn seconds, so drift and other "
@@ -92,6 +113,10 @@ def run_parser() -> Parser:
     p.add_argument("--nproc", type=limited("nproc"), metavar="N",
                    help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
                    "CUDA, one GPU per rank), each on its shard of the batches")
+
+
+def _the_answer(p: Parser) -> None:
+    """What the verdict weighs: axes, the horizon, the loss tolerance."""
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="a knob: a recipe reads it as cfg.extra[KEY], a script gets it where its "
                    "command says {KEY}, else as the environment variable KEY (repeatable); "
@@ -102,6 +127,10 @@ def run_parser() -> Parser:
     p.add_argument("--loss-tolerance", type=limited("loss-tolerance"), metavar="SHARE",
                    help="the verdict disqualifies a variant whose losses end further than this from "
                    "eager/fp32's, as a share of the first loss (default: 0.05)")
+
+
+def _probes_and_store(p: Parser) -> None:
+    """Probes, where sessions go, compile caches, the hang watch."""
     p.add_argument("--interval", type=limited("interval"), default=1.0, metavar="SECONDS",
                    help="how often CPU/GPU probes sample, in the supervisor (default: 1, min 0.2)")
     p.add_argument("--no-probes", action="store_true",
@@ -118,6 +147,10 @@ def run_parser() -> Parser:
     p.add_argument("--hang-timeout", type=limited("hang-timeout"), default=600.0, metavar="SECONDS",
                    help="warn when a started run sends no step for this long, compiling, paused "
                    "or waiting for its turn aside (default: 600)")
+
+
+def _captures(p: Parser) -> None:
+    """Captures and counts: torch's trace, profiler windows, FLOPs."""
     p.add_argument("--torch-trace", action="store_true",
                    help="also write torch's structured trace into SESSION/torch-trace/RUN/ "
                    "(open it with tlparse)")
@@ -138,6 +171,10 @@ def run_parser() -> Parser:
     p.add_argument("--no-flops", action="store_true",
                    help="count no FLOPs (by default each run counts one extra step's FLOPs, "
                    "outside its measured steps and undone after, for FLOP/s and MFU per phase)")
+
+
+def _script_flags(p: Parser) -> None:
+    """A script's: its compile, its files."""
     p.add_argument("--no-auto-compile", action="store_true",
                    help="script runs: do not compile the trained module of a script that never "
                    "calls torch.compile (its compiled variants then run as eager)")
@@ -149,6 +186,10 @@ def run_parser() -> Parser:
                    "before tuimon kept their files apart (variants then overwrite each other's "
                    "checkpoints and your own); by default each works in its own copy-on-write view "
                    "of it under the session directory")
+
+
+def _view(p: Parser) -> None:
+    """What comes after and how it is shown."""
     p.add_argument("--try", dest="then_try", action="store_true",
                    help="then race the fixes the session's findings call for, on its best "
                    "compiled variant (tuimon try SESSION; docs/try.md)")
@@ -161,4 +202,3 @@ def run_parser() -> Parser:
                    help="start the session in the background and return at once; "
                    "'tuimon attach' opens the TUI on it")
     p.add_argument("--version", action="version", version=f"tuimon {__version__}")
-    return p
