@@ -74,10 +74,11 @@ def try_command(args: argparse.Namespace) -> int:
         print(line, flush=True)
     if not chosen.raced or args.plan:
         return EXIT_OK
-    rc, first = race(session, meta, chosen, chosen.axis_values(), args)
+    rows = summary.runs  # --budget: the tried session's own compiles and steps
+    rc, first = race(session, meta, chosen, chosen.axis_values(), args, rows)
     if first is None:
         return rc  # the session could not start: its own one line was said
-    return together(session, meta, chosen, first, args)
+    return together(session, meta, chosen, first, args, rows)
 
 
 def try_after(session: Path, headless: bool) -> int:
@@ -85,14 +86,19 @@ def try_after(session: Path, headless: bool) -> int:
     return try_command(try_parser().parse_args([str(session), *(["--headless"] if headless else [])]))
 
 
-def race(session: Path, meta: dict, chosen, values: list[str], args) -> tuple[int, Path | None]:
+def race(session: Path, meta: dict, chosen, values: list[str], args, rows: list) -> tuple[int, Path | None]:
     """One try session: the eager run, the base and ``values`` of the fix axis; its exit code
-    and its path (None when none was made)."""
+    and its path (None when none was made). ``rows``: the tried session's runs (--budget)."""
     from tuimon.cli import main
+    from tuimon.report.try_text import budget_line
 
     out = session.parent.resolve()
     before = set(out.iterdir())
-    argv = rebuild(meta, chosen, values, out, args)
+    length = None
+    if args.budget is not None:
+        length = budget_for(args.budget, len(values) + 1, meta, chosen.base, rows)
+        print(budget_line(length, chosen.base), flush=True)
+    argv = rebuild(meta, chosen, values, out, args, length)
     here = os.getcwd()
     cwd = meta.get("cwd")
     try:
@@ -105,7 +111,7 @@ def race(session: Path, meta: dict, chosen, values: list[str], args) -> tuple[in
     return rc, (made[-1] if made else None)
 
 
-def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
+def together(session: Path, meta: dict, chosen, first: Path, args, rows: list) -> int:
     """The fixes that helped, raced together in a second session; the answer printed."""
     from tuimon.analysis import load_session, tried
     from tuimon.report.try_text import answer_lines
@@ -117,7 +123,7 @@ def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
     if len(best) >= 2 and not args.no_together:
         print(f"try: {', '.join(best)} each helped: racing them together", flush=True)
         own = chosen.base_fixes
-        _, second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args)
+        _, second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args, rows)
         if second is not None:
             found += tried.outcomes(load_session(second)[2])
     for line in answer_lines(found, [first] + ([second] if second else [])):
@@ -125,9 +131,9 @@ def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
     return EXIT_OK
 
 
-def rebuild(meta: dict, chosen, values: list[str], out: Path, args) -> list[str]:
+def rebuild(meta: dict, chosen, values: list[str], out: Path, args, length: dict | None = None) -> list[str]:
     """The tried session's command line with the base variant, the fix axis and the length in
-    place of its own."""
+    place of its own (``length``: budget_for's, with --budget)."""
     argv = list(meta["argv"])[1:]  # ["tuimon", ...] as the user typed it (cli/run.py)
     command: list[str] = []
     if "--" in argv:
@@ -147,8 +153,8 @@ def rebuild(meta: dict, chosen, values: list[str], out: Path, args) -> list[str]
     new += [x for k, v in knobs for x in ("--set", f"{k}={v}")]
     new += [x for k, v in base.axes.items() if k != fixes.AXIS for x in ("--set", f"{k}={v}")]
     new += ["--set", f"{fixes.AXIS}={','.join(values)}"]
-    if args.budget is not None:
-        new += ["--duration", str(duration_for(args.budget, len(values) + 1, meta))]
+    if length is not None:
+        new += ["--duration", str(round(length["full_s"], 1))]
     if args.headless:
         new.append("--headless")
     return head + options + new + command
@@ -168,16 +174,19 @@ def strip(argv: list[str], drop: dict[str, int]) -> list[str]:
     return out
 
 
-def duration_for(budget_s: float, runs: int, meta: dict) -> float:
-    """Each run's --duration from the budget: what starting and compiling leave, shared (as
-    sweep --budget does, with its estimates: cli/budget.py)."""
+def budget_for(budget_s: float, runs: int, meta: dict, base, rows: list) -> dict:
+    """Each run's --duration from the budget, as sweep --budget shares it (cli/budget.py), with
+    the compile times the tried session measured (``rows``: its runs; a guess only for a mode it
+    did not compile) and, in ``steps``, the steps that length holds at ``base``'s median step."""
     from tuimon.cli import budget
     from tuimon.variants import Variant
 
-    variants = [Variant("eager", "fp32")] + [Variant("default", "fp32")] * (runs - 1)
+    variants = [Variant("eager", base.precision)] + [Variant(base.mode, base.precision)] * (runs - 1)
     repeats = int((meta.get("settings") or {}).get("repeats") or 1)
     try:
-        shared = budget.share(budget_s, variants, repeats, cores.usable(), {})
+        shared = budget.share(budget_s, variants, repeats, cores.usable(), budget.measured(rows),
+                              where="the tried session's own compiles")
     except ValueError as exc:
         raise UsageError(f"--budget: {exc}") from None
-    return round(shared["full_s"], 1)
+    step_ms = base.timing.median_ms
+    return shared | {"steps": int(shared["full_s"] * 1000 / step_ms) if step_ms else None}

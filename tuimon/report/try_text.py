@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tuimon import fixes
 from tuimon.analysis import SessionSummary, tried
-from tuimon.fmt import fmt_bytes, fmt_ratio, fmt_span
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
 from tuimon.report.document import CODE, KEEP, TRIED, Line, Section
 from tuimon.report.price_text import price_text
 from tuimon.report.trust_text import load_words
@@ -83,6 +83,14 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
         lines.append(f"try: nothing to race: {base.label}'s findings call for no fix this machine "
                      "can try" if not cannot else "try: nothing to race here")
     return lines
+
+
+def budget_line(length: dict, base) -> str:
+    """What --budget gives each run of the try session (cli/try_fixes.py budget_for), and what
+    its estimates stand on: the tried session's own compiles, and its base's median step."""
+    steps = (f"; ~{length['steps']:,} steps a run at {base.label}'s median step of "
+             f"{fmt_ms(base.timing.median_ms)} in the tried session" if length.get("steps") else "")
+    return f"try: --budget {fmt_span(length['seconds'])}: {length['text']}{steps}"
 
 
 def outcome_line(o: tried.Outcome) -> str:
