@@ -14,6 +14,7 @@ from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
 from tuimon.report.document import CODE, KEEP, TRIED, Line, Section
 from tuimon.report.price_text import price_text
 from tuimon.report.trust_text import load_words
+from tuimon.report.untold_text import untold_text, untold_why
 
 VERDICT = {
     tried.HELPED: "faster",
@@ -107,7 +108,10 @@ def outcome_line(o: tried.Outcome) -> str:
     if o.compile_s is not None and o.base_compile_s is not None:
         start = f"{o.start} " if o.start in ("cold", "warm") else ""
         parts.append(f"{start}compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
-    if o.speedup is not None:
+    if o.untold is not None:  # no figure: its interval holds every answer; why once, here or below
+        wide = any(r.code == tried.WIDE for r in o.unsure)
+        parts.append("step cannot tell" if wide else f"step {untold_text(o.untold)}")
+    elif o.speedup is not None:
         parts.append(f"step {fmt_ratio(o.speedup, o.speedup_lo, o.speedup_hi)}")
     payoff = pays(o)
     if payoff:
@@ -137,6 +141,8 @@ def reason_words(r) -> str:
         return f"other processes' load differed between {r.get('label')} and its baseline"
     if r.code == tried.DOUBTS:
         return f"{r.get('label')}: " + ", ".join(DOUBT.get(d.code, d.code) for d in r.get("doubts"))
+    if r.code == tried.WIDE:
+        return untold_why(r, "the step's")
     if r.code == tried.ONE:
         return ("one process a variant: the spread between processes is assumed "
                 f"(±{r.get('assumed_pct')} %), and this session tells a speedup of "
