@@ -2,6 +2,7 @@
 base variant, the fix axis and the length in their place; --budget's length from the tried
 session's own compiles and steps."""
 
+import shutil
 from argparse import Namespace
 from pathlib import Path
 
@@ -9,8 +10,10 @@ from synthetic_session import session
 
 from tuimon.analysis import RunStats, load_session
 from tuimon.cli.budget import GUESS_S
-from tuimon.cli.try_fixes import budget_for, rebuild, strip
+from tuimon.cli.try_fixes import budget_for, rebuild, strip, try_command, try_parser
 from tuimon.report.try_text import budget_line
+
+DATA = Path(__file__).parents[1] / "data"
 
 
 class Plan:
@@ -61,3 +64,12 @@ def test_a_budget_uses_the_tried_sessions_own_compiles_and_steps(tmp_path):
 def test_strip_takes_both_spellings_of_an_option():
     assert strip(["--set", "a=1", "--set=b=2", "--modes", "x", "--headless", "r.py"],
                  {"--set": 1, "--modes": 1, "--headless": 0}) == ["r.py"]
+
+
+def test_the_printed_plan_says_the_budgets_length_and_what_it_stands_on(tmp_path, capsys):
+    session = Path(shutil.copytree(DATA / "session_tiny_mlp", tmp_path / "s"))
+    assert try_command(try_parser().parse_args([str(session), "--budget", "5m", "--plan"])) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("try: --budget 5.0 min: each of 3 runs steps for")
+    assert "(from the tried session's own compiles); ~" in out[-1]
+    assert out[-1].endswith("steps a run at default/fp32's median step of 0.520 ms in the tried session")

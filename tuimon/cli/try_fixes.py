@@ -52,7 +52,7 @@ def try_parser() -> Parser:
 
 def try_command(args: argparse.Namespace) -> int:
     from tuimon.analysis import diagnose, load_session, tried
-    from tuimon.report.try_text import plan_lines
+    from tuimon.report.try_text import budget_line, plan_lines
 
     only = None
     if args.only is not None:
@@ -72,13 +72,16 @@ def try_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{session}: no run was timed, so nothing can be tried on it")
     for line in plan_lines(chosen, session):
         print(line, flush=True)
+    length = None
+    if args.budget is not None and chosen.raced:  # from the tried session's own compiles and steps
+        length = budget_for(args.budget, len(chosen.axis_values()) + 1, meta, chosen.base, summary.runs)
+        print(budget_line(length, chosen.base), flush=True)
     if not chosen.raced or args.plan:
         return EXIT_OK
-    rows = summary.runs  # --budget: the tried session's own compiles and steps
-    rc, first = race(session, meta, chosen, chosen.axis_values(), args, rows)
+    rc, first = race(session, meta, chosen, chosen.axis_values(), args, length)
     if first is None:
         return rc  # the session could not start: its own one line was said
-    return together(session, meta, chosen, first, args, rows)
+    return together(session, meta, chosen, first, args, summary.runs)
 
 
 def try_after(session: Path, headless: bool) -> int:
@@ -86,18 +89,14 @@ def try_after(session: Path, headless: bool) -> int:
     return try_command(try_parser().parse_args([str(session), *(["--headless"] if headless else [])]))
 
 
-def race(session: Path, meta: dict, chosen, values: list[str], args, rows: list) -> tuple[int, Path | None]:
-    """One try session: the eager run, the base and ``values`` of the fix axis; its exit code
-    and its path (None when none was made). ``rows``: the tried session's runs (--budget)."""
+def race(session: Path, meta: dict, chosen, values: list[str], args,
+         length: dict | None) -> tuple[int, Path | None]:
+    """One try session: the eager run, the base and ``values`` of the fix axis (``length``:
+    --budget's, budget_for); its exit code and its path (None when none was made)."""
     from tuimon.cli import main
-    from tuimon.report.try_text import budget_line
 
     out = session.parent.resolve()
     before = set(out.iterdir())
-    length = None
-    if args.budget is not None:
-        length = budget_for(args.budget, len(values) + 1, meta, chosen.base, rows)
-        print(budget_line(length, chosen.base), flush=True)
     argv = rebuild(meta, chosen, values, out, args, length)
     here = os.getcwd()
     cwd = meta.get("cwd")
@@ -112,9 +111,10 @@ def race(session: Path, meta: dict, chosen, values: list[str], args, rows: list)
 
 
 def together(session: Path, meta: dict, chosen, first: Path, args, rows: list) -> int:
-    """The fixes that helped, raced together in a second session; the answer printed."""
+    """The fixes that helped, raced together in a second session (``rows``: the tried session's
+    runs, for --budget); the answer printed."""
     from tuimon.analysis import load_session, tried
-    from tuimon.report.try_text import answer_lines
+    from tuimon.report.try_text import answer_lines, budget_line
 
     _, _, summary = load_session(first)
     found = tried.outcomes(summary)
@@ -123,7 +123,12 @@ def together(session: Path, meta: dict, chosen, first: Path, args, rows: list) -
     if len(best) >= 2 and not args.no_together:
         print(f"try: {', '.join(best)} each helped: racing them together", flush=True)
         own = chosen.base_fixes
-        _, second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args, rows)
+        values = [fixes.join(own), fixes.join((*own, *best))]
+        length = None
+        if args.budget is not None:
+            length = budget_for(args.budget, len(values) + 1, meta, chosen.base, rows)
+            print(budget_line(length, chosen.base), flush=True)
+        _, second = race(session, meta, chosen, values, args, length)
         if second is not None:
             found += tried.outcomes(load_session(second)[2])
     for line in answer_lines(found, [first] + ([second] if second else [])):
