@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from test_busy_rounds import demo
 
@@ -21,7 +22,7 @@ from tuimon.report.export import to_json, to_markdown
 from tuimon.report.notes_text import noise_notes
 from tuimon.report.phase_text import part_cell, speedups_text
 from tuimon.report.table import breakeven_text, speedup_text
-from tuimon.report.try_text import outcome_line
+from tuimon.report.try_text import outcome_line, plan_lines
 from tuimon.report.verdict_text import line
 from tuimon.ui.widgets.comparison import ComparisonStrip
 
@@ -101,6 +102,10 @@ def test_compare_and_try_word_an_interval_too_wide_without_a_figure():
     fixed = RunStats("default-fp32-fix", "default", "fp32", timing=steps, compare=Comparison(
         axis_speedup=32.56, axis_speedup_lo=1 / 3.95, axis_speedup_hi=4187.29, axis_untold=across))
     assert tried.unsure(SessionSummary([base, fixed]), fixed, base) == (across,)  # not "no better"
+    tried_on = RunStats("default-fp32", "default", "fp32", compare=Comparison(speedup=32.56, untold=across))
+    assert plan_lines(tried.TryPlan(tried_on, ()), Path("s"))[0] == (
+        f"try: s: fixes on default/fp32 (against eager: cannot tell ({WHY}the processes of each round ran "
+        "that far apart))")
     o = tried.Outcome("regional", "r", "default/fp32 · fix=regional", tried.CANNOT_TELL, speedup=32.56,
                       speedup_lo=1 / 3.95, speedup_hi=4187.29, untold=across, unsure=(across,))
     assert outcome_line(o) == ("regional: step cannot tell — cannot tell: the step's 95 % interval reaches "

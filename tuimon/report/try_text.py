@@ -66,6 +66,8 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
     base = plan.base
     said = (f" ({fmt_ratio(base.compare.speedup)} against eager)"
             if base.compiled and base.compare.speedup else "")
+    if said and base.compare.untold is not None:  # no figure: its interval holds every answer
+        said = f" (against eager: {untold_text(base.compare.untold)})"
     lines = [f"try: {session.name}: fixes on {base.label}{said}"]
     for c in plan.candidates:
         if c.cannot is not None:

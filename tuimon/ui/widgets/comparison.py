@@ -107,4 +107,6 @@ def _pays(r) -> str:
     """When a start's compile has paid off, as wall time."""
     if r.compare.breakeven_never:
         return "never"
+    if r.compare.untold is not None:  # the break-even of a speedup too wide to tell
+        return "cannot tell"
     return fmt_s(r.compare.breakeven_s) if r.compare.breakeven_s is not None else "–"
