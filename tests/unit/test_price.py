@@ -11,16 +11,20 @@ from test_why_rules import capture, findings, rows, session
 from tuimon import events
 from tuimon.analysis import diagnose, summarize, tried
 from tuimon.analysis.stats import Collector
+from tuimon.analysis.stats.records import Flops
 from tuimon.analysis.why.price import Price
 from tuimon.report import export, try_text
 
 BREAK = {"where": "model.py:42", "reason": "User-inserted graph break.", "hint": None, "count": 1}
+# Two identical pieces a call (a break between repeated blocks): 4 calls of 2 graphs, the module
+# called once a step (a recipe's, or a script's counted with its FLOPs).
 GRAPHS = {"calls": 4.0, "graphs": 2, "ms": 5.0, "forward_ms": 3.0, "backward_ms": 3.5,
           "by_graph": [{"name": "fabc", "calls": 2.0, "ms": 3.6}, {"name": "fdef", "calls": 2.0, "ms": 1.4}]}
+ONCE = Flops(calls=1)
 
 
 def test_one_break_site_gets_the_whole_eager_time_between_the_graphs():
-    comp, eager = rows(graph_breaks=[BREAK], graphs_fwd=2, graphs_bwd=2,
+    comp, eager = rows(graph_breaks=[BREAK], graphs_fwd=2, graphs_bwd=2, flops=ONCE,
                        profiles=[capture(compiled_graphs=GRAPHS)])
     (f,) = findings(session(comp, eager), "graph_breaks")
     assert f.price == "costs 1.50 ms a step (15 %)"  # (4.0 - 3.0) + (4.0 - 3.5) of a 10 ms step
@@ -33,7 +37,7 @@ def test_one_break_site_gets_the_whole_eager_time_between_the_graphs():
 
 def test_several_break_sites_are_not_split_cannot_tell():
     other = {**BREAK, "where": "model.py:57"}
-    comp, eager = rows(graph_breaks=[BREAK, other], graphs_fwd=3, graphs_bwd=3,
+    comp, eager = rows(graph_breaks=[BREAK, other], graphs_fwd=3, graphs_bwd=3, flops=ONCE,
                        profiles=[capture(compiled_graphs=GRAPHS)])
     (f,) = findings(session(comp, eager), "graph_breaks")
     line = next(x for x in f.evidence if x.startswith("which of the 2 breaks"))

@@ -12,7 +12,7 @@ from said import top_lines, worded
 
 from tuimon import events
 from tuimon.analysis.stats import RunStats, SessionSummary
-from tuimon.analysis.stats.records import GROUPS, Compiles, Timing
+from tuimon.analysis.stats.records import GROUPS, Compiles, Flops, Timing
 from tuimon.analysis.why import diagnose
 from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM
 from tuimon.report.export import to_json, to_markdown
@@ -75,12 +75,56 @@ def test_graph_breaks_with_the_graphs_per_step_and_the_time_outside_them():
                        profiles=[capture(compiled_graphs={"calls": 4.0, "graphs": 4, "ms": 0.5,
                                                           "forward_ms": 3.0, "backward_ms": 3.5})])
     (f,) = findings(session(comp, eager), "graph_breaks")
-    assert "each step runs 4 compiled graphs" in f.title
+    assert f.title == ("graph breaks at 1 place: each step runs 4 compiled graphs (forward and backward in "
+                       "pieces) instead of 2")
     assert "break at model.py:39 (×1): User-inserted graph break." in f.evidence
     outside = "1.50 ms a step (15%) of forward and backward ran outside"
     assert any(line.startswith(outside) for line in f.evidence)
     assert f.advice[0] == "model.py:39: Remove the `torch._dynamo.graph_break()` call."
     assert f.severity == HIGH and f.cost_ms == 1.5
+
+
+def _breaks(calls: float, graphs: int, bwd: int = 2, module_calls: int | None = 1):
+    comp, eager = rows(graph_breaks=[{"where": "m.py:9", "reason": "User-inserted graph break.", "count": 1}],
+                       graphs_fwd=2, graphs_bwd=bwd, flops=Flops(calls=module_calls),
+                       profiles=[capture(compiled_graphs={"calls": calls, "graphs": graphs, "ms": 0.5,
+                                                          "forward_ms": 3.0, "backward_ms": 3.5})])
+    (f,) = findings(session(comp, eager), "graph_breaks")
+    return f
+
+
+def test_the_graphs_a_step_runs_are_said_against_a_whole_calls_never_2_instead_of_2():
+    """Issue 40.5: "each step runs 2 compiled graphs (forward and backward) instead of 2"."""
+    f = _breaks(2.0, 2)
+    assert "instead of" not in f.title and f.severity == MEDIUM and f.cost_ms is None
+    assert f.title == ("graph breaks at 1 place, none in the step's graphs: each step runs 2 compiled "
+                       "graphs, no more than one whole call of the module (2: forward and backward); "
+                       "what the breaks split off runs eager, or outside the steps")
+    assert not any("the only break" in line for line in f.evidence)  # its eager gaps are no break's
+    assert _breaks(3.0, 3, bwd=0).title == ("graph breaks at 1 place: each step runs 3 compiled graphs "
+                                             "(forward in pieces) instead of 1")
+
+
+def test_a_loop_calling_the_module_each_token_is_not_graph_breaks():
+    """Issue 40.5: 18 graph calls a step were a per-token loop calling the module 9 times (the
+    script's hooks count its calls a step), each call whole: said as the script's loop; a loop of
+    broken calls says both; uncounted calls whose graphs repeat say either, not breaks."""
+    f = _breaks(18.0, 2, module_calls=9)
+    assert f.title == ("graph breaks at 1 place, none in the step's graphs: its 18 compiled-graph calls a "
+                       "step are the script calling the module ~9 times a step (a loop in Python), each "
+                       "call 2 compiled graphs, no more than one whole call of the module (2: forward and "
+                       "backward)")
+    assert f.cost_ms is None and f.severity == MEDIUM
+    assert _breaks(36.0, 4, module_calls=9).title == (
+        "graph breaks at 1 place: each of the module's ~9 calls a step runs 4 compiled graphs (forward and "
+        "backward in pieces) instead of 2, 36 a step")
+    unknown = _breaks(18.0, 2, module_calls=None)
+    assert unknown.title.startswith("graph breaks at 1 place: each step runs 18 compiled-graph calls of 2 "
+                                    "distinct graphs, each ~9 times: the script calling the module ~9 times "
+                                    "a step (a loop in Python), or breaks between identical pieces")
+    assert unknown.cost_ms is None
+    assert _breaks(4.0, 4, module_calls=None).title.startswith("graph breaks at 1 place: each step runs 4 "
+                                                               "compiled graphs (forward and backward in")
 
 
 def test_recompiles_name_the_guard_and_the_recompile_limit():

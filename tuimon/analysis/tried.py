@@ -201,6 +201,7 @@ class Outcome:
     speedup: float | None = None  # its step against the same variant without it
     speedup_lo: float | None = None
     speedup_hi: float | None = None
+    untold: Point | None = None  # the speedup's interval too wide for its figure (noise.untold)
     compile_s: float | None = None  # its first (cold or warm) compile, and the base's
     base_compile_s: float | None = None
     start: str | None = None  # "cold" / "warm" / "persistent" when both compiles started alike
@@ -216,7 +217,7 @@ class Outcome:
     breaks: tuple[int, int] = (0, 0)
     not_applied: str | None = None  # what the child said of a fix it could not apply
     error: str | None = None
-    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW, ONE (below)
+    unsure: tuple[Point, ...] = ()  # CANNOT_TELL's reasons: LOAD, DOUBTS, FEW, ONE, WIDE (below)
 
 
 def outcomes(summary: SessionSummary) -> list[Outcome]:
@@ -243,7 +244,7 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
     c = r.compare
     figures = dict(
         fix=value, run=r.run, label=r.label, speedup=c.axis_speedup, speedup_lo=c.axis_speedup_lo,
-        speedup_hi=c.axis_speedup_hi, compile_s=r.compile.compile_s,
+        speedup_hi=c.axis_speedup_hi, untold=c.axis_untold, compile_s=r.compile.compile_s,
         base_compile_s=base.compile.compile_s if base else None,
         start=start_of(r) if base and start_of(r) == start_of(base) else None,
         breakeven_s=c.breakeven_s,
@@ -278,10 +279,11 @@ def outcome(value: str, r: RunStats, base: RunStats | None, summary: SessionSumm
 
 # Why a fix's step cannot be told: the machine's load (the session was busy, or other processes'
 # load differed between a row and its baseline), the rows' other doubts (recompiles after
-# warm-up, page faults), too few steady steps for an interval, or one process a variant: an
-# interval that leaves 1.00× out rests on an assumed spread between processes, and the effect
-# is smaller than what the session says one process a variant can tell.
-LOAD, DOUBTS, FEW, ONE = "load", "doubts", "few_steps", "one_process"
+# warm-up, page faults), too few steady steps for an interval, an interval across 1.00× too wide
+# to tell (noise.untold: its point is the reason), or one process a variant: an interval that
+# leaves 1.00× out rests on an assumed spread between processes, and the effect is smaller than
+# what the session says one process a variant can tell.
+LOAD, DOUBTS, FEW, ONE, WIDE = "load", "doubts", "few_steps", "one_process", "untold"
 
 
 def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple[Point, ...]:
@@ -300,6 +302,8 @@ def unsure(summary: SessionSummary, r: RunStats, base: RunStats | None) -> tuple
     few = not_yet(r, base)
     if few or r.compare.axis_speedup is None or r.compare.axis_speedup_lo is None:
         out.append(point(FEW, steps=few[0] if few else None, need=MIN_STEADY))
+    elif (wide := r.compare.axis_untold) is not None and wide.get("side") is None:
+        out.append(wide)  # across 1.00× and too wide: "no better beyond noise" would be a guess
     elif not out and (small := unmeasured(summary, r)):  # the last doubt: said only alone
         out.append(small)
     return tuple(out)

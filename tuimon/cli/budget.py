@@ -62,11 +62,26 @@ def history(out: Path, key: dict) -> dict[tuple[str, str], list[float]]:
         except (OSError, ValueError, AttributeError):
             continue
         for r in runs:
-            compile_s = r["compile"]["compile_s"]
-            if r["mode"] != "eager" and compile_s and r["timing"]["median_ms"]:
-                key_ = (r["mode"], r["precision"]) + ((WARM,) if r["warm"]["start"] == WARM else ())
-                found.setdefault(key_, []).append(float(compile_s))
+            _seen(found, r["mode"], r["precision"], r["warm"]["start"], r["compile"]["compile_s"],
+                  r["timing"]["median_ms"])
     return found
+
+
+def measured(rows) -> dict[tuple[str, str], list[float]]:
+    """``history``'s dict of one session's own rows (``tuimon try --budget``: the tried session
+    measured its compiles; a guess would be worse)."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        _seen(found, r.mode, r.precision, r.warm.start, r.compile.compile_s, r.timing.median_ms)
+    return found
+
+
+def _seen(found: dict, mode: str, precision: str, start: str | None, compile_s: float | None,
+          median_ms: float | None) -> None:
+    """A run's compile under its key: a compiled run that compiled and stepped."""
+    if mode != "eager" and compile_s and median_ms:
+        key = (mode, precision) + ((WARM,) if start == WARM else ())
+        found.setdefault(key, []).append(float(compile_s))
 
 
 def compile_estimate(v: Variant, seen: dict[tuple, list[float]]) -> tuple[float, bool]:
@@ -90,10 +105,11 @@ def warm_estimate(v: Variant, seen: dict[tuple, list[float]], cold_s: float) -> 
 
 
 def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
-          seen: dict[tuple, list[float]], warm_rounds: bool = False) -> dict:
+          seen: dict[tuple, list[float]], warm_rounds: bool = False,
+          where: str = "earlier sessions of it under --out") -> dict:
     """{seconds, step_s (a run's mean), full_s (round 1's --duration), start_s, compile_s,
     from_history, text}; ValueError (one line) when the budget leaves less than MIN_STEP_S of
-    stepping to a run."""
+    stepping to a run. ``where``: what ``seen`` was measured in, as the text says it."""
     runs = len(variants) * repeats
     start_s = repeats * (START_S + START_PER_RUN_S * len(variants) / max(1, cores))
     compiled = [v for v in variants if v.compiled]
@@ -109,10 +125,10 @@ def share(budget_s: float, variants: list[Variant], repeats: int, cores: int,
     shortest = full / repeats if repeats > 1 else full
     known = sum(1 for _, h in estimates if h)
     source = ("no compile" if not estimates else
-              "from earlier sessions of it under --out" if known == len(estimates) else
-              f"{known} of {len(estimates)} from earlier sessions, the rest guessed at "
+              f"from {where}" if known == len(estimates) else
+              f"{known} of {len(estimates)} from {where}, the rest guessed at "
               f"{fmt_s(GUESS_S)} × the mode's factor" if known else
-              f"no earlier session: guessed at {fmt_s(GUESS_S)} × the mode's factor")
+              f"none measured in {where}: guessed at {fmt_s(GUESS_S)} × the mode's factor")
     if shortest < MIN_STEP_S:
         need = start_s + compile_s + MIN_STEP_S * (step_s / shortest) * runs / (1 - MARGIN)
         raise ValueError(

@@ -52,7 +52,7 @@ def try_parser() -> Parser:
 
 def try_command(args: argparse.Namespace) -> int:
     from tuimon.analysis import diagnose, load_session, tried
-    from tuimon.report.try_text import plan_lines
+    from tuimon.report.try_text import budget_line, plan_lines
 
     only = None
     if args.only is not None:
@@ -72,12 +72,16 @@ def try_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{session}: no run was timed, so nothing can be tried on it")
     for line in plan_lines(chosen, session):
         print(line, flush=True)
+    length = None
+    if args.budget is not None and chosen.raced:  # from the tried session's own compiles and steps
+        length = budget_for(args.budget, len(chosen.axis_values()) + 1, meta, chosen.base, summary.runs)
+        print(budget_line(length, chosen.base), flush=True)
     if not chosen.raced or args.plan:
         return EXIT_OK
-    rc, first = race(session, meta, chosen, chosen.axis_values(), args)
+    rc, first = race(session, meta, chosen, chosen.axis_values(), args, length)
     if first is None:
         return rc  # the session could not start: its own one line was said
-    return together(session, meta, chosen, first, args)
+    return together(session, meta, chosen, first, args, summary.runs)
 
 
 def try_after(session: Path, headless: bool) -> int:
@@ -85,14 +89,15 @@ def try_after(session: Path, headless: bool) -> int:
     return try_command(try_parser().parse_args([str(session), *(["--headless"] if headless else [])]))
 
 
-def race(session: Path, meta: dict, chosen, values: list[str], args) -> tuple[int, Path | None]:
-    """One try session: the eager run, the base and ``values`` of the fix axis; its exit code
-    and its path (None when none was made)."""
+def race(session: Path, meta: dict, chosen, values: list[str], args,
+         length: dict | None) -> tuple[int, Path | None]:
+    """One try session: the eager run, the base and ``values`` of the fix axis (``length``:
+    --budget's, budget_for); its exit code and its path (None when none was made)."""
     from tuimon.cli import main
 
     out = session.parent.resolve()
     before = set(out.iterdir())
-    argv = rebuild(meta, chosen, values, out, args)
+    argv = rebuild(meta, chosen, values, out, args, length)
     here = os.getcwd()
     cwd = meta.get("cwd")
     try:
@@ -105,10 +110,11 @@ def race(session: Path, meta: dict, chosen, values: list[str], args) -> tuple[in
     return rc, (made[-1] if made else None)
 
 
-def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
-    """The fixes that helped, raced together in a second session; the answer printed."""
+def together(session: Path, meta: dict, chosen, first: Path, args, rows: list) -> int:
+    """The fixes that helped, raced together in a second session (``rows``: the tried session's
+    runs, for --budget); the answer printed."""
     from tuimon.analysis import load_session, tried
-    from tuimon.report.try_text import answer_lines
+    from tuimon.report.try_text import answer_lines, budget_line
 
     _, _, summary = load_session(first)
     found = tried.outcomes(summary)
@@ -117,7 +123,12 @@ def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
     if len(best) >= 2 and not args.no_together:
         print(f"try: {', '.join(best)} each helped: racing them together", flush=True)
         own = chosen.base_fixes
-        _, second = race(session, meta, chosen, [fixes.join(own), fixes.join((*own, *best))], args)
+        values = [fixes.join(own), fixes.join((*own, *best))]
+        length = None
+        if args.budget is not None:
+            length = budget_for(args.budget, len(values) + 1, meta, chosen.base, rows)
+            print(budget_line(length, chosen.base), flush=True)
+        _, second = race(session, meta, chosen, values, args, length)
         if second is not None:
             found += tried.outcomes(load_session(second)[2])
     for line in answer_lines(found, [first] + ([second] if second else [])):
@@ -125,9 +136,9 @@ def together(session: Path, meta: dict, chosen, first: Path, args) -> int:
     return EXIT_OK
 
 
-def rebuild(meta: dict, chosen, values: list[str], out: Path, args) -> list[str]:
+def rebuild(meta: dict, chosen, values: list[str], out: Path, args, length: dict | None = None) -> list[str]:
     """The tried session's command line with the base variant, the fix axis and the length in
-    place of its own."""
+    place of its own (``length``: budget_for's, with --budget)."""
     argv = list(meta["argv"])[1:]  # ["tuimon", ...] as the user typed it (cli/run.py)
     command: list[str] = []
     if "--" in argv:
@@ -147,8 +158,8 @@ def rebuild(meta: dict, chosen, values: list[str], out: Path, args) -> list[str]
     new += [x for k, v in knobs for x in ("--set", f"{k}={v}")]
     new += [x for k, v in base.axes.items() if k != fixes.AXIS for x in ("--set", f"{k}={v}")]
     new += ["--set", f"{fixes.AXIS}={','.join(values)}"]
-    if args.budget is not None:
-        new += ["--duration", str(duration_for(args.budget, len(values) + 1, meta))]
+    if length is not None:
+        new += ["--duration", str(round(length["full_s"], 1))]
     if args.headless:
         new.append("--headless")
     return head + options + new + command
@@ -168,16 +179,19 @@ def strip(argv: list[str], drop: dict[str, int]) -> list[str]:
     return out
 
 
-def duration_for(budget_s: float, runs: int, meta: dict) -> float:
-    """Each run's --duration from the budget: what starting and compiling leave, shared (as
-    sweep --budget does, with its estimates: cli/budget.py)."""
+def budget_for(budget_s: float, runs: int, meta: dict, base, rows: list) -> dict:
+    """Each run's --duration from the budget, as sweep --budget shares it (cli/budget.py), with
+    the compile times the tried session measured (``rows``: its runs; a guess only for a mode it
+    did not compile) and, in ``steps``, the steps that length holds at ``base``'s median step."""
     from tuimon.cli import budget
     from tuimon.variants import Variant
 
-    variants = [Variant("eager", "fp32")] + [Variant("default", "fp32")] * (runs - 1)
+    variants = [Variant("eager", base.precision)] + [Variant(base.mode, base.precision)] * (runs - 1)
     repeats = int((meta.get("settings") or {}).get("repeats") or 1)
     try:
-        shared = budget.share(budget_s, variants, repeats, cores.usable(), {})
+        shared = budget.share(budget_s, variants, repeats, cores.usable(), budget.measured(rows),
+                              where="the tried session's own compiles")
     except ValueError as exc:
         raise UsageError(f"--budget: {exc}") from None
-    return round(shared["full_s"], 1)
+    step_ms = base.timing.median_ms
+    return shared | {"steps": int(shared["full_s"] * 1000 / step_ms) if step_ms else None}

@@ -14,19 +14,26 @@ from tuimon.analysis import Change, Comparison, Point, VariantDiff, guard
 from tuimon.report.compare_figures import figures
 from tuimon.report.document import NOTE, WARNING, Line
 from tuimon.report.trust_text import doubt_text
+from tuimon.report.untold_text import untold_text
+
+# Sessions whose least told change is too wide to say (analysis/stats/noise.py untold_change).
+NO_LEAST = ("these sessions can tell no change of the size compile commonly makes (their processes ran too "
+            "far apart)")
 
 
 def change_text(c: Change | None, kind: str = "time") -> str:
     """'+12.3 % (95 % CI +8.1 to +16.6 %), slower' / '-0.4 % (...), within noise' / '+5.0 %'."""
     if c is None:
         return ""
+    words = {"time": ("slower", "faster"), "size": ("more", "less")}.get(kind, ("up", "down"))
+    if c.untold is not None:  # no figure: its interval holds every answer
+        return untold_text(c.untold, *words)
     text = f"{c.pct:+.1f} %"
     if c.lo is None:
         return text
     text += f" (95 % CI {(c.lo - 1) * 100:+.1f} to {(c.hi - 1) * 100:+.1f} %)"
     if not c.significant:
         return text + ", within noise"
-    words = {"time": ("slower", "faster"), "size": ("more", "less")}.get(kind, ("up", "down"))
     return text + f", {words[0] if c.ratio > 1 else words[1]}"
 
 
@@ -48,7 +55,8 @@ def plan_text(p: Point) -> str:
     """'these sessions tell a change of 31 % or more; 7 processes a side would tell 10 % (run both
     with --repeats 7)'."""
     f = p.figures
-    out = f"these sessions tell a change of {f['least']:.0f} % or more" if f["least"] is not None else ""
+    out = (NO_LEAST if f.get("untold") else
+           f"these sessions tell a change of {f['least']:.0f} % or more" if f["least"] is not None else "")
     pct = f["pct"]
     if p.code == "processes":
         more = f"{f['k']} processes a side would tell {pct:g} % (run both with --repeats {f['k']})"
@@ -229,7 +237,8 @@ def headline(c: Comparison) -> list[Line]:
                 continue
             least = v.detectable[c.sessions.index(s)]
             parts = [f"median step {change_text(m)}" if m is not None else "median step: not measured"]
-            if m is not None and least is not None:
+            too_wide = v.untold[c.sessions.index(s)] if v.untold else False  # no least to say
+            if m is not None and least is not None and not too_wide:
                 parts[0] += f" (tells ±{least:.0f} % or more)"
             if comp is not None:
                 parts.append(f"compile time {change_text(comp)}")

@@ -12,6 +12,7 @@ from tuimon.report.document import DETAIL, NOTE, TEXT, UNRELIABLE, Line, Section
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import failure_lines, profile_note
 from tuimon.report.trust_text import reason_text, round_text, row_notes, unreliable_text
+from tuimon.report.untold_text import PLAN
 from tuimon.report.verdict_text import disqualified
 from tuimon.report.warm_text import warm_notes
 
@@ -57,8 +58,10 @@ def noise_notes(summary: SessionSummary) -> list[str]:
     k, target = plan["processes_for_target"], plan["target_pct"]
     more = (f"{k} processes a variant would tell {target:g} % (--repeats {k})" if k
             else f"even 20 processes a variant would not tell {target:g} % on this machine")
+    tells = (PLAN if plan.get("untold")  # a least told change that wide is no figure
+             else f"tells a speedup of ±{plan['detectable_pct']:.0f} % or more")
     return [f"{said}; with {plan['processes']} process{'es' if plan['processes'] > 1 else ''} a "
-            f"variant this session tells a speedup of ±{plan['detectable_pct']:.0f} % or more; {more}"]
+            f"variant this session {tells}; {more}"]
 
 
 def _rows(summary: SessionSummary) -> list[Line]:

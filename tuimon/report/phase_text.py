@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tuimon.analysis import PART_SHORT, STEP_PARTS, RunStats, SessionSummary, columns
 from tuimon.fmt import DASH, fmt_ms, fmt_short
+from tuimon.report.untold_text import untold_text
 
 # The order compile's effect is told in: the parts it may speed up first.
 SPEEDUP_ORDER = ("forward", "backward", "optimizer", "data")
@@ -22,7 +23,9 @@ def part_cell(r: RunStats, name: str) -> str:
     text = f"{fmt_ms(p['median_ms'])} ({fmt_ms(p['p10_ms'])}–{fmt_ms(p['p90_ms'])})"
     if p.get("share") is not None:
         text += f" · {p['share'] * 100:.0f} %"
-    if p.get("speedup") is not None:
+    if p.get("untold") is not None:  # no figure: its interval holds every answer
+        text += f" · {untold_text(p['untold'])}"
+    elif p.get("speedup") is not None:
         text += f" · {p['speedup']:.2f}×"
         if p.get("speedup_lo") is not None:
             text += f" (95 % CI {p['speedup_lo']:.2f}–{p['speedup_hi']:.2f})"
@@ -46,6 +49,9 @@ def speedups_text(r: RunStats, intervals: bool = False) -> str:
     for name in SPEEDUP_ORDER:
         p = r.phases.step_phases.get(name) or {}
         if p.get("speedup") is None:
+            continue
+        if p.get("untold") is not None:  # the why is the table's (part_cell)
+            out.append(f"{PART_SHORT[name]} cannot tell")
             continue
         text = f"{PART_SHORT[name]} {p['speedup']:.2f}×"
         if intervals and p.get("speedup_lo") is not None:

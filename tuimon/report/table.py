@@ -20,6 +20,7 @@ from tuimon.report.memory_text import memory_rows
 from tuimon.report.phase_text import part_rows
 from tuimon.report.rank_text import RANK_ROWS
 from tuimon.report.trust_text import load_words
+from tuimon.report.untold_text import untold_text, untold_why
 from tuimon.report.warm_text import artifacts_text, has_starts, per_start
 from tuimon.report.warm_text import cache_text as caches_text
 
@@ -55,7 +56,9 @@ def speedup_text(r: RunStats) -> str:
     if r.compile.nothing_compiled:  # eager against eager: no speedup of compile's to word
         return "– (nothing compiled: it ran eager)"
     text = f"{r.compare.speedup:.2f}×"
-    if r.compare.speedup_lo is not None:
+    if r.compare.untold is not None:  # no figure: its interval holds every answer
+        text = untold_text(r.compare.untold)
+    elif r.compare.speedup_lo is not None:
         text += f" (95 % CI {r.compare.speedup_lo:.2f}–{r.compare.speedup_hi:.2f})"
         if r.compare.within_noise:
             text += ", within noise"
@@ -66,6 +69,9 @@ def speedup_text(r: RunStats) -> str:
     elif r.doubts:
         text += " — unreliable"
     return text
+
+
+SPEEDUPS = "the speedup's"
 
 
 def breakeven_text(r: RunStats) -> str:
@@ -79,6 +85,8 @@ def breakeven_text(r: RunStats) -> str:
         return DASH
     if r.compare.breakeven_steps == 0:
         return "at once"
+    if r.compare.untold is not None:  # a break-even of a speedup no one can tell
+        return f"cannot tell ({untold_why(r.compare.untold, whose=SPEEDUPS)})"
     text = f"{r.compare.breakeven_steps:,} steps (≈ {fmt_s(r.compare.breakeven_s)})"
     if r.compare.breakeven_lo is not None:
         hi = f"{r.compare.breakeven_hi:,}" if r.compare.breakeven_hi is not None else "never"
@@ -134,7 +142,10 @@ def axis_text(r: RunStats) -> str:
     if r.compare.axis_speedup is None:
         return "axis baseline" if r.axes and r.timing.median_ms and r.compare.axis_baseline is None else DASH
     vs = r.compare
-    text = f"{vs.axis_speedup:.2f}× {vs.axis_baseline}{' per sample' if vs.axis_per_sample else ''}"
+    unit = " per sample" if vs.axis_per_sample else ""
+    if vs.axis_untold is not None:
+        return f"against {vs.axis_baseline}{unit}: {untold_text(vs.axis_untold)}"
+    text = f"{vs.axis_speedup:.2f}× {vs.axis_baseline}{unit}"
     if r.compare.axis_speedup_lo is not None:
         noise = ", within noise" if r.compare.axis_speedup_lo <= 1.0 <= r.compare.axis_speedup_hi else ""
         text += f" (95 % CI {r.compare.axis_speedup_lo:.2f}–{r.compare.axis_speedup_hi:.2f}{noise})"

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from tuimon import fixes
 from tuimon.analysis import SessionSummary, tried
-from tuimon.fmt import fmt_bytes, fmt_ratio, fmt_span
+from tuimon.fmt import fmt_bytes, fmt_ms, fmt_ratio, fmt_span
 from tuimon.report.document import CODE, KEEP, TRIED, Line, Section
 from tuimon.report.price_text import price_text
 from tuimon.report.trust_text import load_words
+from tuimon.report.untold_text import untold_text, untold_why
 
 VERDICT = {
     tried.HELPED: "faster",
@@ -65,6 +66,8 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
     base = plan.base
     said = (f" ({fmt_ratio(base.compare.speedup)} against eager)"
             if base.compiled and base.compare.speedup else "")
+    if said and base.compare.untold is not None:  # no figure: its interval holds every answer
+        said = f" (against eager: {untold_text(base.compare.untold)})"
     lines = [f"try: {session.name}: fixes on {base.label}{said}"]
     for c in plan.candidates:
         if c.cannot is not None:
@@ -85,6 +88,14 @@ def plan_lines(plan: tried.TryPlan, session: Path) -> list[str]:
     return lines
 
 
+def budget_line(length: dict, base) -> str:
+    """What --budget gives each run of the try session (cli/try_fixes.py budget_for), and what
+    its estimates stand on: the tried session's own compiles, and its base's median step."""
+    steps = (f"; ~{length['steps']:,} steps a run at {base.label}'s median step of "
+             f"{fmt_ms(base.timing.median_ms)} in the tried session" if length.get("steps") else "")
+    return f"try: --budget {fmt_span(length['seconds'])}: {length['text']}{steps}"
+
+
 def outcome_line(o: tried.Outcome) -> str:
     """'regional: cold compile 62 s → 14 s, step 1.00× (95 % CI ...), pays off after 40 s
     instead of 6.0 min — a shorter compile, the step no better beyond noise'."""
@@ -99,7 +110,10 @@ def outcome_line(o: tried.Outcome) -> str:
     if o.compile_s is not None and o.base_compile_s is not None:
         start = f"{o.start} " if o.start in ("cold", "warm") else ""
         parts.append(f"{start}compile {fmt_span(o.base_compile_s)} → {fmt_span(o.compile_s)}")
-    if o.speedup is not None:
+    if o.untold is not None:  # no figure: its interval holds every answer; why once, here or below
+        wide = any(r.code == tried.WIDE for r in o.unsure)
+        parts.append("step cannot tell" if wide else f"step {untold_text(o.untold)}")
+    elif o.speedup is not None:
         parts.append(f"step {fmt_ratio(o.speedup, o.speedup_lo, o.speedup_hi)}")
     payoff = pays(o)
     if payoff:
@@ -129,6 +143,8 @@ def reason_words(r) -> str:
         return f"other processes' load differed between {r.get('label')} and its baseline"
     if r.code == tried.DOUBTS:
         return f"{r.get('label')}: " + ", ".join(DOUBT.get(d.code, d.code) for d in r.get("doubts"))
+    if r.code == tried.WIDE:
+        return untold_why(r, "the step's")
     if r.code == tried.ONE:
         return ("one process a variant: the spread between processes is assumed "
                 f"(±{r.get('assumed_pct')} %), and this session tells a speedup of "

@@ -12,6 +12,7 @@ from tuimon.fmt import fmt_pct, fmt_span
 from tuimon.report.compile_text import nothing_text
 from tuimon.report.document import VERDICT, Line, Section
 from tuimon.report.trust_text import reason_text
+from tuimon.report.untold_text import untold_text, untold_why
 
 REMEDY = {  # what to do when the comparison cannot be trusted (stats/candidates.py remedy)
     "reading": ("Run one training, one model, whose step is one optimizer step() (--steps within "
@@ -101,8 +102,16 @@ def basis_text(p: Point | None) -> str | None:
 def _ratio(v: Verdict, label: str) -> str:
     c = v.candidate(label)
     unit = " per sample" if v.per_sample else ""
+    if c.get("untold") is not None:  # no figure: its interval holds every answer
+        return f"{untold_text(c['untold'])} against {v.reference}{unit}"
     ci = f" (95 % CI {c['lo']:.2f}–{c['hi']:.2f})" if c["lo"] is not None else " (no interval: too few steps)"
     return f"{c['speedup']:.2f}× {v.reference}{unit}{ci}"
+
+
+def _runs(v: Verdict, label: str) -> str:
+    """'runs at 0.98× eager/fp32 (95 % CI ...)', or 'is slower beyond noise, by how much cannot
+    tell (...) against eager/fp32'."""
+    return ("is " if v.candidate(label).get("untold") is not None else "runs at ") + _ratio(v, label)
 
 
 def _pay(v: Verdict) -> str:
@@ -171,13 +180,17 @@ def _line(v: Verdict) -> str:  # noqa: PLR0911 - one form a code
         more = f" (and {len(v.reasons) - 1} more, in the notes)" if len(v.reasons) > 1 else ""
         return (f"Verdict: unreliable, no winner named — {reason_text(v.reasons[0])}{more}. "
                 f"{REMEDY[v.remedy]}.")
+    if code == "cannot_tell" and (wide := v.candidate(v.about).get("untold")) is not None:
+        unit = " per sample" if v.per_sample else ""
+        return (f"Verdict: cannot tell — {v.about} against {ref}{unit}: {untold_why(wide)}, too wide "
+                "for any figure. Measure again on a quiet machine, or longer (--steps, --repeats).")
     if code == "cannot_tell":
         basis = basis_text(v.candidate(v.about)["basis"])
         return (f"Verdict: cannot tell — {v.about} runs at {_ratio(v, v.about)}, an interval too wide "
                 f"to tell a speedup from a slowdown; it rests on {basis}. Measure again on a quiet "
                 "machine, or longer (--steps, --repeats).")
     if code == "stay":
-        closest = f" — the closest, {v.about}, runs at {_ratio(v, v.about)}" if v.about else ""
+        closest = f" — the closest, {v.about}, {_runs(v, v.about)}" if v.about else ""
         return f"Verdict: stay eager: no variant is faster beyond noise{closest}."
     horizon = horizon_text(v.horizon) if v.horizon else ""
     if code == "stay_horizon":
@@ -191,6 +204,9 @@ def _line(v: Verdict) -> str:  # noqa: PLR0911 - one form a code
                 f"end of its 95 % interval ({v.candidate(v.about)['lo']:.2f}× {ref}) it would take "
                 f"{fmt_span(v.slow_extra_s)} longer.")
     winner = v.winner
+    if code == "use" and v.candidate(winner).get("untold") is not None:
+        return (f"Verdict: use {winner} — {_ratio(v, winner)}; when its compile pays off and what it "
+                "saves cannot be told either.")
     if code == "use":
         later = "from the start it saves" if v.payoff.get("at_once") else "a longer training run saves up to"
         return (f"Verdict: use {winner} — {_ratio(v, winner)}, {_pay(v)}; {later} {fmt_pct(v.saving)} "
@@ -241,6 +257,7 @@ def to_dict(v: Verdict, said: str) -> dict:
     for c, mine in zip(doc["candidates"], v.candidates, strict=True):
         c["basis"] = basis_text(mine["basis"])
         c["basis_code"] = mine["basis"].code if mine["basis"] is not None else None
+        c["untold"] = mine["untold"].to_dict() if mine.get("untold") is not None else None
     for key in ("why", "longer", "payoff"):
         point_ = getattr(v, key)
         doc[key] = point_.to_dict() if point_ is not None else None

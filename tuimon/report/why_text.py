@@ -37,6 +37,8 @@ def speed(row: RunStats | None) -> str | None:
         return "nothing was compiled: it ran eager"
     if row.compare.speedup is None:
         return None
+    if row.compare.untold is not None:  # no figure to name the baseline beside
+        return f"against {row.compare.baseline}: {speedup_text(row)}"
     return speedup_text(row).replace("×", f"× {row.compare.baseline}", 1)
 
 

@@ -25,6 +25,7 @@ from tuimon.analysis.stats.noise import (
     measured_processes,
     pooled,
     processes_for,
+    untold_change,
 )
 from tuimon.analysis.stats.point import Point, point
 
@@ -45,6 +46,8 @@ class VariantDiff:
     detectable: list[float | None] = field(default_factory=list)  # per session vs A: the least change
     # (%) its processes and A's tell from none, 80 % of the time (noise.py)
     warm_compile: list[Change | None] = field(default_factory=list)  # warm against warm
+    untold: list[bool] = field(default_factory=list)  # per session vs A: ``detectable`` beyond
+    # ×UNTOLD, no change compile commonly makes told (noise.untold_change)
 
     @property
     def label(self) -> str:
@@ -107,6 +110,7 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
                     against(lambda b, r, s: load_differs(b, r)))
     v.warm_compile = against(spread(lambda x: x.compile.compile_s, "warm"))
     v.detectable = against(lambda b, r, s: detectable_pct(noise, processes(b), processes(r)))
+    v.untold = [untold_change(least) for least in v.detectable]
     for phase in PHASES:
         v.phases[phase] = against(lambda b, r, s, p=phase: spread_change(
             [b.compile.compile_phases.get(p)], [r.compile.compile_phases.get(p)]))
@@ -173,11 +177,12 @@ def plan(noise: Noise | None, least: float | None, pct: float, variants: int = 2
     ``processes`` (``k`` a side), ``zero`` (no count tells 0 %), ``session`` (each session's own
     level, ``session_pct``, is what no process count averages away), ``never`` (not even 20)."""
     k = processes_for(noise, pct, variants) if noise is not None and pct > 0 else None
+    told = {"least": least, "untold": untold_change(least), "pct": pct}  # untold: ``least`` too wide to say
     if k:
-        return point("processes", least=least, k=k, pct=pct)
+        return point("processes", k=k, **told)
     if pct <= 0:
-        return point("zero", least=least, pct=pct)
+        return point("zero", **told)
     if noise is not None and noise.session_sd \
             and processes_for(replace(noise, session_sd=0.0), pct, variants):
-        return point("session", least=least, pct=pct, session_pct=noise.session_pct)
-    return point("never", least=least, pct=pct)
+        return point("session", session_pct=noise.session_pct, **told)
+    return point("never", **told)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from tuimon import fixes
 from tuimon.analysis.stats.compare import same_round
-from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.noise import Noise, ratio_interval, untold_between
 from tuimon.analysis.stats.records import Comparison
 from tuimon.analysis.stats.rows import RunStats, per_sample, samples_per_step
 
@@ -36,4 +36,4 @@ def axis_compare(r: RunStats, rows: dict[str, RunStats], axes: dict[str, list[st
         ratio *= samples_per_step(r) / samples_per_step(base)
     lo, hi = ratio_interval(base, r, ratio, noise) or (r.compare.axis_speedup_lo, r.compare.axis_speedup_hi)
     return replace(r.compare, axis_baseline=base.label, axis_per_sample=by_sample, axis_speedup=ratio,
-                   axis_speedup_lo=lo, axis_speedup_hi=hi)
+                   axis_speedup_lo=lo, axis_speedup_hi=hi, axis_untold=untold_between(base, r, lo, hi, noise))

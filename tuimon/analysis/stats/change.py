@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from tuimon import events
 from tuimon.analysis.stats.intervals import t95, welch_df
 from tuimon.analysis.stats.load import load_figures, loads_differ
-from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.noise import Noise, ratio_interval, untold, untold_between
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
 
@@ -33,13 +33,15 @@ class Change:
     lo: float | None = None  # 95 % interval of the ratio; None when there is no noise estimate
     hi: float | None = None
     significant: bool | None = None  # the interval leaves out 1; None: no interval to judge by
+    untold: Point | None = None  # the interval too wide for its figure to mean anything (noise.untold)
 
     @property
     def pct(self) -> float:
         return (self.ratio - 1.0) * 100.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "pct": round(self.pct, 3)}
+        return {**asdict(self), "pct": round(self.pct, 3),
+                "untold": self.untold.to_dict() if self.untold is not None else None}
 
 
 def median_change(before: RunStats, after: RunStats, noise: Noise) -> Change | None:
@@ -52,7 +54,7 @@ def median_change(before: RunStats, after: RunStats, noise: Noise) -> Change | N
     if interval is None:
         return Change(ratio)
     lo, hi = interval
-    return Change(ratio, lo, hi, not lo <= 1.0 <= hi)
+    return Change(ratio, lo, hi, not lo <= 1.0 <= hi, untold_between(before, after, lo, hi, noise))
 
 
 def spread_change(before: list[float], after: list[float]) -> Change | None:
@@ -73,7 +75,7 @@ def spread_change(before: list[float], after: list[float]) -> Change | None:
         return Change(ratio, ratio, ratio, ratio != 1.0)
     half = t95(welch_df(se_a, len(la) - 1, se_b, len(lb) - 1)) * math.hypot(se_a, se_b)
     lo, hi = ratio * math.exp(-half), ratio * math.exp(half)
-    return Change(ratio, lo, hi, not lo <= 1.0 <= hi)
+    return Change(ratio, lo, hi, not lo <= 1.0 <= hi, untold(lo, hi, "unpaired"))
 
 
 def load_differs(before: RunStats, after: RunStats) -> Point | None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from tuimon import fixes
 from tuimon.analysis.stats.faults import faults_gap
 from tuimon.analysis.stats.load import load_gap
-from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.noise import Noise, ratio_interval, untold_between
 from tuimon.analysis.stats.records import Comparison, Losses
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.analysis.stats.warm import starts_breakeven
@@ -108,7 +108,8 @@ def speedup_against(r: RunStats, base: RunStats, noise: Noise) -> Comparison:
     interval = ratio_interval(base, r, speedup, noise)
     if interval is not None:
         lo, hi = interval
-        out = replace(out, speedup_lo=lo, speedup_hi=hi, within_noise=lo <= 1.0 <= hi)
+        out = replace(out, speedup_lo=lo, speedup_hi=hi, within_noise=lo <= 1.0 <= hi,
+                      untold=untold_between(base, r, lo, hi, noise))
     extra_s = (r.timing.overhead_s or 0.0) - (base.timing.overhead_s or 0.0)
     if out.speedup_lo is not None:
         gains = sorted(base.timing.median_ms - base.timing.median_ms / x for x in (out.speedup_lo,

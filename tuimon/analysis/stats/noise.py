@@ -218,6 +218,45 @@ def ratio_basis(base: RunStats, r: RunStats, noise: Noise) -> Point:
     return point("unpaired", pct=noise.pct)
 
 
+# Too wide to tell (issue 40.4: "32.56× faster (95 % CI 3.95× slower to 4187.29× faster)", "0.01×
+# (CI 0.00–4.40)", "tells a speedup of ±148824 % or more" on a busy machine). A 95 % interval whose
+# ends lie more than a factor UNTOLD either side of its estimate (hi / lo above UNTOLD², 9) holds
+# every effect torch.compile has on a step with room to spare (its speedups are mostly 1.3–2×, its
+# slowdowns, a graph break or a recompile, rarely past 2×): its figure tells nothing the reader
+# did not know before measuring, and a view says "cannot tell" and why in its place
+# (docs/measuring.md#too-wide-to-tell). A narrower one still bounds the answer (0.46–2.34: not 2.2×
+# either way, a busy VM's 3 rounds) and keeps its figure beside the verdict's "cannot tell" (WIDE,
+# 2: an interval across 1 that holds a speedup and a slowdown alike). The same bound for a plan: a
+# session whose least told change is above ×UNTOLD (200 %) tells none of compile's effects.
+UNTOLD = 3.0
+
+
+def untold(lo: float | None, hi: float | None, rests: str | None = None) -> Point | None:
+    """``untold`` with its ``bound``, what the interval ``rests`` on (``ratio_basis``'s code) and
+    its ``side`` of 1 (above, below, or None: across) when the interval is too wide to tell; None
+    when it is not, or there is none."""
+    if lo is None or hi is None:
+        return None
+    if lo > 0 and hi / lo <= UNTOLD * UNTOLD:
+        return None
+    return point("untold", bound=UNTOLD, rests=rests,
+                 side="above" if lo > 1.0 else "below" if hi < 1.0 else None)
+
+
+def untold_between(base: RunStats, r: RunStats, lo: float | None, hi: float | None,
+                   noise: Noise) -> Point | None:
+    """``untold`` of ``ratio_interval``'s interval between two rows, with what it rests on."""
+    if untold(lo, hi) is None:
+        return None
+    return untold(lo, hi, ratio_basis(base, r, noise).code)
+
+
+def untold_change(pct: float | None) -> bool:
+    """A least told change (``detectable_pct``) beyond ×UNTOLD: the processes tell none of
+    compile's usual effects."""
+    return pct is not None and 1.0 + pct / 100.0 > UNTOLD
+
+
 def t80(df: int) -> float:
     k = max(int(df), 1)
     return T80[k - 1] if k <= len(T80) else Z80
@@ -250,5 +289,6 @@ def session_plan(rows: list[RunStats], noise: Noise, pct: float = 10.0) -> dict:
     of its variants, and the processes a variant that would tell ``pct`` %."""
     k = max([measured_processes(r) for r in rows if r.processes] + [1])  # none measured yet: 1
     variants = max(2, sum(1 for r in rows if r.processes) or len(rows))
-    return {"processes": k, "detectable_pct": round(detectable_pct(noise, k, k), 2), "target_pct": pct,
-            "processes_for_target": processes_for(noise, pct, variants)}
+    least = detectable_pct(noise, k, k)
+    return {"processes": k, "detectable_pct": round(least, 2), "target_pct": pct,
+            "processes_for_target": processes_for(noise, pct, variants), "untold": untold_change(least)}

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.intervals import Z95, lag1_autocorr, median_interval, percentile
-from tuimon.analysis.stats.noise import Noise, ratio_interval
+from tuimon.analysis.stats.noise import Noise, ratio_interval, untold_between
 from tuimon.analysis.stats.records import Phases, Timing
 from tuimon.analysis.stats.rows import RunStats
 from tuimon.events import OTHER, STEP_PHASES
@@ -134,7 +134,8 @@ def phase_speedup(base: RunStats, r: RunStats, name: str,
 
 def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> Phases:
     """``r``'s phases with each one's speedup against the eager run ``compare`` takes as the
-    baseline (same precision, axis values and round): ``speedup``, ``speedup_lo``, ``speedup_hi``."""
+    baseline (same precision, axis values and round): ``speedup``, ``speedup_lo``, ``speedup_hi``,
+    and ``untold`` where that interval is too wide to tell (noise.untold)."""
     if not r.phases.step_phases or r.mode == "eager":
         return r.phases
     eager = [b for b in rows.values() if b.mode == "eager" and b.precision == r.precision
@@ -146,7 +147,8 @@ def phase_compare(r: RunStats, rows: dict[str, RunStats], noise: Noise) -> Phase
     for name, p in r.phases.step_phases.items():
         ratio = phase_speedup(base, r, name, noise)
         found[name] = p if ratio is None else {
-            **p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"), ratio, strict=True))}
+            **p, **dict(zip(("speedup", "speedup_lo", "speedup_hi"), ratio, strict=True)),
+            "untold": untold_between(_proxy(base, name), _proxy(r, name), ratio[1], ratio[2], noise)}
     return replace(r.phases, step_phases=found)
 
 

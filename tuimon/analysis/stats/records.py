@@ -66,6 +66,7 @@ class Comparison:
     speedup_lo: float | None = None  # 95 % interval of the speedup
     speedup_hi: float | None = None
     within_noise: bool = False  # the interval contains 1.0
+    untold: Point | None = None  # the interval too wide for its figure to mean anything (noise.untold)
     baseline: str | None = None
     # Against the same mode and precision at the axes' baseline values (stats/axes.py); per
     # sample when the two differ in samples per step (a batch-size axis).
@@ -73,6 +74,7 @@ class Comparison:
     axis_speedup: float | None = None
     axis_speedup_lo: float | None = None
     axis_speedup_hi: float | None = None
+    axis_untold: Point | None = None
     axis_per_sample: bool = False
     breakeven_steps: int | None = None  # None with breakeven_never False: not computable
     breakeven_s: float | None = None

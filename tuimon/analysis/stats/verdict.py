@@ -44,7 +44,7 @@ from tuimon.analysis.stats.candidates import (
     weighed_rows,
 )
 from tuimon.analysis.stats.compare import pays_off
-from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_basis, ratio_interval
+from tuimon.analysis.stats.noise import ASSUMED, Noise, ratio_basis, ratio_interval, untold
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats, SessionSummary, per_sample, samples_per_step
 from tuimon.analysis.stats.warm import overhead
@@ -100,7 +100,8 @@ class Verdict:
     skipped: list[dict] = field(default_factory=list)  # {label, reason}: not run here (sweep)
     pending: list[str] = field(default_factory=list)  # labels not measured yet
     candidates: list[dict] = field(default_factory=list)  # {label, run, speedup, lo, hi, faster,
-    #   overhead_s, total_s (over the horizon), basis (Point: what the interval rests on)}
+    #   overhead_s, total_s (over the horizon), basis (Point: what the interval rests on), untold
+    #   (Point: the interval too wide for its figure to mean anything, noise.untold)}
     # The figures its line names, by code (KINDS):
     about: str | None = None  # another variant's label: the closest, or faster per step
     why: Point | None = None  # reference_unmeasured: why it has no steady state
@@ -209,9 +210,10 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     for r in qualified:
         ratio = cost(ref) / cost(r)
         lo, hi = ratio_interval(ref, r, ratio, noise) or (None, None)
+        basis = ratio_basis(ref, r, noise) if lo is not None else None
         found[r.run] = {"label": r.label, "run": r.run, "speedup": ratio, "lo": lo, "hi": hi,
                         "faster": lo is not None and lo > 1.0, "overhead_s": up_front(r),
-                        "total_s": None, "basis": ratio_basis(ref, r, noise) if lo is not None else None}
+                        "total_s": None, "basis": basis, "untold": untold(lo, hi, basis and basis.code)}
     out.candidates = list(found.values())
     faster = [r for r in qualified if found[r.run]["faster"]]
     horizon = out.horizon

@@ -78,6 +78,7 @@ def diagnose(summary: SessionSummary) -> list[VariantWhy]:
                 out.append(VariantWhy(row.run, row.label, False, findings, compiled=False))
             continue
         helped = row.compare.speedup_lo is not None and row.compare.speedup_lo > 1.0 and not row.doubts
+        across = row.compare.untold is not None and row.compare.untold.get("side") is None  # too wide
         out.append(VariantWhy(row.run, row.label, helped, findings,
-                              doubted=bool(row.doubts or summary.busy)))
+                              doubted=bool(row.doubts or summary.busy or across)))
     return out

@@ -11,7 +11,7 @@ profiler capture's split; the profiler's device time and NVML say whether the GP
 
 from __future__ import annotations
 
-from tuimon.analysis.stats.noise import ratio_interval
+from tuimon.analysis.stats.noise import ratio_interval, untold_between
 from tuimon.analysis.stats.phases import phase_speedup
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
@@ -125,7 +125,8 @@ def optimizer_bound(ctx: Context) -> list[Finding]:
     p = r.phases.step_phases["optimizer"]
     if r.compiled and b is not None and b is not r and p.get("speedup") is not None:
         evidence.append(point("bound.optimizer_vs", base=b.label, after=p["median_ms"], ratio=_ratio(p),
-                              before=b.phases.step_phases["optimizer"]["median_ms"], compiled=mine))
+                              before=b.phases.step_phases["optimizer"]["median_ms"], compiled=mine,
+                              untold=p.get("untold")))
     elif not r.compiled:  # a compiled variant keeps this part unless it compiles the optimizer too
         evidence.append(point("bound.optimizer_kept"))
     advice = []
@@ -157,8 +158,10 @@ def _raced(ctx: Context, other: RunStats, mine: bool) -> Point:
     interval = ratio_interval(without, with_opt, step, noise) if noise is not None else None
     lo, hi = interval or (None, None)
     answer = None if interval is None else "pays" if lo > 1.0 else "not_here" if hi < 1.0 else "noise"
+    wide = untold_between(without, with_opt, lo, hi, noise) if noise is not None else None
     return point("bound.raced", with_opt=with_opt.label, without=without.label,
-                 optimizer=found[0] if found is not None else None, step=step, lo=lo, hi=hi, answer=answer)
+                 optimizer=found[0] if found is not None else None, step=step, lo=lo, hi=hi, answer=answer,
+                 untold=wide)
 
 
 def _eager_optimizer_in_capture(ctx: Context) -> list[Finding]:
@@ -196,10 +199,12 @@ def phase_split(ctx: Context) -> list[Finding]:
     faster = [n for n in names if r.phases.step_phases[n].get("speedup") is not None]
     if r.compiled and b is not None and faster:
         evidence += [point("bound.phase", name=n, before=b.phases.step_phases[n]["median_ms"],
-                           after=r.phases.step_phases[n]["median_ms"], ratio=_ratio(r.phases.step_phases[n]))
+                           after=r.phases.step_phases[n]["median_ms"], ratio=_ratio(r.phases.step_phases[n]),
+                           untold=r.phases.step_phases[n].get("untold"))
                      for n in faster]
-        what = point("bound.by_phase", base=b.label,
-                     speedups=[(n, r.phases.step_phases[n]["speedup"]) for n in faster])
+        what = point("bound.by_phase", base=b.label,  # a figure too wide to tell: None
+                     speedups=[(n, None if r.phases.step_phases[n].get("untold") else
+                                r.phases.step_phases[n]["speedup"]) for n in faster])
         return [Finding("phases", what, evidence, [], INFO)]
     if compute < COMPUTE_SHARE:
         return [Finding("phases", point("bound.where", split=split), evidence, [], INFO)]

@@ -10,8 +10,8 @@ from tuimon.analysis.why.finding import MEDIUM, Context, Finding
 def payoff(ctx: Context) -> list[Finding]:
     r = ctx.row
     if (not r.compare.breakeven_steps or r.compare.breakeven_steps <= r.timing.steps
-            or r.compile.compile_s is None):
-        return []
+            or r.compile.compile_s is None or r.compare.untold is not None):
+        return []  # a speedup too wide to tell has no break-even to say (stats/noise.py untold)
     evidence = [point("payoff.compile", compile_s=r.compile.compile_s, overhead_s=r.timing.overhead_s,
                       speedup=r.compare.speedup)]
     phases = {k: v for k, v in r.compile.compile_phases.items() if v}

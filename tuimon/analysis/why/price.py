@@ -63,19 +63,21 @@ def price(f: Finding, ctx: Context) -> Price | None:
         start = r.compile.compile_s
     elif f.code.startswith("recompiles.") and r.compile.recompile_s:
         start = r.compile.recompile_s
-    account = breaks_account(ctx) if f.rule == "graph_breaks" else None
+    account = breaks_account(ctx, f.what.code == "breaks.calls") if f.rule == "graph_breaks" else None
     if f.cost_ms is None and start is None and account is None:
         return None
     return Price(f.cost_ms, share, start, account)
 
 
-def breaks_account(ctx: Context) -> Account | None:
+def breaks_account(ctx: Context, cut: bool) -> Account | None:
+    """``cut``: the breaks cut the step's graphs in pieces (breaks.py graph_count); when they cut
+    none, the eager time between the graphs follows no break (no site is named)."""
     cap = ctx.capture
     graphs = (cap or {}).get("compiled_graphs")
     outside = outside_ms(cap) if ctx.row_timed else None
     if not graphs or outside is None:
         return None
-    sites = tuple(b["where"] for b in ctx.row.compile.graph_breaks)
+    sites = tuple(b["where"] for b in ctx.row.compile.graph_breaks) if cut else ()
     by_graph = sorted(graphs.get("by_graph") or [], key=lambda g: -(g.get("ms") or 0.0))
     return Account(graphs.get("calls") or 0.0, tuple(by_graph), graphs.get("ms") or 0.0, outside,
                    sites, len(sites) == 1, tuple(cap.get("active_steps") or ()))

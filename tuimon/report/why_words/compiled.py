@@ -22,10 +22,55 @@ def _places(n: int) -> str:
     return f"graph breaks at {n} place{'s' if n > 1 else ''}"
 
 
+def _graphs(n: float) -> str:
+    return f"{n:g} compiled graph{'s' if n != 1 else ''}"
+
+
+def _whole(expected: int) -> str:
+    return "forward and backward" if expected == 2 else "forward"
+
+
+def _calls(f: dict) -> str:
+    """The breaks cut the step's graphs: N pieces against a whole call's count (analysis/why/
+    breaks.py graph_count), each of the module's calls a step when a loop calls it."""
+    pieces = f"{_whole(f['expected'])} in pieces"
+    if f["loop"]:
+        return (f"{_places(f['places'])}: each of the module's ~{f['repeats']} calls a step runs "
+                f"{_graphs(f['per_call'])} ({pieces}) instead of {f['expected']}, "
+                f"{f['calls']:g} a step")
+    return (f"{_places(f['places'])}: each step runs {_graphs(f['calls'])} ({pieces}) instead of "
+            f"{f['expected']}")
+
+
+def _whole_calls(f: dict) -> str:
+    """The breaks cut none of the step's graphs: what they split off runs eager, or outside the
+    steps; a loop's calls of the module are its own, not breaks."""
+    whole = (f"{_graphs(f['per_call'])}, no more than one whole call of the module ({f['expected']}: "
+             f"{_whole(f['expected'])})")
+    if f["loop"]:
+        return (f"{_places(f['places'])}, none in the step's graphs: its {f['calls']:g} compiled-graph "
+                f"calls a step are the script calling the module ~{f['repeats']} times a step (a loop in "
+                f"Python), each call {whole}")
+    return (f"{_places(f['places'])}, none in the step's graphs: each step runs {whole}; what the "
+            "breaks split off runs eager, or outside the steps")
+
+
+def _repeated(f: dict) -> str:
+    """Graphs that repeat within a step, the module's calls uncounted: either reading, said."""
+    return (f"{_places(f['places'])}: each step runs {f['calls']:g} compiled-graph calls of {f['graphs']} "
+            f"distinct graphs, each ~{f['repeats']} times: the script calling the module ~{f['repeats']} "
+            "times a step (a loop in Python), or breaks between identical pieces (a repeated block); the "
+            "module's calls a step would tell which, and none were counted (they are with the FLOPs, "
+            "unless --no-flops)")
+
+
 BREAKS = {
-    "breaks.calls": lambda f: (f"{_places(f['places'])}: each step runs {f['calls']:g} compiled graphs "
-                               "(forward and backward) instead of 2"),
+    "breaks.calls": _calls,
+    "breaks.whole": _whole_calls,
+    "breaks.repeated": _repeated,
     "breaks.graphs": lambda f: f"{_places(f['places'])}: {f['fwd']} forward graphs compiled where 1 would do",
+    "breaks.graphs_whole": lambda f: (f"{_places(f['places'])}, yet {f['fwd']} forward graph compiled, "
+                                      "as for a whole module: what the breaks split off runs eager"),
     "breaks.seen": lambda f: (f"{f['calls']:g} compiled-graph calls a step, {f['graphs']} distinct "
                               f"({span_text(f['steps'])})"),
     "breaks.compiled": lambda f: f"{f['fwd']} forward + {f['bwd']} backward graphs compiled",

@@ -4,6 +4,7 @@ the step goes and what compile did to each phase): one entry a code, a function 
 from __future__ import annotations
 
 from tuimon.fmt import fmt_ms, fmt_ratio
+from tuimon.report.untold_text import untold_text
 from tuimon.report.why_words.compiled import fixed, span_text
 
 
@@ -32,15 +33,22 @@ def _raced(f: dict) -> str:
     text = f"{f['with_opt']} (its optimizer step compiled too) raced {f['without']}: "
     if f["optimizer"] is not None:
         text += f"optimizer {f['optimizer']:.2f}× faster, "
+    if f.get("untold") is not None:  # no figure: its interval holds every answer
+        return text + f"the whole step {untold_text(f['untold'])}"
     text += f"the whole step {f['step']:.2f}×"
     if f["answer"] is not None:
         text += f" (95 % CI {f['lo']:.2f}–{f['hi']:.2f}): {RACED[f['answer']]}"
     return text
 
 
+def _ratio(f: dict) -> str:
+    """A phase's speedup with its interval, or why it cannot be told."""
+    return untold_text(f["untold"]) if f.get("untold") is not None else fmt_ratio(*f["ratio"])
+
+
 def _optimizer_vs(f: dict) -> str:
     text = (f"against {f['base']}: optimizer's median {fmt_ms(f['before'])} → {fmt_ms(f['after'])} "
-            f"({fmt_ratio(*f['ratio'])})")
+            f"({_ratio(f)})")
     return text + ("" if f["compiled"] else ": torch.compile compiles the model's forward and backward, not "
                    "optimizer.step(), unless asked")
 
@@ -101,10 +109,10 @@ WORDS = {
                                           f"(mode {f['mode']})"),
     "bound.split": lambda f: f"{f['label']}'s steady step: {_split(f['split'])}",
     "bound.not_seen": lambda f: f"not seen: {', '.join(f['names'])} (in other)",
-    "bound.phase": lambda f: (f"{f['name']}: {fmt_ms(f['before'])} → {fmt_ms(f['after'])} "
-                              f"({fmt_ratio(*f['ratio'])})"),
+    "bound.phase": lambda f: f"{f['name']}: {fmt_ms(f['before'])} → {fmt_ms(f['after'])} ({_ratio(f)})",
     "bound.by_phase": lambda f: "by phase against {}: {}".format(
-        f["base"], " · ".join(f"{n} {speedup:.2f}×" for n, speedup in f["speedups"])),
+        f["base"], " · ".join(f"{n} {'cannot tell' if speedup is None else f'{speedup:.2f}×'}"
+                              for n, speedup in f["speedups"])),
     "bound.where": lambda f: f"where the step goes: {_split(f['split'])}",
     "bound.compute": lambda f: f"compute-bound: forward and backward are {f['share']:.0%} of the step",
 }

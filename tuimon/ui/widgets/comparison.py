@@ -15,6 +15,7 @@ from tuimon.report import sections
 from tuimon.report.document import FACT, TRIED, WARNING
 from tuimon.report.phase_text import speedups_text
 from tuimon.report.table import breakeven_text
+from tuimon.report.untold_text import untold_text
 from tuimon.report.warm_text import per_start
 from tuimon.ui.widgets.redraw import height, update
 
@@ -68,8 +69,11 @@ class ComparisonStrip(Static):
                 continue
             style = "bold" if r.compare.within_noise else ("bold green" if r.compare.speedup >= 1
                                                            else "bold red")
-            t.append(f"{r.compare.speedup:.2f}×", style=style)
-            if r.compare.speedup_lo is not None:
+            if r.compare.untold is not None:  # no figure: its interval holds every answer
+                t.append(untold_text(r.compare.untold), style=style)
+            else:
+                t.append(f"{r.compare.speedup:.2f}×", style=style)
+            if r.compare.speedup_lo is not None and r.compare.untold is None:
                 over = f", {len(r.processes)} processes" if r.processes else ""
                 t.append(f" (CI {r.compare.speedup_lo:.2f}–{r.compare.speedup_hi:.2f}{over}"
                          f"{', within noise' if r.compare.within_noise else ''})", style="dim")
@@ -108,4 +112,6 @@ def _pays(r) -> str:
     """When a start's compile has paid off, as wall time."""
     if r.compare.breakeven_never:
         return "never"
+    if r.compare.untold is not None:  # the break-even of a speedup too wide to tell
+        return "cannot tell"
     return fmt_s(r.compare.breakeven_s) if r.compare.breakeven_s is not None else "–"

@@ -130,7 +130,9 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
         t.append(f"  p90 {fmt_ms(r.timing.p90_ms)}\n", style="dim")
         t.append(f"{fmt_rate(r.timing.throughput, r.timing.throughput_unit)}  " if r.timing.throughput
                  else "")
-        if r.compare.speedup is not None:
+        if r.compare.untold is not None:  # too wide to tell: no figure (the strip says why)
+            t.append("cannot tell", style="bold yellow")
+        elif r.compare.speedup is not None:
             t.append(f"{r.compare.speedup:.2f}×", style="bold green" if r.compare.speedup >= 1.0
                      else "bold red")
             t.append(f" vs {r.compare.baseline.split('/')[0]}" if r.compare.baseline != r.label
@@ -154,6 +156,8 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
 def short_breakeven(r: RunStats) -> str:
     if r.compare.speedup is None:
         return "–"
+    if r.compare.untold is not None:  # the break-even of a speedup too wide to tell
+        return "cannot tell"
     if r.compare.breakeven_never:
         return "never"
     if not r.compare.breakeven_steps:
