@@ -74,3 +74,18 @@ def test_a_scripts_flops_count_each_call_of_a_step(tuimon):
     assert f["calls"] == 4 and f["phases"]["forward"]["flops"] == 4 * forward
     assert f["phases"]["backward"]["flops"] == 4 * (2 * 16 * 32 * 64 + 2 * 2 * 16 * 64 * 10)
     assert f["phases"]["forward"]["mfu_measured"] is not None
+
+
+def test_acting_calls_with_gradients_on_are_forwards_alone(tuimon):
+    """A DQN's acting calls (batch 1, gradients on, never differentiated) are counted apart from
+    its update (batch 32), and as forwards only: cleanrl's dqn.py read 4x its FLOPs when every
+    call of a step was taken for the update."""
+    proc, session = tuimon("run", "--headless", "--steps", "12", "--modes", "eager",
+                           "--no-auto-capture", "--", sys.executable, str(SCRIPTS / "acting_calls.py"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = json.loads((session / "summary.json").read_text())["runs"][0]["flops"]
+    per_row = 2 * 8 * 64 + 2 * 64 * 4  # Linear(8, 64) and Linear(64, 4), one row
+    assert f["calls"] == 5 and f["phases"]["forward"]["flops"] == (32 + 4) * per_row
+    # the update's backward alone: both weights' gradients, the second layer's input gradient
+    assert f["phases"]["backward"]["flops"] == 32 * (per_row + 2 * 64 * 4)
+    assert f["backed"] == 1 and "×5 calls (1 differentiated)" in proc.stdout

@@ -46,6 +46,8 @@ def counts_cell(r: RunStats) -> str:
         return DASH
     parts = [f"{SHORT[n]} {_short(f.part(n).flops)}" for n in PHASES if f.part(n).flops is not None]
     calls = f" · ×{f.calls} calls" if f.calls and f.calls > 1 else ""
+    if calls and f.backed is not None and f.backed < f.calls:
+        calls += f" ({f.backed} differentiated)"
     return f"{fmt_flops(f.step.flops)} ({' · '.join(parts)}) · {f.precision or '?'}{calls}"
 
 

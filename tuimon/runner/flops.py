@@ -36,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
@@ -226,39 +228,57 @@ def eager_step(optimizer):
     return lambda: body(optimizer)
 
 
-def count_step(module, optimizer, forward, backward, *, calls: int = 1, on_cuda: bool = False,
+@dataclass(frozen=True)
+class Calls:
+    """A step's training calls alike (the same arguments' shapes): ``forward()`` makes one of
+    them, ``times`` were made, ``backed`` of them reached by a backward (a DQN's acting calls,
+    made with gradients on and never differentiated, are forwards alone)."""
+    forward: Callable[[], object]
+    times: int = 1
+    backed: int = 1
+
+
+def count_step(module, optimizer, calls, backward, *, on_cuda: bool = False,
                keep: bool = True) -> dict:
-    """One extra step's FLOPs: ``forward()`` returns what ``backward(out)`` differentiates;
-    ``optimizer``'s eager step follows. ``calls``: the module's training calls a real step makes
-    (a script's gradient accumulation), by which forward and backward are multiplied. The model
-    and every generator are put back as they were (``keep``: False only in tests). Returns the
-    ``flops`` event's fields."""
+    """One extra step's FLOPs: ``calls``, a forward (``forward()`` returns what
+    ``backward(out)`` differentiates) or a list of ``Calls``, each counted once and multiplied
+    by how many a real step makes; ``optimizer``'s eager step follows. The model and every
+    generator are put back as they were (``keep``: False only in tests). Returns the ``flops``
+    event's fields."""
+    groups = [Calls(calls)] if callable(calls) else list(calls)
     t0 = time.perf_counter()
     snap = Snapshot(module, optimizer) if keep else None
-    counted, ops, by_dtype = {}, {}, {}
+    counted: dict[str, int | None] = {name: 0 for name in PHASES}
+    ops: dict[str, int] = {}
+    by_dtype: dict[str, int] = {}
+
+    def add(name: str, c: Counter, scale: int) -> None:
+        counted[name] = (counted[name] or 0) + c.get_total_flops() * scale
+        for op, n in c.get_flop_counts().get("Global", {}).items():
+            ops[str(op)] = ops.get(str(op), 0) + n * scale
+        for dtype, n in c.by_dtype.items():
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + n * scale
+
     try:
         if snap is not None:
             snap.clear_grads()  # the step's own gradients, not leftovers (those are kept)
         elif optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
-        for name in PHASES:
-            if name == "optimizer" and optimizer is None:
-                counted[name] = None
-                continue
+        for group in groups:  # one group's graph alive at a time
             with Counter() as c:
-                if name == "forward":
-                    out = forward()
-                elif name == "backward":
+                out = group.forward()
+            add("forward", c, group.times)
+            if group.backed:
+                with Counter() as c:
                     backward(out)
-                    out = None
-                else:
-                    eager_step(optimizer)()
-            scale = calls if name != "optimizer" else 1
-            counted[name] = c.get_total_flops() * scale
-            for op, n in c.get_flop_counts().get("Global", {}).items():
-                ops[str(op)] = ops.get(str(op), 0) + n * scale
-            for dtype, n in c.by_dtype.items():
-                by_dtype[dtype] = by_dtype.get(dtype, 0) + n * scale
+                add("backward", c, group.backed)
+            out = None
+        if optimizer is None:
+            counted["optimizer"] = None
+        else:
+            with Counter() as c:
+                eager_step(optimizer)()
+            add("optimizer", c, 1)
     finally:
         out = None
         if snap is not None:
@@ -266,7 +286,8 @@ def count_step(module, optimizer, forward, backward, *, calls: int = 1, on_cuda:
     top = dict(sorted(ops.items(), key=lambda kv: -kv[1])[:TOP_OPS])
     return {**counted, "step": sum(v for v in counted.values() if v),
             "precision": precision_of(by_dtype, on_cuda), "dtypes": by_dtype, "ops": top,
-            "calls": calls, "counted_on": "eager", "seconds": round(time.perf_counter() - t0, 3)}
+            "calls": sum(g.times for g in groups), "backed": sum(g.backed for g in groups),
+            "shapes": len(groups), "counted_on": "eager", "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def backward_of(out, params=()) -> None:
@@ -276,7 +297,7 @@ def backward_of(out, params=()) -> None:
     (never ``torch.autograd.backward``'s name: a script's hooks count the calls there).
     ``params``: the only tensors that get a gradient (a GAN's discriminator's input comes from
     the generator: its parameters must not)."""
-    leaves = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
+    leaves = [t for t in tensors_in(out) if t.requires_grad and t.is_floating_point()]
     if not leaves:
         raise ValueError("the forward's output has nothing to differentiate")
     grads = [torch.ones_like(t) for t in leaves]
@@ -299,15 +320,16 @@ def detached(obj):
     return obj
 
 
-def _tensors(obj):
+def tensors_in(obj):
+    """Every tensor in a call's arguments or output (lists, tuples, dicts, a dataclass, a HF ModelOutput)."""
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            yield from _tensors(o)
+            yield from tensors_in(o)
     elif isinstance(obj, dict):
         for o in obj.values():
-            yield from _tensors(o)
+            yield from tensors_in(o)
     elif hasattr(obj, "__dataclass_fields__") or hasattr(obj, "to_tuple"):  # a HF ModelOutput
         with contextlib.suppress(Exception):
-            yield from _tensors(obj.to_tuple() if hasattr(obj, "to_tuple") else vars(obj))
+            yield from tensors_in(obj.to_tuple() if hasattr(obj, "to_tuple") else vars(obj))

@@ -38,7 +38,8 @@ def counted(e: dict) -> Flops:
         return Flops(error=str(e["error"]), **common)
     return Flops(step=PhaseFlops(e.get("step")),
                  phases={name: PhaseFlops(e.get(name)) for name in PHASES},
-                 precision=precision, calls=e.get("calls"), counted_on=e.get("counted_on"),
+                 precision=precision, calls=e.get("calls"), backed=e.get("backed"),
+                 counted_on=e.get("counted_on"),
                  ops=dict(e.get("ops") or {}), **common)
 
 

@@ -218,9 +218,12 @@ class ForwardTimer:
 
 def _catching(timed_call, catch, grad):
     def catching_call(*args, **kwargs):
-        if grad():  # a training call: its arguments, for the FLOP count
-            catch.seen(args, kwargs)
-        return timed_call(*args, **kwargs)
+        if not grad():
+            return timed_call(*args, **kwargs)
+        kind = catch.seen(args, kwargs)  # a training call: its arguments, for the FLOP count
+        out = timed_call(*args, **kwargs)
+        catch.output(kind, out)  # ... and whether a backward reaches it
+        return out
 
     return catching_call
 
