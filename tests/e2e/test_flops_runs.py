@@ -89,3 +89,16 @@ def test_acting_calls_with_gradients_on_are_forwards_alone(tuimon):
     # the update's backward alone: both weights' gradients, the second layer's input gradient
     assert f["phases"]["backward"]["flops"] == 32 * (per_row + 2 * 64 * 4)
     assert f["backed"] == 1 and "×5 calls (1 differentiated)" in proc.stdout
+
+
+def test_a_count_of_the_lead_module_alone_shows_no_rate_and_says_why(tuimon):
+    """A WGAN's critic steps every batch and leads; its generator (another optimizer's) is not in
+    the count, so neither FLOP/s nor MFU is worked out from it: the step's time holds the
+    generator's work too."""
+    proc, session = tuimon("run", "--headless", "--steps", "12", "--modes", "eager",
+                           "--no-auto-capture", "--", sys.executable, str(SCRIPTS / "wgan_critic.py"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = json.loads((session / "summary.json").read_text())["runs"][0]["flops"]
+    assert f["uncounted"] == ["Generator"] and f["step"]["flops"] > 0
+    assert f["step"]["flop_s"] is None and f["step"]["mfu_measured"] is None
+    assert "the step also trains Generator" in proc.stdout

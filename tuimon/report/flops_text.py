@@ -146,6 +146,9 @@ def row_notes(r: RunStats) -> list[str]:
     """What MFU stands on when it is not both peaks, and an MFU over 100 %, flagged."""
     f = r.flops
     out = [BASIS[f.mfu_basis]] if f.mfu_basis in BASIS and f.mfu_basis != "measured-cpu" else []
+    if f.uncounted:
+        out.append(f"the step also trains {', '.join(f.uncounted)} (another optimizer's), whose "
+                   "FLOPs are not counted: no FLOP/s or MFU stands on this count")
     if f.mfu_over:
         out.append("MFU over 100 % (" + ", ".join(x.replace(":", " vs ") for x in f.mfu_over)
                    + "): a peak that does not fit this run, not a measurement")

@@ -13,7 +13,9 @@ and MFU, each against the two peaks:
 
 An MFU over 100 % is not a fact but a peak that does not fit the run (a wrong table entry, the
 wrong precision, a phase timed shorter than its work): it is listed in ``mfu_over`` and the
-views say so instead of the number. Decisions only: the words are report/flops_text.py's.
+views say so instead of the number. A count of the lead's module alone, while other optimizers
+train modules outside it (a seq2seq's decoder), has no rate and no MFU: the step's time holds
+work it did not count. Decisions only: the words are report/flops_text.py's.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def counted(e: dict) -> Flops:
     return Flops(step=PhaseFlops(e.get("step")),
                  phases={name: PhaseFlops(e.get(name)) for name in PHASES},
                  precision=precision, calls=e.get("calls"), backed=e.get("backed"),
-                 counted_on=e.get("counted_on"),
+                 uncounted=tuple(e.get("uncounted") or ()), counted_on=e.get("counted_on"),
                  ops=dict(e.get("ops") or {}), **common)
 
 
@@ -51,8 +53,9 @@ def _ratio(flops: int | None, ms: float | None) -> float | None:
 
 def flop_rates(f: Flops, timing: Timing, phases: Phases, device: str | None,
                device_name: str | None) -> Flops:
-    """``f`` with its achieved FLOP/s and MFU, from the steady steps' medians (a new record)."""
-    if not f.counted:
+    """``f`` with its achieved FLOP/s and MFU, from the steady steps' medians (a new record);
+    none when part of what the step trains was not counted (``uncounted``)."""
+    if not f.counted or f.uncounted:
         return f
     medians = {"step": timing.median_ms}
     medians.update({name: (phases.step_phases.get(name) or {}).get("median_ms") for name in PHASES})

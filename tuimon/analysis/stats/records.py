@@ -272,6 +272,9 @@ class Flops:
     precision: str | None = None  # what most FLOPs ran in: fp32 | tf32 | bf16 | fp16 | fp8
     calls: int | None = None  # the module's training calls a step (each counted)
     backed: int | None = None  # ... of them a backward reached (the others: forwards alone)
+    # Modules other optimizers train outside the counted one: their FLOPs are not in the count,
+    # so no FLOP/s or MFU is worked out from it
+    uncounted: tuple[str, ...] = ()
     counted_on: str | None = None  # "eager": the module without its compiled wrapper
     ops: dict = field(default_factory=dict)  # the top ops {op: FLOPs a step}
     error: str | None = None  # why nothing was counted (the runner's words)

@@ -11,7 +11,9 @@ accumulation) counts its forward and backward N times (``calls``). Calls whose a
 in shape are counted apart (a physics-informed net's 100 boundary points and 10,100 collocation
 points; a DQN's batch-1 acting calls beside its batch-128 update), and a call's backward only
 when a backward reached its output (a hook on the output, during the caught step): an acting
-call made with gradients on, never differentiated, is a forward alone.
+call made with gradients on, never differentiated, is a forward alone. Modules other optimizers
+train outside the counted one are named (``uncounted``): the count is then the lead's module's
+alone, and no MFU is worked out from it.
 
 Cost: the catching wrapper is in the module's slot for the first steps only (warm-up steps,
 each one list store a call); once counted, the plain wrapper goes back and the boundaries carry
@@ -87,8 +89,8 @@ class FlopCatch:
         if self.whole and self.kinds and len(self.kinds) <= SHAPES:
             kinds, module = list(self.kinds.values()), self.forward.module
             self._done()
-            engine.excluded(flop_event.emit(engine.emitter, engine.device, lambda: self._count(
-                module, kinds, engine.on_cuda)))
+            engine.excluded(flop_event.emit(engine.emitter, engine.device, lambda: {
+                **self._count(module, kinds, engine.on_cuda), "uncounted": self._others(module)}))
             return
         if self.tries > TRIES:
             many = len(self.kinds) > SHAPES
@@ -104,6 +106,15 @@ class FlopCatch:
         if self.forward.module is not None:
             self.forward.check(rewrap=True)  # the plain wrapper back in the slot
         self.kinds = {}
+
+    def _others(self, module) -> list[str]:
+        """The modules other optimizers train outside ``module`` (a seq2seq's decoder, a GAN's
+        generator): their FLOPs are not in the count, so no MFU stands on it (analysis says)."""
+        counted = {id(p) for p in module.parameters()}
+        lead = self.run.leader.lead
+        return [seen.module or f"the parameters {seen.name} trains"
+                for seen in self.run.anatomy.optimizers
+                if seen.ref() is not None and seen.ref() is not lead and not seen.params <= counted]
 
     def _count(self, module, kinds: list, on_cuda: bool) -> dict:
         eager = eager_module(module)
