@@ -234,3 +234,25 @@ def test_the_gemm_benchmark_measures_what_the_device_has():
     assert dtypes_for(_Torch(), "cpu") == ["fp32", "bf16"]
     assert dtypes_for(_Torch(), "cuda:0") == ["fp32", "tf32", "bf16", "fp16", "fp8"]  # an H100
     assert dtypes_for(_Torch(bf16=False, capability=(7, 5)), "cuda:0") == ["fp32", "tf32", "fp16"]  # T4
+
+
+def test_a_count_that_misses_part_of_the_training_has_no_rate_and_says_why():
+    # another optimizer's module outside the counted one (a seq2seq's decoder)
+    f = row(session(uncounted=["DecoderRNN"])).flops
+    assert f.step.flops == 14e9 and f.uncounted == ("DecoderRNN",)
+    assert f.step.flop_s is None and f.phases["forward"].mfu_measured is None
+    r = row(session(uncounted=["DecoderRNN"]))
+    assert any("also trains DecoderRNN" in n for n in flops_text.row_notes(r))
+    assert flops_text.rates_cell(r) == flops_text.DASH
+
+
+def test_several_models_trained_one_after_another_have_no_rate():
+    from tuimon.analysis.stats.flops import flop_rates
+    from tuimon.analysis.stats.point import point
+
+    r = row(session())
+    doubt = point("trainings", count=3, modules=["StudentCnn", "Teacher"])
+    f = flop_rates(dataclasses.replace(r.flops, step=dataclasses.replace(r.flops.step, flop_s=None)),
+                   r.timing, r.phases, r.device, r.device_name, [doubt])
+    assert f.trainings == ("StudentCnn", "Teacher") and f.step.flop_s is None
+    assert "one after another" in " ".join(flops_text.row_notes(dataclasses.replace(r, flops=f)))

@@ -149,6 +149,9 @@ def row_notes(r: RunStats) -> list[str]:
     if f.uncounted:
         out.append(f"the step also trains {', '.join(f.uncounted)} (another optimizer's), whose "
                    "FLOPs are not counted: no FLOP/s or MFU stands on this count")
+    if f.trainings:
+        out.append(f"the script trains {', '.join(f.trainings)} one after another and the count "
+                   "is of the first training's step: no FLOP/s or MFU stands on it")
     if f.mfu_over:
         out.append("MFU over 100 % (" + ", ".join(x.replace(":", " vs ") for x in f.mfu_over)
                    + "): a peak that does not fit this run, not a measurement")

@@ -204,7 +204,7 @@ class Collector:
         for v in variants.values():
             v.timing = noise_interval(v, noise)
             v.flops = flop_rates(first_count([runs[p["run"]] for p in v.processes]), v.timing,
-                                 v.phases, v.device, v.device_name)
+                                 v.phases, v.device, v.device_name, v.doubts)
         pinned = self._session.pin_malloc
         for run in runs:  # after every run's probes: a comparison weighs both loads
             r = compare(runs[run], runs, losses, noise, pinned)
@@ -270,7 +270,7 @@ class Collector:
         r.compile = compile_story(r)  # once its status and steady state are known
         r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps})
         r.doubts = r.doubts + reading_doubts(r.anatomy)  # a reading the run contradicts
-        r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name)
+        r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name, r.doubts)
         return r
 
 

@@ -52,9 +52,13 @@ def _ratio(flops: int | None, ms: float | None) -> float | None:
 
 
 def flop_rates(f: Flops, timing: Timing, phases: Phases, device: str | None,
-               device_name: str | None) -> Flops:
+               device_name: str | None, doubts=()) -> Flops:
     """``f`` with its achieved FLOP/s and MFU, from the steady steps' medians (a new record);
-    none when part of what the step trains was not counted (``uncounted``)."""
+    none when part of what the step trains was not counted (``uncounted``), or when the row's
+    reading found several models trained one after another (``doubts``: stats/anatomy.py)."""
+    models = next((tuple(d.get("modules") or ()) for d in doubts if d.code == "trainings"), ())
+    if models and f.counted:
+        return replace(f, trainings=models)
     if not f.counted or f.uncounted:
         return f
     medians = {"step": timing.median_ms}

@@ -275,6 +275,9 @@ class Flops:
     # Modules other optimizers train outside the counted one: their FLOPs are not in the count,
     # so no FLOP/s or MFU is worked out from it
     uncounted: tuple[str, ...] = ()
+    # The models a script trains one after another (a teacher, then students): the count is the
+    # first's, so again no FLOP/s or MFU
+    trainings: tuple[str, ...] = ()
     counted_on: str | None = None  # "eager": the module without its compiled wrapper
     ops: dict = field(default_factory=dict)  # the top ops {op: FLOPs a step}
     error: str | None = None  # why nothing was counted (the runner's words)
