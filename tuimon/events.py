@@ -73,7 +73,8 @@ CACHE_LOOKUP = "cache_lookup"
 # top ones), calls (the module's training calls a step: forward and backward are multiplied by
 # them), backed (those a backward reached: the others count a forward alone), shapes (the kinds
 # of call, by their arguments' shapes, counted apart), uncounted [module] (a script's modules
-# other optimizers train outside the counted one: no FLOP/s or MFU then), counted_on "eager" (a compiled variant's eager module), seconds (the count's cost);
+# other optimizers train outside the counted one: no FLOP/s or MFU then), counted_on "eager" (a
+# compiled variant's eager module), seconds (the count's cost);
 # peak: the measured GEMM peak of this machine (runner/peak_bench.py) {peaks {dtype: FLOP/s},
 # key, cached, measured_at, seconds, threads, per_thread, all_threads} or null; error: why
 # nothing was counted (then no counts), peak_error: why no peak.

@@ -127,7 +127,9 @@ class Process:
     control_fd: int | None = None
     channel: str | None = None  # a rank of a job: the session's rank socket (control/rank_hub.py)
     token: str | None = None
-    role: str | None = None  # "rank": set by a script's torchrun agent for its workers
+    # "rank": set by a script's torchrun agent for its workers; "launched": by accelerate
+    # launch's own process for the script it starts (runner/script/hooks.py)
+    role: str | None = None
     agent_pid: int | None = None
     # Forked by the fork server (runner/forkserver.py): the seconds of imports it did once for
     # every run, which this process's start therefore does not show.

@@ -13,9 +13,11 @@ import argparse
 import os
 import re
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tuimon import accelerate_launch
 from tuimon.axes import baseline, for_script
 from tuimon.cli.args import UsageError
 from tuimon.envvars import NO_STEP_S
@@ -55,6 +57,8 @@ def check_command(command: list[str]) -> dict:
                   PYTHON.match(os.path.basename(os.path.realpath(path))))
     if (start := is_torchrun(command, python)) is not None:
         return _torchrun_command(command, start)
+    if (start := accelerate_launch.is_accelerate(command, python)) is not None:
+        return _accelerate_command(command, start)
     if python:
         return _python_command(command)
     if _shebang(path) is None:
@@ -104,6 +108,36 @@ def _torchrun_command(command: list[str], start: int) -> dict:
         found = {"script": str(script.resolve()), "name": script.stem}
     return {"command": command, "script": found["script"], "name": found["name"],
             "launcher": "torchrun", "nproc": job.nproc, "nnodes": job.max_nodes}
+
+
+def _accelerate_command(command: list[str], start: int) -> dict:
+    """accelerate launch's training program checked as tuimon checks a script's: a launch of
+    one process (accelerate's child is the run), or one line on how to run a multi-process one."""
+    try:
+        launch = accelerate_launch.parse(command, start)
+    except accelerate_launch.AccelerateError as exc:
+        raise UsageError(str(exc)) from None
+    if (why := launch.multi()) is not None:
+        raise UsageError(f"accelerate launch with {why} starts several processes, which tuimon "
+                         "does not take as ranks yet; run the same script under torchrun (tuimon "
+                         "run -- torchrun --nproc-per-node N train.py): accelerate's Accelerator "
+                         "reads torchrun's environment")
+    program = launch.script_words
+    if launch.module:
+        found = {"script": None, "name": program[0].rsplit(".", 1)[-1]}
+    elif launch.no_python:
+        found = check_command(program)
+    else:
+        script = Path(program[0])
+        if not script.is_file():
+            raise UsageError(f"script not found: {program[0]}")
+        found = {"script": str(script.resolve()), "name": script.stem}
+    if launch.processes > 1:
+        print(f"tuimon: accelerate launch starts one process here: its --num_processes "
+              f"{launch.processes} counts only with --multi_gpu (or a multi-device config, or "
+              "--mpirun_hostfile); the script runs as one process", file=sys.stderr)
+    return {"command": command, "script": found["script"], "name": found["name"],
+            "launcher": "accelerate"}
 
 
 def _shebang(path: str) -> str | None:

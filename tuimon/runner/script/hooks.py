@@ -35,6 +35,9 @@ def start(config: str) -> None:
     if s.program.is_job and s.process.role is None:
         _agent(s)  # torchrun's own process: its workers are the ranks
         return
+    if s.program.launcher == "accelerate" and s.process.role is None:
+        _launcher(s)  # accelerate launch's own process: the script is its child
+        return
     if s.process.role == "rank":
         from tuimon.runner.link import identity
 
@@ -69,6 +72,25 @@ def _agent(s) -> None:
                                        agent_pid=os.getpid()))
     os.environ.update(ranks.environ())
     watch_parent()  # SIGINT, as a stop: torchrun then ends its workers with it
+
+
+def _launcher(s) -> None:
+    """In ``accelerate launch``'s own process, which starts the script as its one child with
+    ``subprocess.Popen`` (closing every other fd; tuimon/accelerate_launch.py): hand the
+    settings on, marked as launched, and keep the run's two pipes open across that Popen, so
+    the child is the run. Nothing is measured here, and no torch is imported by tuimon."""
+    import subprocess
+
+    child = replace(s, process=replace(s.process, role="launched"))
+    os.environ.update(child.environ())
+    fds = tuple(fd for fd in (s.process.event_fd, s.process.control_fd) if fd is not None)
+    start = subprocess.Popen.__init__
+
+    def with_pipes(self, *args, **kwargs):
+        kwargs["pass_fds"] = tuple({*kwargs.get("pass_fds", ()), *fds})
+        start(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = with_pipes
 
 
 def _install(s, ident: dict | None, said_on: dict) -> None:
