@@ -138,3 +138,21 @@ def test_alternating_steps_are_weighed_by_their_cycles_mean():
     evs = run_events("eager-fp32", "eager", "fp32", sac)
     (r,) = summarize(evs).runs
     assert r.timing.cycle == 3 and abs(r.timing.median_ms - 9.12) < 0.05
+
+
+def test_a_comparison_weighs_both_rows_by_the_same_cycles():
+    """SAC's two variants (rerun of issue 40): eager's steps part from their median by more than
+    UNEVEN, default's by less (8 %), so eager was weighed by its cycle means and default by its
+    median, and the speedup divided one by the other (0.83× where like for like is 0.89×). A cycle
+    one row finds weighs every row."""
+    eager = [16.45 if i % 3 == 0 else 5.45 for i in range(201)]  # cycle mean 9.12, median 5.45
+    default = [9.0 if i % 3 == 0 else 8.0 for i in range(201)]  # cycle mean 8.33, median 8: 4 %
+    from tuimon.analysis.stats.cycles import cycle
+
+    assert (cycle(eager), cycle(default)) == (3, 1)  # alone, each row would decide apart
+    evs = run_events("eager-script", "eager", "script", eager)
+    evs += [e for e in run_events("default-script", "default", "script", default)
+            if e["type"] not in (events.SESSION_STARTED, events.SESSION_ENDED)]
+    rows = {r.run: r for r in summarize(evs).runs}
+    assert {r.timing.cycle for r in rows.values()} == {3}
+    assert abs(rows["default-script"].timing.median_ms - 8.33) < 0.05  # its cycles' mean step

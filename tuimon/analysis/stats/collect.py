@@ -184,8 +184,13 @@ class Collector:
         samples = list(self._samples)
         quiet_only = self._session.quiet_only
         own = self._session.schedule != "parallel"  # runs side by side, as the user asked
+        first = dict(runs)
         for run in runs:
-            runs[run] = self._run_row(runs[run], steps[run], samples, quiet_only, own)
+            runs[run] = self._run_row(first[run], steps[run], samples, quiet_only, own)
+        cycled = max((r.timing.cycle for r in runs.values()), default=1)
+        for run in [run for run, r in runs.items() if r.timing.cycle != cycled and cycled > 1]:
+            # the steps alternate in one row: every row weighed by cycles of that length (cycles.py)
+            runs[run] = self._run_row(first[run], steps[run], samples, quiet_only, own, cycled)
         for r in runs.values():  # each compiled run's start, and why a warm one missed
             r.warm = self.warm.finish(r)
         losses = {run: track.points for run, track in self._loss.items()}
@@ -243,7 +248,7 @@ class Collector:
         return session
 
     def _run_row(self, r: RunStats, steps: list[dict], samples: list[dict], quiet_only: bool,
-                 own: bool) -> RunStats:
+                 own: bool, cycle_of: int | None = None) -> RunStats:
         """One run's row from its steps: its step times, phases, load, compiles, in turn."""
         job = self.jobs.get(r.run)
         if job is not None:  # what its ranks say for the job (compiles, memory, world size)
@@ -251,7 +256,7 @@ class Collector:
         busy = busy_periods(samples, r.run) if quiet_only else None
         timing, load, steady = step_stats(r, steps, *self._counts[r.run], busy=busy,
                                           own=own_periods(samples, r.run) if own else None,
-                                          quiet_only=quiet_only)
+                                          quiet_only=quiet_only, cycle_of=cycle_of)
         timing, profiles = profile_stats(timing, r.profiles, steps)
         gc_ms, gc_per_100 = self._gc[r.run].per_step(timing.steady_from)
         timing = replace(timing, gc_ms=gc_ms, gc_per_100=gc_per_100)

@@ -7,7 +7,8 @@ median of the cycles' mean steps parts from the steps' median by ``UNEVEN`` or m
 statistics take the cycles' mean steps as the row's steps (steady_state.py): its median step is
 then a cycle's mean step. The cycle's length comes from how the loop was
 read (another optimizer's cadence: analysis/stats/anatomy.py) or, failing that, from the step
-times themselves (the lag, up to ``LONGEST``, at which they repeat best)."""
+times themselves (the lag, up to ``LONGEST``, at which they repeat best). A cycle one row of a
+session finds weighs every row (collect.py): a comparison is of cycle means on both sides."""
 
 from __future__ import annotations
 

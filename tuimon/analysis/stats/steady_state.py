@@ -8,7 +8,7 @@ import math
 import statistics
 from dataclasses import replace
 
-from tuimon.analysis.stats.cycles import cycle, means
+from tuimon.analysis.stats.cycles import CYCLES, cycle, means
 from tuimon.analysis.stats.intervals import lag1_autocorr, median_interval, percentile
 from tuimon.analysis.stats.load import OWN_DROP_SHARE, own_load
 from tuimon.analysis.stats.point import Point, point
@@ -28,13 +28,14 @@ def is_measured(step: dict) -> bool:
 def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: int,
                busy: list[tuple[float, float]] | None = None,
                own: list[tuple[float, float, float]] | None = None,
-               quiet_only: bool = False) -> tuple[Timing, Load, list[dict]]:
+               quiet_only: bool = False, cycle_of: int | None = None) -> tuple[Timing, Load, list[dict]]:
     """``r``'s Timing and Load (the steps its load kept out), and its steady steps. ``busy``:
     --quiet-only's periods of other processes' load; steps ending in them are kept out of the
     steady state and counted in ``busy_dropped``. ``own``: the periods (start, end, cores) in which
     the session's other runs loaded the machine beside this run's steps; steps ending in them are
     kept out (``own_dropped``) when they are few (stats/load.py) or with --quiet-only, and
-    ``own_load`` says so either way."""
+    ``own_load`` says so either way. ``cycle_of``: the cycle another row of the session found,
+    so that a comparison weighs cycle means against cycle means, never against a median."""
     t, load = {"steps": total}, {}  # the fields found, for its Timing and its Load
     if not run_steps:
         return replace(r.timing, **t), r.load, []
@@ -67,7 +68,9 @@ def step_stats(r: RunStats, run_steps: list[dict], total: int, measured_total: i
     if not steady:
         return replace(r.timing, **t), replace(r.load, **load), []
     in_order = [s["ms"] for s in steady]
-    t["cycle"] = k = cycle(in_order, r.anatomy.cycle)  # uneven steps in cycles: their means (cycles.py)
+    # uneven steps in cycles: their means (cycles.py); another row's cycle when one found it
+    t["cycle"] = k = (cycle_of if cycle_of and len(in_order) >= CYCLES * cycle_of
+                      else cycle(in_order, r.anatomy.cycle))
     if k > 1:
         in_order = means(in_order, k)
     measured = sorted(in_order)
