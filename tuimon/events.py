@@ -35,7 +35,8 @@ MEMORY = "memory"  # peak_rss (process, so far); cuda_peak_allocated/_reserved (
 #   the device's free bytes), total (the device's); and once at a compiled run's end: graph_pool
 #   (bytes torch's CUDA-graph pool reserves; 0 none; null: graph_pool_unread says why), graph_pool_used
 MEMORY_PHASES = "memory_phases"
-# Python's garbage collector in the steps (runner/gc_pauses.py), every 256 steps and at the end:
+# Python's garbage collector in the steps (runner/gc_pauses.py), at steps 16, 32, 64, 128, 256, then
+#   every 256 and at the end:
 #   steps [first, end) the totals cover, collections, oldest (generation-2 ones), seconds paused
 GC = "gc"
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,

@@ -18,9 +18,10 @@ class GcTrack:
                              float(e.get("seconds") or 0.0)))
 
     def per_step(self, steady_from: int | None) -> tuple[float | None, float | None]:
-        """(ms a step, collections per 100 steps) over the windows from the steady state on
-        (every window when it has none); (None, None): not measured."""
-        kept = [w for w in self.windows if steady_from is not None and w[0] >= steady_from] or self.windows
+        """(ms a step, collections per 100 steps) over the windows from the steady state on;
+        (None, None): not measured, or no window past the warm-up (a window holding the
+        compile's collections is no figure of the steady steps)."""
+        kept = [w for w in self.windows if steady_from is not None and w[0] >= steady_from]
         steps = sum(end - first for first, end, _, _ in kept)
         if not steps:
             return None, None
