@@ -5,8 +5,8 @@ thread that triggered it (a collection anywhere in the process pauses the steps 
 totals go out as a ``gc`` event at steps 16, 32, 64, 128, 256, then every ``EVERY`` steps and at
 the end, with the steps they cover, outside every step's clock: short windows first, so that a
 short run has windows past its warm-up (a compile's many collections stay in the warm-up's
-windows, never charged to the steady steps). A step pays nothing unless a collection runs in it (two clock reads
-then)."""
+windows, never charged to the steady steps). A step pays nothing unless a collection runs in
+it (two clock reads then)."""
 
 from __future__ import annotations
 
