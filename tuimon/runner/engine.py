@@ -39,6 +39,9 @@ RING = 4096  # steps held between two flushes, at most: a full ring flushes (pow
 # syscall, ~5-12 µs right after a step on a small VM, while a pause can wait 50 ms.
 POLL_S = 0.05
 WARN_AT = (2, 10, 100)  # steady-state recompiles said: a run that keeps recompiling is not measured
+# Steps without a training compile after which the compiles count as settled: a compile later
+# than that is a recompile in steady state (new shapes in the first steps are still warm-up).
+SETTLED = 20
 
 
 class Component:
@@ -94,6 +97,8 @@ class StepEngine:
         self.reason: str | None = None  # why the run ended (steps, duration, stopped)
         self._compiles = 0  # the watch's count the last boundary saw
         self._steady_compiles = 0
+        self._compiled_at: int | None = None  # the step of the last training compile
+        self._settled = False  # SETTLED steps passed without one
         self._due_i, self._due_t = 0, 0.0  # the next boundary anything is due at
         self._poll_at = 0.0  # when the control lines are read next (perf_counter)
         self._began = time.perf_counter()  # training's start: a --duration counts from here
@@ -138,10 +143,16 @@ class StepEngine:
             self.clock.start()
         return self.reason
 
-    def compiling(self, compile_id: str, backward: bool = False) -> None:
+    def compiling(self, compile_id: str, backward: bool = False, outside: bool = False) -> None:
         """Dynamo starts a compile (runner/compile_watch.py): said at once, not buffered (it can
-        take minutes, and the supervisor's hang watch restarts its clock once it is over)."""
-        if self.phase == "steady":
+        take minutes, and the supervisor's hang watch restarts its clock once it is over).
+        ``outside``: a script's compile outside training (a validation pass, sampling), which
+        is no recompile of training's (the summary keeps it apart too)."""
+        if self._compiled_at is not None and self.i - self._compiled_at >= SETTLED:
+            self._settled = True  # from here every training compile is a recompile
+        if not outside and not backward:
+            self._compiled_at = self.i
+        if self.phase == "steady" and self._settled and not outside:
             self._steady_compiles += 1
             if self._steady_compiles in WARN_AT:
                 self.emitter.emit(events.WARNING, text=f"recompiled {self._steady_compiles} times in "

@@ -195,10 +195,11 @@ class ScriptSteps:
     def compiling(self, compile_id: str, backward: bool = False) -> None:
         """Dynamo starts a compile: a training compile before the first step starts the run (a
         validation pass's before training, nanoGPT's iter-0 eval, does not start step 0 there)."""
-        if not self.started and not self.validating.compile(compile_id):
+        outside = self.validating.compile(compile_id, backward) is not None
+        if not self.started and not outside:
             self.activity()
         if self.enabled:
-            self.engine.compiling(compile_id, backward)
+            self.engine.compiling(compile_id, backward, outside)
 
     def _start(self) -> None:
         self.started = True
