@@ -89,7 +89,8 @@ RUN_QUEUED = "run_queued"  # mode, precision; replaces: the run whose place it t
 #   persistent (--cache-dir / --warm-cache: the user's own cache, cold or warm as torch says)
 RUN_EXITED = "run_exited"  # returncode, seconds
 # What a script printed of its own steps, read from its log at its exit (control/printed.py):
-#   losses [[step, loss], ...], ms [[step, ms], ...] (each as the script numbers its steps)
+#   losses [[step, loss], ...], ms [[step, ms], ...] (each as the script numbers its steps); a
+#   script printing several losses a line: losses_by {name: [[step, loss], ...]} instead of losses
 PRINTED = "printed"
 # A compiled run's compile artifacts (control/warm.py, runner/warm_start.py), by the supervisor or
 # the runner: action seeded (its fresh cache filled from: seed {run | session, path}, kind dir |

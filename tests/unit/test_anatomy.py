@@ -68,10 +68,35 @@ def test_printed_numbers_are_read_where_a_line_names_a_step(tmp_path):
                    "step    1 | loss: 4.158399 | dt: 3.94ms\nepoch 0: loss 4.16 (1.2s)\n"
                    "step    2 | loss: 4.159593 | dt: 3.90ms\n[Batch 10/400] [D loss: -1.2] [G loss: 0.5]\n")
     said = printed_numbers(log)
-    assert said["losses"] == [[0, 4.167212], [1, 4.158399], [2, 4.159593], [10, -1.2]]
+    assert said["losses"] == [[0, 4.167212], [1, 4.158399], [2, 4.159593]]  # D, G: one line each
     assert said["ms"] == [[0, 3.84], [1, 3.94], [2, 3.9]]
+    # issue 40 rerun (N4): a GAN's D and G losses apart, an eval's "val loss" no step's, llama2.c's
+    # "20 | loss 6.25 | ... | 81.12ms" a step, and a batch counted within its epoch no step at all
+    log.write_text("".join(f"[Epoch 0/1] [Batch {b}/400] [D loss: -1.{b}] [G loss: 0.{b}]\n"
+                           for b in (10, 20, 30))
+                   + "".join(f"{k} | loss 6.2{k} | lr 5.0e-04 | 81.{k}ms | mfu 0.01%\n" for k in range(3))
+                   + "step 20: train loss 6.22, val loss 6.25\n")
+    said = printed_numbers(log)
+    assert set(said["losses_by"]) == {"d", "g", ""} and said["losses_by"][""][1] == [1, 6.21]
+    assert said["ms"] == [[0, 81.0], [1, 81.1], [2, 81.2]]
+    log.write_text("".join(f"[Epoch {e}/2] [Batch {b}/3] [loss: 0.{b}]\n" for e in range(2)
+                           for b in range(3)))
+    assert printed_numbers(log) is None
     log.write_text("epoch 0: loss 1.0\nepoch 1: loss 0.9\nepoch 2: loss 0.8\n")  # no step named
     assert printed_numbers(log) is None
+
+
+def test_the_printed_series_that_matches_is_the_one_checked():
+    """CycleGAN prints its D loss first and its G loss after it; tuimon's loss is the G loss, so
+    the check names the G loss as agreeing, never "tuimon's loss is not the one it prints"."""
+    ours = {i: 9.0 - i / 10 for i in range(10)}
+    read = Anatomy(ends_at="optimizer.step", steps=10, printed={"losses_by": {
+        "d": [[i, 0.5 + i / 100] for i in range(10)], "g": [[i, 9.0 - i / 10] for i in range(10)]}})
+    (check,) = checked(read, ours, {}).checks
+    assert check.code == "losses_agree" and check.figures["name"] == "g"
+    from tuimon.report.anatomy_text import _check
+
+    assert _check(check) == "its printed G losses agree with tuimon's at 10 steps"
 
 
 def test_the_reading_is_checked_against_the_printed_losses_and_times():

@@ -125,16 +125,25 @@ def trainings_text(a) -> str:
 
 
 def check_text(p, r: RunStats) -> str:
+    """One check of the reading against the script's prints, for the row ``r`` (named: each
+    variant has its own)."""
+    return f"{r.label}: {_check(p)}"
+
+
+def _check(p) -> str:
     f = p.figures
+    which = f"printed {f['name'].upper() if len(f['name']) <= 2 else f['name']} loss" if f.get(
+        "name") else "printed loss"
     if p.code == "losses_agree":
-        return f"its printed losses agree with tuimon's at {f['pairs']} steps"
+        return f"its {which}es agree with tuimon's at {f['pairs']} steps"
     if p.code == "losses_scaled":
         why = (f": it prints the mean of the {f['summed']} backward() losses tuimon sums"
                if f.get("mean") else "")
-        return f"its printed loss is {f['ratio']:g}× tuimon's at {f['pairs']} steps{why}"
+        return f"its {which} is {f['ratio']:g}× tuimon's at {f['pairs']} steps{why}"
     if p.code == "losses_differ":
+        names = f" (its {', '.join(n or 'loss' for n in f['names'])} losses alike)" if f.get("names") else ""
         return (f"its printed losses differ from tuimon's at {f['pairs'] - f['agree']} of {f['pairs']} "
-                "steps: tuimon's loss is not the one it prints")
+                f"steps{names}: tuimon's loss is not the one it prints")
     if p.code == "times_agree":
         return f"its printed step times agree with tuimon's ({f['ratio']:g}× at {f['pairs']} steps)"
     if p.code == "times_differ":

@@ -76,8 +76,10 @@ def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float]) -> Anato
     if a.ends_at is None:
         return a
     out = []
-    if printed := a.printed.get("losses"):
-        out.append(_losses(printed, losses, a.loss_sum))
+    named = a.printed.get("losses_by") or (
+        {"": a.printed["losses"]} if a.printed.get("losses") else {})
+    if named:
+        out.append(_named_losses(named, losses, a.loss_sum))
     if printed := a.printed.get("ms"):
         out.append(_times(printed, ms))
     lead = a.lead
@@ -105,6 +107,22 @@ def training_starts(a: Anatomy) -> list[int]:
     """The steps at which a new training began (after the first): its first compiles are its
     warm-up, no recompile."""
     return [int(t["step"]) for t in a.trainings[1:]]
+
+
+RANK = {"losses_agree": 0, "losses_scaled": 1, "losses_differ": 2}
+
+
+def _named_losses(named: dict[str, list], ours: dict[int, float], summed: int) -> Point | None:
+    """The printed series that best matches tuimon's loss (a GAN prints its D and G losses on
+    one line: the step's is one of them), named; a difference only when none matches."""
+    found = [(p, name) for name, series in named.items()
+             if (p := _losses(series, ours, summed)) is not None]
+    if not found:
+        return None
+    p, name = min(found, key=lambda pn: RANK[pn[0].code])
+    if p.code == "losses_differ" and len(found) > 1:
+        return point("losses_differ", **p.figures, names=sorted(n for _, n in found))
+    return point(p.code, **p.figures, name=name) if name else p
 
 
 def _losses(printed: list, ours: dict[int, float], summed: int) -> Point | None:
