@@ -181,3 +181,13 @@ def test_a_comparison_weighs_both_rows_by_the_same_cycles():
     rows = {r.run: r for r in summarize(evs).runs}
     assert {r.timing.cycle for r in rows.values()} == {3}
     assert abs(rows["default-script"].timing.median_ms - 8.33) < 0.05  # its cycles' mean step
+
+
+def test_a_printed_loss_within_two_percent_is_the_same_loss_not_a_scaled_one():
+    """llama2.c prints its last micro-batch's loss (times 4), tuimon keeps the four's sum: within
+    0.5 % of each other at every step; "0.996069× tuimon's" read as a warning (issue 40 rerun)."""
+    ours = {i: 6.25 - i / 1000 for i in range(20)}
+    read = Anatomy(ends_at="optimizer.step", steps=20,
+                   printed={"losses": [[i, ours[i] * (1.004 if i % 2 else 0.996)] for i in range(20)]})
+    (check,) = checked(read, ours, {}).checks
+    assert check.code == "losses_near"

@@ -136,6 +136,9 @@ def _check(p) -> str:
         "name") else "printed loss"
     if p.code == "losses_agree":
         return f"its {which}es agree with tuimon's at {f['pairs']} steps"
+    if p.code == "losses_near":
+        return (f"its {which}es are within {f['within']:.0%} of tuimon's at {f['pairs']} steps (the "
+                "same loss, not the same number: a micro-batch's, or rounded)")
     if p.code == "losses_scaled":
         why = (f": it prints the mean of the {f['summed']} backward() losses tuimon sums"
                if f.get("mean") else "")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from tuimon.analysis.stats.point import Point, point
 
 AGREE = 1e-3  # relative: a printed loss agrees with tuimon's (4 to 6 printed digits)
+NEAR = 0.02  # ... is within 2 % of it at every step: the same quantity, another sample of it
 TIME_AGREE = 0.10  # a printed step time within 10 % of tuimon's at the same step
 ENOUGH = 3  # pairs of a series needed to say anything
 
@@ -109,7 +110,7 @@ def training_starts(a: Anatomy) -> list[int]:
     return [int(t["step"]) for t in a.trainings[1:]]
 
 
-RANK = {"losses_agree": 0, "losses_scaled": 1, "losses_differ": 2}
+RANK = {"losses_agree": 0, "losses_near": 1, "losses_scaled": 2, "losses_differ": 3}
 
 
 def _named_losses(named: dict[str, list], ours: dict[int, float], summed: int) -> Point | None:
@@ -139,6 +140,9 @@ def _losses(printed: list, ours: dict[int, float], summed: int) -> Point | None:
         return point("losses_agree", pairs=len(pairs), offset=offset)
     ratios = [p / o for p, o in pairs if o]
     ratio = statistics.median(ratios) if ratios else None
+    if ratio is not None and abs(ratio - 1) <= NEAR and all(_close(r, 1.0, NEAR) for r in ratios):
+        # the same quantity, not the same number (llama2.c prints its last micro-batch's loss, 4×)
+        return point("losses_near", pairs=len(pairs), within=NEAR)
     if ratio is not None and all(_close(r, ratio, 0.01) for r in ratios):
         # mean: the script prints the mean of the ``summed`` losses tuimon adds up
         return point("losses_scaled", pairs=len(pairs), ratio=round(ratio, 6), summed=summed,
