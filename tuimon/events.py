@@ -155,13 +155,15 @@ PROFILE = "profile"
 MODEL = "model"
 # How tuimon read a script's loop (runner/script/anatomy.py, run-tagged), said after its first
 #   steps and again at its end (the last holds the run's counts): steps, ends_at (optimizer.step |
-#   backward), optimizers [{optimizer, params, steps, module, compiled, lead, every (the lead's
-#   steps a step of this one)}] in the order made, backwards {"1": steps, ...} (backward() calls
-#   a step), loss_sums {"1": steps, ...} (the backward() losses a step's loss is the sum of:
-#   those before the lead's step()), outside {what the steps held: {steps: [i, ...] (the first
-#   12), count, gaps}} (a validation pass, eval inside a step, the trained module with gradients
-#   off), trainings [{step, optimizer (its index in optimizers)}] (the first lead at step 0, then
-#   each change: a second training, an idle lead taken over; the first 12), lead_changes
+#   backward), inside (backward-ended steps all inside one optimizer step(): LBFGS's closure),
+#   optimizers [{optimizer, params, steps, module, compiled, lead, every (the lead's steps a step of
+#   this one, over its span), span [first, last] (the lead's steps it stepped in first and last),
+#   per_step {"2": steps, ...} (its step() calls in each of those)}] in the order made, backwards
+#   {"1": steps, ...} (backward() calls a step), loss_sums {"1": steps, ...} (the backward() losses a
+#   step's loss is the sum of: those before the lead's step()), outside {what the steps held: {steps:
+#   [i, ...] (the first 12), count, gaps}} (a validation pass, eval inside a step, the trained module
+#   with gradients off), trainings [{step, optimizer (its index in optimizers)}] (the first lead at
+#   step 0, then each change: a second training, an idle lead taken over; the first 12), lead_changes
 ANATOMY = "anatomy"
 FILE_WRITTEN = "file_written"
 FILES = "files"

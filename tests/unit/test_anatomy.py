@@ -191,3 +191,37 @@ def test_a_printed_loss_within_two_percent_is_the_same_loss_not_a_scaled_one():
                    printed={"losses": [[i, ours[i] * (1.004 if i % 2 else 0.996)] for i in range(20)]})
     (check,) = checked(read, ours, {}).checks
     assert check.code == "losses_near"
+
+
+def test_a_cadence_is_read_over_each_optimizers_own_span():
+    """SAC steps its actor twice on every other lead step, and a distillation script trains its
+    models one after another: "every step (998 steps)" and "every 7 steps" were averages over
+    the whole run (issue 40 rerun, N8). Each optimizer's cadence is over its own steps."""
+    from tuimon.analysis.stats.anatomy import anatomy_of
+    from tuimon.report.anatomy_text import others_text
+
+    lead = Lead(lambda text, **f: None)
+    emitter = Emitter(None, "r")
+    said = []
+    emitter.emit = lambda kind, **fields: said.append(fields)
+    reading = Reading(emitter, lead)
+    q, actor, later = (torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))]) for _ in range(3))
+    for opt in (q, actor, later):
+        reading.made(opt)
+    reading.lead_changed(q, 0)
+    for i in range(100):
+        reading.stepped(q)
+        if i % 2:
+            reading.stepped(actor)
+            reading.stepped(actor)
+        if 60 <= i < 80:
+            reading.stepped(later)
+        reading.step_ended(i, 1, 1, None, False)
+    del q  # the lead let go with its training, as a script's end does
+    reading.say()
+    a = anatomy_of({**said[-1], "type": "anatomy"}, Anatomy())
+    assert a.lead is not None and a.lead["optimizer"] == "Adam"
+    assert others_text(a) == [
+        "another optimizer: `Adam.step()` (its module not found, 1 parameters) 2× every 2 steps (100 steps)",
+        "another optimizer: `Adam.step()` (its module not found, 1 parameters) every step in steps 60–79 "
+        "(20 steps)"]

@@ -65,22 +65,39 @@ def step_text(a) -> str:
     lead = a.lead
     counts = _counts(a.backwards, "backward()")
     if a.ends_at != "optimizer.step" or lead is None:
+        holder = _holder(a)
+        if holder is not None:  # LBFGS: the closure's backward()s all run inside its one step()
+            return (f"step: from one backward() to the next, inside `{holder['optimizer']}.step()` "
+                    f"({_module(holder)}), whose closure trains there — {a.steps} steps; {counts}")
         return (f"step: from one backward() to the next (no torch.optim optimizer step ends it) — "
-                f"{a.steps} steps")
+                f"{a.steps} steps; {counts}")
     return (f"step: one `{lead['optimizer']}.step()` ({_module(lead)}) — {a.steps} steps; {counts}")
 
 
+def _holder(a) -> dict | None:
+    """The optimizer whose step() holds backward-ended steps (its closure's), if they are so."""
+    return next((o for o in a.optimizers if not o.get("steps") or o["steps"] <= 1), None) \
+        if a.inside else None
+
+
 def others_text(a) -> list[str]:
-    out = []
+    out, holder = [], _holder(a)
     for o in a.optimizers:
-        if o.get("lead"):
+        if o.get("lead") or o is holder:
             continue
-        every = o.get("cadence", 1)
-        cadence = ("never stepped" if not o.get("steps") else "every step" if every == 1
-                   else f"every {every:g} steps")
-        out.append(f"another optimizer: `{o['optimizer']}.step()` ({_module(o)}) {cadence} "
+        out.append(f"another optimizer: `{o['optimizer']}.step()` ({_module(o)}) {cadence_text(o)} "
                    f"({o.get('steps', 0)} steps)")
     return out
+
+
+def cadence_text(o: dict) -> str:
+    """'every step', '2× every 2 steps', 'every step in steps 40–79': how often an optimizer
+    stepped, over the lead's steps from its first to its last (a training's span)."""
+    if not o.get("steps"):
+        return "never stepped"
+    every, times, within = o.get("cadence", 1), o.get("times", 1), o.get("within")
+    text = (f"{times}× " if times > 1 else "") + ("every step" if every == 1 else f"every {every:g} steps")
+    return text + (f" in steps {within[0]}–{within[1]}" if within else "")
 
 
 def loss_text(a) -> str:

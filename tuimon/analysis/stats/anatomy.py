@@ -23,8 +23,11 @@ class Anatomy:
     """The reading (the last anatomy event: the whole run's counts) and its checks. ``ends_at``
     None: nothing was said (a recipe, whose loop is tuimon's, or an older session)."""
     ends_at: str | None = None  # optimizer.step | backward
+    inside: bool = False  # backward-ended steps all inside one optimizer step() (LBFGS's closure)
     steps: int = 0
-    optimizers: tuple[dict, ...] = ()  # {optimizer, params, steps, module, compiled, beside, lead, every}
+    # {optimizer, params, steps, module, compiled, beside, lead, every, span [first, last],
+    #  per_step {step() calls: the lead's steps}}
+    optimizers: tuple[dict, ...] = ()
     backwards: dict[str, int] = field(default_factory=dict)  # backward() calls a step -> steps
     loss_sums: dict[str, int] = field(default_factory=dict)  # losses a step's loss sums -> steps
     outside: dict[str, dict] = field(default_factory=dict)  # kind -> {steps, count, gaps}
@@ -52,12 +55,24 @@ class Anatomy:
 
 def anatomy_of(e: dict, before: Anatomy) -> Anatomy:
     """The record after an ``anatomy`` event (the latest holds the run's counts so far)."""
-    return replace(before, ends_at=e.get("ends_at"), steps=int(e.get("steps") or 0),
-                   optimizers=tuple({**o, "cadence": cadence(o.get("every"))}
+    return replace(before, ends_at=e.get("ends_at"), inside=bool(e.get("inside")),
+                   steps=int(e.get("steps") or 0),
+                   optimizers=tuple(_optimizer(o, int(e.get("steps") or 0))
                                     for o in e.get("optimizers") or ()),
                    backwards=dict(e.get("backwards") or {}), loss_sums=dict(e.get("loss_sums") or {}),
                    outside=dict(e.get("outside") or {}), trainings=tuple(e.get("trainings") or ()),
                    lead_changes=int(e.get("lead_changes") or 0))
+
+
+def _optimizer(o: dict, steps: int) -> dict:
+    """An optimizer's row with its cadence, its step() calls in a step it stepped in (the most
+    common count: a SAC's actor 2), and ``within``: the lead's steps it stepped over, when they
+    are a part of the run (a model trained after another), else None."""
+    calls = {int(k): n for k, n in (o.get("per_step") or {}).items() if int(k)}
+    span = o.get("span")
+    within = span if span and (span[0] > 2 or span[1] < steps - 3) else None
+    return {**o, "cadence": cadence(o.get("every")),
+            "times": max(calls, key=lambda k: calls[k]) if calls else 1, "within": within}
 
 
 def cadence(every: float | None) -> float:

@@ -19,7 +19,8 @@ KEPT_STEPS = 12  # the steps kept per kind of work outside training (and their c
 class Optimizer:
     """One optimizer the script made: what it is, what it trains, how often it stepped."""
 
-    __slots__ = ("ref", "name", "params", "count", "steps", "module", "compiled", "beside", "made")
+    __slots__ = ("ref", "name", "params", "count", "steps", "module", "compiled", "beside", "made",
+                 "now", "first", "last", "per_step", "idle")
 
     def __init__(self, optimizer, made: int) -> None:
         self.ref = weak(optimizer)
@@ -33,10 +34,32 @@ class Optimizer:
         self.compiled: str | None = None
         self.beside: str | None = None
         self.made = made  # 0: the first optimizer made
+        # Its step() calls in each of the lead's steps, from the first it stepped in to the last
+        # (steps without one after its last are its training's end, not its cadence): {calls:
+        # steps}; a SAC's actor {0: 500, 2: 499} is twice every other step
+        self.now = 0  # step() calls in the step going on
+        self.first: int | None = None
+        self.last: int | None = None
+        self.per_step: dict[int, int] = {}
+        self.idle = 0  # steps without one since its last
+
+    def ended(self, i: int) -> None:
+        """The lead's step ``i`` ended: its step() calls in it counted."""
+        if self.now:
+            if self.first is None:
+                self.first = i
+            elif self.idle:
+                self.per_step[0] = self.per_step.get(0, 0) + self.idle
+            self.per_step[self.now] = self.per_step.get(self.now, 0) + 1
+            self.last, self.now, self.idle = i, 0, 0
+        elif self.first is not None:
+            self.idle += 1
 
     def row(self) -> dict:
         return {"optimizer": self.name, "params": self.count, "steps": self.steps,
-                "module": self.module, "compiled": self.compiled, "beside": self.beside}
+                "module": self.module, "compiled": self.compiled, "beside": self.beside,
+                "span": [self.first, self.last] if self.first is not None else None,
+                "per_step": {str(k): v for k, v in sorted(self.per_step.items())}}
 
 
 class Anatomy:
@@ -51,6 +74,7 @@ class Anatomy:
         # from an idle lead; the first lead too, at step 0: {"step", "optimizer"} (the first 12)
         self.trainings: list[dict] = []
         self.changes = 0
+        self._lead: Optimizer | None = None  # the latest lead's record (its optimizer may be gone)
         self.said = False
 
     def made(self, optimizer) -> None:
@@ -66,12 +90,14 @@ class Anatomy:
         seen = self.of(optimizer)
         if seen is not None:
             seen.steps += 1
+            seen.now += 1
 
     def lead_changed(self, optimizer, i: int) -> None:
         """``optimizer`` leads from step ``i`` on (the first lead: step 0)."""
         self.changes += 1
+        seen = self.of(optimizer)
+        self._lead = seen if seen is not None else self._lead
         if len(self.trainings) < KEPT_STEPS:
-            seen = self.of(optimizer)
             self.trainings.append({"step": i, "optimizer": seen.made if seen is not None else None})
 
     def trains(self, optimizer, modules: list, how: str, beside: str | None = None) -> None:
@@ -87,6 +113,8 @@ class Anatomy:
         """Step ``i`` ended with ``backwards`` backward() calls, its loss the sum of ``summed``
         of them, and ``held`` other work than training (validation.py's kinds), if any; ``gap``:
         kept out of the steady state for it (work that recurs step after step is the step's)."""
+        for seen in self.optimizers:
+            seen.ended(i)
         self.backwards[backwards] = self.backwards.get(backwards, 0) + 1
         self.losses[summed] = self.losses.get(summed, 0) + 1
         if held is not None:
@@ -104,16 +132,19 @@ class Anatomy:
         steps = sum(self.backwards.values())
         lead = self.leader.lead
         lead_seen = self.of(lead) if lead is not None else None
+        if lead_seen is None and not self.leader.by_backward:
+            lead_seen = self._lead  # let go with its training, as the script ended: still the lead
         rows = []
         for seen in self.optimizers:
             row = seen.row()
             row["lead"] = seen is lead_seen
-            if steps and seen.steps:
-                row["every"] = round(steps / seen.steps, 2)  # lead steps per step of this one
+            stepping = sum(n for k, n in seen.per_step.items() if k)
+            if stepping:  # lead steps per step with this one's, over its own span
+                row["every"] = round((seen.last - seen.first + 1) / stepping, 2)
             rows.append(row)
         self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
-                          else "optimizer.step", optimizers=rows, backwards=_keys(self.backwards),
-                          loss_sums=_keys(self.losses), outside=self.outside,
+                          else "optimizer.step", inside=self.leader.inside, optimizers=rows,
+                          backwards=_keys(self.backwards), loss_sums=_keys(self.losses), outside=self.outside,
                           trainings=self.trainings, lead_changes=self.changes)
 
 

@@ -33,6 +33,7 @@ class Lead:
         self.ref = None  # the lead, weakly: one the script lets go is freed as without tuimon
         self.optimizers = 0  # torch.optim optimizers made so far
         self.by_backward = False  # a step is one backward() to the next
+        self.inside = False  # ... all inside an optimizer's step() (a closure's: LBFGS)
         self._unmade = False  # ... because no optimizer was made by the first backward()
         self._other = None  # another optimizer stepping while the lead does not (weakly)
         self.others = 0  # ... its steps in a row since the lead's last
@@ -52,6 +53,7 @@ class Lead:
             return False
         if not self.by_backward and (self.optimizers == 0 or backwards >= FALLBACK_BACKWARDS):
             self.by_backward = True
+            self.inside = inside
             self._unmade = self.optimizers == 0
             what = ("no torch.optim optimizer was made before the first backward()" if self._unmade
                     else f"{backwards} backward() calls inside one optimizer step() (its closure, as "
