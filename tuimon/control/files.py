@@ -116,7 +116,11 @@ def snapshot(dirs: list[str], hide: set[str]) -> tuple[dict[str, tuple], set[str
             except OSError:
                 seen[entry.path] = ("broken",)
                 continue
-            if stat.S_ISDIR(st.st_mode) and not entry.is_symlink():
+            if stat.S_ISDIR(st.st_mode) and entry.is_symlink():
+                # a symlinked directory is its link (an earlier session's mirror links /tmp,
+                # whose time changes with every file made anywhere in it)
+                seen[entry.path] = ("link", os.readlink(entry.path))
+            elif stat.S_ISDIR(st.st_mode):
                 seen[entry.path] = ("dir",)
                 todo.append(entry.path)
             else:
