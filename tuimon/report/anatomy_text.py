@@ -96,6 +96,8 @@ def cadence_text(o: dict) -> str:
     if not o.get("steps"):
         return "never stepped"
     every, times, within = o.get("cadence", 1), o.get("times", 1), o.get("within")
+    if o.get("once"):
+        return f"in one step ({within[0]})" if within else "in one step"
     text = (f"{times}× " if times > 1 else "") + ("every step" if every == 1 else f"every {every:g} steps")
     return text + (f" in steps {within[0]}–{within[1]}" if within else "")
 

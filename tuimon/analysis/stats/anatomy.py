@@ -71,7 +71,7 @@ def _optimizer(o: dict, steps: int) -> dict:
     calls = {int(k): n for k, n in (o.get("per_step") or {}).items() if int(k)}
     span = o.get("span")
     within = span if span and (span[0] > 2 or span[1] < steps - 3) else None
-    return {**o, "cadence": cadence(o.get("every")),
+    return {**o, "cadence": cadence(o.get("every")), "once": sum(calls.values()) == 1,
             "times": max(calls, key=lambda k: calls[k]) if calls else 1, "within": within}
 
 

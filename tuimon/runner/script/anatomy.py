@@ -139,8 +139,8 @@ class Anatomy:
             row = seen.row()
             row["lead"] = seen is lead_seen
             stepping = sum(n for k, n in seen.per_step.items() if k)
-            if stepping:  # lead steps per step with this one's, over its own span
-                row["every"] = round((seen.last - seen.first + 1) / stepping, 2)
+            if stepping > 1:  # lead steps from one of its steps to the next, over its own span
+                row["every"] = round((seen.last - seen.first) / (stepping - 1), 2)
             rows.append(row)
         self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
                           else "optimizer.step", inside=self.leader.inside, optimizers=rows,
