@@ -60,9 +60,9 @@ def seed(c: Ctx) -> Step:
         repeats, seconds = seed_plan(limit_s)
         return [*base, "--repeats", str(repeats), "--duration", f"{seconds:g}", "--steps", "1000000"]
 
-    return Step("seed", base, 300, f"the seed's question: {SEED_MODEL} eager vs default (amp), sized to "
-                "the time left: speedup and interval, compile by phase, break-even, VRAM, memory and "
-                "FLOPs per phase, MFU, NVML", collect="session", min_s=120, dry="run",
+    return Step("seed", base, 300, f"the seed's question: {SEED_MODEL} eager vs default (amp): speedup "
+                "and interval, compile by phase, break-even, VRAM, memory and FLOPs per phase, MFU, NVML",
+                collect="session", min_s=120, dry="run",
                 dry_argv=c.tiny("seed", "--modes", "eager", "--precision", "amp", "--repeats", "1"),
                 sized=sized, leave_s=sum(EXPECT_S.values()))
 

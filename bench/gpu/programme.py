@@ -307,7 +307,8 @@ def plan(work: Path, dry: bool) -> int:
             unmet = needs(step.needs, ctx) if step.needs == "feature:warm" else None
             note = (f"  [skipped: {unmet}]" if unmet else "  [if a session's summary.json has phase "
                     "fields]" if step.needs == "feature:phases" else "  [with 2 GPUs]"
-                    if step.needs == "gpus>=2" else "")
+                    if step.needs == "gpus>=2" else f"  [sized to the time left, {step.leave_s:.0f} s "
+                    "kept for the steps after it]" if step.sized else "")
             print(f"  {step.name:<16} ≤ {step.timeout_s:4.0f} s  {step.what}{note}")
     return 0
 
