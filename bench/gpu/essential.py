@@ -98,7 +98,7 @@ def essential(c: Ctx) -> list[Step]:
                                c.py, script)),
         Step("overhead", [*overhead, "--device", "cuda", "--runs", "3"], 75,
              "tuimon's overhead at ~1 ms GPU steps (≤ 2 %)", collect="json", artifact=trust, min_s=40,
-             dry="run", dry_argv=[*overhead, "--device", "cpu", "--runs", "1", "--blocks", "3"]),
+             dry="run", dry_argv=[*overhead, "--device", "cpu", "--runs", "1", "--blocks", "1"]),
         Step("screenshot", [*shot, "--device", "cuda", "--precision", "amp", "--max-wait", "45"], 90,
              "the live TUI on the GPU: the panels with their GPU rows (160x45)", collect="screens",
              artifact=shots, min_s=40, dry="run",
