@@ -17,7 +17,7 @@ from test_gpu_essential import LEAVE, ORDER, essential, execute_ok
 from test_gpu_essential_claims import claims_essential
 
 # Measured on a 2-core machine shared with other jobs: 44-86 s, 51-54 s of CPU.
-DRY_S, DRY_CPU_S = 150, 75
+DRY_S, DRY_CPU_S = 240, 75  # the wall time beside the suite's other worker (-n 2); the CPU its own
 
 
 def test_the_essential_stage_dry_runs_every_step_in_order_and_reports(tmp_path):
