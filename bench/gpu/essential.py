@@ -42,12 +42,12 @@ def seed_plan(limit_s: float) -> tuple[int, float]:
     """(processes a variant, seconds round 1's process steps) for a seed session that must end
     within ``limit_s``: two rounds when there is room (the spread between processes then goes
     into the speedup's interval), else one; the stepping is what the fixed costs leave."""
-    for repeats in (2, 1):
+    def stepping(repeats: int) -> float:
         fixed = SEED_START_S + SEED_COLD_S + (repeats - 1) * SEED_WARM_S
-        full = full_for((limit_s * SEED_MARGIN - fixed) / 2, repeats)  # two variants
-        if repeats == 1 or full >= SEED_SPREAD_S:
-            return repeats, round(max(SEED_MIN_S, full), 1)
-    raise AssertionError("unreachable")
+        return full_for((limit_s * SEED_MARGIN - fixed) / 2, repeats)  # two variants share the rest
+
+    repeats = 2 if stepping(2) >= SEED_SPREAD_S else 1
+    return repeats, round(max(SEED_MIN_S, stepping(repeats)), 1)
 
 
 def seed(c: Ctx) -> Step:
