@@ -16,7 +16,7 @@ from conftest import ROOT
 from test_gpu_essential import LEAVE, ORDER, essential, execute_ok
 from test_gpu_essential_claims import claims_essential
 
-# Measured on a 2-core machine shared with other jobs: 44-86 s, 51-54 s of CPU.
+# Measured on a 2-core machine shared with other jobs: 44-86 s, 51-59 s of CPU.
 DRY_S, DRY_CPU_S = 240, 75  # the wall time beside the suite's other worker (-n 2); the CPU its own
 
 
