@@ -130,14 +130,20 @@ def overhead(ms: float, steps: int, rounds: int, device: str = "cpu",
     return us, pct
 
 
-def overheads(runs: int, device: str = "cpu") -> dict:
-    """``runs`` runs of both step lengths, alternating; the median run of each."""
+BLOCKS = {1.0: (500, 15), 10.0: (100, 9)}  # step length (ms) -> (steps a block, blocks a run)
+
+
+def overheads(runs: int, device: str = "cpu", lengths: tuple[float, ...] = (1.0, 10.0),
+              blocks: int | None = None) -> dict:
+    """``runs`` runs of each step length, alternating; the median run of each. ``blocks``: fewer
+    blocks a run than the default (a dry run's plumbing check, not a measurement)."""
     per_ms = cycles_per_ms() if device == "cuda" else 0.0
-    got: dict[float, list[tuple[float, float]]] = {1.0: [], 10.0: []}
+    got: dict[float, list[tuple[float, float]]] = {ms: [] for ms in lengths}
     for r in range(runs):
         print(f"run {r + 1} of {runs}:")
-        got[1.0].append(overhead(1.0, 500, 15, device, per_ms))
-        got[10.0].append(overhead(10.0, 100, 9, device, per_ms))
+        for ms in lengths:
+            steps, rounds = BLOCKS[ms]
+            got[ms].append(overhead(ms, steps, blocks or rounds, device, per_ms))
     out = {}
     for ms, results in got.items():
         us = statistics.median(u for u, _ in results)
@@ -191,6 +197,9 @@ if __name__ == "__main__":
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: GPU-bound steps (a spinning kernel), fidelity on the GPU too")
     p.add_argument("--json", help="also write the overheads here, as JSON")
+    p.add_argument("--ms", choices=("1", "10", "1,10"), default="1,10",
+                   help="the step lengths measured, ms (default: both)")
+    p.add_argument("--blocks", type=int, help="interleaved blocks a run (default 15 at 1 ms, 9 at 10 ms)")
     p.add_argument("--no-flops", action="store_true",
                    help="the loop without its FLOP count before the first step (as `tuimon --no-flops`)")
     a = p.parse_args()
@@ -206,7 +215,7 @@ if __name__ == "__main__":
           f"from {Path(tuimon.__file__).parent.parent}{'; ' + gpu if gpu else ''}"
           f"{'; FLOP count before the first step' if COUNTS else ''}")
     result = {"device": a.device, "gpu": gpu, "torch": torch.__version__,
-              "overhead": overheads(a.runs, a.device)}
+              "overhead": overheads(a.runs, a.device, tuple(float(ms) for ms in a.ms.split(",")), a.blocks)}
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     if not a.overhead_only:

@@ -20,7 +20,7 @@
   programme's stage extras, bench/gpu/): a real session of `--recipe` (swin_t), eager vs default
   in `--precision` (amp), interleaved, on `--device` (cuda): the panels with their GPU rows, then
   the overlay (key o) with GPU util; `--sessions DIR` keeps the session, `--max-wait` bounds the
-  wait for both runs to be steady.
+  wait for both runs to be steady, `--one` makes the first shot only.
 - try-strip-120x32 / try-summary-120 (`--only tried`): `tuimon try` for real on
   tests/recipes/blocks.py (8 repeated blocks): a session (eager vs default, 300 steps), then
   `tuimon try SESSION --only regional`; the TUI replaying the try session (the strip: the verdict,
@@ -274,8 +274,9 @@ async def gpu(tmp: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     recipe = Path(OPTS.recipe).resolve()
     store = SessionStore.create(out, recipe.stem)
-    plan = Plan(recipe, product(["eager", "default"], [OPTS.precision]), "interleave",
-                ["--steps", "1000000", "--device", OPTS.device], cache_dir=tmp / "cache", interval=0.5)
+    plan = Plan(RunSettings.make(recipe=str(recipe), steps=1000000, device=OPTS.device, repeats=1),
+                product(["eager", "default"], [OPTS.precision]), "interleave", cache_dir=tmp / "cache",
+                interval=0.5)
     app = TuimonApp(LiveSource(Supervisor(store, plan)))
     deadline = time.monotonic() + OPTS.max_wait
     async with app.run_test(size=(160, 45)) as pilot:
@@ -285,6 +286,9 @@ async def gpu(tmp: Path) -> None:
             await settle(app, pilot, 0.5)
         await settle(app, pilot, 3)
         shoot(app, "gpu-main-160x45")
+        if OPTS.one:  # the GPU programme's essential stage: one shot, its time for the rest
+            app.source.close()
+            return
         await pilot.resize_terminal(120, 32)
         await settle(app, pilot, 1)
         shoot(app, "gpu-live-120x32")
@@ -350,6 +354,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--precision", default="amp", help="gpu: the precision of both variants")
     p.add_argument("--sessions", help="gpu: keep its session directory here")
     p.add_argument("--session", help="tried: shoot this try session (else one is made)")
+    p.add_argument("--one", action="store_true", help="gpu: the first shot only (160x45)")
     p.add_argument("--max-wait", type=float, default=240.0,
                    help="gpu: seconds to wait for both runs to be steady before shooting")
     return p.parse_args(argv)

@@ -28,6 +28,9 @@ RUN_KEYS = (
 NEW_FIELDS = re.compile(r"phase|warm|cold|artifact|mem_|graph_pool|batch_fit|energy|joules",
                         re.IGNORECASE)  # issue 35's memory per phase and energy too
 GRAPH_OPS = re.compile(r"cudaGraphLaunch|CUDAGraph|cudagraph", re.IGNORECASE)
+# Groups kept whole under their own key: flops' ``precision``, ``error`` and ``phases`` would
+# otherwise overwrite the run's precision (amp vs the FLOPs' bf16), its failure and step phases.
+NESTED = ("flops",)
 
 
 def read(kind: str, step, work: Path, py: str) -> tuple[dict, list[Path]]:
@@ -123,8 +126,10 @@ def flat(row: dict) -> dict:
 
     out = {k: v for k, v in row.items() if k not in GROUPS and k != "words"}
     for group in GROUPS:
-        out.update(row.get(group) or {})
-    return out | {"unreliable": (row.get("words") or {}).get("unreliable")}
+        if group not in NESTED:
+            out.update(row.get(group) or {})
+    nested = {g: row[g] for g in NESTED if isinstance(row.get(g), dict)}
+    return out | nested | {"unreliable": (row.get("words") or {}).get("unreliable")}
 
 
 def compact(summary: dict, name: str) -> dict:
@@ -139,6 +144,9 @@ def compact(summary: dict, name: str) -> dict:
         row["graph_evidence"] = sorted({op.get("name", "") for p in r.get("profiles") or []
                                         for op in p.get("top_ops") or []
                                         if GRAPH_OPS.search(op.get("name", ""))})
+        row["graph_launches"] = graph_launches(r.get("profiles") or [])
+        if "flops" in r:
+            row["flops"] = r["flops"]
         runs.append(row)
     new_top = {k: v for k, v in summary.items() if NEW_FIELDS.search(k)}
     return {
@@ -154,7 +162,29 @@ def compact(summary: dict, name: str) -> dict:
         # tuimon try (issue 34): what each raced fix did, in the summary's words
         "tried": [{"fix": t.get("fix"), "code": t.get("code"), "line": t.get("line")}
                   for t in summary.get("tried") or []],
+        "files": files(summary.get("files")),
     }
+
+
+def graph_launches(profiles: list[dict]) -> float | None:
+    """CUDA graph launches a step in the run's captures (the most any capture saw; None: no
+    capture). torch.profiler's CPU ops name each replay cudaGraphLaunch."""
+    if not profiles:
+        return None
+    return max(sum(op.get("calls") or 0 for op in p.get("top_ops") or []
+                   if "cudaGraphLaunch" in op.get("name", "")) for p in profiles)
+
+
+def files(got: dict | None) -> dict | None:
+    """A script session's files kept apart (analysis/files.py), without the long lists: what each
+    run wrote in its own view, what escaped it, what changed in the user's directories."""
+    if not got:
+        return None
+    return {"outputs": [{"label": o.get("label"), "count": o.get("count"), "bytes": o.get("bytes"),
+                         "files": [f.get("path") for f in (o.get("files") or [])[:5]]}
+                        for o in got.get("outputs") or []],
+            "outside": len(got.get("outside") or []), "watched": got.get("watched"),
+            "changed": got.get("changed"), "changes": [c.get("path") for c in (got.get("changes") or [])[:5]]}
 
 
 READERS = {"none": none, "json": json_file, "doctor": doctor, "junit": junit, "session": session,

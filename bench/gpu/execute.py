@@ -23,7 +23,9 @@ MAX_FILES = 8  # the device tool brings back at most 8 files from $OUT
 MAX_FILE = 15 * 2**20  # each under its 16 MiB limit
 MAX_MEMBER = 6 * 2**20  # a file larger than this stays out of the archive (listed as left out)
 LOG_TAIL = 200_000  # bytes of each step's log in STAGE.log
-SKIP_DIRS = {"inductor-cache", "torch-trace", "__pycache__"}  # large, rebuilt, or not ours to keep
+# large, rebuilt, or not ours to keep (files: a script run's view of the working directory and
+# what it wrote there, a checkpoint say; its summary lists them)
+SKIP_DIRS = {"inductor-cache", "torch-trace", "__pycache__", "files"}
 
 
 def run(argv: list[str], *, timeout_s: float, log: Path, env: dict[str, str], cwd: Path,
@@ -83,7 +85,8 @@ def members(paths: list[Path], base: Path) -> list[tuple[Path, str]]:
             found.append((p, _arcname(p, base)))
         elif p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and not SKIP_DIRS & set(f.relative_to(p).parts):
+                # a script run's view of the user's files is symlinks to them: not ours to pack
+                if f.is_file() and not f.is_symlink() and not SKIP_DIRS & set(f.relative_to(p).parts):
                     found.append((f, _arcname(f, base)))
 
     def rank(item: tuple[Path, str]) -> int:

@@ -39,7 +39,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 
 import collect  # noqa: E402
 import execute  # noqa: E402
-from stages import ALIASES, ORDER, STAGES, Ctx, Step  # noqa: E402
+from stages import CALL_DEFAULT_S, CALLS_S, ORDER, STAGES, Ctx, Step  # noqa: E402
 
 FORMAT = "tuimon-gpu-programme/1"
 PHASE_FIELD = re.compile(r"phase", re.IGNORECASE)
@@ -47,9 +47,12 @@ PHASE_FIELD = re.compile(r"phase", re.IGNORECASE)
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=[*ORDER, *ALIASES, "all", "plan"])
+    p.add_argument("stage", choices=[*ORDER, "all", "plan"])
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny, fake NVML; check the rest")
     p.add_argument("--budget", type=float, default=560.0, help="seconds for the stage (default 560)")
+    p.add_argument("--spent", type=float, default=0.0,
+                   help="seconds the call has spent already (set-up): the stage's call cap less this "
+                   "bounds --budget")
     p.add_argument("--out", default=os.environ.get("OUT") or "gpu-out", help="results (default $OUT)")
     p.add_argument("--work", default=None, help="scratch (default /tmp/tuimon-gpu)")
     a = p.parse_args(argv)
@@ -59,17 +62,24 @@ def main(argv: list[str] | None = None) -> int:
         return plan(work, a.dry_run)
     out.mkdir(parents=True, exist_ok=True)
     code = 0
-    for stage in ORDER if a.stage == "all" else [ALIASES.get(a.stage, a.stage)]:
-        code = max(code, run_stage(stage, work, out, a.budget, a.dry_run))
+    for stage in ORDER if a.stage == "all" else [a.stage]:
+        code = max(code, run_stage(stage, work, out, a.budget, a.dry_run, a.spent))
     return code
 
 
-def run_stage(stage: str, work: Path, out: Path, budget_s: float, dry: bool) -> int:
+def stage_budget(stage: str, budget_s: float, spent_s: float = 0.0) -> float:
+    """The stage's seconds: what was asked, within its call's cap less what set-up spent."""
+    return min(budget_s, CALLS_S.get(stage, CALL_DEFAULT_S) - spent_s)
+
+
+def run_stage(stage: str, work: Path, out: Path, budget_s: float, dry: bool, spent_s: float = 0.0) -> int:
     make, what, _ = STAGES[stage]
     ctx = Ctx(ROOT, work, sys.executable, stage, dry)
+    budget_s = stage_budget(stage, budget_s, spent_s)
     start, deadline = time.monotonic(), time.monotonic() + budget_s
     env = step_env(dry)
     doc = {"format": FORMAT, "stage": stage, "what": what, "dry_run": dry, "budget_s": budget_s,
+           "call_s": CALLS_S.get(stage, CALL_DEFAULT_S), "setup_s": spent_s,
            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit(),
            "python": sys.executable, "facts": {}, "steps": []}
     keep: list[Path] = []
@@ -108,13 +118,21 @@ def one_step(step: Step, ctx: Ctx, env: dict, deadline: float, log: Path) -> tup
         res["status"] = f"check failed: {problem}" if problem else "checked (dry run: not run)"
         return res, []
     left = deadline - time.monotonic() - execute.GRACE_S[0] - 20
-    limit = min(step.timeout_s, left)
+    # what it leaves for the steps after it gives way before the step itself would be cut
+    limit = min(step.timeout_s, left, max(left - step.leave_s, step.min_s))
     if limit < step.min_s:
         res["status"] = (f"skipped: the stage's budget is spent ({max(left, 0):.0f} s left, "
                          f"needs {step.min_s:.0f} s)")
         return res, []
-    argv = step.dry_argv if ctx.dry and step.dry_argv else step.argv
-    res.update(argv=argv, limit_s=round(limit, 1), dry=ctx.dry)
+    planned = step.sized(limit) if step.sized else step.argv
+    argv = step.dry_argv if ctx.dry and step.dry_argv else planned
+    res.update(argv=argv, limit_s=round(limit, 1), left_s=round(left, 1), dry=ctx.dry)
+    if step.sized:
+        res["sized_argv"] = planned  # the dry run runs its stand-in: the sized command checked
+        problem = check_command(planned) if ctx.dry else None
+        if problem:
+            res["status"] = f"check failed: {problem}"
+            return res, []
     fresh(step)
     got = execute.run(argv, timeout_s=limit, log=log, env={**env, **step.env}, cwd=ROOT,
                       stdout_to=step.stdout_to)
@@ -289,7 +307,8 @@ def plan(work: Path, dry: bool) -> int:
             unmet = needs(step.needs, ctx) if step.needs == "feature:warm" else None
             note = (f"  [skipped: {unmet}]" if unmet else "  [if a session's summary.json has phase "
                     "fields]" if step.needs == "feature:phases" else "  [with 2 GPUs]"
-                    if step.needs == "gpus>=2" else "")
+                    if step.needs == "gpus>=2" else f"  [sized to the time left, {step.leave_s:.0f} s "
+                    "kept for the steps after it]" if step.sized else "")
             print(f"  {step.name:<16} ≤ {step.timeout_s:4.0f} s  {step.what}{note}")
     return 0
 

@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent.parent)]
 
 from claims import CLAIMS, HOLDS, NOT, Results, compass  # noqa: E402
+from essential import SEED_MODEL  # noqa: E402
+from report_essential import section  # noqa: E402
 from stages import MODELS, ORDER  # noqa: E402
 
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s  # noqa: E402
@@ -75,8 +77,11 @@ def table(r: Results) -> list[str]:
         for precision in ("amp", "fp32"):
             for mode in MODES:
                 home = _home(mode, precision)
-                row = next((x for stage in (home, *TABLE_STAGES)
-                            if (x := r.run(stage, model, mode, precision)) is not None), None)
+                places = [(stage, model) for stage in (home, *TABLE_STAGES)]
+                if model == SEED_MODEL:  # the essential call's seed session, when amp did not run
+                    places.append(("essential", "seed"))
+                row = next((x for place in places if (x := r.run(*place, mode, precision)) is not None),
+                           None)
                 lines.append(_row(model, row) if row else
                              f"| {model} | {mode}/{precision} | not measured: "
                              f"{_cell(r.no_run(home, model, mode, precision))} | | | | | | | |")
@@ -141,12 +146,13 @@ def render(docs: dict[str, dict], notes: list[str]) -> tuple[str, list[dict]]:
     started = min(d["started"] for d in docs.values())[:10]
     held = sum(x["verdict"] == HOLDS for x in rows)
     unmeasured = sum(x["verdict"] == NOT for x in rows)
-    out = [f"## {started} — on a real GPU: the seed's table, NVML, syncs, overhead (issue 27)", ""]
+    out = [f"## {started} — on a real GPU: the seed's table, NVML, syncs, overhead (issues 27, 43)", ""]
     if dry:
         out += ["**DRY RUN** (`--dry-run`: the CPU, tiny sizes, a fake NVML): nothing below is a GPU "
                 "measurement; it shows that the programme and this report run end to end.", ""]
     out += [f"Machine: {machine(docs)}. Stages, each one call of the device tool:", "",
             *commands(docs), "", *[f"Note: {n}" for n in notes],
+            *section(docs, rows),
             "### The seed's table", "",
             "`tuimon recipes/MODEL.py --headless --device cuda --modes ... --precision P --schedule "
             "sequential --steps N` (stages amp, fp32, modes). The seed (docs: FIELD.md, one V100): "

@@ -11,6 +11,7 @@ the command without running it). Nothing here runs anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,11 @@ class Step:
     artifact: Path | None = None  # a file the step writes (json, junit, stdout)
     stdout_to: Path | None = None  # the step's stdout goes here instead of its log
     min_s: float = 30.0  # below this much time left in the stage, it is not started
+    # Sized to the time left: its argv for the limit it gets (argv: its command without a length;
+    # the dry run checks the sized one and runs dry_argv), that limit being what is left less
+    # ``leave_s``, kept for the steps after it
+    sized: Callable[[float], list[str]] | None = None
+    leave_s: float = 0.0
 
 
 @dataclass
@@ -66,12 +72,18 @@ class Ctx:
                            *flags)
 
 
-def facts(c: Ctx) -> Step:
+def facts(c: Ctx, timeout_s: float = 120) -> Step:
     """Once a machine: a later stage on the same (warm) machine reads the file again."""
     out = c.work / "facts.json"
-    return Step("facts", [c.py, str(c.root / "bench/gpu/facts.py"), "--json", str(out)], 120,
+    return Step("facts", [c.py, str(c.root / "bench/gpu/facts.py"), "--json", str(out)], timeout_s,
                 "the machine: GPUs, driver, torch, CUDA, cuDNN, Triton, Python, the carried packages",
                 collect="json", artifact=out, needs="no-facts", dry="run", min_s=10)
+
+
+def doctor(c: Ctx, timeout_s: float, dry: str = "check") -> Step:
+    return Step("doctor", c.tuimon("doctor", "--format", "json"), timeout_s,
+                "tuimon doctor on a GPU: CUDA, NVML, Triton lines", collect="doctor",
+                stdout_to=c.dir("doctor.json"), min_s=10, dry=dry)
 
 
 def check(c: Ctx) -> list[Step]:
@@ -85,9 +97,7 @@ def check(c: Ctx) -> list[Step]:
     nvml, trust = c.dir("nvml.json"), c.dir("trust.json")
     return [
         facts(c),
-        Step("doctor", c.tuimon("doctor", "--format", "json"), 120,
-             "tuimon doctor on a GPU: CUDA, NVML, Triton lines", collect="doctor",
-             stdout_to=c.dir("doctor.json"), min_s=10),
+        doctor(c, 120),
         Step("cuda-tests", [*pytest, *tests], 330,
              "the CUDA tests unskipped: zero added syncs (TUIMON_SYNC_DEBUG=error) on a recipe and a "
              "script, the NVML probe against a real NVML, doctor, --device cuda:99; FLOPs: the "
@@ -243,8 +253,14 @@ def suite(c: Ctx) -> list[Step]:
                  min_s=60)]
 
 
+from essential import CALL_S, essential  # noqa: E402 - its steps use the helpers above
+
 # name -> (steps, what, expected seconds on an H100: estimates until a run replaces them)
 STAGES = {
+    # The one prepared call a freshly lent device gets first (15 min in all, start included, at
+    # most 10 a command: DEVELOPERS.md): the seed's question first, then what only a GPU can tell
+    "essential": (essential, "facts, doctor, the seed's question on swin_t (amp), zero syncs, CUDA "
+                  "graphs, a script on CUDA, overhead at ~1 ms, a live screenshot", CALL_S),
     "check": (check, "set-up, doctor, the CUDA tests, NVML, memory per phase and energy, overhead, "
               "an OOM (2 GPUs: nccl)", 450),
     "amp": (lambda c: table(c, "amp", 200, (200, 240, 280), True),
@@ -260,7 +276,6 @@ STAGES = {
     "suite": (suite, "the whole test suite (optional)", 540),
 }
 ORDER = list(STAGES)
-# The one prepared call a freshly lent device gets first (15 min in all, start included, at most
-# 10 a command: DEVELOPERS.md): what only a GPU can tell, the GPU paths of issues 35 and 34's
-# fakes checked for real.
-ALIASES = {"essential": "check"}
+# Seconds a stage's call may take, set-up included (bench/gpu/all.sh passes what set-up spent)
+CALL_DEFAULT_S = 570
+CALLS_S = {"essential": CALL_S}

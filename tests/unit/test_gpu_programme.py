@@ -20,6 +20,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "bench/gpu"))
 
 import claims  # noqa: E402
+import collect  # noqa: E402
 import execute  # noqa: E402
 import programme  # noqa: E402
 import report  # noqa: E402
@@ -129,7 +130,7 @@ def test_the_compass_on_known_results():
                                 run_row("default", speedup=1.01, cuda_peak_allocated=29 * gb)]},
     })
     check = stage_doc("check", {
-        "trust": {"overhead": {"1ms": {"us": 3.0, "pct": 0.3, "runs_pct": [0.2, 0.3, 0.4]},
+        "trust": {"device": "cuda", "overhead": {"1ms": {"us": 3.0, "pct": 0.3, "runs_pct": [0.2, 0.3, 0.4]},
                                "10ms": {"us": 90.0, "pct": 0.9, "runs_pct": [0.8, 0.9, 1.0]}}},
         "oom": {"runs": [run_row("eager", "fp32", status="failed", failure_kind="oom-cuda",
                                  error="out of GPU memory (CUDA OOM): peak allocated 77.1 GiB")]},
@@ -155,3 +156,12 @@ def test_report_bad_input_is_one_line(tmp_path, capsys):
     (tmp_path / "other.json").write_text('{"format": "something else"}')
     assert report.main([str(tmp_path)]) == 2
     assert "no stage results" in capsys.readouterr().err
+
+
+def test_flops_keep_the_runs_own_precision_and_failure():
+    row = {"run": "default-amp", "precision": "amp", "failure": {"error": "boom"},
+           "flops": {"precision": "bf16", "error": None, "phases": {"forward": {"flops": 1}}},
+           "phases": {"step_phases": {"data": {}}}}
+    got = collect.flat(row)
+    assert got["precision"] == "amp" and got["error"] == "boom" and got["step_phases"] == {"data": {}}
+    assert got["flops"]["precision"] == "bf16"
