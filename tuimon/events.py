@@ -100,6 +100,13 @@ ARTIFACTS = "artifacts"
 #   lookups: [cache_lookup fields]}}
 CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
+# --until-known (control/until_known.py; analysis/stats/known.py decides), session-wide, action:
+#   design (the rounds the budget allows: max_rounds, set after round 2: stats/sequential.py);
+#   progress (live: known {Known's fields: what is missing, the estimated seconds to an answer});
+#   look (after a round: known, the look's code and figures); end (known, with stopped: known |
+#   budget | max_rounds: why the session stopped). session_started's until_known holds the design
+#   (margin, max_rounds, min_rounds, alpha, spending) and budget_s.
+KNOWN = "known"
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
 #   and stepping: the runs that stepped through the whole period (the supervisor's samples);
 #   system's energy_uj: the CPU packages' energy (RAPL, probes/rapl.py), devices' energy_mj NVML's
