@@ -55,8 +55,10 @@ AUTO = textwrap.dedent("""
             return self.lin(x).relu()
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()) if sys.argv[1] == "builtin" else Mine()
     modes.optimizer_made(torch.optim.SGD(model.parameters(), lr=0.1))
-    for _ in range(3):
+    for i in range(3):
         model(torch.randn(2, 4)).sum().backward()
+        if i == 0:
+            modes.trained.first_step(1)  # the first step's end: its module compiled from here
     print(du.counters["frames"]["ok"], du.counters["stats"]["unique_graphs"], modes.asked())
 """)
 

@@ -24,17 +24,12 @@ loop over the optimizer hooks, which must not change under it.)
 
 from __future__ import annotations
 
-import contextlib
-import re
 import threading
-import warnings
 
+from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.profiling.labels import LABEL, MODULE, TRAINED
 
 active: OuterSpans | None = None  # the spans of the capture recording now
-# torch warns at each call of a torch.compile wrapper while global hooks exist (they fire for the
-# wrapper and the module): the depth count already keeps the inner one out of the spans.
-_HOOK_WARNING = re.escape("Using `torch.compile(module)` when there are global hooks")
 
 
 def module_name(module) -> str:
@@ -54,19 +49,13 @@ class OuterSpans:
         self._exit = torch.ops.profiler._record_function_exit._RecordFunction
         self._compiling = torch.compiler.is_compiling
         self._local = threading.local()  # depth: module calls open; span: the outermost's
-        self._handles: list = []
-        self._filter = None
+        self._handles: list = []  # global hooks: they fire for a torch.compile wrapper and the
+        # module it wraps, and the depth count keeps the inner call out of the spans
 
     def install(self) -> None:
         global active
-        import torch
-
-        hooks = torch.nn.modules.module
         if self.modules:
-            self._handles = [hooks.register_module_forward_pre_hook(self._pre),
-                             hooks.register_module_forward_hook(self._post, always_call=True)]
-        warnings.filterwarnings("ignore", message=_HOOK_WARNING)
-        self._filter = warnings.filters[0]
+            self._handles = [GlobalHook(self._pre), GlobalHook(self._post, after=True)]
         active = self
 
     def remove(self) -> None:
@@ -74,11 +63,6 @@ class OuterSpans:
         for h in self._handles:
             h.remove()
         self._handles = []
-        if self._filter is not None:
-            with contextlib.suppress(ValueError):  # the script reset its filters meanwhile
-                warnings.filters.remove(self._filter)
-            getattr(warnings, "_filters_mutated", lambda: None)()  # as warnings.filterwarnings does
-            self._filter = None
         if active is self:
             active = None
 

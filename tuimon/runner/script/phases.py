@@ -32,6 +32,7 @@ import weakref
 
 import torch
 
+from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.phases import EVAL, FORWARD, Timeline
 from tuimon.runner.profiling import outer_spans
 from tuimon.runner.refs import param_ids
@@ -81,7 +82,7 @@ class ForwardTimer:
                 self._adopt(module)
                 break
         else:
-            self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._first_call)
+            self._hook = GlobalHook(self._first_call)
         self._candidates.clear()
 
     def candidate(self, module) -> None:

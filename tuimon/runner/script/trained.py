@@ -28,6 +28,7 @@ import os
 
 import torch
 
+from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.refs import param_ids, weak
 
 ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
@@ -52,7 +53,7 @@ class TrainedModules:
 
     def install(self) -> None:
         if self.named:
-            self._named_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._named_call)
+            self._named_hook = GlobalHook(self._named_call)
 
     @property
     def done(self) -> bool:
@@ -82,7 +83,7 @@ class TrainedModules:
         if params and not self._closed:
             self._pending.append([weak(optimizer), params, [], set()])
             if self._hook is None:
-                self._hook = torch.nn.modules.module.register_module_forward_pre_hook(self._call)
+                self._hook = GlobalHook(self._call)
 
     def retarget(self, optimizer) -> None:
         """A new lead optimizer (a second training, or the first step's lead): its module found

@@ -1,0 +1,47 @@
+"""tuimon's global module hooks, and torch's warning about them kept out of the user's log.
+
+While any global module hook exists, every call of a ``torch.compile`` wrapper warns ("Using
+`torch.compile(module)` when there are global hooks ..."): the hook fires for the wrapper and
+for the module it wraps. tuimon's hooks (finding the trained module, a capture's spans) are built
+for that, and a warning the user's script did not cause must not reach its log. So while one of
+ours is armed the warning is filtered, and the filter goes with the last of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+
+_WARNING = re.escape("Using `torch.compile(module)` when there are global hooks")
+_filter = None  # the warnings filter while any hook of ours is armed
+_armed = 0
+
+
+class GlobalHook:
+    """One global forward (pre-)hook of tuimon's; ``remove()`` is idempotent."""
+
+    def __init__(self, fn, *, after: bool = False) -> None:
+        global _filter, _armed
+        import torch
+
+        hooks = torch.nn.modules.module
+        self._handle = (hooks.register_module_forward_hook(fn, always_call=True) if after
+                        else hooks.register_module_forward_pre_hook(fn))
+        if _armed == 0:
+            warnings.filterwarnings("ignore", message=_WARNING)
+            _filter = warnings.filters[0]
+        _armed += 1
+
+    def remove(self) -> None:
+        global _filter, _armed
+        if self._handle is None:
+            return
+        self._handle.remove()
+        self._handle = None
+        _armed -= 1
+        if _armed == 0 and _filter is not None:
+            with contextlib.suppress(ValueError):  # the script reset its filters meanwhile
+                warnings.filters.remove(_filter)
+            getattr(warnings, "_filters_mutated", lambda: None)()  # as warnings.filterwarnings does
+            _filter = None
