@@ -34,7 +34,6 @@ from tuimon.report.table import top_ops_text
 from tuimon.sessiondir.run_state import SessionState
 from tuimon.variants import Variant
 
-
 UNTIL = "\0until-known"  # the row of --until-known's progress (no run id looks like it)
 
 

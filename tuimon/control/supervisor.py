@@ -411,9 +411,14 @@ class Supervisor:
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
                  after: str | None = None, first: bool = False, replicate: int | None = None) -> None:
         fields = {"replaces": replaces} if replaces else {}
-        if replicate is not None:  # --until-known: rounds until the answer is known, none planned
-            fields.update(replicate=replicate, repeats=None if self._known else self.plan.repeats
-                          if self.plan.repeats > 1 else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
+        if replicate is not None:
+            if self._known is not None:  # --until-known: rounds until the answer is known, none planned
+                repeats = None
+            elif self.plan.repeats > 1:
+                repeats = self.plan.repeats
+            else:  # --warm: a second, warm process of a compiled variant
+                repeats = 1 + (variant.compiled and bool(self.plan.warm.get("extra")))
+            fields.update(replicate=replicate, repeats=repeats)
         fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
         # Its record, beside what its run_queued began to say of it (the state).

@@ -141,7 +141,8 @@ class UntilKnown:
         """The rounds the budget leaves room for at round 2's stepping, once, before any look:
         the design's last round (never fewer than its first look's, nor more than it plans)."""
         per_round = self.round_stepped[-1]
-        room = 2 + int(max(0.0, self.budget_s - self.stepped_s) / per_round) if per_round > 0 else self.design.max_rounds
+        left = max(0.0, self.budget_s - self.stepped_s)
+        room = 2 + int(left / per_round) if per_round > 0 else self.design.max_rounds
         rounds = max(self.design.min_rounds, min(self.design.max_rounds, room))
         if rounds != self.design.max_rounds:
             self.design = replace(self.design, max_rounds=rounds)

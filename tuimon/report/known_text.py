@@ -5,7 +5,7 @@ analysis/stats/known.py decides (``Known``: a code and its figures); every sente
 from __future__ import annotations
 
 from tuimon.analysis import known
-from tuimon.fmt import fmt_span
+from tuimon.fmt import fmt_about, fmt_span
 from tuimon.report.document import NOTE, Line
 
 WAITING = {  # what a round waits for, by code: (its words, with ``about`` and ``left``)
@@ -18,15 +18,6 @@ WAITING = {  # what a round waits for, by code: (its words, with ``about`` and `
 SAID = {"faster": "{about} is faster", "slower": "nothing is faster: {about} is the closest",
         "same": "compile makes no difference within ±{margin}",
         "no_answer": "more rounds could not bring an answer (the verdict says why)"}
-
-
-def approx(seconds: float) -> str:
-    """'~40 s', '~3 min', '~1 h 5 min': an estimate, read as one."""
-    if seconds < 60:
-        return f"~{max(1, round(seconds / 5) * 5 if seconds > 10 else round(seconds)):.0f} s"
-    if seconds < 3600:
-        return f"~{round(seconds / 60):.0f} min"
-    return "~" + fmt_span(round(seconds / 300) * 300)
 
 
 def _margin(k: known.Known) -> str:
@@ -57,7 +48,7 @@ def progress_text(k: known.Known) -> str:
 
 def _eta(k: known.Known) -> str:
     if k.eta_s is not None:
-        return f"{approx(k.eta_s)} to a verdict within ±{_margin(k)}"
+        return f"{fmt_about(k.eta_s)} to a verdict within ±{_margin(k)}"
     if k.code == "interval" and k.rounds_left is None:
         return "not within the rounds the budget allows, at today's spread"
     return "time to a verdict: not known yet"

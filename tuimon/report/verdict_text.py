@@ -24,7 +24,8 @@ REMEDY = {  # what to do when the comparison cannot be trusted (stats/candidates
     "quiet": "Measure again on a quiet machine, or with --quiet-only",
 }
 # The answers that weighed the candidates: the variants still running are counted after them.
-WEIGHED = ("unreliable", "cannot_tell", "stay", "same", "stay_horizon", "stay_horizon_noise", "use", "use_horizon")
+WEIGHED = ("unreliable", "cannot_tell", "stay", "same", "stay_horizon", "stay_horizon_noise", "use",
+           "use_horizon")
 
 
 def horizon_text(horizon: dict) -> str:

@@ -29,8 +29,8 @@ from tuimon.analysis.stats.phases import combine_phases, phase_compare, phase_st
 from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
 from tuimon.analysis.stats.replicates import combine_replicates, noise_interval
-from tuimon.analysis.stats.sequential import Design
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
+from tuimon.analysis.stats.sequential import Design
 from tuimon.analysis.stats.steady_state import (
     HEAD,
     final_loss,

@@ -36,7 +36,8 @@ from tuimon.analysis.stats.steady_state import is_measured
 SETTLE_STEPS = 20  # steps without a compile before a process's compiles count as settled
 ROUND_STEPS = 2 * MIN_STEADY  # measured steps a process needs after its compiles settled
 ROUND_S = 6.0  # ... and seconds of them: two turns of the default 3 s each
-EPOCH_SHARE = 0.5  # round 1 waits for its first epoch's end only when it comes within this share of the budget
+# Round 1 waits for its first epoch's end only when it comes within this share of the budget.
+EPOCH_SHARE = 0.5
 ANSWERS = ("faster", "slower", "same", "no_answer")
 # The verdict's codes after which more rounds cannot bring an answer (stats/verdict.py).
 HOPELESS = ("no_reference", "reference_unmeasured", "nothing_compiled", "too_few")
@@ -251,7 +252,8 @@ def progress(last: Point, now: Point, design: Design, round_: int, round_s: floa
     if last.code == "interval" and after is not None:
         after = max(0, after - (round_ - rounds))  # the round under way is one of them
     this = now.get("eta_s")
-    eta = None if this is None or after is None or (after and round_s is None) else this + after * (round_s or 0.0)
+    unknown = this is None or after is None or (after and round_s is None)
+    eta = None if unknown else this + after * (round_s or 0.0)
     if now.code != "ready":
         return Known(now.code, **base, eta_s=eta, rounds_left=after, about=about, left=now.get("left"))
     return Known(last.code, **base, eta_s=eta, rounds_left=after, about=last.get("label"),

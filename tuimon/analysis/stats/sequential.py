@@ -94,7 +94,8 @@ def _weights(n: int, h: float) -> list[float]:
 def _exit(grid: list[float], dens: list[float], step: float, b: float) -> float:
     """P(crossing at this look, not before): from each S at the look before, |S + N(0, step)| >= b."""
     sd = math.sqrt(step)
-    return sum(f * (NORMAL.cdf((-b - u) / sd) + NORMAL.cdf((u - b) / sd)) for u, f in zip(grid, dens, strict=True))
+    return sum(f * (NORMAL.cdf((-b - u) / sd) + NORMAL.cdf((u - b) / sd))
+               for u, f in zip(grid, dens, strict=True))
 
 
 def _next_bound(grid: list[float], dens: list[float], step: float, t: float, target: float) -> float:
@@ -124,7 +125,8 @@ def _carry(grid: list[float], dens: list[float], step: float, t: float, c: float
         values = [math.exp(-s * s / (2 * t)) / math.sqrt(2 * math.pi * t) for s in points]
     else:
         norm = 1.0 / (sd * math.sqrt(2 * math.pi))
-        values = [norm * sum(f * math.exp(-((s - u) ** 2) / (2 * step)) for u, f in zip(grid, dens, strict=True))
+        values = [norm * sum(f * math.exp(-((s - u) ** 2) / (2 * step))
+                             for u, f in zip(grid, dens, strict=True))
                   for s in points]
     return points, [v * w for v, w in zip(values, weights, strict=True)]
 
