@@ -163,7 +163,8 @@ MODEL = "model"
 #   those before the lead's step()), outside {what the steps held: {steps: [i, ...] (the first
 #   12), count, gaps}} (a validation pass, eval inside a step, the trained module with gradients
 #   off), trainings [{step, optimizer (its index in optimizers)}] (the first lead at step 0, then
-#   each change: a second training, an idle lead taken over; the first 12), lead_changes
+#   each change: a second training, an idle lead taken over; the first 12), lead_changes, epoch
+#   (the training DataLoader's batches an epoch; None: unsized)
 ANATOMY = "anatomy"
 FILE_WRITTEN = "file_written"
 FILES = "files"

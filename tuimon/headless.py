@@ -123,7 +123,7 @@ class HeadlessView:
 
     def _known(self, e: dict) -> None:
         """--until-known: its row says what is missing and the time left, live; a line is printed
-        when what it waits for changes (the estimate alone moves the row only)."""
+        when what it waits for changes (the estimate, or the process it names, move the row only)."""
         if not e.get("known"):
             return
         k = known.Known.from_dict(e["known"])
@@ -132,7 +132,7 @@ class HeadlessView:
             self._tasks[UNTIL] = self._progress.add_task("until known", total=None, phase="", median="",
                                                          loss="", system="")
         self._progress.update(self._tasks[UNTIL], phase=k.code, system=text.removeprefix("until known: "))
-        said = (k.code, k.round, k.rounds, k.about, k.stopped)
+        said = (k.code, k.round, k.stopped)
         if said != self._said_known and e.get("action") != "design":
             self._said_known = said
             self._say(text, style="bold" if k.stopped or e.get("action") == "look" else "dim")

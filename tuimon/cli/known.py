@@ -53,3 +53,15 @@ def note(spec: dict) -> str:
             f"it stops as soon as the speedup is known (faster, slower, or the same within "
             f"±{spec['margin'] * 100:g} %: --margin), at most {fmt_span(spec['budget_s'])} of "
             "stepping (--budget)")
+
+
+def across_nodes(args: argparse.Namespace, script, spec: dict | None) -> dict | None:
+    """A job over several nodes runs one tuimon a node, and each would end its rounds at its own
+    step (a rank left waiting in a collective): asked for, refused; by default, the script runs to
+    its own end there, as before."""
+    if spec is None or script is None or not script.is_job or (script.nnodes or 1) <= 1:
+        return spec
+    if args.until_known or getattr(args, "budget", None) is not None or args.margin is not None:
+        raise UsageError("--until-known with a job over several nodes: each node would stop at its "
+                         "own step; use --steps (every rank stops at the same step)")
+    return None

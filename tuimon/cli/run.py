@@ -21,8 +21,8 @@ from tuimon.cli.args import (
     UsageError,
 )
 from tuimon.cli.jobs import check_jobs
+from tuimon.cli.known import across_nodes, until_known
 from tuimon.cli.known import note as known_note
-from tuimon.cli.known import until_known
 from tuimon.cli.script import script_hooks, script_program
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
@@ -52,6 +52,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     run and the budget's deadline, having sized --duration and noted what it skipped."""
     spec = until_known(args, command, sweep=prepare is not None)  # before --repeats is set
     modes, precisions, fixed, axes, script, recipe = checked_inputs(args, argv, command)
+    spec = across_nodes(args, script, spec)
     cache_dir = checked_cache(args, script)
     warm = warm_settings(args, cache_dir)
 

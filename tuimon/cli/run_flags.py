@@ -144,7 +144,8 @@ def _how_scheduled(p: Parser) -> None:
                    "rounds 2..K a K-th of it each; the spread between processes goes into every "
                    "interval "
                    f"(default: {AUTO_REPEATS} when tuimon sets the runs' length: a recipe, or a script "
-                   "with --steps / --duration / --budget; 1 for a script that runs to its own end)")
+                   "with --steps / --duration; 1 with --to-end; not with --until-known, whose "
+                   "rounds go on until the answer is known)")
     p.add_argument("--nproc", type=limited("nproc"), metavar="N",
                    help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
                    "CUDA, one GPU per rank), each on its shard of the batches")

@@ -24,7 +24,8 @@ from tuimon.exit_codes import EXIT_OK
 # The original's options that the try session sets itself (with how many values each takes).
 REPLACED = {"--set": 1, "--modes": 1, "--precision": 1, "--compile-optimizer": 0, "--budget": 1,
             "--out": 1, "--headless": 0, "--detach": 0, "--try": 0}
-LENGTH = {"--steps": 1, "--duration": 1}
+# The original's length, replaced by --budget's --duration (--until-known's flags with it).
+LENGTH = {"--steps": 1, "--duration": 1, "--until-known": 0, "--margin": 1, "--to-end": 0}
 
 
 def try_parser() -> Parser:

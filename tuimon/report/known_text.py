@@ -11,9 +11,9 @@ from tuimon.report.document import NOTE, Line
 WAITING = {  # what a round waits for, by code: (its words, with ``about`` and ``left``)
     "building": "{about} starting",
     "compiling": "{about} compiling",
-    "settling": "{about}'s compiles settling ({left} steps without one to go)",
+    "settling": "{about} settling ({left} without a compile to go)",
     "epoch": "round 1 stepping to its first epoch's end, where a validation pass would compile",
-    "steps": "{about} measuring ({left} steady steps to go)",
+    "steps": "{about} measuring ({left} of steady state to go)",
 }
 SAID = {"faster": "{about} is faster", "slower": "nothing is faster: {about} is the closest",
         "same": "compile makes no difference within ±{margin}",
@@ -38,7 +38,8 @@ def progress_text(k: known.Known) -> str:
         return f"until known: known after {k.rounds} rounds: " + SAID[k.code].format(
             about=k.about, margin=_margin(k))
     if k.code in WAITING:
-        what = WAITING[k.code].format(about=k.about, left=k.left)
+        left = f"{k.left} step{'s' if k.left != 1 else ''}" if k.left is not None else "some steps"
+        what = WAITING[k.code].format(about=k.about, left=left)
     elif k.code == "rounds":
         what = f"the spread between processes needs {k.round + (k.rounds_left or 0)} rounds"
     else:  # interval

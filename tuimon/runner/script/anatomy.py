@@ -52,6 +52,7 @@ class Anatomy:
         self.trainings: list[dict] = []
         self.changes = 0
         self.said = False
+        self.epoch: int | None = None  # the training loader's batches an epoch (steps.py)
 
     def made(self, optimizer) -> None:
         self.optimizers.append(Optimizer(optimizer, len(self.optimizers)))
@@ -114,7 +115,7 @@ class Anatomy:
         self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
                           else "optimizer.step", optimizers=rows, backwards=_keys(self.backwards),
                           loss_sums=_keys(self.losses), outside=self.outside,
-                          trainings=self.trainings, lead_changes=self.changes)
+                          trainings=self.trainings, lead_changes=self.changes, epoch=self.epoch)
 
 
 def _name(module) -> str:
