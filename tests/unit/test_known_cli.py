@@ -25,6 +25,7 @@ def test_a_script_given_no_length_runs_until_known_with_the_defaults():
     assert args.repeats == 1  # a round at a time
     assert spec(["--steps", "300"], CMD)[0] is None
     assert spec(["--to-end"], CMD)[0] is None
+    assert spec(["--repeats", "2"], CMD)[0] is None  # its processes fixed: to its end, twice
 
 
 def test_a_recipe_keeps_its_steps_unless_asked():

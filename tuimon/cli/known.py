@@ -2,7 +2,8 @@
 its flags checked, and the design session_started records (analysis/stats/sequential.py; the
 supervisor acts on it: control/until_known.py).
 
-It is the default for a script given no length (``tuimon run -- python train.py``): before it,
+It is the default for a script given no length nor --repeats (``tuimon run -- python train.py``;
+``--repeats K`` alone still runs it to its end K times): before it,
 such a script ran to its own end once a variant, and a two-hour script held the machine four
 hours for its answer. A recipe keeps its own steps unless asked (--until-known, or --budget
 alone); a sweep's --budget alone still sizes its runs (cli/budget.py)."""
@@ -26,8 +27,9 @@ def until_known(args: argparse.Namespace, command: list[str] | None, sweep: bool
         raise UsageError("--to-end runs a script to its own end once a variant: give it to "
                          "'tuimon run -- CMD' without --steps, --duration, --until-known or --budget")
     asked = args.until_known or (budget is not None and not sweep)
-    if command is not None and not (length or args.to_end or (sweep and budget is not None)):
-        asked = True  # a script given no length: the default
+    fixed = length or args.to_end or args.repeats is not None or (sweep and budget is not None)
+    if command is not None and not fixed:
+        asked = True  # a script given no length (nor its processes' number): the default
     if not asked:
         if args.margin is not None:
             raise UsageError("--margin is --until-known's: the speedup that counts as the same")

@@ -13,7 +13,7 @@ WAITING = {  # what a round waits for, by code: (its words, with ``about`` and `
     "compiling": "{about} compiling",
     "settling": "{about} settling ({left} without a compile to go)",
     "epoch": "round 1 stepping to its first epoch's end, where a validation pass would compile",
-    "steps": "{about} measuring ({left} of steady state to go)",
+    "steps": "{about} measuring ({left} of steady state to go)",  # steps, or seconds once enough
 }
 SAID = {"faster": "{about} is faster", "slower": "nothing is faster: {about} is the closest",
         "same": "compile makes no difference within ±{margin}",
@@ -38,7 +38,8 @@ def progress_text(k: known.Known) -> str:
         return f"until known: known after {k.rounds} rounds: " + SAID[k.code].format(
             about=k.about, margin=_margin(k))
     if k.code in WAITING:
-        left = f"{k.left} step{'s' if k.left != 1 else ''}" if k.left is not None else "some steps"
+        left = f"{k.left} step{'s' if k.left != 1 else ''}" if k.left else (
+            f"{k.left_s:.0f} s" if k.left_s else "a few steps")
         what = WAITING[k.code].format(about=k.about, left=left)
     elif k.code == "rounds":
         what = f"the spread between processes needs {k.round + (k.rounds_left or 0)} rounds"
@@ -58,7 +59,10 @@ def _eta(k: known.Known) -> str:
 def stop_text(k: known.Known) -> str:
     """Why the session stopped, after its verdict: 'Stopped after 4 rounds (2.1 min of stepping):
     the answer was known — default/script is faster.'"""
-    rounds = f"{k.rounds} round{'s' if k.rounds != 1 else ''}"
+    ran = max(k.round or 0, k.rounds)
+    rounds = f"{ran} round{'s' if ran != 1 else ''}"
+    if k.rounds < ran:  # a round beside other processes' load is left out of every variant
+        rounds += f" ({k.rounds} of them weighed)"
     stepped = f" ({fmt_span(k.stepped_s)} of stepping)" if k.stepped_s else ""
     if k.stopped == "known":
         what = SAID.get(k.code, k.code).format(about=k.about, margin=_margin(k))

@@ -208,8 +208,9 @@ def _needs(c: dict, noise, design: Design, rounds: int) -> int | None:
 class Known:
     """How far a session's answer is, or why it stopped: ``code`` (an answer of ANSWERS, or what
     is missing: building, compiling, settling, epoch, steps, rounds, interval), ``round`` (the one
-    under way), ``rounds`` (paired so far), ``eta_s`` (the estimated seconds to an answer, starts
-    and compiles aside; None: cannot tell yet), ``stopped`` (the session is over: ``known``,
+    under way), ``rounds`` (paired so far: a round beside other load is left out), ``eta_s`` (the
+    estimated seconds to an answer: the round's own stepping left, then whole rounds' wall time;
+    None: cannot tell yet), ``stopped`` (the session is over: ``known``,
     ``budget``, ``max_rounds``, ``user``), and the figures of ``about`` (the variant or process it
     waits for, or the deciding candidate)."""
 
@@ -227,6 +228,7 @@ class Known:
     lo: float | None = None
     hi: float | None = None
     left: int | None = None  # steps a process still needs (settling, steps)
+    left_s: float | None = None  # ... and seconds of steady steps (steps)
     stopped: str | None = None
 
     def to_dict(self) -> dict:
@@ -240,8 +242,8 @@ class Known:
 def progress(last: Point, now: Point, design: Design, round_: int, round_s: float | None,
              about: str | None = None) -> Known:
     """The live record: ``last`` (the latest look's point), ``now`` (the round under way, by
-    round_state), ``round_s`` (a whole round's stepping, measured; None: none yet). The round's
-    own wait comes first while it has one; after it, the looks'."""
+    round_state), ``round_s`` (a whole warm round's wall time, its starts and compiles in it;
+    None: none yet). The round's own wait comes first while it has one; after it, the looks'."""
     rounds = last.get("rounds", 0)
     base = {"round": round_, "rounds": rounds, "margin": design.margin, "max_rounds": design.max_rounds}
     if last.code in ANSWERS:
@@ -252,10 +254,13 @@ def progress(last: Point, now: Point, design: Design, round_: int, round_s: floa
     if last.code == "interval" and after is not None:
         after = max(0, after - (round_ - rounds))  # the round under way is one of them
     this = now.get("eta_s")
+    if this is None and now.code in ("building", "compiling") and round_s is not None:
+        this = round_s  # a round just begun (its starts and compiles in it): the last whole one's
     unknown = this is None or after is None or (after and round_s is None)
     eta = None if unknown else this + after * (round_s or 0.0)
     if now.code != "ready":
-        return Known(now.code, **base, eta_s=eta, rounds_left=after, about=about, left=now.get("left"))
+        return Known(now.code, **base, eta_s=eta, rounds_left=after, about=about, left=now.get("left"),
+                     left_s=now.get("left_s"))
     return Known(last.code, **base, eta_s=eta, rounds_left=after, about=last.get("label"),
                  speedup=last.get("speedup"), lo=last.get("lo"), hi=last.get("hi"))
 
