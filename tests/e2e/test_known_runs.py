@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from test_end_to_end import TINY, runs_of
+from test_scripts import PY, script
 
 from tuimon import events
 
@@ -32,3 +33,21 @@ def test_a_recipe_runs_until_its_answer_is_known_or_its_budget_is_spent(tuimon):
     assert summary["known"]["line"].startswith(("Stopped after", "Stopped by hand"))
     assert summary["noise"]["sequential"]["margin"] == 0.03
     assert summary["known"]["line"] in (session / "summary.md").read_text()
+
+
+def test_a_script_given_no_length_runs_until_known_past_its_first_validation_pass(tuimon):
+    """pytorch/examples' MNIST loop, 50 batches an epoch and a test pass after each, for ever: by
+    default tuimon runs it in rounds, round 1 past the first test pass (whose compile is weighed),
+    each process stopped at a step boundary; the script is never run to its end."""
+    proc, session = tuimon("run", "--headless", "--budget", "45", "--schedule", "parallel", "--",
+                           PY, script("mnist_style.py"), "--epochs", "100000", "--train-size", "3200",
+                           one_process=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    evs, runs = runs_of(session)
+    first = runs["default-script"]
+    assert any(s.get("gap") and s["i"] >= 50 for s in first["step"])  # it reached the test pass
+    assert any(c.get("validation") for c in first["compile"])  # ... and its compile
+    assert first["finished"][-1]["reason"] == "stopped"
+    end = [e for e in evs if e["type"] == events.KNOWN and e["action"] == "end"]
+    assert len(end) == 1
+    assert "Stopped after" in (session / "summary.md").read_text()

@@ -80,9 +80,11 @@ def anatomy(run: str, epoch: int | None) -> dict:
                        epoch=epoch)
 
 
-def validation_stream(run: str, epoch: int, compiles: bool, steps: int = 400) -> list[dict]:
+def validation_stream(run: str, epoch: int, compiles: bool, pass_compiles: bool = False,
+                      steps: int = 400) -> list[dict]:
     """A script's steps with its training loader's epoch said at step 8 and a validation pass in
-    the step that ends each epoch (compiling, the first time, when ``compiles``)."""
+    the step that ends each epoch (a gap). A script's pass compiles in events of its own (the
+    step holds none of it: test_script_compile_runs); ``pass_compiles`` puts it in the step."""
     out = []
     for i in range(steps):
         extra = {}
@@ -90,7 +92,7 @@ def validation_stream(run: str, epoch: int, compiles: bool, steps: int = 400) ->
             extra["compile_ms"] = 900.0
         if i and i % epoch == 0:
             extra["gap"] = True
-            if compiles and i == epoch:
+            if pass_compiles and i == epoch:
                 extra["compile_ms"] = 700.0
         out.append(step(run, i, i * 0.25, EAGER_MS, **extra))
         if i == 8:
@@ -98,18 +100,17 @@ def validation_stream(run: str, epoch: int, compiles: bool, steps: int = 400) ->
     return out
 
 
-def test_round_one_waits_for_the_first_validation_pass_and_weighs_its_compile():
-    """Its loader says 100 batches an epoch: round 1 steps past step 100, where the validation
-    pass compiles, and is ready 60 steps after that compile; without the epoch said (or in a later
-    round) it would have been ready at step 60, before the pass."""
+def test_round_one_waits_for_the_first_validation_pass():
+    """Its loader says 100 batches an epoch: round 1 steps to step 100, where the validation pass
+    runs (and compiles), though it had measured enough at step 60; a later round does not wait."""
     codes = states_of(validation_stream("d", 100, compiles=True))
     assert codes[70] == "epoch"
-    assert first_ready(codes) == 100 + SETTLE_STEPS + ROUND_STEPS
+    assert first_ready(codes) == 100  # the pass seen, and enough measured before it
     later = states_of(validation_stream("d", 100, compiles=True), first_round=False)
     assert first_ready(later) == SETTLE_STEPS + ROUND_STEPS
-    # eager: no compile at the pass; waits for the epoch's end and a settle after it
-    eager = states_of(validation_stream("e", 100, compiles=False))
-    assert first_ready(eager) == 100  # the pass seen: the wait is over; it had measured enough
+    # a pass whose compile lands in its step starts the settling again
+    codes = states_of(validation_stream("d", 100, compiles=True, pass_compiles=True))
+    assert first_ready(codes) == 100 + SETTLE_STEPS + ROUND_STEPS
     # an epoch too long for the budget's share is not waited for
     track = ProcessTrack()
     for e in validation_stream("d", 10_000, compiles=True, steps=100):
