@@ -298,3 +298,21 @@ def test_the_stop_says_the_rounds_run_and_those_weighed():
         "yet); a longer --budget measures on.")
     waiting = known.Known("steps", round=2, rounds=1, about="eager/fp32", left=0, left_s=4.2)
     assert "eager/fp32 measuring (4 s of steady state to go)" in known_text.progress_text(waiting)
+
+
+def test_the_look_on_the_verdicts_own_answers():
+    """More rounds cannot bring an answer when nothing compiled; an unreliable comparison after
+    the first look is said as such, not as the speedup its interval shows."""
+    design = Design()
+    cand = [{"label": "default/fp32", "speedup": 1.3, "lo": 1.2, "hi": 1.4}]
+
+    def summary(code: str, rounds: int):
+        return SimpleNamespace(noise=SimpleNamespace(rounds=rounds, round_df=rounds - 1),
+                               verdict=SimpleNamespace(code=code, candidates=cand))
+
+    assert known.look(summary("nothing_compiled", 1), design).code == "no_answer"
+    assert known.look(summary("unreliable", 2), design).code == "rounds"
+    assert known.look(summary("unreliable", 3), design).code == "unreliable"
+    assert known.look(summary("use", 3), design).code == "faster"
+    end = known.Known("unreliable", round=3, rounds=3, stopped="known")
+    assert "the comparison is unreliable" in known_text.stop_text(end)

@@ -17,7 +17,8 @@ WAITING = {  # what a round waits for, by code: (its words, with ``about`` and `
 }
 SAID = {"faster": "{about} is faster", "slower": "nothing is faster: {about} is the closest",
         "same": "compile makes no difference within ±{margin}",
-        "no_answer": "more rounds could not bring an answer (the verdict says why)"}
+        "no_answer": "more rounds could not bring an answer (the verdict says why)",
+        "unreliable": "the comparison is unreliable (the verdict says why and what to do)"}
 
 
 def _margin(k: known.Known) -> str:

@@ -38,7 +38,7 @@ ROUND_STEPS = 2 * MIN_STEADY  # measured steps a process needs after its compile
 ROUND_S = 6.0  # ... and seconds of them: two turns of the default 3 s each
 # Round 1 waits for its first epoch's end only when it comes within this share of the budget.
 EPOCH_SHARE = 0.5
-ANSWERS = ("faster", "slower", "same", "no_answer")
+ANSWERS = ("faster", "slower", "same", "no_answer", "unreliable")
 # The verdict's codes after which more rounds cannot bring an answer (stats/verdict.py).
 HOPELESS = ("no_reference", "reference_unmeasured", "nothing_compiled", "too_few")
 
@@ -161,10 +161,11 @@ def decided(lo: float | None, hi: float | None, margin: float) -> str | None:
 def look(summary, design: Design) -> Point:
     """Whether the session's rounds answer it: an answer code (ANSWERS: ``faster`` when a
     candidate is, ``same`` when all are, else ``slower``; ``no_answer``: more rounds cannot
-    bring one) or what is missing: ``rounds`` (fewer than MIN_ROUNDS paired), ``interval`` (a
-    candidate's interval undecided: ``label``, ``speedup``, ``lo``, ``hi``, ``rounds_left``, the
-    rounds its interval would need at today's estimate and spread; None: not within the design's
-    rounds). Figures: ``rounds`` paired."""
+    bring one; ``unreliable``: the verdict's doubts stood after MIN_ROUNDS) or what is missing:
+    ``rounds`` (fewer than MIN_ROUNDS paired), ``interval`` (a candidate's interval undecided:
+    ``label``, ``speedup``, ``lo``, ``hi``, ``rounds_left``, the rounds its interval would need
+    at today's estimate and spread; None: not within the design's rounds). Figures: ``rounds``
+    paired."""
     noise = summary.noise
     rounds = noise.rounds if noise is not None else 0
     verdict = summary.verdict
@@ -173,6 +174,8 @@ def look(summary, design: Design) -> Point:
     candidates = list(verdict.candidates) if verdict is not None else []
     if rounds < design.min_rounds or not candidates:
         return point("rounds", rounds=rounds, need=design.min_rounds)
+    if verdict.code == "unreliable":  # its doubts (steady-state recompiles, every round busy) repeat
+        return point("unreliable", rounds=rounds)
     found = [(c, decided(c["lo"], c["hi"], design.margin)) for c in candidates]
     open_ = [c for c, d in found if d is None]
     if open_:
