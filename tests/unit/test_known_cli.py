@@ -9,7 +9,7 @@ from tuimon.cli.args import UsageError
 from tuimon.cli.known import until_known
 from tuimon.cli.run_flags import run_parser
 from tuimon.cli.sweep import sweep_parser
-from tuimon.cli.try_fixes import LENGTH, strip
+from tuimon.cli.try_fixes import LENGTH, rebuild, strip
 
 CMD = ["python", "train.py"]
 
@@ -64,3 +64,20 @@ def test_try_with_a_budget_drops_the_tried_sessions_until_known():
     """tuimon try --budget gives the try session a --duration: the original's --until-known and
     --margin would contradict it."""
     assert strip(["--until-known", "--margin", "5", "--modes", "eager"], LENGTH) == ["--modes", "eager"]
+
+
+def test_try_until_known_races_the_fixes_in_rounds_with_its_budget_as_the_cap():
+    from argparse import Namespace
+    from pathlib import Path
+
+    from test_try_cli import Plan
+
+    from tuimon.analysis import RunStats
+
+    meta = {"argv": ["tuimon", "run", "--repeats", "1", "--steps", "50", "--", "python", "t.py"]}
+    base = RunStats("default-script", "default", "script")
+    argv = rebuild(meta, Plan(base), ["none", "regional"], Path("/o"),
+                   Namespace(budget=300.0, headless=True, until_known=True))
+    assert "--repeats" not in argv and "--steps" not in argv and "--duration" not in argv
+    assert argv[argv.index("--until-known") + 1:argv.index("--until-known") + 3] == ["--budget", "300.0"]
+    assert argv[-3:] == ["--", "python", "t.py"]
