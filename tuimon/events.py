@@ -104,7 +104,7 @@ SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
 #   design (the rounds the budget allows: max_rounds, set after round 2: stats/sequential.py);
 #   progress (live: known {Known's fields: what is missing, the estimated seconds to an answer});
 #   look (after a round: known, the look's code and figures); end (known, with stopped: known |
-#   budget | max_rounds: why the session stopped). session_started's until_known holds the design
+#   budget | failed | user | max_rounds: why the session stopped). session_started's until_known holds the design
 #   (margin, max_rounds, min_rounds, alpha, spending) and budget_s.
 KNOWN = "known"
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices

@@ -316,3 +316,14 @@ def test_the_look_on_the_verdicts_own_answers():
     assert known.look(summary("use", 3), design).code == "faster"
     end = known.Known("unreliable", round=3, rounds=3, stopped="known")
     assert "the comparison is unreliable" in known_text.stop_text(end)
+
+
+def test_a_run_that_failed_ends_the_session_after_its_round():
+    s = Session(speedup=1.02, noise=0.3)
+    s.run_round()
+    s.table.state = lambda run: "failed" if run == "default-fp32-2" else "running"
+    s.run_round()
+    assert s.uk.over
+    end = known.Known.from_dict(s.ends()[-1]["known"])
+    assert end.stopped == "failed" and end.round == 2
+    assert "a run failed" in known_text.stop_text(end)

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from tuimon import events
 from tuimon.analysis import Collector, known
-from tuimon.control.runs import PAUSED, Plan, RunTable
+from tuimon.control.runs import FAILED, PAUSED, Plan, RunTable
 
 PROGRESS_S = 5.0  # the live record again at least this often while its figures move
 KEEP_STEPS = 4096  # steps kept per run for the looks (the TUI keeps as many): a bounded memory
@@ -91,17 +91,27 @@ class UntilKnown:
             self._design()
         self.last = known.look(self.collector.summary(), self.design)
         self.record([events.make(events.KNOWN, action="look", known=self._record(self.last).to_dict())])
-        stopped_by_hand = any(self.table.runs[x].stop_asked and x not in self._mine
-                              for x in self._round_runs())
-        why = ("known" if self.last.code in known.ANSWERS else "budget" if self.stopper.budget_spent
-               else "user" if stopped_by_hand or not self.may_go_on()
-               else "max_rounds" if self.round >= self.design.max_rounds else None)
+        why = self._why()
         if why is not None:
             self._end(why)
             return
         self.round += 1
         self._round_at, self._round_stepped = time.monotonic(), self.stepped_s
         self.queue_round(self.round)
+
+    def _why(self) -> str | None:
+        """Why the session ends after this round's look, or None: the next round. A run that
+        failed ends it (a variant that fails would fail again, round after round, until the cap)."""
+        mine = self._round_runs()
+        if self.last.code in known.ANSWERS:
+            return "known"
+        if self.stopper.budget_spent:
+            return "budget"
+        if any(self.table.state(x) == FAILED for x in mine):
+            return "failed"
+        if any(self.table.runs[x].stop_asked and x not in self._mine for x in mine) or not self.may_go_on():
+            return "user"
+        return "max_rounds" if self.round >= self.design.max_rounds else None
 
     # ---- helpers ----------------------------------------------------------------------------------
     def _steps(self, r) -> bool:
