@@ -105,6 +105,13 @@ ARTIFACTS = "artifacts"
 #   lookups: [cache_lookup fields]}}
 CACHE_SOURCE = "cache_source"
 SESSION_ENDED = "session_ended"  # status: done | failed | interrupted
+# --until-known (control/until_known.py; analysis/stats/known.py decides), session-wide, action:
+#   design (the rounds the budget allows: max_rounds, set after round 2: stats/sequential.py);
+#   progress (live: known {Known's fields: what is missing, the estimated seconds to an answer});
+#   look (after a round: known, the look's code and figures); end (known, with stopped: known |
+#   budget | failed | user | max_rounds: why the session stopped). session_started's until_known
+#   holds the design (margin, max_rounds, min_rounds, alpha, spending) and budget_s.
+KNOWN = "known"
 SAMPLE = "sample"  # system, runs: {run: cpu_percent, rss, descendants, gpu_mem, sm_util, gpus}, devices
 #   and stepping: the runs that stepped through the whole period (the supervisor's samples);
 #   system's energy_uj: the CPU packages' energy (RAPL, probes/rapl.py), devices' energy_mj NVML's
@@ -163,7 +170,8 @@ MODEL = "model"
 #   step's loss is the sum of: those before the lead's step()), outside {what the steps held: {steps:
 #   [i, ...] (the first 12), count, gaps}} (a validation pass, eval inside a step, the trained module
 #   with gradients off), trainings [{step, optimizer (its index in optimizers)}] (the first lead at
-#   step 0, then each change: a second training, an idle lead taken over; the first 12), lead_changes
+#   step 0, then each change: a second training, an idle lead taken over; the first 12), lead_changes,
+#   epoch (the training DataLoader's batches an epoch; None: unsized)
 ANATOMY = "anatomy"
 FILE_WRITTEN = "file_written"
 FILES = "files"

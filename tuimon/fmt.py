@@ -111,6 +111,15 @@ def fmt_span(s: float | None) -> str:
     return f"{hours} h" if minutes == 0 else f"{hours} h {minutes} min"
 
 
+def fmt_about(s: float) -> str:
+    """An estimate of a length of time, read as one: '~40 s', '~3 min', '~1 h 5 min'."""
+    if s < 60:
+        return f"~{max(1, round(s / 5) * 5 if s > 10 else round(s)):.0f} s"
+    if s < 3600:
+        return f"~{round(s / 60):.0f} min"
+    return "~" + fmt_span(round(s / 300) * 300)
+
+
 def fmt_pct(share: float) -> str:
     """A share as a percentage: '30 %', and below 1 % one decimal: '0.4 %'."""
     return f"{share * 100:.0f} %" if abs(share) >= 0.01 else f"{share * 100:.1f} %"

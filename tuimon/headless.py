@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tuimon import events, failures
-from tuimon.analysis import SessionSummary, is_measured, recent_median
+from tuimon.analysis import SessionSummary, is_measured, known, recent_median
 from tuimon.fmt import fmt_bytes, fmt_ms, fmt_s
-from tuimon.report import sections
+from tuimon.report import known_text, sections
 from tuimon.report.compile_text import VALIDATION, compile_line
 from tuimon.report.document import (
     FACT,
@@ -34,6 +34,8 @@ from tuimon.report.table import top_ops_text
 from tuimon.sessiondir.run_state import SessionState
 from tuimon.variants import Variant
 
+UNTIL = "\0until-known"  # the row of --until-known's progress (no run id looks like it)
+
 
 class HeadlessView:
     """A supervisor sink: call it with each batch of events."""
@@ -46,6 +48,7 @@ class HeadlessView:
         self._recent: dict[str, deque] = {run: deque(maxlen=50) for run in labels}
         self._breaks: dict[str, set] = {}  # graph-break locations already said, per run
         self._said_compiling: set[str] = set()
+        self._said_known: tuple = ()  # what the last --until-known line said
         self._lead: dict[str, int] = {}  # a torchrun job: the rank whose progress is shown
         self.state = SessionState()  # what the events say of each run (sessiondir/run_state.py)
         self._progress = Progress(
@@ -91,6 +94,9 @@ class HeadlessView:
             if kind == events.SAMPLE:
                 self._sample(e)
                 continue
+            if kind == events.KNOWN:  # --until-known: how far the answer is
+                self._known(e)
+                continue
             if kind == events.RUN_QUEUED and e.get("replicate"):  # --repeats: one row per process
                 label = f"{Variant.from_fields(e).label} #{e['replicate']}"
                 if run in self._tasks:
@@ -114,6 +120,22 @@ class HeadlessView:
             self._progress.update(self._tasks[run], completed=e["i"] + 1,
                                   median=fmt_ms(recent_median(recent)) if recent else "–",
                                   loss=f"{loss:.4g}" if loss is not None else "–")
+
+    def _known(self, e: dict) -> None:
+        """--until-known: its row says what is missing and the time left, live; a line is printed
+        when what it waits for changes (the estimate, or the process it names, move the row only)."""
+        if not e.get("known"):
+            return
+        k = known.Known.from_dict(e["known"])
+        text = known_text.stop_text(k) if k.stopped else known_text.progress_text(k)
+        if UNTIL not in self._tasks:
+            self._tasks[UNTIL] = self._progress.add_task("until known", total=None, phase="", median="",
+                                                         loss="", system="")
+        self._progress.update(self._tasks[UNTIL], phase=k.code, system=text.removeprefix("until known: "))
+        said = (k.code, k.round, k.stopped)
+        if said != self._said_known and e.get("action") != "design":
+            self._said_known = said
+            self._say(text, style="bold" if k.stopped or e.get("action") == "look" else "dim")
 
     def _lead_rank(self, run: str, e: dict) -> bool:
         """A torchrun job's row follows its local rank 0 (under DDP every rank steps alike; the

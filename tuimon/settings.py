@@ -39,6 +39,10 @@ TURN_S = 3.0  # seconds of stepping per turn (interleaved schedule, without --tu
 PROFILE_WINDOW = (1, 2, 3)  # a capture's steps: waited, recorded and dropped, kept
 PROFILE_BACKWARD = "off"  # off | eager | all: backward attribution in captures
 NO_STEP_S = 60.0  # a script that has not stepped an optimizer by then is told so
+# --until-known (the default for a script given no length): the cap on its stepping, and "the
+# same" within this margin either way (analysis/stats/known.py)
+UNTIL_KNOWN_BUDGET_S = 900.0
+MARGIN_PCT = 3.0
 
 
 def window_text(window: tuple[int, int, int]) -> str:
@@ -81,10 +85,13 @@ class Length:
     repeats: int = 1  # processes per variant, in rounds
     round: int | None = None  # this process's round of them
     steady_duration: bool = False  # --duration counts stepping only, compiles aside (a budget)
+    until_known: bool = False  # no length: the supervisor stops each process (control/until_known.py)
 
     def this_process(self, own_steps: int | None = None) -> tuple[int | None, float | None]:
         """(steps, duration) this process runs; ``own_steps``: a recipe's own, when neither
-        --steps nor --duration was given."""
+        --steps nor --duration was given (under --until-known: none, it runs until stopped)."""
+        if self.until_known:
+            return None, None
         asked = self.steps if self.steps is not None or self.duration is not None else own_steps
         return process_length(asked, self.duration, self.repeats, self.round)
 

@@ -63,3 +63,20 @@ def test_the_automatic_capture_fails_quietly():
 
     r.profiles = [{**failed, "quiet": True}]
     assert profiles_text(r) == "0 captures"
+
+
+def test_until_known_says_how_far_the_answer_is_and_why_it_stopped():
+    out = io.StringIO()
+    view = HeadlessView({"r": "default/script"}, None, Console(file=out, width=400, force_terminal=False))
+    base = {"round": 2, "rounds": 1, "margin": 0.03, "max_rounds": 12, "about": "default/script"}
+    view([events.make(events.KNOWN, action="progress", known={**base, "code": "settling", "left": 7,
+                                                              "eta_s": 41.0}),
+          events.make(events.KNOWN, action="progress", known={**base, "code": "settling", "left": 6,
+                                                              "eta_s": 40.0}),
+          events.make(events.KNOWN, action="end", known={**base, "code": "faster", "rounds": 3,
+                                                         "stopped": "known", "stepped_s": 95.0})])
+    said = out.getvalue().splitlines()
+    assert said == ["until known: round 2 of at most 12 · default/script settling (7 steps without a "
+                    "compile to go) · ~40 s to a verdict within ±3 %",
+                    "Stopped after 3 rounds (95.0 s of stepping): the answer was known — "
+                    "default/script is faster."]

@@ -20,7 +20,7 @@ from tuimon.analysis.compare import (
     open_session,
 )
 from tuimon.analysis.read import load_session
-from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, summarize
+from tuimon.analysis.stats import Collector, RunStats, SessionSummary, is_measured, known, summarize
 from tuimon.analysis.stats.change import Change
 from tuimon.analysis.stats.compiles import fell_back, made_graph
 from tuimon.analysis.stats.live import (
@@ -50,7 +50,8 @@ __all__ = [
     "StepSeries", "VariantDiff", "Verdict", "VariantWhy", "axis_range", "busy", "cache_counts",
     "columns", "compare_sessions", "diagnose", "diverging", "fell_back",
     "group_figures", "guard",
-    "is_measured", "label", "load_figures", "load_session", "loss_gap_ready", "made_graph", "not_yet",
+    "is_measured", "known", "label", "load_figures", "load_session", "loss_gap_ready", "made_graph",
+    "not_yet",
     "open_session",
     "own_time_spread", "recent_median", "step_kind", "step_split", "summarize", "tried",
 ]

@@ -43,6 +43,7 @@ LIMITS: dict[str, tuple[type, float, float, str]] = {
     "port": (int, 0, 65535, ""),  # tuimon serve; 0: any free port
     "loss-tolerance": (float, 0, 100, ""),
     "budget": (float, 10, 30 * DAY, " s"),
+    "margin": (float, 0.1, 50, " %"),
     "horizon": (float, 1, 10**12, " steps"),
     "horizon-time": (float, 1, 365 * DAY, " s"),
 }

@@ -21,6 +21,8 @@ from tuimon.cli.args import (
     UsageError,
 )
 from tuimon.cli.jobs import check_jobs
+from tuimon.cli.known import across_nodes, until_known
+from tuimon.cli.known import note as known_note
 from tuimon.cli.script import script_hooks, script_program
 from tuimon.cli.warm import here_facts, warm_settings
 from tuimon.envvars import PIN_MALLOC
@@ -48,7 +50,9 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
     """A session: the recipe's (or the demo's), or with ``command`` the user's own script.
     ``prepare(args, variants, answer, recipe, script, cache)`` (tuimon sweep) returns the variants to
     run and the budget's deadline, having sized --duration and noted what it skipped."""
+    spec = until_known(args, command, sweep=prepare is not None)  # before --repeats is set
     modes, precisions, fixed, axes, script, recipe = checked_inputs(args, argv, command)
+    spec = across_nodes(args, script, spec)
     cache_dir = checked_cache(args, script)
     warm = warm_settings(args, cache_dir)
 
@@ -61,8 +65,12 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
               "start": args.start}
     answer = {key: value for key, value in answer.items() if value}
     deadline = None
+    if spec is not None:  # its budget counts stepping (control/until_known.py)
+        answer["until_known"], deadline = spec, spec["budget_s"]
+        print(f"tuimon: note: {known_note(spec)}", file=sys.stderr)
     if prepare is not None:  # tuimon sweep: what cannot run here is skipped, the budget shared
-        variants, deadline = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
+        variants, sized = prepare(args, variants, answer, recipe, script, cache_text(cache_dir))
+        deadline = sized if spec is None else deadline
     if deadline is None and (text := covered(args.steps, args.duration, args.repeats)):
         print(f"tuimon: note: {text}", file=sys.stderr)
     if len(variants) * args.repeats > MAX_PROCESSES:
@@ -71,7 +79,7 @@ def run_command(args: argparse.Namespace, argv: list[str], command: list[str] | 
                          "session (interleaved, every one holds its model at once); give fewer "
                          "--modes, --precision or --set values")
     settings = run_settings(args, script or Program(recipe=str(recipe)), fixed,
-                            len(variants) * args.repeats)
+                            len(variants) * args.repeats, until=spec is not None)
     store = new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
     interval = None if args.no_probes else args.interval
     plan = Plan(settings, variants, args.schedule, cache_dir, interval=interval,
@@ -279,9 +287,10 @@ def fix_axis(fixed: dict[str, str], axes: dict[str, list[str]]):
 
 
 def run_settings(args: argparse.Namespace, program: Program, fixed: dict[str, str],
-                 runs: int) -> RunSettings:
+                 runs: int, until: bool = False) -> RunSettings:
     """Every run's settings, built once (tuimon/settings.py); the supervisor adds each run's own
-    (its id, variant, round, turns). ``runs``: the session's processes."""
+    (its id, variant, round, turns). ``runs``: the session's processes; ``until``: --until-known
+    (each process runs until the supervisor stops it)."""
     nproc = getattr(args, "nproc", None)
     if nproc:  # a recipe as N ranks under torchrun
         program = replace(program, launcher="torchrun", nproc=nproc)
@@ -290,7 +299,8 @@ def run_settings(args: argparse.Namespace, program: Program, fixed: dict[str, st
         device=args.device, batch_size=args.batch_size, image_size=args.image_size,
         # The whole length: round 1's; rounds 2..K a K-th of it (tuimon/lengths.py).
         length=Length(steps=args.steps, duration=args.duration, repeats=args.repeats,
-                      steady_duration=bool(getattr(args, "steady_duration", False))),
+                      steady_duration=bool(getattr(args, "steady_duration", False)),
+                      until_known=until),
         profile=Profiling(profile_at=args.profile_at, profile_window=args.profile_window,
                           profile_backward=args.profile_backward or PROFILE_BACKWARD,
                           auto_profile=not args.no_auto_capture,
@@ -310,7 +320,7 @@ def session_meta(args, argv, name, recipe, variants, cache_dir) -> dict:
         "turn", "turn_steps", "quiet_only", "pin_malloc", "repeats", "set", "nproc", "interval",
         "horizon", "loss_tolerance", "no_probes", "fps", "torch_trace", "profile_at",
         "profile_window", "profile_backward", "no_auto_capture", "warm", "cold", "cache_from",
-        "warm_from", "start")}
+        "warm_from", "start", "until_known", "budget", "margin", "to_end")}
     settings["profile_window"] = window_text(args.profile_window)  # as older sessions wrote it
     return {
         "name": name,

@@ -10,6 +10,7 @@ from tuimon.cli.args import (
     DEFAULT_CACHE,
     DEFAULT_OUT,
     Parser,
+    budget_arg,
     device_arg,
     fps_arg,
     horizon_arg,
@@ -19,7 +20,18 @@ from tuimon.cli.args import (
     window_arg,
 )
 from tuimon.cli.warm import add_flags as add_warm_flags
-from tuimon.settings import AUTO_REPEATS, DEVICE, PRECISION, PROFILE_WINDOW, SEED, TURN_S, WARMUP, window_text
+from tuimon.settings import (
+    AUTO_REPEATS,
+    DEVICE,
+    MARGIN_PCT,
+    PRECISION,
+    PROFILE_WINDOW,
+    SEED,
+    TURN_S,
+    UNTIL_KNOWN_BUDGET_S,
+    WARMUP,
+    window_text,
+)
 from tuimon.variants import MODES, OPT
 
 
@@ -38,6 +50,7 @@ def run_parser() -> Parser:
     )
     _what_runs(p)
     _how_long(p)
+    _until_known(p)
     _how_scheduled(p)
     _the_answer(p)
     _probes_and_store(p)
@@ -79,6 +92,28 @@ def _how_long(p: Parser) -> None:
                    help="auto, cpu, cuda or cuda:N (default: auto = cuda when available)")
 
 
+def _until_known(p: Parser) -> None:
+    """Stop when the answer is known (docs/measuring.md#until-known)."""
+    p.add_argument("--until-known", action="store_true",
+                   help="run rounds of processes until the answer is known: each round ends once "
+                   "its processes' compiles have settled and they have enough steady steps; after "
+                   "3 rounds or more the session stops as soon as the speedup's interval (valid "
+                   "however early it stops) says faster, slower, or the same within --margin "
+                   "(default for a script given no --steps / --duration; for a recipe, a sweep or "
+                   "try, give it)")
+    p.add_argument("--budget", type=budget_arg, metavar="TIME",
+                   help="--until-known's cap on stepping, compiles and starts aside (20m, 1h30m, or "
+                   f"seconds; default {UNTIL_KNOWN_BUDGET_S / 60:g}m): at the cap the answer is what "
+                   "it is, cannot tell included; given alone, it means --until-known")
+    p.add_argument("--margin", type=limited("margin"), metavar="PCT",
+                   help="--until-known: a speedup whose interval lies within ±PCT %% of 1 is \"the "
+                   f"same\", and the session stops there (default: {MARGIN_PCT:g})")
+    p.add_argument("--to-end", action="store_true",
+                   help="a script given no --steps / --duration: run it to its own end once a "
+                   "variant, as tuimon did before --until-known (a two-hour script holds the machine "
+                   "for four)")
+
+
 def _how_scheduled(p: Parser) -> None:
     """How the variants share the machine: the schedule, turns, load, processes."""
     p.add_argument("--schedule", choices=("sequential", "interleave", "parallel"),
@@ -109,7 +144,8 @@ def _how_scheduled(p: Parser) -> None:
                    "rounds 2..K a K-th of it each; the spread between processes goes into every "
                    "interval "
                    f"(default: {AUTO_REPEATS} when tuimon sets the runs' length: a recipe, or a script "
-                   "with --steps / --duration / --budget; 1 for a script that runs to its own end)")
+                   "with --steps / --duration; 1 with --to-end; not with --until-known, whose "
+                   "rounds go on until the answer is known)")
     p.add_argument("--nproc", type=limited("nproc"), metavar="N",
                    help="run each variant as N ranks under torchrun (DDP: gloo on the CPU, nccl on "
                    "CUDA, one GPU per rank), each on its shard of the batches")

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from tuimon import cores
-from tuimon.cli.args import Parser, UsageError, budget_arg
+from tuimon.cli.args import Parser, UsageError
 from tuimon.settings import Program
 from tuimon.variants import MODES, PRECISIONS, Variant
 
@@ -48,10 +48,12 @@ def sweep_parser() -> Parser:
         elif action.dest == "recipe":
             action.help = ("a recipe file (defines build(cfg)); default: demo. Your own script "
                            "instead: tuimon sweep [options] -- python train.py ...")
-    p.add_argument("--budget", type=budget_arg, metavar="TIME",
-                   help="the whole sweep's time (20m, 1h30m, or seconds): each run steps for an "
-                   "equal share of what starting and compiling leave (estimated from this "
-                   "recipe's earlier sessions under --out), and every run stops when it is spent")
+        elif action.dest == "budget":
+            action.help = ("the whole sweep's time (20m, 1h30m, or seconds): each run steps for an "
+                           "equal share of what starting and compiling leave (estimated from this "
+                           "recipe's earlier sessions under --out, or the session --cache-from "
+                           "names), and every run stops when it is spent; with --until-known, "
+                           "its cap on stepping instead")
     return p
 
 
@@ -85,7 +87,7 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
            + (f" × {args.repeats} processes" if args.repeats > 1 else "")]
     say += [f"skipped: {s['label']}: {s['reason']}" for s in skipped]
     deadline = None
-    if args.budget is not None:
+    if args.budget is not None and not answer.get("until_known"):  # --until-known: its cap instead
         key = {"command": list(script.command)} if script is not None else {"recipe": str(recipe)}
         key["cache"] = cache  # a warm cache's compiles say nothing of a cold one's
         try:

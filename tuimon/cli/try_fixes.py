@@ -24,7 +24,8 @@ from tuimon.exit_codes import EXIT_OK
 # The original's options that the try session sets itself (with how many values each takes).
 REPLACED = {"--set": 1, "--modes": 1, "--precision": 1, "--compile-optimizer": 0, "--budget": 1,
             "--out": 1, "--headless": 0, "--detach": 0, "--try": 0}
-LENGTH = {"--steps": 1, "--duration": 1}
+# The original's length, replaced by --budget's --duration (--until-known's flags with it).
+LENGTH = {"--steps": 1, "--duration": 1, "--until-known": 0, "--margin": 1, "--to-end": 0}
 
 
 def try_parser() -> Parser:
@@ -42,6 +43,9 @@ def try_parser() -> Parser:
     p.add_argument("--budget", type=budget_arg, metavar="TIME",
                    help="the try session's time (20m, 1h30m, or seconds), shared as sweep does; "
                    "default: the tried session's own --steps / --duration")
+    p.add_argument("--until-known", action="store_true",
+                   help="run the try session until its answer is known (docs/measuring.md), "
+                   "--budget its cap on stepping (default 15m)")
     p.add_argument("--plan", action="store_true",
                    help="say what would be raced, and why, and run nothing")
     p.add_argument("--no-together", action="store_true",
@@ -73,7 +77,7 @@ def try_command(args: argparse.Namespace) -> int:
     for line in plan_lines(chosen, session):
         print(line, flush=True)
     length = None
-    if args.budget is not None and chosen.raced:  # from the tried session's own compiles and steps
+    if args.budget is not None and chosen.raced and not args.until_known:  # from its compiles and steps
         length = budget_for(args.budget, len(chosen.axis_values()) + 1, meta, chosen.base, summary.runs)
         print(budget_line(length, chosen.base), flush=True)
     if not chosen.raced or args.plan:
@@ -125,7 +129,7 @@ def together(session: Path, meta: dict, chosen, first: Path, args, rows: list) -
         own = chosen.base_fixes
         values = [fixes.join(own), fixes.join((*own, *best))]
         length = None
-        if args.budget is not None:
+        if args.budget is not None and not args.until_known:
             length = budget_for(args.budget, len(values) + 1, meta, chosen.base, rows)
             print(budget_line(length, chosen.base), flush=True)
         _, second = race(session, meta, chosen, values, args, length)
@@ -147,7 +151,10 @@ def rebuild(meta: dict, chosen, values: list[str], out: Path, args, length: dict
     if argv[:1] in (["run"], ["sweep"]):
         argv = argv[1:]
     head = ["run"] if command else []  # a script: tuimon run ... -- CMD; a recipe: tuimon RECIPE
-    drop = {**REPLACED, **(LENGTH if args.budget is not None else {})}
+    until = getattr(args, "until_known", False)
+    drop = {**REPLACED, **(LENGTH if args.budget is not None or until else {})}
+    if until:  # rounds until known: the tried session's number of processes goes too
+        drop["--repeats"] = 1
     options = strip(argv, drop)
     base = chosen.base
     mode = base.mode
@@ -160,6 +167,8 @@ def rebuild(meta: dict, chosen, values: list[str], out: Path, args, length: dict
     new += ["--set", f"{fixes.AXIS}={','.join(values)}"]
     if length is not None:
         new += ["--duration", str(round(length["full_s"], 1))]
+    if until:
+        new += ["--until-known"] + (["--budget", str(args.budget)] if args.budget is not None else [])
     if args.headless:
         new.append("--headless")
     return head + options + new + command

@@ -36,6 +36,13 @@ class Stopper:
         self.plan, self.table, self.record = plan, table, record
         self._budget_ends: float | None = None  # tuimon sweep --budget: when it is spent
         self._budget_spent = False
+        # --until-known: the budget counts stepping only (control/until_known.py's clock); None:
+        # wall time from the first tick (a sweep's)
+        self.budget_clock = None
+
+    @property
+    def budget_spent(self) -> bool:
+        return self._budget_spent
 
     def stoppable(self, r: Run) -> bool:
         return r.id in self.table.queue or self.controllable(r)
@@ -88,16 +95,21 @@ class Stopper:
             r.escalation, r.deadline = 2, None
 
     def _watch_budget(self, now: float) -> None:
-        """tuimon sweep --budget: once the budget is spent, every run stops (under interleave they
-        have had the same share of it) and nothing queued starts. Counted from the first tick."""
-        if self.plan.deadline_s is None:
+        """--budget: once it is spent, every run stops (under interleave they have had the same
+        share of it) and nothing queued starts. A sweep's counts from the first tick; an
+        --until-known session's counts its stepping (``budget_clock``)."""
+        if self.plan.deadline_s is None or self._budget_spent:
             return
-        if self._budget_ends is None:
-            self._budget_ends = now + self.plan.deadline_s
-        elif now >= self._budget_ends and not self._budget_spent:
+        if self.budget_clock is not None:
+            spent, what = self.budget_clock() >= self.plan.deadline_s, " of stepping"
+        else:
+            if self._budget_ends is None:
+                self._budget_ends = now + self.plan.deadline_s
+            spent, what = now >= self._budget_ends, ""
+        if spent:
             self._budget_spent = True
             self.record([events.make(events.WARNING, budget=True,
-                                     text=f"the --budget of {self.plan.deadline_s / 60:.1f} min is "
+                                     text=f"the --budget of {self.plan.deadline_s / 60:.1f} min{what} is "
                                      "spent: stopping the runs")])
             self.stop_everything()
 

@@ -63,6 +63,7 @@ from tuimon.control.runs import (
 from tuimon.control.sampler import Sampler
 from tuimon.control.schedule import Schedule
 from tuimon.control.stopping import TICK, Stopper, interrupt
+from tuimon.control.until_known import UntilKnown
 from tuimon.control.warm import initial_rounds, warm_starts
 from tuimon.sessiondir.run_state import SessionState
 from tuimon.sessiondir.store import SessionStore
@@ -105,6 +106,10 @@ class Supervisor:
                           log_path=store.log_path, first=[run for run, _, _ in self._initial])
         self._warm = warm_starts(store.path, plan)  # what each compiled run starts from (warm.py)
         self._forks: forkserver.ForkServer | None = None  # recipe runners forked: run() starts it
+        self._known = UntilKnown(plan, self._table, record, self._stopper, self._queue_round,
+                                 self._may_go_on) if plan.answer.get("until_known") else None
+        if self._known is not None:  # its budget counts stepping (until_known.py)
+            self._stopper.budget_clock = self._known.clock
         self._sampler = Sampler(plan.interval, self.live_pids, lambda batch: self._inbox.put(
             (EVENTS, None, batch)), gpu=gpu_probe, stepping=self._schedule.stepping,
             ranks=self.rank_pids) if plan.interval else None
@@ -224,6 +229,8 @@ class Supervisor:
                 self._schedule.pass_turn()
                 if self._jobs.on:
                     self._jobs.tick(time.monotonic())
+                if self._known is not None:  # --until-known: a round ends once the answer has it
+                    self._known.tick()
                 self._stopper.escalate()
                 if not live and (self._closing or not (keep_open or self._table.queue)):
                     return
@@ -325,6 +332,8 @@ class Supervisor:
         r = self._table.runs.get(e.get("run"))
         compiling = r is not None and r.state.compiling
         self._state.add(e)
+        if self._known is not None:
+            self._known.fold(e)
         if r is None:
             return
         kind, now = e["type"], time.monotonic()
@@ -395,20 +404,35 @@ class Supervisor:
             batch.append(events.make(events.PRINTED, run, **said))  # its own numbers (printed.py)
         batch.append(events.make(events.RUN_EXITED, run, returncode=rc, seconds=seconds))
         self._record(batch + self._files.exited(run))
+        if self._known is not None:  # its round's end: a look, then the next round or the end
+            self._known.exited(run)
 
     # ---- helpers -------------------------------------------------------------------------
     def _enqueue(self, run: str, variant: Variant, replaces: str | None = None,
                  after: str | None = None, first: bool = False, replicate: int | None = None) -> None:
         fields = {"replaces": replaces} if replaces else {}
         if replicate is not None:
-            fields.update(replicate=replicate, repeats=self.plan.repeats if self.plan.repeats > 1
-                          else 1 + (variant.compiled and bool(self.plan.warm.get("extra"))))
+            if self._known is not None:  # --until-known: rounds until the answer is known, none planned
+                repeats = None
+            elif self.plan.repeats > 1:
+                repeats = self.plan.repeats
+            else:  # --warm: a second, warm process of a compiled variant
+                repeats = 1 + (variant.compiled and bool(self.plan.warm.get("extra")))
+            fields.update(replicate=replicate, repeats=repeats)
         fields.update(self._warm.plan(run, variant, replicate))
         self._record([events.make(events.RUN_QUEUED, run, **variant.fields(), **fields)])
         # Its record, beside what its run_queued began to say of it (the state).
         self._table.runs[run] = Run(run, variant, replaces, after, replicate=replicate,
                                     state=self._state.runs[run])
         self._table.queue.insert(0 if first else len(self._table.queue), run)
+
+    def _queue_round(self, k: int) -> None:
+        """--until-known: round ``k`` of every variant of the plan (until_known.py asks)."""
+        for v in self.plan.variants:
+            self._enqueue(self._table.allocate(v), v, replicate=k)
+
+    def _may_go_on(self) -> bool:
+        return not (self._closing or self.interrupted or self.store_error or self.build_failure)
 
     def _store_failed(self, message: str) -> None:
         """The store cannot be written: stop every run the normal way, start nothing more."""

@@ -213,7 +213,10 @@ def warm_starts(session: Path, plan) -> WarmStarts:
 
 def initial_rounds(plan) -> list[tuple[Variant, int | None]]:
     """(variant, round) of a plan's runs, round-major (None: one process a variant); --warm with
-    one process a variant adds a second round of its compiled variants alone, warm."""
+    one process a variant adds a second round of its compiled variants alone, warm; --until-known
+    queues round 1 alone (control/until_known.py queues the others, one at a time)."""
+    if plan.answer.get("until_known"):
+        return [(v, 1) for v in plan.variants]
     if plan.repeats > 1:
         return [(v, k) for k in range(1, plan.repeats + 1) for v in plan.variants]
     if not (plan.warm or {}).get("extra"):

@@ -23,6 +23,8 @@ def document(meta: dict, summary: SessionSummary, doc: Document | None = None) -
     said = doc["verdict"].lines
     out["verdict"] = verdict_text.to_dict(summary.verdict, said[0].text) if said else None
     out["busy"] = next((x.text for x in doc["caution"].lines), None)
+    if out["known"] is not None:  # --until-known: why it stopped, as summary.md says it
+        out["known"]["line"] = next((x.text for x in said if x.figures.get("kind") == "known"), None)
     out["busy_reason"] = summary.busy.to_dict() if summary.busy else None
     flops = {x.figures["run"]: figure_lines(x) for x in doc["flops"].lines if "run" in x.figures}
     for key, rows in (("runs", summary.runs), ("variants", summary.variants)):

@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from tuimon.analysis import Point, Verdict
 from tuimon.fmt import fmt_pct, fmt_span
+from tuimon.report import known_text
 from tuimon.report.compile_text import nothing_text
 from tuimon.report.document import VERDICT, Line, Section
 from tuimon.report.trust_text import reason_text
@@ -23,7 +24,8 @@ REMEDY = {  # what to do when the comparison cannot be trusted (stats/candidates
     "quiet": "Measure again on a quiet machine, or with --quiet-only",
 }
 # The answers that weighed the candidates: the variants still running are counted after them.
-WEIGHED = ("unreliable", "cannot_tell", "stay", "stay_horizon", "stay_horizon_noise", "use", "use_horizon")
+WEIGHED = ("unreliable", "cannot_tell", "stay", "same", "stay_horizon", "stay_horizon_noise", "use",
+           "use_horizon")
 
 
 def horizon_text(horizon: dict) -> str:
@@ -192,6 +194,10 @@ def _line(v: Verdict) -> str:  # noqa: PLR0911 - one form a code
     if code == "stay":
         closest = f" — the closest, {v.about}, {_runs(v, v.about)}" if v.about else ""
         return f"Verdict: stay eager: no variant is faster beyond noise{closest}."
+    if code == "same":  # --until-known: the interval lies within ±margin
+        others = " and every other variant too" if len(v.candidates) > 1 else ""
+        return (f"Verdict: stay eager: compile makes no difference worth having — {v.about} "
+                f"{_runs(v, v.about)}, within ±{v.margin * 100:g} % of it{others}.")
     horizon = horizon_text(v.horizon) if v.horizon else ""
     if code == "stay_horizon":
         return (f"Verdict: stay eager for {horizon}{_started(v)}: no compile pays off that soon — "
@@ -226,7 +232,10 @@ def section(summary) -> Section:
     v = summary.verdict
     if v is None:
         return Section("verdict")
-    return Section("verdict", lines=(Line(VERDICT, line(v), {"code": v.code, "kind": v.kind}),))
+    said = [Line(VERDICT, line(v), {"code": v.code, "kind": v.kind})]
+    if summary.known is not None:  # --until-known: how far the answer is, or why it stopped
+        said.append(known_text.line(summary.known))
+    return Section("verdict", lines=tuple(said))
 
 
 def reasons(v: Verdict) -> list[str]:

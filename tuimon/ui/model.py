@@ -53,7 +53,8 @@ class RunLive(RunState):
 
     @property
     def label(self) -> str:
-        rounds = f" #{self.replicate}/{self.repeats}" if self.replicate else ""
+        of = f"/{self.repeats}" if self.repeats else ""  # --until-known: no number planned
+        rounds = f" #{self.replicate}{of}" if self.replicate else ""
         return f"{self.variant.label}{rounds}"
 
     def elapsed(self, now: float | None = None) -> float | None:

@@ -15,6 +15,7 @@ from tuimon import events
 from tuimon.analysis.stats.anatomy import anatomy_of
 from tuimon.analysis.stats.compiles import fallback, made_graph
 from tuimon.analysis.stats.flops import counted
+from tuimon.analysis.stats.known import Known
 from tuimon.analysis.stats.records import Compiles, Failure, evolve
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
 from tuimon.analysis.stats.warm import WARM_EVENTS, fold
@@ -37,6 +38,12 @@ def apply_session(summary: SessionSummary, e: dict) -> None:
         summary.skipped = list(e.get("skipped") or [])
         summary.start = e.get("start")
         summary.started_t = e.get("t")
+        summary.until_known = e.get("until_known")
+    elif e["type"] == events.KNOWN:
+        if e.get("action") == "design" and summary.until_known is not None:
+            summary.until_known = {**summary.until_known, "max_rounds": e.get("max_rounds")}
+        elif e.get("known"):
+            summary.known = Known.from_dict(e["known"])
     elif e["type"] == events.CACHE_SOURCE:
         summary.cache_source = e.get("session")
     elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:

@@ -21,6 +21,7 @@ from tuimon.analysis.stats.energy import combine_energy, energy_stats
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.flops import first_count, flop_rates
 from tuimon.analysis.stats.gc_pauses import GcTrack
+from tuimon.analysis.stats.known import ended, look
 from tuimon.analysis.stats.load import busy_periods, own_periods, session_busy
 from tuimon.analysis.stats.memory import MemoryFold, combine_memory, memory_compare, memory_stats
 from tuimon.analysis.stats.noise import pooled, session_plan, within_rounds
@@ -29,6 +30,7 @@ from tuimon.analysis.stats.probes import probe_stats
 from tuimon.analysis.stats.ranks import JobFold
 from tuimon.analysis.stats.replicates import combine_replicates, noise_interval
 from tuimon.analysis.stats.rows import RunStats, SessionSummary
+from tuimon.analysis.stats.sequential import Design
 from tuimon.analysis.stats.steady_state import (
     HEAD,
     final_loss,
@@ -206,6 +208,8 @@ class Collector:
             v.energy = combine_energy([runs[p["run"]] for p in v.processes])
         noise = pooled(list(variants.values()))  # the spread between processes, for every interval
         noise = within_rounds(list(variants.values()), noise)  # and within a round: paired ratios
+        design = Design.from_dict(self._session.until_known)  # --until-known: intervals it may stop on
+        noise = replace(noise, design=design)
         for v in variants.values():
             v.timing = noise_interval(v, noise)
             v.flops = flop_rates(first_count([runs[p["run"]] for p in v.processes]), v.timing,
@@ -243,6 +247,8 @@ class Collector:
                           skipped=list(self._session.skipped) + skipped)
         session.plan = session_plan(session.variants or session.runs, noise)
         session.verdict = decide(session)
+        if design is not None:  # how far its answer is, or why it stopped (stats/known.py)
+            session.known = ended(session.known, look(session, design), self.state.ended)
         session.files = self._files.report({r.run: r.label + (f" #{r.replicate}" if r.replicate else "")
                                             for r in runs.values()})
         return session

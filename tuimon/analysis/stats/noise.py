@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from tuimon.analysis.stats.intervals import Z95, log_se, t95
 from tuimon.analysis.stats.point import Point, point
 from tuimon.analysis.stats.rows import RunStats
+from tuimon.analysis.stats.sequential import Design
 
 # σ of a process's log median assumed when a session measured none (one process a variant): the
 # spread measured between tiny_mlp / autoencoder processes on this project's 2-core VM
@@ -63,6 +64,11 @@ class Noise:
     round_df: int = 0
     # Between sessions (compare only): σ of a session's own level, assumed (SESSION_SD).
     session_sd: float = 0.0
+    # --until-known (stats/sequential.py): the session's group-sequential design and the rounds its
+    # intervals rest on; each interval then takes the quantile of the look after that many rounds,
+    # so that the session may stop on it (a repeated confidence interval). None: a fixed length.
+    design: Design | None = None
+    rounds: int = 0
 
     @property
     def measured(self) -> bool:
@@ -70,8 +76,19 @@ class Noise:
 
     @property
     def crit(self) -> float:
-        """The two-sided 95 % quantile that goes with ``sd``: Student's t, or normal if assumed."""
-        return t95(self.df) if self.df else Z95
+        """The two-sided 95 % quantile that goes with ``sd``: Student's t, or normal if assumed;
+        under --until-known, the quantile of the session's look."""
+        return self._look(self.df) or (t95(self.df) if self.df else Z95)
+
+    @property
+    def round_crit(self) -> float:
+        """The quantile that goes with ``round_sd`` (the paired speedups)."""
+        return self._look(self.round_df) or t95(self.round_df)
+
+    def _look(self, df: int) -> float | None:
+        if self.design is None:
+            return None
+        return self.design.crit(self.rounds, df if df else math.inf)
 
     @property
     def pct(self) -> float:
@@ -91,7 +108,8 @@ class Noise:
                 "measured": self.measured, "variants": self.variants, "processes": self.processes,
                 "round_sd": round(self.round_sd, 6), "round_pct": round(self.round_pct, 3),
                 "round_df": self.round_df, "session_sd": round(self.session_sd, 6),
-                "session_pct": round(self.session_pct, 3)}
+                "session_pct": round(self.session_pct, 3), "rounds": self.rounds,
+                "sequential": self.design.to_dict() if self.design is not None else None}
 
 
 ASSUMED = Noise(FLOOR_SD, 0)
@@ -144,7 +162,7 @@ def within_rounds(rows: list[RunStats], noise: Noise) -> Noise:
     round_mean = [statistics.fmean(row[j] for row in grid) for j in range(k)]
     ss = sum((grid[i][j] - row_mean[i] - round_mean[j] + grand) ** 2 for i in range(v) for j in range(k))
     df = (v - 1) * (k - 1)
-    return replace(noise, round_sd=math.sqrt(ss / df), round_df=df)
+    return replace(noise, round_sd=math.sqrt(ss / df), round_df=df, rounds=k)
 
 
 def _paired(base: RunStats, r: RunStats, noise: Noise) -> tuple[float, float] | None:
@@ -159,7 +177,7 @@ def _paired(base: RunStats, r: RunStats, noise: Noise) -> tuple[float, float] | 
         return None
     within = [x.timing.within_log_se for x in (base, r)]
     floor = sum(w * w for w in within) if None not in within else 0.0
-    return max(2 * noise.round_sd ** 2 / len(a), floor), t95(noise.round_df)
+    return max(2 * noise.round_sd ** 2 / len(a), floor), noise.round_crit
 
 
 def measured_processes(r: RunStats) -> int:
@@ -266,7 +284,7 @@ def detectable_pct(noise: Noise, k_a: int, k_b: int) -> float:
     """The smallest change of a median (in %) that K_a against K_b processes tell from none at 95 %
     confidence, 80 % of the time: (t.975 + t.80) × σ × √(1/K_a + 1/K_b) on the log scale."""
     if noise.round_df and k_a == k_b:  # one session's variants, round by round: paired
-        sd, crit, power = noise.round_sd, t95(noise.round_df), t80(noise.round_df)
+        sd, crit, power = noise.round_sd, noise.round_crit, t80(noise.round_df)
     else:
         sd, crit, power = noise.sd, noise.crit, t80(noise.df) if noise.df else Z80
     var = sd * sd * (1 / k_a + 1 / k_b) + 2 * noise.session_sd ** 2  # two sessions: their own levels

@@ -133,17 +133,22 @@ class SessionSummary:
     noise: Any = None  # stats/noise.py's Noise: the spread between processes, measured or assumed
     plan: dict | None = None  # noise.session_plan: the least speedup it tells, processes for 10 %
     files: dict | None = None  # a script session's files kept apart (analysis/files.py)
+    # --until-known: its design and budget (session_started), and how far its answer is or why it
+    # stopped (stats/known.py's Known: the supervisor's latest word, then the summary's own)
+    until_known: dict | None = None
+    known: Any = None
 
     def to_dict(self) -> dict:
         return {"verdict": asdict(self.verdict) if self.verdict is not None else None,
                 "noise": self.noise.to_dict() if self.noise is not None else None,
                 "runs": [r.to_dict() for r in self.runs],
                 "variants": [r.to_dict() for r in self.variants],
+                "known": self.known.to_dict() if self.known is not None else None,
                 **{k: getattr(self, k) for k in ("unreadable_lines", "gpu_available", "gpu_reason",
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",
                                                  "skipped", "budget", "wall_s", "plan", "start",
-                                                 "cache_source", "files")}}
+                                                 "cache_source", "files", "until_known")}}
 
 
 def mean_of(values: list) -> float | None:

@@ -67,6 +67,7 @@ KINDS = {
     "unreliable": "unreliable",  # ``reasons``, ``remedy``
     "cannot_tell": "none",  # ``about``'s interval holds a speedup and a slowdown alike
     "stay": "stay",  # nothing faster beyond noise; ``about``: the closest
+    "same": "stay",  # --until-known: every candidate as fast as the reference within ±``margin``
     "stay_horizon": "stay",  # no compile pays off within the horizon: ``about``, ``pays_after_s``
     "stay_horizon_noise": "stay",  # ``about`` would save ``would_save_s``, within noise
     "use": "use",  # the winner, ``payoff``, ``as_fast``
@@ -116,6 +117,7 @@ class Verdict:
     would_save_s: float | None = None  # stay_horizon_noise: ``about``'s saving at its estimate
     would_save: float | None = None  # ... as a share of the reference's time over the horizon
     slow_extra_s: float | None = None  # ... and what it would add at the slow end of its interval
+    margin: float | None = None  # same: --until-known's margin (0.03: ±3 %)
 
     def answer(self, code: str) -> None:
         self.code, self.kind = code, KINDS[code]
@@ -171,6 +173,12 @@ def decide(summary: SessionSummary) -> Verdict:
             out.disqualified.append({"label": r.label, "run": r.run, "why": point("samples_unknown")})
     out.start = summary.start if summary.start != "cold" else None
     _weigh(out, ref, qualified, summary.noise or ASSUMED, summary.pin_malloc)
+    margin = (summary.until_known or {}).get("margin")
+    if out.code in ("stay", "cannot_tell") and margin and out.candidates and all(
+            c["lo"] is not None and c["lo"] >= 1 / (1 + margin) and c["hi"] <= 1 + margin
+            for c in out.candidates):
+        out.answer("same")  # the interval says more than "not faster": no difference that matters
+        out.margin = margin
     return out
 
 

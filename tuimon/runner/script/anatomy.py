@@ -76,6 +76,7 @@ class Anatomy:
         self.changes = 0
         self._lead: Optimizer | None = None  # the latest lead's record (its optimizer may be gone)
         self.said = False
+        self.epoch: int | None = None  # the training loader's batches an epoch (steps.py)
 
     def made(self, optimizer) -> None:
         self.optimizers.append(Optimizer(optimizer, len(self.optimizers)))
@@ -144,8 +145,9 @@ class Anatomy:
             rows.append(row)
         self.emitter.emit(events.ANATOMY, steps=steps, ends_at="backward" if self.leader.by_backward
                           else "optimizer.step", inside=self.leader.inside, optimizers=rows,
-                          backwards=_keys(self.backwards), loss_sums=_keys(self.losses), outside=self.outside,
-                          trainings=self.trainings, lead_changes=self.changes)
+                          backwards=_keys(self.backwards), loss_sums=_keys(self.losses),
+                          outside=self.outside, trainings=self.trainings, lead_changes=self.changes,
+                          epoch=self.epoch)
 
 
 def _name(module) -> str:

@@ -310,7 +310,7 @@ def _hook_batches(run) -> None:
             finally:
                 timeline.leave()
             t1 = perf()
-        run.batch(id(self._dataset), batch, t1 - t0)
+        run.batch(id(self._dataset), batch, t1 - t0, self)
         return batch
 
     dataloader._BaseDataLoaderIter.__next__ = next_batch

@@ -36,6 +36,15 @@ from tuimon.runner.script.validation import (
 from tuimon.settings import RunSettings
 
 
+def _epoch(loader_iter) -> int | None:
+    """A DataLoader iterator's batches an epoch, when its sampler is sized (an iterable dataset's
+    may not be, or may raise)."""
+    try:
+        return int(len(loader_iter)) if loader_iter is not None else None
+    except Exception:  # noqa: BLE001 - an unsized or odd sampler: not known
+        return None
+
+
 class StopScript(KeyboardInterrupt):
     """tuimon ends the script at a step boundary (--steps, --duration, a stop): Ctrl-C's way."""
 
@@ -73,6 +82,7 @@ class ScriptSteps:
         self.stepping_depth = 0  # optimizer step() calls under way (a closure runs inside one)
         self.train_data = None  # id of the training loader's dataset (the one a step ends with)
         self.last_data = None
+        self.epochs: dict[int, int | None] = {}  # a loader's batches an epoch (None: unsized)
         # Whose a compile is: training's or a validation pass's (its watch asks it too).
         self.validating = validating or Validating()
         self.recurring = Recurring()  # whether the validation work a step held makes it a gap
@@ -98,9 +108,11 @@ class ScriptSteps:
         if not self.started and self.enabled:
             self._start()
 
-    def batch(self, data_key: int, batch, seconds: float) -> None:
+    def batch(self, data_key: int, batch, seconds: float, loader_iter=None) -> None:
         if not self.enabled:
             return
+        if data_key not in self.epochs:  # its batches an epoch, once: --until-known waits for its end
+            self.epochs[data_key] = _epoch(loader_iter)
         if not self.started:
             # Training starts with this batch: its wait (a loader's workers starting) came before
             # step 0's clock, so it is start-up, not the step's data time; the data part is seen.
@@ -284,6 +296,7 @@ class ScriptSteps:
             self.fetched.after_gap()
         if self.train_data is None:
             self.train_data = self.last_data
+            self.anatomy.epoch = self.epochs.get(self.train_data)
         self._accumulation(summed)
         self.anatomy.step_ended(engine.i, self.backwards, summed, held_kinds(held), self.gap)
         pre = (self.backward_at - self._t0) * 1000.0 if self.backward_at >= self._t0 else None
