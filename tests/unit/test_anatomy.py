@@ -225,3 +225,35 @@ def test_a_cadence_is_read_over_each_optimizers_own_span():
         "another optimizer: `Adam.step()` (its module not found, 1 parameters) 2× every 2 steps (100 steps)",
         "another optimizer: `Adam.step()` (its module not found, 1 parameters) every step in steps 60–79 "
         "(20 steps)"]
+
+
+def test_a_burst_of_load_is_no_cycle():
+    """x-transformers' copy task on a loaded machine (issue 40 rerun, N13): its steps jumped from
+    ~400 ms to ~800 ms for a stretch, which repeats at every short lag; read as 3-step cycles,
+    the compiled row's 'mean step' made a 1.11x speedup read 0.75x."""
+    import random
+
+    from tuimon.analysis.stats.cycles import cycle
+
+    rng = random.Random(1)
+    steps = [(800.0 if 40 <= i < 70 else 400.0) * (1 + 0.05 * rng.random()) for i in range(120)]
+    assert cycle(steps) == 1
+    sac = [16.45 if i % 3 == 0 else 5.45 for i in range(120)]
+    assert cycle(sac) == 3  # alternating steps still are
+
+
+def test_a_module_whose_compile_failed_is_said_to_run_eager():
+    """yunjey's LSTM language model: tuimon asked to compile RNNLM, Dynamo could not, and the
+    loop's section said "RNNLM compiled by tuimon" (issue 40 rerun, N12)."""
+    from dataclasses import replace
+
+    from tuimon.analysis import RunStats
+    from tuimon.analysis.stats.point import point
+    from tuimon.report.anatomy_text import modules_text
+
+    r = RunStats(run="default-script", mode="default", precision="script")
+    r.anatomy = Anatomy(ends_at="optimizer.step", optimizers=({"optimizer": "Adam", "module": "RNNLM",
+                                                               "compiled": "tuimon", "lead": True},))
+    assert modules_text(r) == "RNNLM compiled by tuimon (the script compiles none)"
+    r.compile = replace(r.compile, nothing_compiled=point("failed", failure={"reason": "LSTM"}))
+    assert modules_text(r).endswith("but the compile failed: it ran eager")

@@ -109,8 +109,11 @@ def loss_text(a) -> str:
 
 def modules_text(r: RunStats) -> str:
     parts = []
+    failed = r.compile.nothing_compiled is not None and r.compile.nothing_compiled.code == "failed"
     for o in r.anatomy.optimizers:
         how = HOW.get(o.get("compiled") or "", o.get("compiled") or "not said")
+        if failed and o.get("compiled") in ("tuimon", "script"):
+            how += ", but the compile failed: it ran eager"  # asked, never run compiled
         parts.append(f"{o.get('module') or 'its module'} {how.format(beside=o.get('beside'))}")
     return "; ".join(parts) or "no optimizer: nothing to compile by"
 

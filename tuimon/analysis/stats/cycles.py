@@ -7,8 +7,10 @@ median of the cycles' mean steps parts from the steps' median by ``UNEVEN`` or m
 statistics take the cycles' mean steps as the row's steps (steady_state.py): its median step is
 then a cycle's mean step. The cycle's length comes from how the loop was
 read (another optimizer's cadence: analysis/stats/anatomy.py) or, failing that, from the step
-times themselves (the lag, up to ``LONGEST``, at which they repeat best). A cycle one row of a
-session finds weighs every row (collect.py): a comparison is of cycle means on both sides."""
+times themselves (the lag, up to ``LONGEST``, at which they repeat best), unless they repeat at
+lag 1 too: steps that drift together (a burst of load) repeat at every short lag, no cycle. A
+cycle one row of a session finds weighs every row (collect.py): a comparison is of cycle means
+on both sides."""
 
 from __future__ import annotations
 
@@ -48,9 +50,14 @@ def _lags(ms: list[float], hint: int) -> list[int]:
     var = sum(d * d for d in dev)
     if not var:
         return []
+    def r(k: int) -> float:
+        return sum(dev[j] * dev[j + k] for j in range(n - k)) / var * n / (n - k)
+
+    # Steps that repeat at lag 1 too drift together (a load burst, a slower stretch): they repeat
+    # at every short lag, which is no cycle. Alternating steps repeat at their lag only.
+    drifting = r(1) >= REPEATS
     found = []
     for k in range(2, min(LONGEST, n // CYCLES) + 1):
-        r = sum(dev[j] * dev[j + k] for j in range(n - k)) / var * n / (n - k)
-        if r >= REPEATS:
+        if (k == hint or not drifting) and r(k) >= REPEATS:
             found.append((k != hint, k))  # a cycle's multiples repeat too: the shortest first
     return [k for _, k in sorted(found)]
