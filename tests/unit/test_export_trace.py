@@ -190,6 +190,10 @@ def test_a_job_has_tracks_per_rank_and_a_script_session_its_validation_compiles(
         doc = json.loads(out.read_text())
         check_format(doc)
         threads = set(names(doc).values())
+        counters = {e["name"] for e in doc["traceEvents"] if e["ph"] == "C"}
+        assert {"CPU", "RSS"} <= counters
+        # the runner's memory events
+        assert ("rank 0 peak RSS" if "ranks" in name else "peak RSS") in counters
         if "ranks" in name:
             assert {"rank 0 · steps", "rank 1 · steps", "rank 0 · compiles", "rank 1 · phases"} <= threads
         else:

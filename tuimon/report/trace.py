@@ -43,17 +43,15 @@ MIB = 1 << 20
 RUN_COUNTERS = (("cpu_percent", "CPU", "%", 1), ("rss", "RSS", "MiB", MIB),
                 ("gpu_mem", "GPU memory", "MiB", MIB), ("sm_util", "GPU SM", "%", 1))
 SYSTEM_COUNTERS = (("cpu_percent", "system CPU", "%", 1), ("mem_used", "system memory", "MiB", MIB))
+# The runner's memory events (its peaks so far; on CUDA, the window's).
+MEMORY_COUNTERS = (("peak_rss", "peak RSS", "MiB", MIB),
+                   ("cuda_peak_allocated", "CUDA peak allocated", "MiB", MIB),
+                   ("cuda_peak_reserved", "CUDA peak reserved", "MiB", MIB))
 DEVICE_COUNTERS = (("util_gpu", "util", "%", 1), ("mem_used", "memory", "MiB", MIB),
                    ("temp_c", "temperature", "°C", 1), ("power_w", "power", "W", 1))
 STEP_ARGS = ("i", "ms", "loss", "n", "data_ms", "phase", "compile_ms", "profiled", "gap", "mem", "pre_ms")
 COMPILE_ARGS = ("compile_id", "forward", "frame", "where", "seconds", "graph_ops", "guards", "graph_breaks",
                 "recompile_reason", "cache", "kernels", "graph", "failed", "fail_reason", "outside")
-
-
-def _us(us: int) -> int:
-    """Whole µs: ts + dur then sums exactly (float µs did not: a slice seemed to end past the
-    next one's start, and viewers nested them)."""
-    return us
 
 
 @dataclass
@@ -111,7 +109,9 @@ class Trace:
         self._compiles: dict[tuple[str, int | None, str], list[dict]] = {}
 
     def us(self, t: float) -> int:
-        """µs since the session's first event (never before it)."""
+        """Whole µs since the session's first event (never before it): a ts + dur then sums
+        exactly (float µs did not: a slice seemed to end past the next one's start, and viewers
+        nested them)."""
         return max(0, round((t - self.t0) * 1e6))
 
     def add(self, e: dict) -> list[dict]:
@@ -129,6 +129,11 @@ class Trace:
             return self._step(e, run, rank, at)
         if kind == events.SAMPLE:
             return self._sample(e, at)
+        if kind == events.MEMORY and run is not None:  # the run's own word on its peaks
+            who = "" if rank is None else f"rank {rank} "
+            out = [_counter(self.tracks.pid(run), at, who + name, unit, e.get(key), scale)
+                   for key, name, unit, scale in MEMORY_COUNTERS]
+            return [c for c in out if c is not None]
         self._hold(e, kind, run, rank, at)
         return []
 
@@ -145,7 +150,7 @@ class Trace:
         split = step_split(e)
         if split:
             args["parts"] = PARTS_NOTE
-        out = [{"name": "step", "cat": "step", "ph": "X", "ts": _us(start), "dur": _us(dur), "pid": pid,
+        out = [{"name": "step", "cat": "step", "ph": "X", "ts": start, "dur": dur, "pid": pid,
                 "tid": tid, "args": args}]
         cursor, stop = start, start + dur
         for name, part_ms in split.items():
@@ -154,7 +159,7 @@ class Trace:
             length = min(round(part_ms * 1e3), stop - cursor)
             if length <= 0:
                 break
-            out.append({"name": name, "cat": "step part", "ph": "X", "ts": _us(cursor), "dur": _us(length),
+            out.append({"name": name, "cat": "step part", "ph": "X", "ts": cursor, "dur": length,
                         "pid": pid, "tid": tid, "args": {"ms": round(part_ms, 4)}})
             cursor += length
         return out
@@ -201,7 +206,7 @@ class Trace:
             name = f"{name}: {e.get('action')}"
         args = {k: v for k, v in e.items() if k not in ("type", "t", "run", "rank")}
         self._held.setdefault((pid, tid), []).append(
-            {"name": name, "cat": e["type"], "ph": "i", "s": "t" if run is not None else "p", "ts": _us(at),
+            {"name": name, "cat": e["type"], "ph": "i", "s": "t" if run is not None else "p", "ts": at,
              "pid": pid, "tid": tid, "args": args})
 
     def _capture(self, e: dict, run: str, rank: int | None, at: int) -> None:
@@ -218,8 +223,8 @@ class Trace:
         keep = ("state", "source", "window", "active_steps", "recorded_steps", "partial", "step_ms", "split",
                 "trace", "error", "notes")
         self._held.setdefault((pid, tid), []).append(
-            {"name": f"capture {e.get('capture')}", "cat": "profile", "ph": "X", "ts": _us(start),
-             "dur": _us(max(0, end - start)), "pid": pid, "tid": tid,
+            {"name": f"capture {e.get('capture')}", "cat": "profile", "ph": "X", "ts": start,
+             "dur": max(0, end - start), "pid": pid, "tid": tid,
              "args": {k: e[k] for k in keep if e.get(k) is not None}})
 
     def finish(self) -> list[dict]:
@@ -245,7 +250,7 @@ class Trace:
         for (at, e), end in zip(changes, ends, strict=True):
             args = {k: v for k, v in e.items() if k not in ("type", "t", "run", "rank", "phase")}
             self._held.setdefault((pid, tid), []).append(
-                {"name": str(e.get("phase")), "cat": "phase", "ph": "X", "ts": _us(at), "dur": _us(end - at),
+                {"name": str(e.get("phase")), "cat": "phase", "ph": "X", "ts": at, "dur": end - at,
                  "pid": pid, "tid": tid, "args": args})
 
     def _compile_slices(self, run: str, rank: int | None, track: str, compiles: list[dict]) -> None:
@@ -263,7 +268,7 @@ class Trace:
             name = f"compile {e.get('compile_id')}" + ("" if e.get("forward", True) else " (backward)")
             held = self._held.setdefault((pid, tid), [])
             args = {k: e[k] for k in COMPILE_ARGS if e.get(k) is not None} | {"phases_s": e.get("phases")}
-            held.append({"name": name, "cat": "compile", "ph": "X", "ts": _us(start), "dur": _us(end - start),
+            held.append({"name": name, "cat": "compile", "ph": "X", "ts": start, "dur": end - start,
                          "pid": pid, "tid": tid, "args": args})
             cursor = start
             for part in COMPILE_PARTS:
@@ -271,8 +276,8 @@ class Trace:
                 length = min(round(seconds * 1e6), end - cursor)
                 if length <= 0:
                     continue
-                held.append({"name": part, "cat": "compile phase", "ph": "X", "ts": _us(cursor),
-                             "dur": _us(length), "pid": pid, "tid": tid, "args": {"s": seconds}})
+                held.append({"name": part, "cat": "compile phase", "ph": "X", "ts": cursor,
+                             "dur": length, "pid": pid, "tid": tid, "args": {"s": seconds}})
                 cursor += length
 
 
@@ -287,7 +292,7 @@ def _compile_track(e: dict) -> str:
 def _counter(pid: int, at: int, name: str, unit: str, value, scale: int) -> dict | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    return {"name": name, "cat": "sample", "ph": "C", "ts": _us(at), "pid": pid, "tid": 0,
+    return {"name": name, "cat": "sample", "ph": "C", "ts": at, "pid": pid, "tid": 0,
             "args": {unit: round(value / scale, 3)}}
 
 
