@@ -141,7 +141,8 @@ def test_an_earlier_export_is_not_mixed_into(synthetic, tmp_path, capsys):
 
 
 def test_tensorboardx_missing_is_one_line_and_exit_1(synthetic, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "tensorboardX", None)
+    for name in [m for m in sys.modules if m.split(".")[0] == "tensorboardX"] + ["tensorboardX"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if never installed (imported ones too)
     assert main(["export", str(synthetic), "--tensorboard", str(tmp_path / "tb")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'tensorboardX>=2.6'" in err and "tuimon[tensorboard]" in err
