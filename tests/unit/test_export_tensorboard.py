@@ -129,9 +129,11 @@ def test_an_earlier_export_is_not_mixed_into(synthetic, tmp_path, capsys):
     assert main(["export", str(synthetic), "--tensorboard", str(out)]) == 0
     (out / "eager-fp32" / "notes.txt").write_text("theirs")
     capsys.readouterr()
-    assert main(["export", str(synthetic), "--tensorboard", str(out)]) == 2
+    trace = tmp_path / "t.json"
+    assert main(["export", str(synthetic), "--tensorboard", str(out), "--trace", str(trace)]) == 2
     err = capsys.readouterr().err
     assert "holds event files already" in err and "--overwrite" in err and err.count("\n") == 1
+    assert not trace.exists()  # refused before anything was written
     assert main(["export", str(synthetic), "--tensorboard", str(out), "--overwrite"]) == 0
     assert len(list((out / "eager-fp32").glob("events.out.tfevents.*"))) == 1
     assert (out / "eager-fp32" / "notes.txt").read_text() == "theirs"

@@ -252,3 +252,13 @@ def test_bad_input_is_one_line_and_exit_2(synthetic, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"tuimon: wrote {tmp_path / 'old.json'}") and "ui.perfetto.dev" in out
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_torn_line_is_skipped_and_said(synthetic, tmp_path, capsys):
+    torn = Path(shutil.copytree(synthetic, tmp_path / "torn"))
+    with open(torn / "events.jsonl", "a") as f:
+        f.write('{"type": "step", "t": 18000')
+    assert main(["export", str(torn), "--trace", str(tmp_path / "t.json")]) == 0
+    err = capsys.readouterr().err
+    assert err == "tuimon: warning: events.jsonl: 1 unreadable line skipped (torn write?)\n"
+    check_format(json.loads((tmp_path / "t.json").read_text()))

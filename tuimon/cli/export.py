@@ -47,7 +47,7 @@ def export_command(args: argparse.Namespace) -> int:
     if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
         raise UsageError(why)
     trace = _trace_target(args.trace, args.overwrite) if args.trace else None
-    board = _board_target(args.tensorboard) if args.tensorboard else None
+    board = _board_target(args.tensorboard, args.overwrite) if args.tensorboard else None
     if trace is not None:
         _write_trace(args.session, trace)
     if board is not None:
@@ -66,12 +66,19 @@ def _trace_target(path: str, overwrite: bool) -> Path:
     return target
 
 
-def _board_target(path: str) -> Path:
+def _board_target(path: str, overwrite: bool) -> Path:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise UsageError(f"--tensorboard wants a directory, and {path} is a file")
     if not target.exists() and not target.parent.is_dir():
         raise UsageError(f"--tensorboard {path}: no such directory {target.parent}")
+    if not overwrite:
+        from tuimon.report import tensorboard
+
+        try:
+            tensorboard.check(target)
+        except tensorboard.Occupied as exc:
+            raise UsageError(str(exc)) from None
     return target
 
 

@@ -102,8 +102,9 @@ class _Run:
     t: float | None = None  # the latest walltime
 
 
-def _check(target: Path) -> None:
-    """An earlier export's runs in DIR: TensorBoard would mix both (a run's two files read as one)."""
+def check(target: Path) -> None:
+    """An earlier export's runs in DIR: TensorBoard would mix both (a run's two files read as one).
+    Raises Occupied (the command asks before it writes anything)."""
     found = sorted(target.glob(f"*/{EVENT_FILES}")) if target.is_dir() else []
     if found:
         raise Occupied(f"--tensorboard {target}: {found[0].parent} holds event files already "
@@ -121,7 +122,7 @@ def export(session: str | Path, target: Path, overwrite: bool = False) -> Writte
     opened, Summary, text = _tensorboardx()
     meta = store.read_meta(session)
     if not overwrite:
-        _check(target)
+        check(target)
     counts: dict[str, int] = {}
     collector = Collector()
     open_runs: dict[str, _Run] = {}
