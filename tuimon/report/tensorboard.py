@@ -111,6 +111,11 @@ def check(target: Path) -> None:
                        "(TensorBoard would mix both exports): --overwrite replaces them")
 
 
+def _dir_name(run: str) -> str:
+    """The run's directory in DIR: its name (file-system safe, variants.py), never a path out."""
+    return "".join(c if c.isalnum() or c in "-_.=+," else "_" for c in run).lstrip(".") or "_"
+
+
 def _clear(run_dir: Path) -> None:
     """--overwrite: the event files of the run's directory go (nothing else in it)."""
     for old in run_dir.glob(EVENT_FILES) if run_dir.is_dir() else ():
@@ -130,8 +135,8 @@ def export(session: str | Path, target: Path, overwrite: bool = False) -> Writte
 
     def run_of(run: str) -> _Run:
         if run not in open_runs:
-            _clear(target / run)
-            open_runs[run] = _Run(opened(target / run))
+            _clear(target / _dir_name(run))
+            open_runs[run] = _Run(opened(target / _dir_name(run)))
         return open_runs[run]
 
     try:
