@@ -94,7 +94,7 @@ def tuimon(tmp_path, inductor_cache):
                                                            args[args.index("--"):])
         cmd = [sys.executable, "-m", "tuimon", *ours]
         command = args[0] if args and args[0] in ("summary", "replay", "attach", "ls", "compare",
-                                                          "try") else "run"
+                                                          "try", "report", "export") else "run"
         if "--out" not in ours and command in ("run", "attach", "ls"):
             cmd += ["--out", str(out)]
         if cache and command == "run":

@@ -1,7 +1,8 @@
 """Command line: ``tuimon [RECIPE] [options]`` runs a session, ``tuimon run [options] -- python
 train.py`` one of the user's own script; ``tuimon summary DIR`` exports;
 ``sweep`` races every mode and precision for a verdict; ``compare`` diffs sessions; ``report``
-writes a session's report.html (its figures drawn with matplotlib, imported only then); ``replay``,
+writes a session's report.html (its figures drawn with matplotlib, imported only then); ``export``
+a session as a Perfetto trace or TensorBoard runs; ``replay``,
 ``attach`` and ``ls`` open and list sessions; ``serve`` puts the TUI in a browser; ``doctor``
 reports the machine.
 
@@ -65,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             from tuimon.cli import report
 
             return report.report_command(report.report_parser().parse_args(argv[1:]))
+        if argv[:1] == ["export"]:  # tuimon export SESSION --trace F.json --tensorboard DIR
+            from tuimon.cli import export
+
+            return export.export_command(export.export_parser().parse_args(argv[1:]))
         if argv[:1] == ["ls"]:
             from tuimon.cli import ls
 

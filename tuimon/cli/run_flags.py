@@ -43,6 +43,8 @@ def run_parser() -> Parser:
         epilog="Other commands: 'tuimon sweep RECIPE' races every mode and precision for a "
         "verdict; 'tuimon summary SESSION_DIR' re-exports a session's summary; "
         "'tuimon report SESSION_DIR' writes its report.html (figures, offline); "
+        "'tuimon export SESSION_DIR --trace F.json --tensorboard DIR' writes it for Perfetto and "
+        "TensorBoard; "
         "'tuimon replay SESSION_DIR' opens the TUI on a recorded session; "
         "'tuimon attach [SESSION_DIR]' opens the TUI again on a session running in the background; "
         "'tuimon serve [SESSION_DIR]' puts it in a browser; "

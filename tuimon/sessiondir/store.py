@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tuimon import events
@@ -217,16 +218,28 @@ def read_events(path: str | Path) -> tuple[list[dict], int]:
         return parse_events(f)
 
 
-def parse_events(lines) -> tuple[list[dict], int]:
-    out: list[dict] = []
-    bad = 0
+def iter_events(path: str | Path, counts: dict[str, int] | None = None) -> Iterator[dict]:
+    """Each event of a session in file order, a line at a time: memory stays bounded however
+    long the session (tuimon export). ``counts["bad"]`` ends as the unreadable line count."""
+    with open(Path(path) / EVENTS, encoding="utf-8", errors="replace") as f:
+        yield from decoded(f, counts if counts is not None else {})
+
+
+def decoded(lines, counts: dict[str, int]) -> Iterator[dict]:
+    """The events among ``lines``; a blank line is skipped, a torn or foreign one counted."""
+    counts.setdefault("bad", 0)
     for line in lines:
         event = events.decode(line)
         if event is None:
-            bad += bool(line.strip())
+            counts["bad"] += bool(line.strip())
         else:
-            out.append(event)
-    return out, bad
+            yield event
+
+
+def parse_events(lines) -> tuple[list[dict], int]:
+    counts: dict[str, int] = {}
+    out = list(decoded(lines, counts))
+    return out, counts["bad"]
 
 
 def is_session(path: str | Path) -> bool:
