@@ -5,6 +5,8 @@ synthetic events; the real scripts run in tests/e2e/test_anatomy_runs.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from test_stats import run_events
 
@@ -94,7 +96,7 @@ def test_the_printed_series_that_matches_is_the_one_checked():
         "d": [[i, 0.5 + i / 100] for i in range(10)], "g": [[i, 9.0 - i / 10] for i in range(10)]}})
     (check,) = checked(read, ours, {}).checks
     assert check.code == "losses_agree" and check.figures["name"] == "g"
-    from tuimon.report.anatomy_text import _check
+    from tuimon.report.anatomy_text import check_text as _check
 
     assert _check(check) == "its printed G losses agree with tuimon's at 10 steps"
 
@@ -257,3 +259,26 @@ def test_a_module_whose_compile_failed_is_said_to_run_eager():
     assert modules_text(r) == "RNNLM compiled by tuimon (the script compiles none)"
     r.compile = replace(r.compile, nothing_compiled=point("failed", failure={"reason": "LSTM"}))
     assert modules_text(r).endswith("but the compile failed: it ran eager")
+
+
+def test_the_process_time_is_set_against_what_the_steps_account_for():
+    """Issue 40: the time accounted for (start-up, steps, turns waited, the end) against the
+    process's life; work in none of them (steps that do not hold the loop) is said, and doubts the
+    row."""
+    from tuimon.analysis.stats.anatomy import doubts
+    from tuimon.report.anatomy_text import check_text as _check
+
+    ms = {i: 100.0 for i in range(100)}  # 10 s of steps, from t=1005 to t=1015 (+ 3 s waited)
+    clock = {"t": 1016.0, "seconds": 13.5, "paused_s": 3.0, "profile_s": 0.0,
+             "exited_t": 1020.0, "life_s": 20.0}  # born at 1000: 5 s start-up, 5 s after
+    read = Anatomy(ends_at="optimizer.step", steps=100, clock=clock)
+    (p,) = checked(read, {}, ms, (1005.0, 1018.0)).checks
+    assert p.code == "time_accounted" and p.figures["outside_s"] == 0.0 and p.figures["after_s"] == 2.0
+    assert _check(p) == ("its process's 20.0 s: start-up 5.0 s, steps 10.0 s, waits for other "
+                         "variants' turns 3.0 s, after its last step 2.0 s; 0 ms in none")
+    # a loop whose steps hold a third of its work: 40 s of a 60 s life in none of them
+    clock = {**clock, "exited_t": 1060.0, "life_s": 60.0}
+    a = checked(replace(read, clock=clock), {}, ms, (1005.0, 1058.0))
+    (p,) = a.checks
+    assert p.code == "time_outside" and p.figures["outside_s"] == 40.0
+    assert [d.code for d in doubts(a)] == ["time_outside"]

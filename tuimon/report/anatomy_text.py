@@ -29,7 +29,8 @@ HOW = {
 # What a step held besides training (runner/script/validation.py's kinds, joined by "+").
 HELD = {"eval": "model.eval()", "loader": "another DataLoader's batches",
         "no_grad": "calls of the trained module with gradients off (sampling, generation, a rollout)"}
-DISAGREE = {"losses_differ", "losses_scaled", "times_differ", "steps_differ"}  # said as warnings
+DISAGREE = {"losses_differ", "losses_scaled", "times_differ", "steps_differ",  # said as warnings
+            "time_outside"}
 LOSS_WORDS = {True: "the sum of the {n} backward() losses before each step() (a script that "
                     "scales each micro-batch's loss by 1/{n} prints this sum)",
               False: "the backward() loss before each step()"}
@@ -55,8 +56,9 @@ def section(summary: SessionSummary) -> Section:
     if a.lead_changes > 1:
         lines.append(Line(FACT, trainings_text(a), {"part": "trainings"}))
     for r in rows:
-        lines += [Line(WARNING if p.code in DISAGREE else NOTE,
-                       check_text(p, r), {"label": r.label, "code": p.code})
+        # a note is said with its row's label by every surface; a warning names it itself
+        lines += [Line(WARNING, f"{r.label}: {check_text(p)}", {"label": r.label, "code": p.code})
+                  if p.code in DISAGREE else Line(NOTE, check_text(p), {"label": r.label, "code": p.code})
                   for p in r.anatomy.checks]
     return Section("loop", "How tuimon read the loop", tuple(lines))
 
@@ -146,13 +148,8 @@ def trainings_text(a) -> str:
             "each new model's first compiles are its own warm-up")
 
 
-def check_text(p, r: RunStats) -> str:
-    """One check of the reading against the script's prints, for the row ``r`` (named: each
-    variant has its own)."""
-    return f"{r.label}: {_check(p)}"
-
-
-def _check(p) -> str:
+def check_text(p) -> str:
+    """One check of the reading against the run: the script's prints, the steps, its time."""
     f = p.figures
     which = f"printed {f['name'].upper() if len(f['name']) <= 2 else f['name']} loss" if f.get(
         "name") else "printed loss"
@@ -174,6 +171,13 @@ def _check(p) -> str:
     if p.code == "times_differ":
         return (f"its printed step times are {f['ratio']:g}× tuimon's at {f['pairs']} steps: its "
                 "timer and tuimon's do not time the same work")
+    if p.code in ("time_accounted", "time_outside"):
+        parts = (f"start-up {fmt_s(f['startup_s'])}, steps {fmt_s(f['steps_s'])}, waits for other "
+                 f"variants' turns {fmt_s(f['waits_s'])}, after its last step {fmt_s(f['after_s'])}")
+        if p.code == "time_outside":
+            return (f"{fmt_s(f['outside_s'])} of its process's {fmt_s(f['life_s'])} ran in none of its "
+                    f"steps ({parts}): the steps do not hold all of its loop's work")
+        return f"its process's {fmt_s(f['life_s'])}: {parts}; {fmt_s(f['outside_s'])} in none"
     if p.code == "steps_differ":
         return (f"{f['lead_steps']} `{f['optimizer']}.step()` calls for {f['steps']} steps: a step "
                 "was not one optimizer step")

@@ -15,6 +15,10 @@ from tuimon.analysis.stats.point import Point, point
 AGREE = 1e-3  # relative: a printed loss agrees with tuimon's (4 to 6 printed digits)
 NEAR = 0.02  # ... is within 2 % of it at every step: the same quantity, another sample of it
 TIME_AGREE = 0.10  # a printed step time within 10 % of tuimon's at the same step
+# Time in no step, no turn's wait, not the start-up or the end, from which the steps do not hold
+# the loop's work: 10 % of the process's life and 5 s (a bookkeeping residue is ~1 s: the
+# compiled variants of eleven public scripts read 0.1 to 2.1 s, issue 40's rerun)
+OUTSIDE, OUTSIDE_S = 0.10, 5.0
 ENOUGH = 3  # pairs of a series needed to say anything
 
 
@@ -34,6 +38,8 @@ class Anatomy:
     trainings: tuple[dict, ...] = ()  # {step, optimizer}: the lead from that step on
     lead_changes: int = 0
     printed: dict = field(default_factory=dict)  # what the script printed: {losses, ms}
+    # the run's clock: finished's t, seconds, paused_s, profile_s; run_exited's exited_t, life_s
+    clock: dict = field(default_factory=dict)
     checks: tuple[Point, ...] = ()
 
     @property
@@ -85,13 +91,15 @@ def cadence(every: float | None) -> float:
     return near if abs(every - near) <= 0.15 * every else round(every, 1)
 
 
-def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float]) -> Anatomy:
+def checked(a: Anatomy, losses: dict[int, float], ms: dict[int, float],
+            span: tuple[float, float] | None = None) -> Anatomy:
     """The reading set against the run: the script's printed losses and step times against
-    tuimon's at the same steps (``losses``, ``ms``: step -> value), and the lead's step() calls
-    against the steps it ended."""
+    tuimon's at the same steps (``losses``, ``ms``: step -> value), the lead's step() calls
+    against the steps it ended, and the process's time against what the steps account for
+    (``span``: the first step's start and the last one's end, epoch seconds)."""
     if a.ends_at is None:
         return a
-    out = []
+    out = [_time(a, sum(ms.values()) / 1000.0, span)]
     named = a.printed.get("losses_by") or (
         {"": a.printed["losses"]} if a.printed.get("losses") else {})
     if named:
@@ -111,7 +119,7 @@ def doubts(a: Anatomy) -> list[Point]:
     not one step() of its lead (``steps_differ``), and several trainings of different models
     one after another pooled into one steady state (``trainings``: a distillation script's
     teacher then students; one model's new optimizer each epoch is one training)."""
-    out = [p for p in a.checks if p.code == "steps_differ"]
+    out = [p for p in a.checks if p.code in ("steps_differ", "time_outside")]
     modules = {a.optimizers[t["optimizer"]].get("module") for t in a.trainings
                if t.get("optimizer") is not None and t["optimizer"] < len(a.optimizers)}
     if a.lead_changes > 1 and len(modules) > 1:
@@ -177,6 +185,27 @@ def _times(printed: list, ours: dict[int, float]) -> Point | None:
     ratio = statistics.median(p / o for p, o in best[1])
     code = "times_agree" if abs(ratio - 1) <= TIME_AGREE else "times_differ"
     return point(code, pairs=len(best[1]), ratio=round(ratio, 3))
+
+
+def _time(a: Anatomy, steps_s: float, span: tuple[float, float] | None) -> Point | None:
+    """The process's life as the steps account for it: its start-up before the first step, the
+    steps, the turns it waited for (and profiler captures), its end after the last step, and
+    what is in none of them. Work the steps do not hold (a loop whose steps tuimon misread, a
+    training between them) shows there; ``time_outside`` when it is over OUTSIDE of its life."""
+    c = a.clock
+    if span is None or c.get("life_s") is None or c.get("exited_t") is None or c.get("seconds") is None:
+        return None
+    life = float(c["life_s"])
+    born = float(c["exited_t"]) - life
+    startup = max(0.0, span[0] - born)
+    after = max(0.0, float(c["exited_t"]) - span[1])
+    waits = float(c.get("paused_s") or 0.0) + float(c.get("profile_s") or 0.0)
+    outside = life - startup - steps_s - waits - after
+    figures = {"life_s": round(life, 2), "startup_s": round(startup, 2), "steps_s": round(steps_s, 2),
+               "waits_s": round(waits, 2), "after_s": round(after, 2),
+               "outside_s": round(max(outside, 0.0), 2)}
+    code = "time_outside" if outside > max(OUTSIDE_S, OUTSIDE * life) else "time_accounted"
+    return point(code, **figures)
 
 
 def _close(a: float, b: float, rel: float = AGREE) -> bool:

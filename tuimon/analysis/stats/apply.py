@@ -92,6 +92,8 @@ def apply_run(r: RunStats, e: dict) -> None:
         r.probes = replace(r.probes, **{key: max(getattr(r.probes, key) or 0, e[key]) for key in (
             "peak_rss", "cuda_peak_allocated", "cuda_peak_reserved") if e.get(key) is not None})
     elif kind == events.FINISHED:
+        r.anatomy = replace(r.anatomy, clock={**r.anatomy.clock, **{
+            k: e[k] for k in ("t", "seconds", "paused_s", "profile_s") if e.get(k) is not None}})
         c = r.compile
         r.compile = replace(
             c, compiles=e.get("compiles", c.compiles),
@@ -99,10 +101,14 @@ def apply_run(r: RunStats, e: dict) -> None:
             # training's apart (script runs)
             val_compiles=e.get("val_compiles", c.val_compiles),
             val_compile_s=e["val_compile_s"] if e.get("val_compile_s") else c.val_compile_s)
+    elif kind == events.RUN_EXITED:  # its process's end: the time check's (stats/anatomy.py)
+        r.anatomy = replace(r.anatomy, clock={**r.anatomy.clock, "exited_t": e["t"],
+                                              "life_s": e.get("seconds")})
     elif kind == events.ANATOMY:  # how its loop was read, counts so far (checked at the summary)
         r.anatomy = anatomy_of(e, r.anatomy)
     elif kind == events.PRINTED:  # what the script printed of its steps (control/printed.py)
-        r.anatomy = replace(r.anatomy, printed={k: e[k] for k in ("losses", "ms") if e.get(k)})
+        r.anatomy = replace(r.anatomy, printed={k: e[k] for k in ("losses", "losses_by", "ms")
+                                                if e.get(k)})
     elif kind == events.FLOPS:  # a new record: the counts and peaks (rates at the summary)
         r.flops = counted(e)
     elif kind == events.WARNING:

@@ -279,7 +279,9 @@ class Collector:
             window = steady_window(steps)
             r = job.summarize(r, self.state.runs[r.run], timing.steady_from, window[0] if window else None)
         r.compile = compile_story(r)  # once its status and steady state are known
-        r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps})
+        whole = steps and len(steps) == self._counts[r.run][0]  # every step kept (not the live UI's)
+        span = (steps[0]["t"] - steps[0]["ms"] / 1000.0, steps[-1]["t"]) if whole else None
+        r.anatomy = checked(r.anatomy, self._loss[r.run].points, {s["i"]: s["ms"] for s in steps}, span)
         r.doubts = r.doubts + reading_doubts(r.anatomy)  # a reading the run contradicts
         r.flops = flop_rates(r.flops, r.timing, r.phases, r.device, r.device_name, r.doubts)
         return r
