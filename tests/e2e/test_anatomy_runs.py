@@ -68,3 +68,5 @@ def test_an_agent_used_through_its_methods_has_its_parts_compiled(tuimon):
     assert o["module"] == "Sequential + Sequential" and o["compiled"] == "tuimon"
     assert rows["default-script"]["compile"]["graphs_fwd"] >= 2  # actor and critic
     assert rows["default-script"]["anatomy"]["steps"] == 24  # 3 iterations of 2 epochs x 4 minibatches
+    # the rollouts of iterations 2 and 3, through the parts with gradients off: outside training
+    assert rows["default-script"]["anatomy"]["outside"]["no_grad"]["steps"] == [8, 16]

@@ -173,6 +173,11 @@ def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
     def first_step() -> None:
         modes.trained.first_step(run.leader.optimizers)  # each optimizer's module: compiled, or why not
         forward.give_up()  # no trained module found to time: said once
+        if forward.module is None and run.leader.lead is not None:  # a model used through its parts
+            from tuimon.runner.script import part_calls
+
+            for part in modes.trained.parts(run.leader.lead):
+                part_calls.watch(part, run.no_grad_call)
         if run.engine.profiler is not None:  # module spans need the model: known by now, if ever
             run.engine.profiler.model = modes.trained.auto_compiled
 

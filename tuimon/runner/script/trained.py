@@ -188,6 +188,14 @@ class TrainedModules:
         self._compile(module, "the module an optimizer trains")
         return "tuimon", None
 
+    def parts(self, optimizer) -> list:
+        """The modules ``optimizer`` trains when no one module holds its parameters (its parts,
+        found in the first step), else []."""
+        for entry in self._found:
+            if entry[0]() is optimizer and len(entry[1]) > 1:
+                return [m for m in (ref() for ref in entry[1]) if m is not None]
+        return []
+
     def _named_call(self, module, args):
         """--compile-module NAME: the first module called whose class is NAME."""
         kind = type(module)
