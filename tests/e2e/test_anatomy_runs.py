@@ -66,3 +66,24 @@ def test_an_agent_used_through_its_methods_has_its_parts_compiled(tuimon):
     assert o["module"] == "Sequential + Sequential" and o["compiled"] == "tuimon"
     assert rows["default-script"]["compile"]["graphs_fwd"] >= 2  # actor and critic
     assert rows["default-script"]["anatomy"]["steps"] == 24  # 3 iterations of 2 epochs x 4 minibatches
+
+
+def test_later_trainings_add_no_global_hook_and_each_new_models_forward_is_timed(tuimon):
+    """simplest_kd's trainings one after another (a teacher, then students distilled from it):
+    each new training's model is found with no global module hook (one armed then recompiled
+    the students' compiled forward on Dynamo's guard on the hook dict, and was compiled itself as
+    a frame, ``_first_call``, doing nothing), so the forward of every training is timed."""
+    _, run, md = session_of(tuimon, "kd_trainings.py", "--steps", "8")
+    evs = [e for e in run["events"] if e.get("run") == "default-script"]
+    compiles = [e for e in evs if e["type"] == "compile"]
+    assert {e["frame"] for e in compiles if e["forward"]} == {"forward"}  # no hook of tuimon's
+    hooked = [e for e in evs if e["type"] == "recompile"
+              if any("_global_forward_pre_hooks" in x for x in e["reasons"])]
+    assert hooked == []
+    assert [e["compile_id"] for e in compiles if e["forward"] and not e.get("validation")
+            ] == ["0/0", "1/0", "2/0"]  # the teacher's, Student's, WideStudent's: once each
+    steps = [e for e in evs if e["type"] == "step"]
+    assert len(steps) == 40
+    untimed = [s["i"] for s in steps if s["i"] % 8 >= 2 and not s["ph"][1]]
+    assert untimed == []  # every training's forward, past its first step (found as it ends)
+    assert "WideStudent compiled by tuimon" in md

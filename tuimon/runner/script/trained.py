@@ -6,7 +6,10 @@ called holds them all (an RL agent used through its methods calls its actor and 
 optimizer over two generators), its parts are: the outermost modules called whose parameters are
 all the optimizer's. They are found by one global forward pre-hook, in every variant (each
 optimizer's module is the anatomy's: anatomy.py), removed once every optimizer's module is found
-or the first step ends; inside a compiled frame it does nothing.
+or the first step ends; inside a compiled frame it does nothing. A later training's module (a
+new lead optimizer after the first step) is looked up among the live modules instead, as the
+lead changes (holder.py: a global hook then would recompile the modules compiled already), and
+compiled at once; its parts are not looked for.
 
 In a compiled variant of a script that never calls ``torch.compile``, tuimon compiles each such
 module in place (as ``Module.compile(mode=...)`` does) as the first step ends, so its later calls
@@ -30,6 +33,7 @@ import torch
 
 from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.refs import param_ids, weak
+from tuimon.runner.script.holder import holder
 
 ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
 SEEN = 12  # class names remembered while looking for --compile-module's
@@ -46,8 +50,9 @@ class TrainedModules:
         self._pending: list[list] = []
         self._found: list[list] = []  # [optimizer, [module, ...], settled], weakly
         self._closed = False  # the first step ended: no global hook from here on
-        self._stepped = False  # ... and was settled (a later lead's module: at once, when found)
+        self._stepped = False  # ... and was settled (a later lead's module: found at once)
         self._twice: set[int] = set()  # parameters a double backward reached (never compiled)
+        self._again = False  # a new training's optimizer made: its double backward seen again
         self._hook = self._named_hook = None
         self._seen: list[str] = []  # classes called while looking for the named one
 
@@ -78,26 +83,49 @@ class TrainedModules:
     # ---- finding each optimizer's module ------------------------------------------------------
     def made(self, optimizer) -> None:
         params = param_ids(optimizer)
-        if self._closed and self.anatomy is not None:  # no global hook during training
-            self.anatomy.trains(optimizer, [], "late")
-        if params and not self._closed:
+        if self._closed:  # no global hook during training (holder.py says why)
+            if self.anatomy is not None:
+                self.anatomy.trains(optimizer, [], "late")
+            self._again = True  # a new training's: its first step's double backward is seen
+            self._twice = set()  # (the first training's are settled; their ids may be reused)
+            return
+        if params:
             self._pending.append([weak(optimizer), params, [], set()])
             if self._hook is None:
                 self._hook = GlobalHook(self._call)
 
     def retarget(self, optimizer) -> None:
         """A new lead optimizer (a second training, or the first step's lead): its module found
-        and compiled as the others were, unless it already was."""
+        and compiled as the others were, unless it already was. After the first step it is
+        looked up among the live modules (holder.py), never by a global hook."""
         if any(entry[0]() is optimizer for entry in (*self._found, *self._pending)):
             return
-        self._closed = False
-        self.made(optimizer)
+        if not self._stepped:
+            self._closed = False
+            self.made(optimizer)
+            return
+        known = [ref() for ref in (*reversed(self.modes.script_modules), *reversed(self._done))]
+        module = holder(param_ids(optimizer), known)
+        self._found.append([weak(optimizer), [weak(module)] if module is not None else [], False])
+        self._again = False
+        if module is None:
+            if self.anatomy is not None:
+                self.anatomy.trains(optimizer, [], "not-found")
+            return
+        self._settle()
+
+    def module_of(self, optimizer):
+        """The one module found holding all of ``optimizer``'s parameters, or None."""
+        for entry in self._found:
+            if entry[0]() is optimizer and len(entry[1]) == 1:
+                return entry[1][0]()
+        return None
 
     def double_backward(self, outputs) -> None:
         """``torch.autograd.grad(..., create_graph=True)`` from ``outputs``: the parameters its
         graph reaches (remembered until the first step settles) are a module torch.compile
         cannot train."""
-        if self._stepped:
+        if self._stepped and not self._again:
             return
         roots = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
@@ -126,8 +154,6 @@ class TrainedModules:
                 entry[3].update(id(m) for m in module.modules())
         if not self._pending:
             self._remove_hook()
-            if self._stepped:  # a later lead's module: compiled now (the first step's: at its end)
-                self._settle()
         return None
 
     def first_step(self, optimizers: int) -> None:
@@ -179,6 +205,8 @@ class TrainedModules:
             return "no-auto", None
         if self._twice & {id(p) for p in module.parameters()}:
             return "double-backward", None
+        if any(ref() is module for ref in self._done):
+            return "tuimon", None  # the same model, a new optimizer: compiled already
         for ref in self._done:
             done = ref()
             if done is not None and any(m is module for m in done.modules()):
