@@ -87,3 +87,25 @@ def test_later_trainings_add_no_global_hook_and_each_new_models_forward_is_timed
     untimed = [s["i"] for s in steps if s["i"] % 8 >= 2 and not s["ph"][1]]
     assert untimed == []  # every training's forward, past its first step (found as it ends)
     assert "WideStudent compiled by tuimon" in md
+
+
+def test_a_model_a_double_backward_runs_through_is_said_uncompilable_not_asked_for(tuimon):
+    """pinn_burgers (N6): the net a double backward runs through is left eager, and the verdict
+    and Why say it cannot be compiled, with eager's time, never "pass --compile-module NAME or
+    call torch.compile" (the compile that cannot work); --compile-module of it is refused."""
+    rows, _, md = session_of(tuimon, "pinn.py", "--steps", "24", modes="eager,default")
+    assert rows["default-script"]["anatomy"]["optimizers"][0]["compiled"] == "double-backward"
+    verdict = next(line for line in md.splitlines() if "Verdict:" in line)
+    assert ("nothing was compiled in default/script — Sequential cannot be compiled: a double "
+            "backward") in verdict and "eager/script measured" in verdict
+    assert "--compile-module" not in verdict
+    assert "keep it eager: torch.compile cannot differentiate a graph twice" in md
+    proc, session = tuimon("run", "--headless", "--modes", "default", "--compile-module",
+                           "Sequential", "--", PY, str(SCRIPTS / "pinn.py"), "--steps", "12")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evs = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    notes = [e["text"] for e in evs if e["type"] == "warning"]
+    assert any(t.startswith("--compile-module Sequential: Sequential left eager: a double "
+                            "backward") for t in notes)
+    assert not [e for e in evs if e["type"] == "compile"]  # no compile tried, none failed
+    assert "Sequential cannot be compiled" in (session / "summary.md").read_text()

@@ -17,12 +17,14 @@ compile, never with the hook inside a compiled frame. It leaves eager, and says 
 anatomy's codes), a module inside one compiled already (compiled with it), one holding one
 compiled already, and one a double backward reaches (``torch.autograd.grad(create_graph=True)``,
 a gradient penalty: AOTAutograd cannot differentiate it twice). ``--compile-module NAME`` picks
-the module instead: the first one called whose class is NAME, optimizer or not.
+the module instead: the first one called whose class is NAME, optimizer or not, compiled as the
+first step ends unless a double backward reaches it.
 
 When the first step ends and nothing will be compiled (no torch.optim optimizer to find the
 module by, no module holding its parameters, no module of class NAME), the run says so once, in
 a note flagged ``uncompiled``: the summary then names the variant as one that compiled nothing,
-never as a compiled one.
+never as a compiled one. A module left eager for a double backward gets no such note: the
+anatomy's ``double-backward`` tells the summary that no compile of it can work.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class TrainedModules:
         self._again = False  # a new training's optimizer made: its double backward seen again
         self._hook = self._named_hook = None
         self._seen: list[str] = []  # classes called while looking for the named one
+        self._named = None  # --compile-module's module, found at its first call (weakly)
+        self._refused = False  # a module left eager for a double backward: no compile can work
 
     def install(self) -> None:
         if self.named:
@@ -169,6 +173,7 @@ class TrainedModules:
                 self.anatomy.trains(entry[0](), [], "not-found")
         looking = looking and not any(entry[2] for entry in self._pending)
         self._pending = []
+        self._compile_named()
         self._settle()
         if self._named_hook is not None:
             self._named_hook.remove()
@@ -199,11 +204,14 @@ class TrainedModules:
         if modes.script_compiles or self.named:
             theirs = modes.script_modules if modes.script_compiles else self._done
             mine = any(m is module for ref in theirs if ref() is not None for m in ref().modules())
+            if not mine and self.named and self._twice & {id(p) for p in module.parameters()}:
+                return "double-backward", None  # --compile-module's was refused (_compile_named)
             return ("script" if modes.script_compiles else "tuimon") if mine else (
                 "script-other" if modes.script_compiles else "named-other"), None
         if not self.auto:
             return "no-auto", None
         if self._twice & {id(p) for p in module.parameters()}:
+            self._refused = True
             return "double-backward", None
         if any(ref() is module for ref in self._done):
             return "tuimon", None  # the same model, a new optimizer: compiled already
@@ -217,14 +225,32 @@ class TrainedModules:
         return "tuimon", None
 
     def _named_call(self, module, args):
-        """--compile-module NAME: the first module called whose class is NAME."""
+        """--compile-module NAME: the first module called whose class is NAME, compiled as the
+        first step ends (_compile_named)."""
         kind = type(module)
         if self.named not in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}"):
             if len(self._seen) < SEEN and kind.__name__ not in self._seen:
                 self._seen.append(kind.__name__)
             return None
-        self._compile(module, f"--compile-module {self.named}")
+        self._named = weak(module)
+        self._named_hook.remove()
+        self._named_hook = None
         return None
+
+    def _compile_named(self) -> None:
+        """--compile-module's module, compiled once the first step has shown whether a double
+        backward reaches it: compiled at its first call, a PINN's next call in the same step ran
+        compiled, and its ``torch.autograd.grad(create_graph=True)`` failed there."""
+        module = self._named() if self._named is not None else None
+        if module is None:
+            return
+        if self._twice & {id(p) for p in module.parameters()}:
+            self._refused = True
+            self.modes.say(f"--compile-module {self.named}: {type(module).__name__} left eager: a "
+                           "double backward (torch.autograd.grad with create_graph) reaches it, "
+                           "which torch.compile does not support")
+            return
+        self._compile(module, f"--compile-module {self.named}")
 
     # ---- tuimon's compile --------------------------------------------------------------------
     def _compile(self, module, which: str) -> None:
@@ -264,7 +290,11 @@ class TrainedModules:
             self._hook = None
 
     def _uncompiled(self, optimizers: int, looking: bool) -> None:
-        """A compiled variant that will compile nothing: why, once (a note flagged uncompiled)."""
+        """A compiled variant that will compile nothing: why, once (a note flagged uncompiled);
+        not for a module left eager for a double backward (the anatomy says so: the summary
+        words it, analysis/stats/compiles.py)."""
+        if self._refused:
+            return
         if self.named:
             seen = f" (modules called: {', '.join(self._seen)})" if self._seen else ""
             why = (f"no module of class {self.named} was called in the first step{seen}; give "
