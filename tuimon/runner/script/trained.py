@@ -227,6 +227,8 @@ class TrainedModules:
     def _named_call(self, module, args):
         """--compile-module NAME: the first module called whose class is NAME, compiled as the
         first step ends (_compile_named)."""
+        if torch.compiler.is_compiling():
+            return None  # traced inside a compiled frame: a no-op there, never a graph break
         kind = type(module)
         if self.named not in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}"):
             if len(self._seen) < SEEN and kind.__name__ not in self._seen:
