@@ -70,3 +70,46 @@ def test_an_agent_used_through_its_methods_has_its_parts_compiled(tuimon):
     assert rows["default-script"]["anatomy"]["steps"] == 24  # 3 iterations of 2 epochs x 4 minibatches
     # the rollouts of iterations 2 and 3, through the parts with gradients off: outside training
     assert rows["default-script"]["anatomy"]["outside"]["no_grad"]["steps"] == [8, 16]
+
+
+def test_later_trainings_add_no_global_hook_and_each_new_models_forward_is_timed(tuimon):
+    """simplest_kd's trainings one after another (a teacher, then students distilled from it):
+    each new training's model is found with no global module hook (one armed then recompiled
+    the students' compiled forward on Dynamo's guard on the hook dict, and was compiled itself as
+    a frame, ``_first_call``, doing nothing), so the forward of every training is timed."""
+    _, run, md = session_of(tuimon, "kd_trainings.py", "--steps", "8")
+    evs = [e for e in run["events"] if e.get("run") == "default-script"]
+    compiles = [e for e in evs if e["type"] == "compile"]
+    assert {e["frame"] for e in compiles if e["forward"]} == {"forward"}  # no hook of tuimon's
+    hooked = [e for e in evs if e["type"] == "recompile"
+              if any("_global_forward_pre_hooks" in x for x in e["reasons"])]
+    assert hooked == []
+    assert [e["compile_id"] for e in compiles if e["forward"] and not e.get("validation")
+            ] == ["0/0", "1/0", "2/0"]  # the teacher's, Student's, WideStudent's: once each
+    steps = [e for e in evs if e["type"] == "step"]
+    assert len(steps) == 40
+    untimed = [s["i"] for s in steps if s["i"] % 8 >= 2 and not s["ph"][1]]
+    assert untimed == []  # every training's forward, past its first step (found as it ends)
+    assert "WideStudent compiled by tuimon" in md
+
+
+def test_a_model_a_double_backward_runs_through_is_said_uncompilable_not_asked_for(tuimon):
+    """pinn_burgers (N6): the net a double backward runs through is left eager, and the verdict
+    and Why say it cannot be compiled, with eager's time, never "pass --compile-module NAME or
+    call torch.compile" (the compile that cannot work); --compile-module of it is refused."""
+    rows, _, md = session_of(tuimon, "pinn.py", "--steps", "24", modes="eager,default")
+    assert rows["default-script"]["anatomy"]["optimizers"][0]["compiled"] == "double-backward"
+    verdict = next(line for line in md.splitlines() if "Verdict:" in line)
+    assert ("nothing was compiled in default/script — Sequential cannot be compiled: a double "
+            "backward") in verdict and "eager/script measured" in verdict
+    assert "--compile-module" not in verdict
+    assert "keep it eager: torch.compile cannot differentiate a graph twice" in md
+    proc, session = tuimon("run", "--headless", "--modes", "default", "--compile-module",
+                           "Sequential", "--", PY, str(SCRIPTS / "pinn.py"), "--steps", "12")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evs = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    notes = [e["text"] for e in evs if e["type"] == "warning"]
+    assert any(t.startswith("--compile-module Sequential: Sequential left eager: a double "
+                            "backward") for t in notes)
+    assert not [e for e in evs if e["type"] == "compile"]  # no compile tried, none failed
+    assert "Sequential cannot be compiled" in (session / "summary.md").read_text()

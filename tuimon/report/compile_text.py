@@ -33,6 +33,11 @@ def nothing_text(why: Point) -> str:
         return f"Dynamo found no tensor operation to compile in {frames}"
     if why.code == "runner":  # the runner's own words
         return why.get("text")
+    if why.code == "double_backward":
+        modules = " + ".join(why.get("modules"))
+        return (f"{modules} cannot be compiled: a double backward (torch.autograd.grad with "
+                "create_graph, a gradient penalty) runs through it, which torch.compile does not "
+                "support")
     return NOTHING
 
 

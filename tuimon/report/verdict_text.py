@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from tuimon.analysis import Point, Verdict
-from tuimon.fmt import fmt_pct, fmt_span
+from tuimon.fmt import fmt_ms, fmt_pct, fmt_span
 from tuimon.report import known_text
 from tuimon.report.compile_text import nothing_text
 from tuimon.report.document import VERDICT, Line, Section
@@ -170,8 +170,11 @@ def _line(v: Verdict) -> str:  # noqa: PLR0911 - one form a code
     if code == "nothing_compiled":
         uncompiled = [d for d in v.disqualified if d["why"].code == "nothing_compiled"]
         names = ", ".join(d["label"] for d in uncompiled)
+        why = uncompiled[0]["why"].get("why")
+        measured = (f"; {ref} measured {fmt_ms(v.reference_ms)} a step"
+                    if why.code == "double_backward" and v.reference_ms else "")
         return (f"Verdict: no answer: nothing was compiled in {names} — "
-                f"{nothing_text(uncompiled[0]['why'].get('why')).rstrip('.')}.")
+                f"{nothing_text(why).rstrip('.')}{measured}.")
     if code == "waiting_steady":
         counts, need = _few(v)
         return f"Verdict: waiting for more steady steps ({counts}; {need})"

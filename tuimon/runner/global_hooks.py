@@ -5,6 +5,12 @@ While any global module hook exists, every call of a ``torch.compile`` wrapper w
 for the module it wraps. tuimon's hooks (finding the trained module, a capture's spans) are built
 for that, and a warning the user's script did not cause must not reach its log. So while one of
 ours is armed the warning is filtered, and the filter goes with the last of them.
+
+A hook called under a compiled module's frame callback (``Module.compile``'s ``_call_impl``: a
+frame of torch's that Dynamo runs without tracing, calling the hooks) would be compiled as a
+frame of its own: its ``torch.compiler.is_compiling()`` check then read True, and it did nothing
+(the trained module never found), compiled for nothing. Its code is marked to run as it is
+there, and every frame it calls too; inlined from a traced frame it is still a no-op.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ class GlobalHook:
         import torch
 
         hooks = torch.nn.modules.module
+        _never_traced(fn)
         self._handle = (hooks.register_module_forward_hook(fn, always_call=True) if after
                         else hooks.register_module_forward_pre_hook(fn))
         if _armed == 0:
@@ -45,3 +52,21 @@ class GlobalHook:
                 warnings.filters.remove(_filter)
             getattr(warnings, "_filters_mutated", lambda: None)()  # as warnings.filterwarnings does
             _filter = None
+
+
+def _never_traced(fn) -> None:
+    """Dynamo runs ``fn``'s frame, and the frames it calls, untraced when it meets it as a frame
+    (torch 2.6 and later; older ones: that frame alone)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+        set_code_exec_strategy(code, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+    except (ImportError, AttributeError):
+        with contextlib.suppress(ImportError, AttributeError):
+            from torch._dynamo.eval_frame import skip_code
+
+            skip_code(code)

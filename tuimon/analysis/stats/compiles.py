@@ -102,8 +102,9 @@ def compile_story(r: RunStats, c: Compiles | None = None) -> Compiles:
     ones) and ``nothing_compiled`` (why a compiled variant compiled nothing for training; None
     when it compiled, or while it may still): ``failed`` (Dynamo tried and could not: the first
     failure, and whether only a validation pass tried), ``no_op`` (the frames it found no tensor
-    operation in), ``runner`` (the runner's own words, as the first step ended), ``none_ran`` (no
-    compile ran at all)."""
+    operation in), ``runner`` (the runner's own words, as the first step ended), ``double_backward`` (the
+    trained ``modules`` left eager: a double backward reaches them, which torch.compile cannot
+    differentiate: no compile to ask for), ``none_ran`` (no compile ran at all)."""
     c = r.compile if c is None else c
     c = replace(c, val_guards=list(dict.fromkeys(guard_kind(x) for x in c.val_reasons)),
                 nothing_compiled=None, fell_back=[])
@@ -121,12 +122,21 @@ def compile_story(r: RunStats, c: Compiles | None = None) -> Compiles:
         return replace(c, nothing_compiled=point("no_op", frames=frames))
     if c.compiles or c.compile_s:
         return c
+    if twice := double_backward(r):  # left eager: no compile of it can work, none to ask for
+        return replace(c, nothing_compiled=point("double_backward", modules=twice))
     if c.uncompiled:  # the runner said so as the first step ended
         return replace(c, nothing_compiled=point("runner", text=c.uncompiled))
     if c.compile_s == 0.0 and r.status in ("done", "stopped") and r.timing.median_ms:
         # it said it compiled for 0 s, and reached a steady state
         return replace(c, nothing_compiled=point("none_ran"))
     return c
+
+
+def double_backward(r: RunStats) -> list[str]:
+    """The modules the runner left eager because a double backward reaches them (the anatomy's
+    ``double-backward``: torch.compile cannot differentiate a graph twice)."""
+    return list(dict.fromkeys(o["module"] for o in r.anatomy.optimizers
+                              if o.get("compiled") == "double-backward" and o.get("module")))
 
 
 def combine_compiles(row: RunStats, processes: list[RunStats]) -> Compiles:

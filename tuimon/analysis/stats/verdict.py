@@ -106,6 +106,7 @@ class Verdict:
     # The figures its line names, by code (KINDS):
     about: str | None = None  # another variant's label: the closest, or faster per step
     why: Point | None = None  # reference_unmeasured: why it has no steady state
+    reference_ms: float | None = None  # nothing_compiled: the reference's median step (ms)
     few: list[dict] = field(default_factory=list)  # {label, measured}: short of ``need``
     need: int = MIN_STEADY
     longer: Point | None = None  # too_few: the least length that would give them enough
@@ -162,6 +163,7 @@ def decide(summary: SessionSummary) -> Verdict:
     uncompiled = [d for d in out.disqualified if d["why"].code == "nothing_compiled"]
     if uncompiled and not qualified and not out.pending:
         out.answer("nothing_compiled")
+        out.reference_ms = ref.timing.median_ms
         return out
     if _too_few(out, ref, qualified, summary.runs):
         return out

@@ -32,7 +32,10 @@ def uncompiled(ctx: Context) -> list[Finding]:
     evidence = [point("fallback.no_compile", label=r.label)]
     if r.compile.val_compiles:  # none in training
         evidence.append(point("fallback.val_compiles", n=r.compile.val_compiles))
-    advice = [point("fallback.compile_module"), point("fallback.compile_in_script")]
+    if r.compile.nothing_compiled.code == "double_backward":  # no compile of it to ask for
+        advice = [point("fallback.keep_eager")]
+    else:
+        advice = [point("fallback.compile_module"), point("fallback.compile_in_script")]
     return [Finding("uncompiled", what, evidence, advice, HIGH)]
 
 

@@ -223,6 +223,10 @@ TIPS = {  # the words that take no figure
     "fallback.compile_module": (
         "--compile-module NAME compiles the first module of class NAME called (the model's class, or a "
         "block's), optimizer or not"),
+    "fallback.keep_eager": (
+        "keep it eager: torch.compile cannot differentiate a graph twice (torch.autograd.grad with "
+        "create_graph); a part no double backward reaches (a loss network, a frozen encoder) can "
+        "still be compiled with --compile-module NAME"),
     "fallback.compile_in_script": (
         "or call torch.compile(model) in the script: each variant then gets its mode"),
     "fallback.eager_gains_nothing": (

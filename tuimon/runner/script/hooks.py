@@ -186,7 +186,7 @@ def _hook_optimizers(torch, run, modes, forward, bare: bool) -> None:
     def lead_changed(optimizer) -> None:  # the first lead, or a second training's: its model
         run.anatomy.lead_changed(optimizer, run.i)  # found (and compiled)
         modes.trained.retarget(optimizer)
-        forward.retarget(optimizer)
+        forward.retarget(optimizer, modes.trained.module_of(optimizer))
 
     run.leader.changed = lead_changed
     stepping_now: list = []  # the optimizer steps under way (one inside another: a wrapper's)

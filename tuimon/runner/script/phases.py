@@ -9,9 +9,11 @@ The trained module is the one whose parameters hold all of the first optimizer's
 script (or tuimon's auto-compile) compiles, told by compile_modes.py, or else the first such
 module called once the optimizer exists (the model, its DDP wrapper: the outermost one is called
 first), found by a one-shot global forward pre-hook as compile_modes.py finds the module it
-compiles. Its calls are timed by a wrapper in the module's own ``_compiled_call_impl``
-slot, which ``Module.__call__`` calls instead of ``_call_impl`` when set (``Module.compile`` puts
-its compiled ``_call_impl`` there): the wrapper runs outside every compiled frame, so Dynamo
+compiles. A later training's (a new lead optimizer after the first step) is the module trained.py
+looked up for it among the live modules (holder.py), with no hook. Its calls are timed by a
+wrapper in the module's own ``_compiled_call_impl`` slot, which ``Module.__call__`` calls
+instead of ``_call_impl`` when set (``Module.compile`` puts its compiled ``_call_impl`` there):
+the wrapper runs outside every compiled frame, so Dynamo
 never traces it (a forward hook on a module compiled in place would be traced, and break its
 graph). When the slot changes under it (the script's ``Module.compile`` after the first call),
 the next step boundary wraps what is there now; before the script's own ``torch.compile(model)``
@@ -55,6 +57,7 @@ class ForwardTimer:
         self._hook = None
         self._gave_up = False
         self._retargeted = False  # looking again, for a new lead optimizer's module
+        self._stepped = False  # the first step ended: no global hook from here on (holder.py)
         self.looking = False  # ... and not found yet: the next boundary's check() gives up
         # The FLOP count's (script/flop_catch.py): while set, the wrapper hands it each training
         # call's arguments (the first steps only; the plain wrapper goes back once counted).
@@ -82,7 +85,8 @@ class ForwardTimer:
                 self._adopt(module)
                 break
         else:
-            self._hook = GlobalHook(self._first_call)
+            if not self._stepped:  # later: trained.py's lookup, as the lead changes
+                self._hook = GlobalHook(self._first_call)
         self._candidates.clear()
 
     def candidate(self, module) -> None:
@@ -121,6 +125,7 @@ class ForwardTimer:
     def give_up(self) -> None:
         """The first step ended and no module was found: say so once, stop looking (a global
         hook fires on every module call)."""
+        self._stepped = True
         if self.module is not None or self._gave_up or self._params is None or self.looking:
             return  # found, said, nothing to find, or still looking for a new lead's (check())
         self._gave_up = True
@@ -188,20 +193,28 @@ class ForwardTimer:
         elif self._retargeted and self._hook is not None:
             self.give_up()
 
-    def retarget(self, optimizer) -> None:
+    def retarget(self, optimizer, found=None) -> None:
         """A new lead optimizer, the first one let go (a second training in the script): the
-        module it trains is timed from now on, found as the first one was."""
+        module it trains is timed from now on, found as the first one was before the first step
+        ended, and after it: ``found``, trained.py's module for it (None: none holds them all)."""
         params = param_ids(optimizer)
         module = self.module
         if module is not None and params <= {id(p) for p in module.parameters()}:
             return  # the same model, a new optimizer
-        if module is None and params == self._params:
+        if module is None and params == self._params and not self._stepped:
             return  # still looking for this one's
         if module is not None and module._compiled_call_impl is (wrapper := self.wrapper):
             _slot(module, wrapper.inner)  # a model kept, no longer trained
         self._disarm()
         self._module = self._wrapper = None
         self._params, self._gave_up, self._retargeted = None, False, True
+        if self._stepped:  # no global hook now: found already, or not split out
+            self._params, self._candidates = params, []
+            if found is not None:
+                self._adopt(found)
+            else:
+                self.give_up()
+            return
         self.optimizer_made(optimizer)
         self.looking = self._hook is not None
 

@@ -6,7 +6,10 @@ called holds them all (an RL agent used through its methods calls its actor and 
 optimizer over two generators), its parts are: the outermost modules called whose parameters are
 all the optimizer's. They are found by one global forward pre-hook, in every variant (each
 optimizer's module is the anatomy's: anatomy.py), removed once every optimizer's module is found
-or the first step ends; inside a compiled frame it does nothing.
+or the first step ends; inside a compiled frame it does nothing. A later training's module (a
+new lead optimizer after the first step) is looked up among the live modules instead, as the
+lead changes (holder.py: a global hook then would recompile the modules compiled already), and
+compiled at once; its parts are not looked for.
 
 In a compiled variant of a script that never calls ``torch.compile``, tuimon compiles each such
 module in place (as ``Module.compile(mode=...)`` does) as the first step ends, so its later calls
@@ -14,12 +17,14 @@ compile, never with the hook inside a compiled frame. It leaves eager, and says 
 anatomy's codes), a module inside one compiled already (compiled with it), one holding one
 compiled already, and one a double backward reaches (``torch.autograd.grad(create_graph=True)``,
 a gradient penalty: AOTAutograd cannot differentiate it twice). ``--compile-module NAME`` picks
-the module instead: the first one called whose class is NAME, optimizer or not.
+the module instead: the first one called whose class is NAME, optimizer or not, compiled as the
+first step ends unless a double backward reaches it.
 
 When the first step ends and nothing will be compiled (no torch.optim optimizer to find the
 module by, no module holding its parameters, no module of class NAME), the run says so once, in
 a note flagged ``uncompiled``: the summary then names the variant as one that compiled nothing,
-never as a compiled one.
+never as a compiled one. A module left eager for a double backward gets no such note: the
+anatomy's ``double-backward`` tells the summary that no compile of it can work.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import torch
 
 from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.refs import param_ids, weak
+from tuimon.runner.script.holder import holder
 
 ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
 SEEN = 12  # class names remembered while looking for --compile-module's
@@ -46,10 +52,13 @@ class TrainedModules:
         self._pending: list[list] = []
         self._found: list[list] = []  # [optimizer, [module, ...], settled], weakly
         self._closed = False  # the first step ended: no global hook from here on
-        self._stepped = False  # ... and was settled (a later lead's module: at once, when found)
+        self._stepped = False  # ... and was settled (a later lead's module: found at once)
         self._twice: set[int] = set()  # parameters a double backward reached (never compiled)
+        self._again = False  # a new training's optimizer made: its double backward seen again
         self._hook = self._named_hook = None
         self._seen: list[str] = []  # classes called while looking for the named one
+        self._named = None  # --compile-module's module, found at its first call (weakly)
+        self._refused = False  # a module left eager for a double backward: no compile can work
 
     def install(self) -> None:
         if self.named:
@@ -78,26 +87,49 @@ class TrainedModules:
     # ---- finding each optimizer's module ------------------------------------------------------
     def made(self, optimizer) -> None:
         params = param_ids(optimizer)
-        if self._closed and self.anatomy is not None:  # no global hook during training
-            self.anatomy.trains(optimizer, [], "late")
-        if params and not self._closed:
+        if self._closed:  # no global hook during training (holder.py says why)
+            if self.anatomy is not None:
+                self.anatomy.trains(optimizer, [], "late")
+            self._again = True  # a new training's: its first step's double backward is seen
+            self._twice = set()  # (the first training's are settled; their ids may be reused)
+            return
+        if params:
             self._pending.append([weak(optimizer), params, [], set()])
             if self._hook is None:
                 self._hook = GlobalHook(self._call)
 
     def retarget(self, optimizer) -> None:
         """A new lead optimizer (a second training, or the first step's lead): its module found
-        and compiled as the others were, unless it already was."""
+        and compiled as the others were, unless it already was. After the first step it is
+        looked up among the live modules (holder.py), never by a global hook."""
         if any(entry[0]() is optimizer for entry in (*self._found, *self._pending)):
             return
-        self._closed = False
-        self.made(optimizer)
+        if not self._stepped:
+            self._closed = False
+            self.made(optimizer)
+            return
+        known = [ref() for ref in (*reversed(self.modes.script_modules), *reversed(self._done))]
+        module = holder(param_ids(optimizer), known)
+        self._found.append([weak(optimizer), [weak(module)] if module is not None else [], False])
+        self._again = False
+        if module is None:
+            if self.anatomy is not None:
+                self.anatomy.trains(optimizer, [], "not-found")
+            return
+        self._settle()
+
+    def module_of(self, optimizer):
+        """The one module found holding all of ``optimizer``'s parameters, or None."""
+        for entry in self._found:
+            if entry[0]() is optimizer and len(entry[1]) == 1:
+                return entry[1][0]()
+        return None
 
     def double_backward(self, outputs) -> None:
         """``torch.autograd.grad(..., create_graph=True)`` from ``outputs``: the parameters its
         graph reaches (remembered until the first step settles) are a module torch.compile
         cannot train."""
-        if self._stepped:
+        if self._stepped and not self._again:
             return
         roots = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         todo = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
@@ -126,8 +158,6 @@ class TrainedModules:
                 entry[3].update(id(m) for m in module.modules())
         if not self._pending:
             self._remove_hook()
-            if self._stepped:  # a later lead's module: compiled now (the first step's: at its end)
-                self._settle()
         return None
 
     def first_step(self, optimizers: int) -> None:
@@ -143,6 +173,7 @@ class TrainedModules:
                 self.anatomy.trains(entry[0](), [], "not-found")
         looking = looking and not any(entry[2] for entry in self._pending)
         self._pending = []
+        self._compile_named()
         self._settle()
         if self._named_hook is not None:
             self._named_hook.remove()
@@ -173,12 +204,17 @@ class TrainedModules:
         if modes.script_compiles or self.named:
             theirs = modes.script_modules if modes.script_compiles else self._done
             mine = any(m is module for ref in theirs if ref() is not None for m in ref().modules())
+            if not mine and self.named and self._twice & {id(p) for p in module.parameters()}:
+                return "double-backward", None  # --compile-module's was refused (_compile_named)
             return ("script" if modes.script_compiles else "tuimon") if mine else (
                 "script-other" if modes.script_compiles else "named-other"), None
         if not self.auto:
             return "no-auto", None
         if self._twice & {id(p) for p in module.parameters()}:
+            self._refused = True
             return "double-backward", None
+        if any(ref() is module for ref in self._done):
+            return "tuimon", None  # the same model, a new optimizer: compiled already
         for ref in self._done:
             done = ref()
             if done is not None and any(m is module for m in done.modules()):
@@ -197,14 +233,34 @@ class TrainedModules:
         return []
 
     def _named_call(self, module, args):
-        """--compile-module NAME: the first module called whose class is NAME."""
+        """--compile-module NAME: the first module called whose class is NAME, compiled as the
+        first step ends (_compile_named)."""
+        if torch.compiler.is_compiling():
+            return None  # traced inside a compiled frame: a no-op there, never a graph break
         kind = type(module)
         if self.named not in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}"):
             if len(self._seen) < SEEN and kind.__name__ not in self._seen:
                 self._seen.append(kind.__name__)
             return None
-        self._compile(module, f"--compile-module {self.named}")
+        self._named = weak(module)
+        self._named_hook.remove()
+        self._named_hook = None
         return None
+
+    def _compile_named(self) -> None:
+        """--compile-module's module, compiled once the first step has shown whether a double
+        backward reaches it: compiled at its first call, a PINN's next call in the same step ran
+        compiled, and its ``torch.autograd.grad(create_graph=True)`` failed there."""
+        module = self._named() if self._named is not None else None
+        if module is None:
+            return
+        if self._twice & {id(p) for p in module.parameters()}:
+            self._refused = True
+            self.modes.say(f"--compile-module {self.named}: {type(module).__name__} left eager: a "
+                           "double backward (torch.autograd.grad with create_graph) reaches it, "
+                           "which torch.compile does not support")
+            return
+        self._compile(module, f"--compile-module {self.named}")
 
     # ---- tuimon's compile --------------------------------------------------------------------
     def _compile(self, module, which: str) -> None:
@@ -244,7 +300,11 @@ class TrainedModules:
             self._hook = None
 
     def _uncompiled(self, optimizers: int, looking: bool) -> None:
-        """A compiled variant that will compile nothing: why, once (a note flagged uncompiled)."""
+        """A compiled variant that will compile nothing: why, once (a note flagged uncompiled);
+        not for a module left eager for a double backward (the anatomy says so: the summary
+        words it, analysis/stats/compiles.py)."""
+        if self._refused:
+            return
         if self.named:
             seen = f" (modules called: {', '.join(self._seen)})" if self._seen else ""
             why = (f"no module of class {self.named} was called in the first step{seen}; give "
