@@ -282,3 +282,28 @@ def test_the_process_time_is_set_against_what_the_steps_account_for():
     (p,) = a.checks
     assert p.code == "time_outside" and p.figures["outside_s"] == 40.0
     assert [d.code for d in doubts(a)] == ["time_outside"]
+
+
+def test_the_session_weighs_its_rows_by_the_cycle_most_rows_found():
+    """SAC under --until-known (issue 40, second rerun): 24 processes, most of them 2-step
+    cycles, one noisy process passing a 60-step lag; the longest won and weighed every row."""
+    from tuimon.analysis.stats.cycles import cycle, session_cycle
+
+    assert session_cycle([2, 2, 1, 60, 2, 1]) == 2
+    assert session_cycle([1, 1]) == 1 and session_cycle([4, 2]) == 2  # a tie: the shorter
+    import random
+
+    rng = random.Random(3)
+    sac = [(16.0 if i % 2 == 0 else 5.0) * (1 + 0.3 * rng.random()) for i in range(600)]
+    assert cycle(sac, hint=2) in (1, 2)  # the loop's own cycle, or none: never a long lag
+
+
+def test_of_two_matching_printed_series_the_longest_is_named():
+    """llama2.c prints an eval estimate ("step 20: train loss 6.2279") and every step's loss
+    ("20 | loss 6.2503"): both near tuimon's; the 61 pairs, not the eval's 4, are the check."""
+    ours = {i: 6.25 - i / 1000 for i in range(61)}
+    read = Anatomy(ends_at="optimizer.step", steps=61, printed={"losses_by": {
+        "train": [[i, ours[i] * 0.996] for i in (0, 20, 40, 60)],
+        "": [[i, ours[i] * 1.003] for i in range(61)]}})
+    (check,) = checked(read, ours, {}).checks
+    assert check.code == "losses_near" and check.figures["pairs"] == 61 and "name" not in check.figures

@@ -143,7 +143,7 @@ def _named_losses(named: dict[str, list], ours: dict[int, float], summed: int) -
              if (p := _losses(series, ours, summed)) is not None]
     if not found:
         return None
-    p, name = min(found, key=lambda pn: RANK[pn[0].code])
+    p, name = min(found, key=lambda pn: (RANK[pn[0].code], -pn[0].figures["pairs"]))  # the longest
     if p.code == "losses_differ" and len(found) > 1:
         return point("losses_differ", **p.figures, names=sorted(n for _, n in found))
     return point(p.code, **p.figures, name=name) if name else p

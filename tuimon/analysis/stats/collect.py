@@ -17,6 +17,7 @@ from tuimon.analysis.stats.apply import apply_run, apply_session, as_told
 from tuimon.analysis.stats.axes import axis_compare
 from tuimon.analysis.stats.compare import compare
 from tuimon.analysis.stats.compiles import combine_compiles, compile_story, untimed
+from tuimon.analysis.stats.cycles import session_cycle
 from tuimon.analysis.stats.energy import combine_energy, energy_stats
 from tuimon.analysis.stats.faults import FaultTrack
 from tuimon.analysis.stats.flops import first_count, flop_rates
@@ -189,7 +190,7 @@ class Collector:
         first = dict(runs)
         for run in runs:
             runs[run] = self._run_row(first[run], steps[run], samples, quiet_only, own)
-        cycled = max((r.timing.cycle for r in runs.values()), default=1)
+        cycled = session_cycle([r.timing.cycle for r in runs.values()])
         for run in [run for run, r in runs.items() if r.timing.cycle != cycled and cycled > 1]:
             # the steps alternate in one row: every row weighed by cycles of that length (cycles.py)
             runs[run] = self._run_row(first[run], steps[run], samples, quiet_only, own, cycled)
