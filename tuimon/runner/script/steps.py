@@ -324,11 +324,14 @@ class ScriptSteps:
         if self.backwards > 1 and self.backwards == self._last_backwards and not self.gap \
                 and not self.leader.by_backward and not self._accum_said:
             self._accum_said = True
-            which = (f"the sum of the {summed} backward() losses before its step()" if
-                     summed > 1 else "the backward() loss before its step() (the others "
-                     "went with another optimizer's step())")
-            self.note(f"{self.backwards} backward() calls per optimizer step (gradient accumulation, "
-                      f"or several losses): a step here is one optimizer step, and its loss {which}",
+            if summed > 1:  # they all went to the lead's step: accumulation, or several losses
+                what = "gradient accumulation, or several losses"
+                which = f"the sum of the {summed} backward() losses before its step()"
+            else:  # the others trained other optimizers' modules (a GAN's discriminators)
+                what = "the others went with other optimizers' step()"
+                which = "the backward() loss before its step()"
+            self.note(f"{self.backwards} backward() calls per optimizer step ({what}): a step here "
+                      f"is one optimizer step, and its loss {which}",
                       backwards=self.backwards, summed=summed)
         self._last_backwards = 0 if self.gap else self.backwards
 
