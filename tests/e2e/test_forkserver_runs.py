@@ -147,10 +147,15 @@ def test_a_killed_supervisor_ends_the_fork_server_and_its_runner(tmp_path):
                                stdout=subprocess.PIPE, text=True)
     try:
         pids = json.loads(harness.stdout.readline())
+        # SIGPIPE ignored, as in every interpreter Python starts: a write to the gone
+        # supervisor's pipe raises; with it at its default the runner died silently in CI
+        ignored = int(next(line for line in Path(f"/proc/{pids['runner']}/status").read_text()
+                           .splitlines() if line.startswith("SigIgn:")).split()[1], 16)
     finally:
         harness.kill()
         harness.wait()
     assert pids.pop("stepping"), "the runner never reached its warm-up within 300 s"
+    assert ignored & (1 << (signal.SIGPIPE - 1))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(alive(p) for p in pids.values()):
         time.sleep(0.2)

@@ -36,7 +36,7 @@ def test_the_final_loss_says_which_of_several_it_is(tuimon):
     # the generator's step(); the script's printed Loss_D says the same (issue 40).
     assert "loss: the backward() loss before each step()" in md
     assert "(Generator, 1,410 parameters) every step" in md  # stepped after the lead's, each step
-    assert "its printed losses agree with tuimon's" in md
+    assert "its printed D losses agree with tuimon's" in md  # Loss_D, not Loss_G beside it
 
 
 def test_a_module_compiled_through_tuimons_wrapper_is_named_for_the_module(tuimon):

@@ -27,7 +27,9 @@ def until_known(args: argparse.Namespace, command: list[str] | None, sweep: bool
         raise UsageError("--to-end runs a script to its own end once a variant: give it to "
                          "'tuimon run -- CMD' without --steps, --duration, --until-known or --budget")
     asked = args.until_known or (budget is not None and not sweep)
-    fixed = length or args.to_end or args.repeats is not None or (sweep and budget is not None)
+    # --warm's one more process a compiled variant is for a script run once to its end
+    fixed = length or args.to_end or args.repeats is not None or (sweep and budget is not None) \
+        or getattr(args, "warm", False)
     if command is not None and not fixed:
         asked = True  # a script given no length (nor its processes' number): the default
     if not asked:

@@ -104,8 +104,11 @@ def run_forked(sock: socket.socket, request: dict, fds: list[int], preloaded_s: 
     """In the fork: become the process ``python -m tuimon.runner`` would have been, then run."""
     sock.close()
     os.setsid()  # its own process group, as start_new_session gives a spawned runner
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    # as Python starts every interpreter: a write to a pipe whose reader is gone raises (the
+    # supervisor's death is then said and stopped on, runner/orphan.py), never kills silently
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     log, event_fd, control_fd = fds
     null = os.open(os.devnull, os.O_RDONLY)
