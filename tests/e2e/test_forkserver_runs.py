@@ -139,6 +139,11 @@ time.sleep(600)
 """
 
 
+# serial: in the parallel pass (3 of 3 full runs, 2026-11-29) the runner was gone within a second
+# of the harness's death without a word in its log, beside the other worker's tests; alone, and
+# beside two cores of CPU load, it passes every time (10 of 10). The cause is not found: the
+# SIGPIPE default it once had is fixed (checked below), the rest is an open question.
+@pytest.mark.serial
 def test_a_killed_supervisor_ends_the_fork_server_and_its_runner(tmp_path):
     # The runner is stuck in a ten-minute step: its parent watch must notice the supervisor's
     # death although its parent is the fork server, and the fork server must not outlive both.
