@@ -96,18 +96,22 @@ def _torchrun_command(command: list[str], start: int) -> dict:
         job = parse_torchrun(command, start)
     except TorchrunError as exc:
         raise UsageError(str(exc)) from None
-    program = job.script_words
-    if job.module:
-        found = {"script": None, "name": program[0].rsplit(".", 1)[-1]}
-    elif job.no_python:  # torchrun runs the program itself: it must be Python all the same
-        found = check_command(program)
-    else:
-        script = Path(program[0])
-        if not script.is_file():
-            raise UsageError(f"script not found: {program[0]}")
-        found = {"script": str(script.resolve()), "name": script.stem}
+    found = _launched(job.script_words, job.module, job.no_python)
     return {"command": command, "script": found["script"], "name": found["name"],
             "launcher": "torchrun", "nproc": job.nproc, "nnodes": job.max_nodes}
+
+
+def _launched(program: list[str], module: bool, no_python: bool) -> dict:
+    """A launcher's training program (torchrun's, accelerate's) checked as tuimon checks a
+    script's: {"script", "name"}."""
+    if module:
+        return {"script": None, "name": program[0].rsplit(".", 1)[-1]}
+    if no_python:  # the launcher runs the program itself: it must be Python all the same
+        return check_command(program)
+    script = Path(program[0])
+    if not script.is_file():
+        raise UsageError(f"script not found: {program[0]}")
+    return {"script": str(script.resolve()), "name": script.stem}
 
 
 def _accelerate_command(command: list[str], start: int) -> dict:
@@ -122,16 +126,7 @@ def _accelerate_command(command: list[str], start: int) -> dict:
                          "does not take as ranks yet; run the same script under torchrun (tuimon "
                          "run -- torchrun --nproc-per-node N train.py): accelerate's Accelerator "
                          "reads torchrun's environment")
-    program = launch.script_words
-    if launch.module:
-        found = {"script": None, "name": program[0].rsplit(".", 1)[-1]}
-    elif launch.no_python:
-        found = check_command(program)
-    else:
-        script = Path(program[0])
-        if not script.is_file():
-            raise UsageError(f"script not found: {program[0]}")
-        found = {"script": str(script.resolve()), "name": script.stem}
+    found = _launched(launch.script_words, launch.module, launch.no_python)
     if launch.processes > 1:
         print(f"tuimon: accelerate launch starts one process here: its --num_processes "
               f"{launch.processes} counts only with --multi_gpu (or a multi-device config, or "
