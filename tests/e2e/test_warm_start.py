@@ -88,6 +88,32 @@ def test_a_cache_from_session_hits(cold_then_warm, tmp_path):
     assert "compiled runs started from " in (session / "summary.md").read_text()
 
 
+def test_the_next_session_of_the_same_recipe_starts_warm_and_keeps_the_cold_compile(cold_then_warm, tmp_path):
+    out = tmp_path / "s"
+    first = shutil.copytree(cold_then_warm, out / cold_then_warm.name)  # an earlier session there
+    proc, session = tuimon(out, str(RECIPE), "--modes", "default", "--repeats", "1", "--steps", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert f"compiled variants start warm from {first.name}'s compile artifacts" in proc.stderr
+    (r,) = runs(session).values()
+    assert r["warm"]["start"] == "warm" and r["warm"]["seed"] == first.name and hits(r) == (2, 0)
+    cold_s = runs(first)["default-fp32"]["compile"]["compile_s"]
+    (row,) = summary(session)["variants"] or summary(session)["runs"]
+    carried = row["warm"]["starts"]["cold"]
+    assert carried["session"] == first.name and carried["compile_s"] == cold_s
+    assert row["warm"]["starts"]["warm"]["compile_s"] == r["compile"]["compile_s"] < 0.5 * cold_s
+    assert summary(session)["cache_auto"] is True
+    md = (session / "summary.md").read_text()
+    assert "| compile / warm-up time | cold (earlier): " in md, md
+    assert "the last session of this code and settings" in md
+    # A third session starts from the second, which kept its own artifacts; the cold figure is
+    # still the first session's.
+    proc, third = tuimon(out, str(RECIPE), "--modes", "default", "--repeats", "1", "--steps", "4")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = summary(third)["variants"] or summary(third)["runs"]
+    assert row["warm"]["seed"] == session.name
+    assert row["warm"]["starts"]["cold"]["session"] == first.name
+
+
 def test_another_width_misses_and_the_reason_names_it(cold_then_warm, tmp_path):
     proc, session = tuimon(tmp_path / "s", str(RECIPE), "--modes", "default", "--repeats", "1",
                            "--steps", "4", "--cache-from", str(cold_then_warm), "--set", "width=32")

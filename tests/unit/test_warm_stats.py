@@ -314,3 +314,41 @@ def test_warm_adds_a_warm_round_of_the_compiled_variants_when_a_variant_runs_in_
     assert initial_rounds(plan) == [(eager, None), (default, None)]
     plan.settings = plan.settings.but(repeats=2)
     assert initial_rounds(plan) == [(eager, 1), (default, 1), (eager, 2), (default, 2)]
+
+
+def carried_session(**started) -> list[dict]:
+    """Every compiled process warm from an earlier session S0, whose cold compile (40 s) the
+    cache_source event carries: a second session of the same script, started by default."""
+    cold = {"processes": 1, "compile_s": 40.0, "overhead_s": 44.0, "first_step_ms": 44_000.0,
+            "phases": {"dynamo": 1.0}, "cache": {}, "session": "S0"}
+    source = events.make(events.CACHE_SOURCE, session="S0", path="/x/S0", auto=True,
+                         runs={"default-fp32": {"mode": "default", "precision": "fp32", "axes": {},
+                                                "lookups": [], "cold": cold}})
+    compiled = []
+    for n in range(1, 4):
+        process = run_events(f"default-fp32-{n}", "default", "fp32", steps(8.0 * (1 + 0.01 * n), 10 * n + 7),
+                             first_ms=8.0 + 4.0 * 1000 / 0.9, losses=LOSS, replicate=n)
+        process[0].update(start="warm", seed="S0")
+        process.insert(1, events.make(events.ARTIFACTS, f"default-fp32-{n}", action="seeded", kind="dir",
+                                      seed="S0", seed_run="default-fp32"))
+        compiled += process
+    return ([events.make(events.SESSION_STARTED, schedule="interleave", **started), source]
+            + rounds("eager", 10.0, 0, 0) + compiled)
+
+
+def test_a_session_started_warm_from_another_carries_its_cold_compile():
+    s = summarize(carried_session())
+    assert s.cache_source == "S0" and s.cache_auto
+    row = compiled_row(s)
+    assert list(row.warm.starts) == ["cold", "warm"]
+    assert row.warm.starts["cold"]["session"] == "S0" and row.warm.starts["cold"]["compile_s"] == 40.0
+    assert row.warm.starts["warm"]["processes"] == 3
+    assert row.compile.compile_s == pytest.approx(4.0, rel=0.05)  # the row's own: measured here
+    v = s.verdict
+    # The break-even weighs the carried cold compile, the warm one beside it.
+    assert v.breakeven_warm_s < 30 < 200 < v.breakeven_s
+    header, rows = table(s)
+    cells = {r[0]: r[header.index("default/fp32")] for r in rows}
+    assert cells["compile / warm-up time"].startswith("cold (earlier): ")
+    # --start cold (the default) over 5,000 steps: the carried cold compile does not pay off.
+    assert summarize(carried_session(horizon={"steps": 5000})).verdict.kind == "stay"

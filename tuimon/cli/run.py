@@ -175,7 +175,9 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
     meta["run_settings"] = settings.to_dict()  # as every run's child gets it (its own fields aside)
     if script is not None:
         meta["command"] = list(script.command)
-    here_facts(meta, recipe, warm)  # the recipe's hash; beside --cache-from's facts
+    # the recipe's hash; the last session's artifacts by default (a second session starts warm)
+    here_facts(meta, recipe, warm, Path(args.out), store.path,
+               reuse=cache_dir is None and not (args.warm or args.cold))
     try:
         store.write_meta(meta)
     except OSError as exc:  # a disk full already: nothing is launched

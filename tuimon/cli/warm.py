@@ -21,7 +21,8 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    "start warm already)")
     p.add_argument("--cold", action="store_true",
                    help="every process compiles cold, in a fresh empty cache (by default a compiled "
-                   "variant's rounds 2..K start warm from round 1's compile artifacts)")
+                   "variant's rounds 2..K start warm from round 1's compile artifacts, and a session "
+                   "starts warm from the last session under --out of the same code and settings)")
     p.add_argument("--cache-from", metavar="SESSION",
                    help="start every compiled variant from SESSION's compile artifacts (an earlier "
                    "session, here or copied from another machine); a miss is explained, one line "
@@ -67,11 +68,20 @@ def warm_settings(args: argparse.Namespace, cache_dir: Path | None) -> dict:
     return warm
 
 
-def here_facts(meta: dict, recipe: Path, warm: dict) -> None:
-    """meta.json's recipe_sha (a code change between sessions shows); with --cache-from, this
-    session's facts beside the source's in its cache_source event."""
-    from tuimon.control.cache_source import facts, file_sha
+def here_facts(meta: dict, recipe: Path, warm: dict, out: Path, this: Path, reuse: bool) -> None:
+    """meta.json's recipe_sha (a code change between sessions shows); with ``reuse`` and no
+    --cache-from, the last session under ``out`` with this one's facts as the source
+    (control/cache_source.py); with a source, this session's facts beside its own in the
+    cache_source event."""
+    from tuimon.control.cache_source import facts, file_sha, last_session, read_source, reuse_key
 
     meta["recipe_sha"] = file_sha(recipe)
+    if reuse and not warm.get("source") and warm.get("policy") == "rounds":
+        last = last_session(Path(out), reuse_key(meta), this)
+        if last is not None:
+            warm["source"] = {**read_source(last)[1], "auto": True}
+            print(f"tuimon: note: compiled variants start warm from {last.name}'s compile artifacts "
+                  "(the last session of this code with these settings, torch and machine; its cold "
+                  "compile is carried over); --cold compiles cold", file=sys.stderr)
     if warm.get("source"):
         warm["source"]["here"] = facts(meta)

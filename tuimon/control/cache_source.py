@@ -1,11 +1,18 @@
 """--cache-from SESSION: another session's compile artifacts as this session's start, read from
 its directory (here or copied from another machine), and what the reasons of a miss compare:
 the facts of both sessions and the cache lookups that filled the source's caches. Recorded in
-this session as one ``cache_source`` event, so its summary is a function of its own events."""
+this session as one ``cache_source`` event, so its summary is a function of its own events.
+
+Without the flag, a session starts from the last session under ``--out`` whose facts are all
+this one's (``last_session``: the same recipe or script, code, torch, machine and settings): the
+second session of a script starts warm, as a user's own second run would, and the cold compile
+it then cannot measure is carried from the source's summary (each variant's ``cold`` figures,
+themselves carried when the source started warm too)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from tuimon import events
@@ -76,4 +83,55 @@ def read_source(path: str | Path) -> tuple[Source, dict]:
     chosen = set(source.runs.values())
     fields = {"session": p.name, "path": str(p), "there": facts(meta),
               "runs": {run: info for run, info in kept.items() if run in chosen}}
+    colds = cold_figures(p)
+    for info in fields["runs"].values():
+        cold = colds.get(variant_key(info["mode"], info["precision"], info["axes"]))
+        if cold is not None:
+            info["cold"] = cold
     return source, fields
+
+
+COLD_FIELDS = ("compile_s", "overhead_s", "first_step_ms", "phases", "cache", "processes")
+
+
+def cold_figures(path: Path) -> dict[tuple, dict]:
+    """Each variant's cold-start compile figures in a finished session's summary.json (variant
+    key -> figures, with ``session``: where that cold compile was measured); {} when it has no
+    summary (still running, or killed) or measured no cold start."""
+    try:
+        doc = json.loads((path / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for row in doc.get("variants") or doc.get("runs") or []:
+        cold = ((row.get("warm") or {}).get("starts") or {}).get("cold")
+        if not cold or cold.get("compile_s") is None:
+            continue
+        key = variant_key(row.get("mode"), row.get("precision"), row.get("axes") or {})
+        found.setdefault(key, {**{k: cold.get(k) for k in COLD_FIELDS},
+                               "session": cold.get("session") or path.name})
+    return found
+
+
+def reuse_key(meta: dict) -> dict:
+    """What two sessions must share for one to start from the other's artifacts by default:
+    their facts, the script's command line and the shapes the flags set."""
+    settings = meta.get("settings") or {}
+    return {**facts(meta), "command": meta.get("command"), "batch_size": settings.get("batch_size"),
+            "image_size": settings.get("image_size")}
+
+
+def last_session(out: Path, here: dict, this: Path, look: int = 50) -> Path | None:
+    """The newest session under ``out`` (of its ``look`` newest, ``this`` aside) whose
+    ``reuse_key`` is ``here`` and that kept compile artifacts; None when none."""
+    try:
+        names = sorted((d for d in out.iterdir() if d.is_dir() and d.resolve() != this.resolve()),
+                       key=lambda d: d.name, reverse=True)[:look]
+    except OSError:
+        return None
+    for d in names:
+        if not (d / ARTIFACTS).is_dir() or store.check_session(d) is not None:
+            continue
+        if reuse_key(store.read_meta(d)) == here:
+            return d
+    return None

@@ -49,6 +49,7 @@ class Source:
     path: Path
     name: str
     runs: dict[tuple, str] = field(default_factory=dict)  # variant key -> the source's run id
+    auto: bool = False  # chosen by default (the last session alike), not named by --cache-from
 
 
 def variant_key(mode: str, precision: str, axes) -> tuple:
@@ -97,8 +98,8 @@ class WarmStarts:
         key = variant_key(variant.mode, variant.precision, variant.axes)
         if self.persistent is not None:
             start, seed = PERSISTENT, None
-        elif self.source is not None:
-            start, seed = WARM, self.source.name
+        elif self.source is not None and (key in self.source.runs or not self.source.auto):
+            start, seed = WARM, self.source.name  # a variant the default source lacks starts cold
         elif self.policy == "rounds" and (replicate or 1) > 1 and key in self.keeper:
             start, seed = WARM, self.keeper[key]
         else:
@@ -203,7 +204,7 @@ def warm_starts(session: Path, plan) -> WarmStarts:
     source = None
     if warm.get("source"):
         found = warm["source"]
-        source = Source(Path(found["path"]), found["session"])
+        source = Source(Path(found["path"]), found["session"], auto=bool(found.get("auto")))
         for run, info in (found.get("runs") or {}).items():
             source.runs.setdefault(variant_key(info.get("mode"), info.get("precision"),
                                                info.get("axes") or {}), run)

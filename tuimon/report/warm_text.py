@@ -15,7 +15,7 @@ from tuimon.report.miss_text import miss_text
 def as_start(r: RunStats, start: str) -> RunStats:
     """``r`` with one start's compile figures in place of its own (a copy, for the formatters)."""
     fig = r.warm.starts[start]
-    first = start == _first(r)
+    first = start == _first(r) and not fig.get("session")  # a carried start has no interval here
     return replace(
         r, compile=replace(r.compile, compile_s=fig["compile_s"], compile_phases=dict(fig["phases"])),
         timing=replace(r.timing, overhead_s=fig["overhead_s"], first_step_ms=fig["first_step_ms"]),
@@ -24,6 +24,11 @@ def as_start(r: RunStats, start: str) -> RunStats:
                         breakeven_lo=r.compare.breakeven_lo if first else None,
                         breakeven_hi=r.compare.breakeven_hi if first else None),
         warm=replace(r.warm, cache=fig["cache"], start=start))
+
+
+def _name(r: RunStats, start: str) -> str:
+    """A start's name in a row: a cold start carried from another session says so."""
+    return f"{start} (earlier)" if r.warm.starts[start].get("session") else start
 
 
 def _first(r: RunStats) -> str | None:
@@ -38,7 +43,7 @@ def per_start(fn):
             texts = {start: fn(as_start(r, start)) for start in r.warm.starts}
             if all(t in (DASH, "") for t in texts.values()):
                 return DASH
-            return " · ".join(f"{start}: {t or DASH}" for start, t in texts.items())
+            return " · ".join(f"{_name(r, start)}: {t or DASH}" for start, t in texts.items())
         out = fn(r)
         start = _first(r) or r.warm.start
         return f"{out} (warm)" if start == "warm" and out != DASH else out
@@ -115,8 +120,14 @@ def _warm(r: RunStats) -> RunStats:
 def start_line(summary: SessionSummary) -> str:
     """How the session's compiled runs started, after the cache line of summary.md."""
     starts = {s for r in summary.runs for s in ([r.warm.start] if r.warm.start else [])}
+    carried = sorted({f["session"] for r in columns(summary) for f in r.warm.starts.values()
+                      if f.get("session")})
+    cold = f"; the cold compile said is {' and '.join(carried)}'s" if carried else ""
+    if summary.cache_source and summary.cache_auto:
+        return (f"; compiled runs started warm from {summary.cache_source}'s compile artifacts, the "
+                f"last session of this code and settings{cold} (--cold compiles cold)")
     if summary.cache_source:
-        return f"; compiled runs started from {summary.cache_source}'s compile artifacts (--cache-from)"
+        return f"; compiled runs started from {summary.cache_source}'s compile artifacts (--cache-from){cold}"
     if "warm" in starts and "cold" in starts:
         return "; each compiled variant's first process compiled cold, the others warm from its artifacts"
     return ""

@@ -45,7 +45,7 @@ def apply_session(summary: SessionSummary, e: dict) -> None:
         elif e.get("known"):
             summary.known = Known.from_dict(e["known"])
     elif e["type"] == events.CACHE_SOURCE:
-        summary.cache_source = e.get("session")
+        summary.cache_source, summary.cache_auto = e.get("session"), bool(e.get("auto"))
     elif e["type"] == events.SESSION_ENDED and summary.started_t is not None:
         summary.wall_s = round(e["t"] - summary.started_t, 3)
     elif e["type"] == events.PROBE_INFO:

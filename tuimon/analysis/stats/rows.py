@@ -127,6 +127,7 @@ class SessionSummary:
     budget: dict | None = None  # a sweep's --budget and how it was shared (cli/budget.py)
     start: str | None = None  # --start: the compile start the verdict weighs over the horizon
     cache_source: str | None = None  # --cache-from: the session the compiled runs started from
+    cache_auto: bool = False  # ... chosen by default: the last session of this code and settings
     wall_s: float | None = None  # from session_started to session_ended
     started_t: float | None = None  # session_started's time
     verdict: Any = None  # stats/verdict.py's Verdict: the answer, computed once with the summary
@@ -148,7 +149,8 @@ class SessionSummary:
                                                  "unsupported", "warnings", "quiet_only", "pin_malloc",
                                                  "busy", "axes", "horizon", "loss_tolerance", "sweep",
                                                  "skipped", "budget", "wall_s", "plan", "start",
-                                                 "cache_source", "files", "until_known")}}
+                                                 "cache_source", "cache_auto", "files",
+                                                 "until_known")}}
 
 
 def mean_of(values: list) -> float | None:

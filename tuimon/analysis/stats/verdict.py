@@ -273,7 +273,8 @@ def _weigh(out: Verdict, ref: RunStats, qualified: list[RunStats], noise: Noise,
     out.winner, out.winner_run = winner.label, winner.run
     out.speedup, out.speedup_lo, out.speedup_hi = c["speedup"], c["lo"], c["hi"]
     out.saving = 1.0 - 1.0 / c["speedup"]
-    n, out.breakeven_s, _ = pays_off(cost(ref), ref.timing.overhead_s, cost(winner), winner.timing.overhead_s)
+    # The cold start's warm-up (carried from the session that measured it, when this one started warm)
+    n, out.breakeven_s, _ = pays_off(cost(ref), ref.timing.overhead_s, cost(winner), overhead(winner, None))
     out.payoff = point("no_compile" if not winner.compiled else "at_once" if n == 0 else "after",
                        at_once=n == 0)
     warm = winner.warm.starts.get("warm") if "cold" in winner.warm.starts else None

@@ -117,6 +117,9 @@ def combine_starts(row: RunStats, group: list[RunStats]) -> RunStats:
         if r.warm.start:
             by_start.setdefault(r.warm.start, []).append(r)
     starts = {s: _figures(by_start[s]) for s in ORDER if s in by_start}
+    if COLD not in starts:  # warm from another session: its cold figures, carried (first: the row's)
+        cold = next((r.warm.starts[COLD] for r in group if COLD in r.warm.starts), None)
+        starts = {COLD: cold, **starts} if cold else starts
     first = next((s for s in ORDER if s in by_start), None)
     if first is None:
         return replace(row, warm=replace(row.warm, starts=starts))
@@ -162,6 +165,16 @@ def _figures(runs: list[RunStats]) -> dict:
             "first_step_ms": median(lambda r: r.timing.first_step_ms),
             "phases": phases, "cache": cache, "breakeven_steps": None, "breakeven_s": None,
             "breakeven_never": False}
+
+
+def carried(fig: dict) -> dict:
+    """A cold start's figures measured in another session (``session``: which), as a start entry
+    of this one; its break-even is computed here, against this session's steps."""
+    return {"processes": fig.get("processes") or 1, "runs": [], "compile_s": fig.get("compile_s"),
+            "overhead_s": fig.get("overhead_s"), "first_step_ms": fig.get("first_step_ms"),
+            "phases": dict(fig.get("phases") or {}), "cache": dict(fig.get("cache") or {}),
+            "breakeven_steps": None, "breakeven_s": None, "breakeven_never": False,
+            "session": fig.get("session")}
 
 
 def starts_breakeven(r: RunStats, base: RunStats, pays_off) -> Warm:
@@ -211,17 +224,21 @@ class WarmTrack:
             self.facts[run] = {k: e.get(k) for k in self.FACTS if e.get(k) is not None}
 
     def finish(self, r: RunStats) -> Warm:
-        """A run's Warm with its ``starts`` entry when compiled, and a warm start's reasons when
-        it missed."""
+        """A run's Warm with its ``starts`` entry when compiled (a start from another session
+        carries that session's cold figures, ``carried``), and a warm start's reasons when it
+        missed."""
         from tuimon.analysis.stats.cache_miss import miss_reasons
 
         warm = run_starts(r)
+        seeded = warm.artifacts.get("seeded") or {}
+        from_source = self.source is not None and warm.seed == self.source.get("session")
+        src = ((self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}) if from_source else {}
+        if warm.start == WARM and src.get("cold") and COLD not in warm.starts:
+            warm = replace(warm, starts={COLD: carried(src["cold"]), **warm.starts})
         if warm.start != WARM or not (missed(r) or warm.cache.get("kernels")):
             return warm
-        seeded = warm.artifacts.get("seeded") or {}
         here = there = None
-        if self.source is not None and warm.seed == self.source.get("session"):
-            src = (self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}
+        if from_source:
             source, run_there = src.get("lookups") or [], src
             here, there = self.source.get("here") or {}, self.source.get("there") or {}
         else:
