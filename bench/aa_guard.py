@@ -15,6 +15,11 @@ variants: an A/A pair inside the session) with the default number of processes a
 Prints a table and one JSON line to paste into bench/RESULTS.md; also times the sessions.
 `--keep DIR` keeps the sessions; `--reread DIR [--spreads 0,10,20]` runs none and judges the kept
 pairs again with `compare --session-spread` set to each value.
+
+`--until-known` (issue 42) runs the adaptive stop instead: --pairs A/A sessions (`--set tag=a,b
+--until-known`: a claim is an answer of "faster" or "slower") and as many A/B sessions with the
+first of --slowdowns' work added (`--set depth=20,23`: found when the answer is "slower"), each
+with its rounds, its stepping and why it stopped.
 """
 
 from __future__ import annotations
@@ -72,7 +77,11 @@ def main() -> None:
     p.add_argument("--reread", metavar="DIR", help="run no session: judge the sessions kept in DIR "
                    "with compare --session-spread each of --spreads")
     p.add_argument("--spreads", default="0,10,20", help="with --reread: --session-spread values (%%)")
+    p.add_argument("--until-known", action="store_true", help="A/A and A/B under the adaptive stop")
     args = p.parse_args()
+    if args.until_known:
+        adaptive(args.pairs, int(args.slowdowns.split(",")[0]), Path(args.keep) if args.keep else None)
+        return
     if args.reread:
         reread(Path(args.reread), [float(x) for x in args.spreads.split(",")],
                [int(x) for x in args.slowdowns.split(",") if x])
@@ -123,6 +132,33 @@ def main() -> None:
         print(f"in one session, +{pct} % work seen slower beyond noise: {seen} of {args.pairs}")
     for pct, codes in out["detect"].items():
         print(f"compare +{pct} % work: exit codes {codes} (1 = seen)")
+    print(json.dumps(out))
+
+
+def adaptive(n: int, pct: int, keep: Path | None) -> None:
+    """A/A and A/B sessions under --until-known: how often a difference is claimed, and found."""
+    out: dict = {"aa": [], "ab": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = keep or Path(tmp)
+        for i in range(n):
+            for kind, axis in (("aa", ["--set", "tag=a,b"]), ("ab", ["--set", f"depth={DEPTH},"
+                                                                       f"{round(DEPTH * (1 + pct / 100))}"])):
+                where = root / f"{kind}{i}"
+                t0 = time.monotonic()
+                subprocess.run([TUIMON, RECIPE, "--headless", "--modes", "eager", *axis, "--until-known",
+                                "--no-auto-capture", "--out", str(where)], check=False, capture_output=True)
+                found = sorted(where.glob("*/summary.json"))
+                known = (schema.read(found[-1]) if found else {}).get("known") or {}
+                said = {"code": known.get("code"), "rounds": known.get("rounds"),
+                        "stepped_s": known.get("stepped_s"), "stopped": known.get("stopped"),
+                        "speedup": known.get("speedup"), "lo": known.get("lo"), "hi": known.get("hi"),
+                        "wall_s": round(time.monotonic() - t0, 1)}
+                out[kind].append(said)
+                print(f"{kind} {i + 1}: {said}", flush=True)
+    claims = sum(s["code"] in ("faster", "slower") for s in out["aa"])
+    found_n = sum(s["code"] == "slower" for s in out["ab"])
+    print(f"A/A under --until-known: a difference claimed in {claims} of {n} sessions")
+    print(f"A/B, +{pct} % work: found slower in {found_n} of {n} sessions")
     print(json.dumps(out))
 
 
