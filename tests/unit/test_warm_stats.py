@@ -7,6 +7,7 @@ API or reads a corrupt file, the cache-lookup parser and doctor's cache lines.""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from types import SimpleNamespace
@@ -352,3 +353,20 @@ def test_a_session_started_warm_from_another_carries_its_cold_compile():
     assert cells["compile / warm-up time"].startswith("cold (earlier): ")
     # --start cold (the default) over 5,000 steps: the carried cold compile does not pay off.
     assert summarize(carried_session(horizon={"steps": 5000})).verdict.kind == "stay"
+
+
+def test_a_starts_compile_phases_keep_their_order_whatever_the_hash_seed():
+    """summary.json's ``phases`` of a start were a set's order, so a session's summary.json
+    changed from one `tuimon summary` to the next (the process's string hash seed)."""
+    import subprocess
+    import sys
+
+    code = ("from tuimon.analysis.stats.rows import RunStats;"
+            "from tuimon.analysis.stats.warm import _figures;"
+            "from tuimon.analysis.stats.records import Compiles;"
+            "r = RunStats(run='a', mode='default', precision='fp32');"
+            "r.compile = Compiles(compile_phases={'dynamo': 1.0, 'aot': 2.0, 'inductor': 3.0, 'codegen': 4.0,"
+            " 'backward': 5.0}); print(list(_figures([r])['phases']))")
+    said = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           capture_output=True, text=True, check=True).stdout for seed in range(6)}
+    assert said == {"['dynamo', 'aot', 'inductor', 'codegen', 'backward']\n"}

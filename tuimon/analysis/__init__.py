@@ -1,12 +1,6 @@
 """What *reads* a recorded session and computes answers: pure functions of its events. Never
-starts a process, opens a socket or imports the control side; the UI, the headless view, the
-reports and the control side take their answers from here, through the names below, and never
-recompute them.
-
-``read`` (a session's directory read and summarized), ``stats/`` (every statistic, the verdict),
-``why/`` (why compile did not help), ``compare/`` (sessions side by side, the regression guard),
-``tried`` (tuimon try: the fixes a session calls for, and what each raced one did).
-"""
+starts a process, opens a socket or imports the control side; everyone else takes its answers
+through the names below (docs/layout.md) and never recomputes them."""
 
 from tuimon.analysis import tried
 from tuimon.analysis.compare import (

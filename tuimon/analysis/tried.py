@@ -1,11 +1,7 @@
-"""``tuimon try`` (issue 34), decided: which fixes a session's findings call for, priced and in
-order (``plan``), and, for a session that raced them, what each did against the variant without
-it (``outcomes``). Decisions only, a code and the figures; report/try_text.py words them.
-
-A fix rides on its variant as the axis ``fix`` (tuimon/fixes.py), so its speedup is the axis
-comparison's (stats/axes.py: against ``fix=none``, rounds paired, with its interval), and its
-break-even the eager comparison's (stats/compare.py: against the eager run without the fix).
-"""
+"""``tuimon try``, decided: which fixes a session's findings call for, priced and in order
+(``plan``), and what each raced one did against its variant without it (``outcomes``); words are
+report/try_text.py's. A fix rides on its variant as the axis ``fix`` (tuimon/fixes.py), so its
+speedup is the axis comparison's (stats/axes.py) and its break-even the eager comparison's."""
 
 from __future__ import annotations
 

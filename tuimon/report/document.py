@@ -1,11 +1,8 @@
 """The summary's words as one document: sections of typed lines, built once (report/sections.py)
-and rendered by every surface: summary.md (render_md.py), report.html (html/page.py), the
-terminal (headless.py), summary.json's words (summary_json.py) and the TUI's why pane, strip and
-rank strip. A line's ``kind`` says what it is and its ``figures`` what it says as data (codes,
-the run it is about): a surface picks, orders and styles lines by those, never by their text.
-
-A line's text may hold Markdown's inline marks (`code`, **bold**): markdown keeps them, the page
-renders them, the terminal drops them (``plain``)."""
+and rendered by every surface (docs/development.md, "The summary's words: one document"). A
+surface picks, orders and styles lines by their ``kind`` and ``figures``, never by their text.
+Inline Markdown marks (`code`, **bold**) stay in markdown, render on the page, and are dropped
+on the terminal (``plain``)."""
 
 from __future__ import annotations
 

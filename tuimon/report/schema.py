@@ -1,13 +1,8 @@
-"""summary.json's shape: its version, its JSON Schema (summary.schema.json, beside this module,
-shipped with the package), and the one place a file another version wrote is read into today's
-shape (``read``, ``upgrade``): every reader of a stored summary.json goes through here.
-
-Version 1 (every session before issue 41, no ``schema_version`` key) kept a row flat, a phase
-spelled into its keys (``mfu_measured_forward``) and some words where the codes are now
-(``nothing_compiled``, ``fell_back``, ``miss_reasons``, ``compile_divergence``, a left-out
-round's ``why``). Version 2 nests a row as its records are (``timing``, ``compare``, ...,
-``flops``: a record a phase), with its words under ``words``, and each diagnosed variant's
-``headline`` beside its findings."""
+"""summary.json's shape: its version, its JSON Schema (summary.schema.json, shipped beside this
+module), and the one place a file another version wrote is read into today's shape (``read``,
+``upgrade``): every reader of a stored summary.json goes through here. Version 1 (before issue
+41, no ``schema_version``) kept a row flat, a phase spelled into its keys, some words where codes
+are now; version 2 nests a row as its records are, its words under ``words``."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""``tuimon export --tensorboard DIR``: each run of a session as a TensorBoard run, DIR/<run>/, so
-``tensorboard --logdir DIR`` shows eager against compiled. Per step (the steps as the statistics
-saw them: a torchrun job's joined step, its slowest rank's): step time (ms), throughput (steps/s,
-and samples/s when the step's sample count is known), loss, each part's ms (steps.csv's split:
-per-step totals), compile seconds and count at the step a compile happened in; as text, each
-run's compiles (one table), the verdict and the whole summary.md (TensorBoard renders Markdown).
-
-Written with tensorboardX (the optional extra ``tuimon[tensorboard]``), never torch's own writer:
-this side never imports torch. The session is read a line at a time into analysis's Collector
-(the statistics of ``tuimon summary``, not recomputed here); each step's values go out as one
-event. TensorBoard drops what a file says at a step below one it has seen (it takes that for a
-restarted job), so a run's events are written in step order: a compile's figures wait for its
-step, the texts go at the run's last step."""
+"""``tuimon export --tensorboard DIR``: each run of a session as a TensorBoard run, DIR/<run>/
+(what it holds: docs/commands.md, "tuimon export"). Written with tensorboardX, never torch's own
+writer: this side never imports torch. The figures are the Collector's, read a line at a time,
+not recomputed. TensorBoard drops what a file says at a step below one it has seen (it takes
+that for a restarted job), so a run's events go out in step order: a compile's figures wait for
+its step, the texts go at the run's last step."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""``tuimon export --trace``: a session as one Chrome trace-event timeline (the JSON object form
-Perfetto and chrome://tracing open). A run (one process of a variant; a torchrun job's ranks
-together) is a process; its tracks are threads, one a kind and rank: its phases (building,
-compiling, warmup, steady, paused: its turns), its steps (X slices, each step's parts nested),
-its compiles (training's apart from a validation pass's and a no_grad call's, dynamo / aot /
-inductor / codegen nested), its profiler captures. Recompiles, graph breaks, failures, warnings
-and the user's commands are instants with their reasons in args; the supervisor's samples are
-counters (CPU, RSS, GPU) on each run and on the session's own process.
-
-Read a line at a time: the steps and samples (the bulk) go out as they come; what is held (phase
-changes, compiles, captures, instants: a few a turn) is sorted per track and written at the end,
-so memory grows with the session's turns and compiles, never its steps.
-
-A step event's ``t`` is its end and ``ms`` its length (runner/engine.py); its parts (``ph``) are
-per-step totals, not intervals in the order they ran: they are laid end to end from the step's
-start, and the step's args say so. Times are µs from the session's first event (otherData.t0 is
-its unix time); a step that would start before the previous one ended (two clocks: the host's
-for ``t``, the step's timer for ``ms``) starts when it ended instead, its own ms kept in args."""
+"""``tuimon export --trace``: a session as one Chrome trace-event timeline; what its processes,
+tracks and instants hold is docs/commands.md ("tuimon export"). Read a line at a time: steps and
+samples (the bulk) go out as they come, what is held (phases, compiles, captures, instants: a
+few a turn) is sorted per track and written at the end, so memory grows with the session's
+turns and compiles, never its steps. Times are µs from the first event; a step that would start
+before the previous one ended (two clocks: the host's ``t``, the step's timer ``ms``) starts
+when it ended instead, its own ms kept in args."""
 
 from __future__ import annotations
 

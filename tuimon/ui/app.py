@@ -1,10 +1,6 @@
 """The Textual app: one panel per run, a comparison strip, a log pane, keys that steer the runs.
-
-Events arrive on another thread (the supervisor's, or the replay reader's) and are only
-appended to a deque there; the event loop folds them into the model between redraws, in
-slices (ui/folding.py), and a timer redraws a few times a second. Nothing is drawn per event,
-so a fast run cannot flood the screen.
-"""
+Events arriving on another thread are only queued there; the loop folds them between redraws
+(ui/folding.py) and a timer redraws a few times a second, so a fast run cannot flood the screen."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Events into the model between redraws, never inside one.
-
-The source's thread only appends batches to the inbox and asks the app's event loop for a fold;
-the loop folds them in slices of at most ``SLICE`` events, each a callback of its own, so a key
-or a redraw waits for one slice at most (~1 ms a thousand steps here) and a redraw only draws.
-The session summary (tens of ms of medians over thousands of held steps) is computed on a
-thread, started once a frame is on screen so that it runs between frames, at most every
-``SUMMARY_EVERY`` s (or every 100x its cost); nothing is folded while it runs (the collector is
-not shared), and its end asks for the fold of what came meanwhile.
-"""
+"""Events into the model between redraws, never inside one (docs/tui.md#redraws). The source's
+thread only appends batches to the inbox; the loop folds them in slices of at most ``SLICE``,
+so a key or a redraw waits for one slice at most. The summary is computed on a thread at most
+every ``SUMMARY_EVERY`` s (or 100x its cost); nothing is folded while it runs, since the
+collector is not shared."""
 
 from __future__ import annotations
 

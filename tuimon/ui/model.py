@@ -1,11 +1,7 @@
 """What the TUI shows, folded from events; no Textual here, so it is tested without a screen.
-
-What the events say of each run comes from the one reducer (sessiondir/run_state.py), and the
-statistics from ``stats.Collector`` (bounded: recent steps only), which folds both; never
-recomputed here. This module adds what only a live view needs: each run's chart history
-(ui/history.py), its compile pane's events, the latest probe sample, and which run each panel
-shows.
-"""
+Run state and statistics come from the one reducer and ``stats.Collector``, never recomputed
+here; this adds what only a live view needs: chart history (ui/history.py), compile pane
+events, the latest probe sample, which run each panel shows."""
 
 from __future__ import annotations
 

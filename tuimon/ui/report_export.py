@@ -1,11 +1,7 @@
 """The export key's report.html: ``tuimon report SESSION`` in a child process, waited on by a
-thread, its one line shown as a notice when it is written.
-
-A child, not a call: a report takes seconds (the session summarized again, the figures drawn:
-3.5-7.4 s for a 10,000-step session on a loaded 2-core machine, docs/tui.md), which in this
-process would hold the GIL against the redraws, and it keeps matplotlib out of the TUI's process altogether
-(tests/unit/test_import_rules.py). One report at a time: a second press while one is being
-written says so."""
+thread, its one line shown as a notice. A child, not a call: a report takes seconds, which here
+would hold the GIL against the redraws, and matplotlib stays out of the TUI's process
+(tests/unit/test_import_rules.py). One report at a time."""
 
 from __future__ import annotations
 

@@ -66,14 +66,11 @@ class LiveSource:
         raise AttributeError(name)
 
 
-class ReplaySource:
-    """Reads a session's events.jsonl, then follows it while it grows (a session still running).
-
-    Lines that do not decode (a torn write, garbage) are skipped; once the first read reaches
-    the end, a ``warning`` event with ``notify`` says how many (the app shows it), and again
-    if more turn up later. A line still being written is not one of them."""
+class _Following:
+    """A read-only source: its ``_tail`` reads on a thread of its own, following while asked."""
 
     read_only = True
+    thread = "tuimon-replay"
 
     def __init__(self, path: str | Path, follow: bool = True, poll: float = 0.25) -> None:
         self.path = Path(path)
@@ -82,8 +79,21 @@ class ReplaySource:
         self._stop = threading.Event()
 
     def start(self, deliver: Deliver) -> None:
-        threading.Thread(target=self._tail, args=(deliver,), name="tuimon-replay",
-                         daemon=True).start()
+        threading.Thread(target=self._tail, args=(deliver,), name=self.thread, daemon=True).start()
+
+    def close(self, timeout: float = 0) -> None:
+        self._stop.set()
+
+    def log_path(self, run: str) -> Path:
+        return self.path / "logs" / f"{run}.log"
+
+
+class ReplaySource(_Following):
+    """Reads a session's events.jsonl, then follows it while it grows (a session still running).
+
+    Lines that do not decode (a torn write, garbage) are skipped; once the first read reaches
+    the end, a ``warning`` event with ``notify`` says how many (the app shows it), and again
+    if more turn up later. A line still being written is not one of them."""
 
     def _tail(self, deliver: Deliver) -> None:
         rest = ""
@@ -116,12 +126,6 @@ class ReplaySource:
     @staticmethod
     def _note(bad: int) -> dict:
         return events.make(events.WARNING, text=unreadable_note(bad), notify="warning")
-
-    def close(self, timeout: float = 0) -> None:
-        self._stop.set()
-
-    def log_path(self, run: str) -> Path:
-        return self.path / "logs" / f"{run}.log"
 
 
 class RemoteSource:
@@ -213,27 +217,19 @@ class RemoteSource:
         self._client.close()
         self._tail.close()
 
-    def log_path(self, run: str) -> Path:
-        return self.path / "logs" / f"{run}.log"
+    log_path = _Following.log_path
 
 
-class JobSource:
+class JobSource(_Following):
     """Several nodes' sessions of one torchrun job, read-only: what they hold now merged into one
     job (sessiondir/merge.py), then each file followed while it grows, its events made the merged
     session's the same way (``merge.node_event``). The CLI has checked they are one job."""
 
-    read_only = True
+    thread = "tuimon-job-replay"
 
     def __init__(self, paths: list[str | Path], follow: bool = True, poll: float = 0.25) -> None:
         self.paths = [Path(p) for p in paths]
-        self.path = self.paths[0]
-        self.follow = follow
-        self.poll = poll
-        self._stop = threading.Event()
-
-    def start(self, deliver: Deliver) -> None:
-        threading.Thread(target=self._tail, args=(deliver,), name="tuimon-job-replay",
-                         daemon=True).start()
+        super().__init__(self.paths[0], follow, poll)
 
     def _tail(self, deliver: Deliver) -> None:
         from tuimon.sessiondir import merge, store
@@ -256,12 +252,6 @@ class JobSource:
         finally:
             for f in files:
                 f.close()
-
-    def close(self, timeout: float = 0) -> None:
-        self._stop.set()
-
-    def log_path(self, run: str) -> Path:
-        return self.path / "logs" / f"{run}.log"
 
 
 def open_source(path: Path):

@@ -1,12 +1,7 @@
-"""Which view fills the screen: the panels, the overlay (key o: every run on one chart) or one
-chart zoomed (key z; escape returns). Views are switched by showing and hiding a few widgets,
-never by a class on the screen: that would restyle every widget, a tenth of a second on a
-busy machine, and a key must reach the screen sooner.
-
-The timer's redraws draw the charts of half the panels (or half the overlay's charts) each, the
-halves in turn: every chart follows at half the redraw rate (2 Hz at the default 4), and a
-redraw costs half as much, its slowest ones (every axis extending at once) too. The numbers,
-the compile bars and the zoomed chart follow every redraw, and a key's redraw draws it all."""
+"""Which view fills the screen: the panels, the overlay (key o) or one chart zoomed (key z;
+escape returns). Views switch by showing and hiding a few widgets, never by a class on the
+screen, which would restyle every widget (a tenth of a second on a busy machine). Each timer
+redraw draws half the panels' charts, the halves in turn (docs/tui.md#redraws)."""
 
 from __future__ import annotations
 

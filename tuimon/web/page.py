@@ -1,11 +1,7 @@
-"""The page a browser tab loads from ``tuimon serve``: textual-serve's terminal (xterm.js, in its
-package's static files) under a title that names the session.
-
-Ours rather than textual-serve's own template, for three reasons: that one fetches its font from
-a CDN (nothing may be fetched from outside here, and a monitor should not phone anyone), it has
-no <title>, and it writes absolute URLs from the server's bind address, which break when the page
-is reached through ``ssh -L`` on another local port or through a wildcard address. Every URL here
-is relative to the page; the websocket's is built from the address the browser used."""
+"""The page a browser tab loads from ``tuimon serve``: textual-serve's terminal under a title that
+names the session. Ours, not textual-serve's template: that one fetches its font from a CDN, has
+no <title>, and writes absolute URLs that break through ``ssh -L`` on another port
+(docs/serve.md). Every URL here is relative to the page."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Who is on the other end of a loopback TCP connection: the uid that owns the client's socket,
-read from /proc/net/tcp and /proc/net/tcp6 (Linux; readable by every user).
-
-127.0.0.1 keeps the network out, not the other users of the machine: any of them could open the
-port and steer the runs, as us. So ``tuimon serve`` answers a loopback connection only when its
-client socket belongs to our own uid, the rule the session's control socket applies with
-SO_PEERCRED (control/channel.py). A browser on this machine and ``ssh -L`` (sshd connects as the
-user who logged in) pass; another user's process gets 403."""
+from /proc/net/tcp and /proc/net/tcp6 (Linux; readable by every user). 127.0.0.1 keeps the
+network out, not the machine's other users, so ``tuimon serve`` answers only our own uid, as
+the control socket does with SO_PEERCRED (docs/serve.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The web server of ``tuimon serve``: one page (page.py), textual-serve's static files (xterm.js,
-its CSS and font), and a websocket per browser tab, each driving a viewer process of its own
-(``tab.py``) through textual-serve's ``AppService`` (it spawns the command with Textual's web
-driver and relays the terminal's bytes both ways).
-
-It listens on a socket the CLI has already bound (so a port in use is one line there, and
-``--port 0`` works). SIGINT, SIGTERM or SIGHUP stop it cleanly: every open tab is asked to quit
-(its viewer detaches, the runs go on), then any process of ours still there is killed, so none is
-left behind."""
+"""The web server of ``tuimon serve``: one page (page.py), textual-serve's static files, and a
+websocket per browser tab, each driving a viewer process of its own (``tab.py``) through
+textual-serve's ``AppService``. It listens on a socket the CLI already bound (a port in use is
+one line there). SIGINT, SIGTERM or SIGHUP ask every tab to quit (its viewer detaches, the runs
+go on), then kill any process of ours still there."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """``python -m tuimon.web.tab SESSION_DIR [--fps N]``: what one browser tab of ``tuimon serve``
-runs. textual-serve starts it with Textual's web driver (stdin / stdout are its pipes to the
-server): the TUI as ``tuimon attach`` opens it, live on the session's daemon with working keys,
-or read-only (replay) once the session has ended or has no daemon.
-
-The tab ends when the browser tab closes (the server asks the app to quit), on ``q`` (the same
-stop / detach question as attach), or when the server goes away without asking (killed): the
-parent watch below quits the app, so no viewer outlives its server and holds a finished session
-open. Leaving without stop detaches: the runs go on."""
+runs, under Textual's web driver: the TUI as ``tuimon attach`` opens it. It ends when the tab
+closes, on ``q``, or when the server goes away without asking (the parent watch below), so no
+viewer outlives its server and holds a finished session open."""
 
 from __future__ import annotations
 

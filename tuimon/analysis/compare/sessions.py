@@ -1,11 +1,7 @@
-"""The sessions of a ``tuimon compare``, each read through ``read.load_session`` (the one place
-that reads a session directory), and their variants keyed for matching across sessions.
-
-A variant is matched by (mode, precision, axis values). Only the axes that vary inside some
-session of the comparison are part of the key: an axis one session holds at a single value (a
-plain ``--set width=512``) is a setting of that session, named among what differs, so two
-sessions that ran the same variants at other settings still match.
-"""
+"""The sessions of a ``tuimon compare``, each read through ``read.load_session``, and their
+variants keyed for matching: (mode, precision, axis values), with only the axes that vary inside
+some session in the key. An axis a session holds at one value is a setting of that session,
+named among what differs, so sessions that ran the same variants at other settings still match."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """What differs between the sessions of a comparison, said before any number: the recipe or
-command, every setting, the host, the devices, the versions of torch, triton and the rest.
-
-From meta.json (settings, host, versions, written when the session started) and the runs'
-``run_started`` events (the device each run used, torch as the runner saw it, threads, batch
-and model sizes, the recipe's knobs); GPUs as the probes named them.
-"""
+command, every setting, the host, the devices, the versions of torch, triton and the rest; from
+meta.json and the runs' ``run_started`` events, GPUs as the probes named them."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""Whether a variant trains like the run it should agree with: its losses against those of its
-*loss reference*, the eager run at the same axis values in fp32 (or, without one, in its own
-precision). Compile should not change what is learnt; amp may a little; a variant whose losses
-end far away, or turn NaN, is disqualified by the verdict (stats/verdict.py).
-
-The gap: the mean loss over the last quarter of the steps both ran, the variant's minus the
-reference's, as a share of the reference's first loss (its scale; > 0: the variant ends
-higher): a loss that falls to ~0 in both stays ~0 apart, and one step's noise is averaged out."""
+"""Whether a variant trains like its *loss reference* (the eager run at the same axis values in
+fp32, else in its own precision): compile should not change what is learnt, so a variant whose
+losses end far away, or turn NaN, is disqualified (verdict.py). The gap is over the last quarter
+of the steps both ran, as a share of the reference's first loss, so a loss that falls to ~0 in
+both stays ~0 apart and one step's noise is averaged out."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""How tuimon read a script's loop (the runner's ``anatomy`` event: runner/script/anatomy.py), as
-a row's record, and that reading checked against the run itself (issue 40): the losses and step
-times the script printed (``printed``, control/printed.py) against the ones tuimon recorded at
-the same steps, and the lead optimizer's ``step()`` calls against the steps. Each check is a
-point: agrees, or what differs and by how much; report/anatomy_text.py words them, and the
-verdict says "cannot tell" where a disagreement touches the figures it weighs."""
+"""How tuimon read a script's loop (the runner's ``anatomy`` event), as a row's record, and that
+reading checked against the run itself: the losses and step times the script printed against
+tuimon's at the same steps, the lead optimizer's ``step()`` calls against the steps. Each check
+is a point (report/anatomy_text.py words it); the verdict says "cannot tell" where a
+disagreement touches the figures it weighs."""
 
 from __future__ import annotations
 

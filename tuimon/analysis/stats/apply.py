@@ -1,9 +1,7 @@
-"""How one event changes a run's figures (``apply_run``: its compiles, graph breaks, recompiles,
-validation passes, memory peaks, FLOPs, warm start, the fixes it was asked for) and the
-session's own facts (``apply_session``); and ``as_told``: a row with what the run's events say
-of it (sessiondir/run_state.py: its status, identity, notes, warnings, failure, pauses). Collector
-(collect.py) calls these. Its records are frozen: an event that changes one puts a new one in
-the row (a list or dict in it is never grown in place: the summary's rows share them)."""
+"""How one event changes a run's figures (``apply_run``) and the session's own facts
+(``apply_session``); and ``as_told``: a row with what the run's events say of it
+(sessiondir/run_state.py). Collector (collect.py) calls these. Records are frozen: an event puts
+a new one in the row (records.py says why)."""
 
 from __future__ import annotations
 

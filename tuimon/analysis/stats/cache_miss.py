@@ -1,9 +1,6 @@
-"""Why a warm start missed, one point a reason (report/miss_text.py words them): from what torch
-reports (each cache lookup's key, part by part, against the lookup that filled the cache: the
-graph, each input's dtype and shape, the torch build, the system, an Inductor config entry) and
-from what differs between the two sessions' facts (torch / Triton / Python version, platform,
-cores, device, dtype, batch, a --set knob, the recipe's or script's code). Pure: the facts come
-from events (run_started, the ``cache_source`` event of --cache-from)."""
+"""Why a warm start missed, one point a reason (report/miss_text.py words them): torch's cache
+lookups' keys, part by part, against the lookup that filled the cache, and what differs between
+the two sessions' facts. Pure: the facts come from events (run_started, ``cache_source``)."""
 
 from __future__ import annotations
 

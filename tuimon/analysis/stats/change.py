@@ -1,15 +1,7 @@
 """The change of one variant between two sessions (``tuimon compare``): the ratio of its median
-steps with a 95 % interval built from each session's own uncertainty, and the plain ratio of a
-figure measured once (compile time, memory) unless several processes measured it.
-
-The median's interval: each session's row has a 95 % interval of its median (order statistics
-widened for correlated steps, or with --repeats a Student's t interval over its processes);
-``log_se`` turns it into a standard error of the log median. Two sessions are independent
-samples, so the variance of the log ratio is the sum of theirs: ratio × exp(±z · hypot(se_a,
-se_b)), with Student's t and Welch's degrees of freedom when a row combines processes
-(``stats.compare.ratio_interval``, shared with the speedup). The change is *significant* (beyond
-noise) when that interval leaves out 1.
-"""
+steps with a 95 % interval from each session's own uncertainty (independent samples: the log
+ratio's variance is the sum of theirs, ``stats.compare.ratio_interval``), significant when it
+leaves out 1; a figure measured once (compile time, memory) as a plain ratio."""
 
 from __future__ import annotations
 

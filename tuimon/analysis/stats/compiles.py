@@ -1,18 +1,8 @@
 """What a compiled variant compiled: a script's validation passes' compiles apart from
-training's (their guards in a word each), the frames Dynamo could not compile (they ran eager),
-and a variant that compiled nothing, with why.
-
-A compile counts only where it made a graph (``made_graph``): a frame compile that failed
-(``Unsupported: Attempted to wrap RNN, GRU, or LSTM``) or found no tensor operation leaves the
-frame running eager, and is kept as a fallback (``fallback``) with torch's reason instead. A
-variant counts as compiled only where compiled graphs ran: with none in training, it compiled
-nothing, and says torch's reason.
-
-The runner marks a validation pass's compile events ``validation: true`` (runner/script/
-validation.py) and says why a compiled variant will compile nothing in a note flagged
-``uncompiled``; apply.py folds them into the row, and ``compile_story`` sorts them once the
-run's events are in (report/compile_text.py words them).
-"""
+training's, the frames Dynamo could not compile (they ran eager), and a variant that compiled
+nothing, with why. A compile counts only where it made a graph (``made_graph``); one that did
+not is kept as a ``fallback`` with torch's reason. apply.py folds the events into the row, and
+``compile_story`` sorts them once the run's events are in (report/compile_text.py words them)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Steps that repeat in cycles: a loop whose steps are not alike but alternate (SAC steps its
-actor on every other step: 5.45 and 16.45 ms; a WGAN its generator every fifth; an RL script's
-rollout lands in one step of sixteen). Their median is no training step's: it drops the heavy
-ones, and their mean is what the loop costs. Where the steps repeat every k steps (their
-autocorrelation at lag k is ``REPEATS`` or more: independent noise repeats at no lag) and the
-median of the cycles' mean steps parts from the steps' median by ``UNEVEN`` or more, the
-statistics take the cycles' mean steps as the row's steps (steady_state.py): its median step is
-then a cycle's mean step. The cycle's length comes from how the loop was
-read (another optimizer's cadence: analysis/stats/anatomy.py) or, failing that, from the step
-times themselves (the lag, up to ``LONGEST``, at which they repeat best), unless they repeat at
-lag 1 too: steps that drift together (a burst of load) repeat at every short lag, no cycle. A
-cycle one row of a session finds weighs every row (collect.py): a comparison is of cycle means
-on both sides."""
+"""Steps that repeat in cycles (SAC steps its actor every other step; a WGAN its generator every
+fifth): their median is no training step's, their mean is what the loop costs. Where the steps
+repeat every k steps (autocorrelation at lag k of ``REPEATS`` or more, but not at lag 1: drift
+repeats at every lag) and the cycles' mean steps part from the median by ``UNEVEN`` or more,
+the row's steps are the cycles' means (docs/measuring.md#steady-state-warm-up-and-compiles)."""
 
 from __future__ import annotations
 

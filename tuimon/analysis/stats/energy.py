@@ -1,23 +1,10 @@
 """Energy where the machine tells it (docs/measuring.md#energy): joules per step and per run,
-from the probes' samples (the supervisor's, probes/gpu.py and probes/rapl.py).
-
-A GPU run's energy is its devices' NVML total-energy counter (``energy_mj``, Volta and newer),
-or where that counter is missing their power × time (each sampling period at the mean of its
-two ends' power draw); a CPU run's is RAPL's package counter (``energy_uj``), where readable.
-Either counts the whole device or package: every process's. So a period counts for a run only
-when it stepped alone: the one run stepping through it (the sample's ``stepping``; a sample
-without it: the only run in it) and no other process busy on its device (a GPU's foreign SM
-use, or over ``FOREIGN_CORES`` of other processes on the CPU).
-
-Per step: the energy of its steady periods that ran alone, each holding only measured steps,
-over the steps that ended in them. Per run: its whole life (build and compiles included), from
-its first sample to its last, only when no other run of the session lived beside it (and no
-other process was busy on its device).
+from the probes' samples (NVML's counter or power × time on a GPU, RAPL on a CPU). The counters
+count every process on the device, so a period counts for a run only when it stepped alone.
 
 Codes of ``energy_why`` (report/memory_text.py words them): no_sensor, rapl (its reason),
 no_samples, shared (it never stepped alone), no_steady, which_gpu (NVML did not see its process
-and the machine has several GPUs, or none NVML could read).
-"""
+and the machine has several GPUs, or none NVML could read)."""
 
 from __future__ import annotations
 

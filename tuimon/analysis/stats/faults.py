@@ -1,17 +1,8 @@
-"""Minor page faults per step: how often a run's steps map fresh memory.
-
-glibc's malloc returns large freed blocks to the kernel, and how large "large" is depends on the
-process's own allocation history (its adaptive mmap threshold). So two processes running the
-same step can differ: one reuses its buffers, the other maps them afresh at every step and pays
-a page fault (a zeroed 4 KiB page) for every page it touches. On this project's 2-core VM that
-was 2 000–17 000 faults a step on timm resnet18 and ~3.8 µs a fault: up to ±20 % between identical
-processes (bench/RESULTS.md, agreement with timm). A comparison between processes that fault at
-very different rates measures their allocators as much as their compile modes: said here, and
-``--pin-malloc`` fixes the thresholds alike in every run.
-
-The runner sends its cumulative ``minflt`` with each flush (a ``memory`` event, after the steps of
-that flush); a window between two flushes whose steps are all measured steady steps gives a rate.
-"""
+"""Minor page faults per step: how often a run's steps map fresh memory. Two processes running
+the same step can fault at very different rates (glibc's adaptive mmap threshold), which makes
+their comparison measure their allocators as much as their modes
+(docs/measuring.md#page-faults-and---pin-malloc). The rate comes from the cumulative ``minflt``
+of ``memory`` events, over windows of measured steady steps only."""
 
 from __future__ import annotations
 

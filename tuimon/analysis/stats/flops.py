@@ -1,22 +1,8 @@
-"""FLOPs, achieved FLOP/s and MFU: a run's ``Flops`` record (records.py).
-
-``counted(e)`` folds the runner's ``flops`` event (one extra step counted by torch's
-FlopCounterMode, and this machine's measured GEMM peak: runner/flops.py, runner/peak_bench.py)
-into the counts and peaks; ``flop_rates`` adds what the steps achieved once their medians are
-known: a phase's FLOPs over its median time (stats/phases.py), the step's over the median step,
-and MFU, each against the two peaks:
-
-- the *measured* peak, the best this machine's GEMMs reached in the precision the FLOPs ran in;
-- the *datasheet* peak of the device at that precision (tuimon/peaks.py), None on a CPU, for a
-  device the table does not have, or a precision the device lacks: MFU then stands on the
-  measured peak alone, and ``mfu_basis`` says why.
-
-An MFU over 100 % is not a fact but a peak that does not fit the run (a wrong table entry, the
-wrong precision, a phase timed shorter than its work): it is listed in ``mfu_over`` and the
-views say so instead of the number. A count of the lead's module alone, while other optimizers
-train modules outside it (a seq2seq's decoder), has no rate and no MFU: the step's time holds
-work it did not count. Decisions only: the words are report/flops_text.py's.
-"""
+"""FLOPs, achieved FLOP/s and MFU: a run's ``Flops`` record (records.py;
+docs/measuring.md#flops-peaks-and-mfu). ``counted(e)`` folds the runner's ``flops`` event into
+the counts and the measured and datasheet peaks; ``flop_rates`` adds what the steps achieved
+once their medians are known. An MFU over 100 % is a peak that does not fit the run, listed in
+``mfu_over`` instead of stated. Decisions only: the words are report/flops_text.py's."""
 
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
-"""Other processes' load while a run stepped (a noisy neighbour), from the probes' samples:
-CPU cores the machine spent outside the session (``system.foreign_cores``, control/sampler.py),
-on a GPU other processes on the run's devices (``devices[].foreign``), and the CPU of the
-session's *other runs* in a period the run stepped through (``stepping``): tuimon's own load
-(a run still starting or ending past the schedule's wait, a paused run's background threads or
-DataLoader workers), the same kind of load, named as tuimon's own. Under ``--schedule parallel``
-the user asked for runs side by side: their load on each other is not counted.
-
-A run's figure is over the samples taken while it stepped in its steady state (outside its
-pauses and turn waits: probe_stats picks them). Load on every run → the session says the
-machine was busy; load that differs between a run and its baseline → the comparison is
-unreliable, with the figures; ``--quiet-only`` → steps in a sample period with load are kept
-out of the steady state. Steps that met load from the session's other runs are kept out by
-default when they are few (at most ``OWN_DROP_SHARE`` of the run's steady steps; a note says
-how many); more than that stay, counted as load (busy, unreliable).
-"""
+"""Other processes' load while a run stepped in its steady state (docs/measuring.md#a-busy-machine):
+cores spent outside the session, other processes on the run's GPUs, and the session's other
+runs (tuimon's own load; not counted under ``--schedule parallel``, which asked for it). Load on
+every run makes the session busy; load that differs from the baseline's makes a comparison
+unreliable. Steps that met the session's own runs are kept out when they are few
+(``OWN_DROP_SHARE``)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
-"""Memory per phase on CUDA (docs/measuring.md#memory-per-phase): the allocator's peaks the
-runner read in each part of a few steps (``memory_phases`` events, runner/memory_phases.py),
-what compile saved or added in each against its baseline, torch's CUDA-graph pool, and the
-headroom to the device turned into the largest batch that would fit.
-
-The batch that would fit rests on one assumption, said in the docs: what a part holds above
-its fixed memory grows with the batch, the fixed memory does not. Fixed: forward's, what was
-allocated as the step began (weights, optimizer state, the batch itself at today's size counts
-as growing); backward's, what was allocated as backward ended (the same plus the gradients:
-the activations are freed by then); the optimizer's, its whole peak. Each part's growing share
-is its peak less its fixed memory, and the batch may grow by ``k`` while every part's
-``fixed + k × growing`` stays within what the process could hold (``budget``: its allocator's
-reserved bytes and the device's free ones). Cannot tell (``batch_fit_why``) where the parts
-show nothing growing, where CUDA graphs hold the activations in their own pool (replays
-allocate nothing), or where the budget is not known.
+"""Memory per phase on CUDA (docs/measuring.md#memory-per-phase, with the one assumption the
+batch that would fit rests on): the allocator's peaks in each part of a few steps, what compile
+saved or added against its baseline, torch's CUDA-graph pool, and the headroom to the device
+turned into the largest batch that would fit.
 
 Codes (report/memory_text.py words them): batch_fit_why: graph_pool, no_growth, no_budget,
-over_budget; mem_na: cpu, short (fewer steps than the first memory step), unread.
-"""
+over_budget; mem_na: cpu, short (fewer steps than the first memory step), unread."""
 
 from __future__ import annotations
 

@@ -1,27 +1,10 @@
 """Process-to-process noise: how far apart fresh processes of the same work land, which no interval
-from one process's steps can see (on this project's VM the same command runs at one of two speeds,
-tens of percent apart; bench/RESULTS.md). Measured by running each variant in several processes
-(``--repeats K``, 3 by default when tuimon sets a run's length) and *pooled* over every variant of
-the session (or of the sessions ``tuimon compare`` reads) on the log scale: the spread is the
-machine's and the process's luck, not the model's, so one estimate with the degrees of freedom of
-all variants together is far tighter than any variant's own (two processes give one degree of
-freedom each; two variants of three, four).
-
-Inside one session the variants run in rounds (every variant once a round), so a round's
-processes meet the same machine: when the machine's speed drifts from minute to minute, every
-process of a round drifts alike. ``within_rounds`` takes each round's shared level out (a
-variant + round model of the log medians) and measures what is left; a speedup between two
-variants of the same session is then the mean of its per-round ratios, with that spread
-(``ratio_interval``). Across sessions (``tuimon compare``) nothing pairs the processes: the
-spread between processes, unpaired, stands.
-
-With one process a variant nothing measures it: an assumed spread (``FLOOR_SD``) stands in, with
-the normal quantile, and the summary says so. Either way a row's interval is never narrower than
-its processes' own step noise allows.
-
-For planning: the smallest change the processes can tell from none (at 95 % confidence, found 80 %
-of the time), and how many processes a variant would tell a given change.
-"""
+from one process's steps can see. Measured over ``--repeats K`` processes a variant and pooled
+over every variant on the log scale (the spread is the machine's, not the model's, so pooling
+buys degrees of freedom); within a session's rounds, paired (``within_rounds``); with one
+process, an assumed spread (``FLOOR_SD``). Plus, for planning, the smallest change the processes
+can tell from none and how many processes a change needs. Why and how:
+docs/measuring.md#repeats-the-spread-between-processes."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Where a step goes: each phase of the steady steps (data, forward, backward, optimizer, eval
-and the rest, "other") — its median, p10–p90, mean and share of the step — and what a variant
-did to each phase against its eager baseline, with the same honest interval as the step's
-speedup (noise.py's ``ratio_interval``: the phase's own step noise and the spread between
-processes).
-
-A step event's ``ph`` holds the four phases in µs, None for a phase its run could not see
-(runner/phases.py), and a fifth, eval, in a step that ran the trained module with gradients off
-(a script's eval forwards inside its step): a step without it had none (0), and a run none of
-whose steady steps had any has no eval phase at all. "other" is the step less the phases seen,
-so a phase not seen is inside it, never guessed. Shares are of the mean step (means add up: the
-phases' shares sum to 100 %); medians and their intervals are each phase's own.
-"""
+"""Where a step goes (docs/measuring.md#where-the-step-goes-its-phases): each steady phase's
+median, p10–p90, mean and share, and a variant's effect on each against its eager baseline with
+the step's honest interval (noise.py's ``ratio_interval``). "other" is the step less the phases
+seen, so a phase not seen is inside it, never guessed; shares are of the mean step so they sum
+to 100 %."""
 
 from __future__ import annotations
 

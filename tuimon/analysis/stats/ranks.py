@@ -1,16 +1,7 @@
 """A torchrun job's figures, rank by rank: what the statistics add to the ranks' state
-(sessiondir/run_state.py: each rank's status, steps, loss and identity; the job's steps joined
-there, the slowest rank's at each index).
-
-Each rank keeps its figures folded as a run's are (a ``RunStats`` of compiles and memory, by
-apply.py's ``apply_run``) and, for the steps the job measured, its step, own and pre-backward
-times (stragglers.py). Memory stays bounded as in the collector: the last ``keep`` measured
-steps per rank.
-
-``summarize`` fills the job's row: world size, per-rank rows (its ``RankState`` and its
-``RankStats``), skew, stragglers and compile divergence, and what the lead rank (the lowest)
-says for the whole job's compiles and memory.
-"""
+(sessiondir/run_state.py). Each rank folds its compiles and memory as a run does (apply.py) and
+keeps the last ``keep`` measured steps' times for stragglers.py; ``summarize`` fills the job's
+row, the lead (lowest) rank speaking for the whole job's compiles and memory."""
 
 from __future__ import annotations
 

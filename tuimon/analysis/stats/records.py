@@ -1,22 +1,8 @@
-"""A row's statistics, one small record per job (``RunStats``, rows.py, is their composition):
-its step times (``Timing``), its speedups (``Comparison``), the load beside it (``Load``), its
-losses (``Losses``), what the probes saw (``Probes``), how it failed (``Failure``), its compiles
-(``Compiles``), its warm start (``Warm``), a torchrun job's ranks (``Job``), where a step goes
-(``Phases``), its memory per phase (``Memory``), energy (``Energy``) and its FLOPs, FLOP/s and MFU
-(``Flops``). None is "not measured", never zero.
-
-Every record is frozen (tests/unit/test_records.py). Its statistics module computes and returns
-it: steady_state.py's Timing (and the Load of the steps it kept out), probes.py and load.py's
-Load, compiles.py's Compiles, warm.py's Warm, phases.py, compare.py, axes.py, agreement.py,
-ranks.py's Job, flops.py's Flops; replicates.py a combined row's. collect.py's ``summary()`` puts
-each in the row,
-step by step, in the order they depend on each other; a later figure makes a new record
-(``dataclasses.replace``), never changes one. The live fold (apply.py, warm.py's ``fold``) puts a
-new record in the run's row at each event that changes it (``evolve``), and never grows a list
-or dict inside one: a summary's rows share them.
-
-summary.json keeps a row as these records nest it (report/summary_json.py, its JSON Schema
-report/summary.schema.json): a group a record, a record a phase."""
+"""A row's statistics, one small frozen record per job (``RunStats``, rows.py, is their
+composition; docs/layout.md lists them). None is "not measured", never zero. Each statistics
+module returns its record; a later figure makes a new one (``dataclasses.replace``, ``evolve``)
+and never grows a list or dict inside one, since a summary's rows share them. summary.json keeps
+a row as these records nest it (report/summary.schema.json)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""--repeats K on a torchrun job: the combined row's job (stats/replicates.py), from its K jobs.
-
-The world size, backend and hosts are the job's in every round. Each rank's times are the median
-over the rounds the row's step time rests on; its status and error the worst any round had. A
-straggler is one only when the same rank straggled in every such round (one round's straggler is
-that round's machine), and the skew is the combined ranks' own. Compile divergence is round 1's:
-later rounds start warm from its artifacts (stats/warm.py), where a cold divergence cannot show.
-"""
+"""--repeats K on a torchrun job: the combined row's job from its K jobs (stats/replicates.py).
+Each rank's times are the median over the rounds the row rests on, its status the worst; a
+straggler only when the same rank straggled in every round (one round's is that round's
+machine). Compile divergence is round 1's: later rounds start warm, where it cannot show."""
 
 from __future__ import annotations
 

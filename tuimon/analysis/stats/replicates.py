@@ -1,16 +1,8 @@
 """--repeats K: one combined row per variant from its K processes (geometric mean of their
-medians). Its interval needs the spread between processes, pooled over every variant of the
-session (noise.py): ``noise_interval`` gives it once the rows are all combined.
-
-The processes run in rounds, every variant once a round, so a round's processes meet the same
-machine. A round in which other processes loaded the machine (stats/load.py: more than half a
-core, or the run's GPU) while other rounds were quiet is the machine, not the model: its
-processes are left out of every variant's step time alike (the rounds stay paired), listed with
-the load they met, and the row's load figures are its quiet rounds' (issue 33.9: a demo whose
-first two rounds ran beside a job using a core, one ~90× slower than the others, read "stay
-eager, 0.98× (95 % CI 0.07–13.14)"). When every round was busy, nothing is left out: the
-session is busy, and the verdict says so (verdict.py).
-"""
+medians); ``noise_interval`` gives its interval once every row is combined (noise.py). A round
+loaded by other processes while other rounds were quiet is the machine, not the model: its
+processes are left out of every variant's step time alike, so the rounds stay paired
+(docs/measuring.md#repeats-the-spread-between-processes)."""
 
 from __future__ import annotations
 

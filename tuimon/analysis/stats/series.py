@@ -1,14 +1,7 @@
-"""A run's step times (or losses) over its whole life in bounded memory, for the charts.
-
-Consecutive steps of one kind (compile, warm-up, steady, profiled, a script's gap) fold into
-buckets; each bucket keeps its count, wall-clock span, min, max and a sorted sample of at most
-``SAMPLE`` order statistics, from which its p10 / median / p90 come. A bucket never straddles a
-pause or a change of kind. When more than ``CAP`` buckets are held, the bucket width doubles and
-neighbours merge, so a run of any length costs the same memory and a chart always covers it all.
-
-``columns`` bins buckets into a chart's columns (by step or by wall time) and ``axis_top`` says
-where a chart clips: steps above it are outliers, marked, and do not scale the axis.
-"""
+"""A run's step times (or losses) over its whole life in bounded memory, for the charts: steps of
+one kind fold into buckets (count, span, min, max, a sorted sample of at most ``SAMPLE``), never
+straddling a pause or a change of kind; past ``CAP`` buckets neighbours merge, so any length
+costs the same. ``columns`` bins them into a chart's columns, ``axis_top`` says where it clips."""
 
 from __future__ import annotations
 

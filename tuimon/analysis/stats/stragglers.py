@@ -1,34 +1,9 @@
-"""The ranks of a job against each other, over its steady state: each rank's step and own time,
-the skew, stragglers, and compiles that diverge across ranks. Plain numbers in, numbers out.
-
-A rank's **own time** at step i is its step time less what it spent waiting for a slower rank.
-Under DDP every rank's step ends together (the gradient all-reduce inside backward waits for
-the last rank to get there), so step times alone cannot tell who is slow; the time from the
-step's start to its last ``backward()`` call (``pre_ms``: data, forward, loss) is the rank's own
-work before it joins the all-reduce. The rank that got there last (``s``) made the others wait:
-
-    wait_r = max(0, (pre_s - pre_r) - max(0, ms_s - ms_r)),   own_r = ms_r - wait_r
-
-(a rank that reached backward earlier and still ended its step no earlier than ``s`` waited for
-it; ranks that do not wait for each other, with no collective in their step, end earlier by as
-much and are left as they are). Without ``pre_ms`` (a rank that reports none), own = step time.
-
-The **skew** is the slowest rank's median own time against the median rank's (%). A
-**straggler** is a rank whose own time exceeds the other ranks' at the same steps (the other
-rank of two; past two, the median rank's) over the stretch that ends the steady state: there
-the median difference is at least ``STRAGGLER_PCT`` % and its 95 % interval (order statistics,
-widened for correlated neighbours) excludes zero. Counting each step +1 above ``STRAGGLER_PCT``
-% and -1 below, the stretch runs from the running count's lowest point to its highest; it
-starts later than the steady state's first step only when the share of slow steps changes
-there beyond chance (a likelihood ratio with a penalty that grows with the steps), so a rank
-slow from step 1 is slow *since* the steady state's first step however noisy its steps; after
-the stretch, a share that drops beyond chance means the rank recovered: no straggler at the
-end. Its **slow phase** (with the ranks' step splits): the phase whose time exceeds the other
-ranks' most, backward taken less the rank's wait for the others (its all-reduce), so a rank slow
-in forward is named for forward, not the others for a long backward.
-On CUDA ``pre_ms`` is the host's time (the GPU runs behind it): a rank slowed on its GPU alone
-shows in its GPU figures more than here.
-"""
+"""The ranks of a job against each other, over its steady state: each rank's step and own time
+(its step less what it waited for a slower rank: under DDP every rank's step ends together, so
+step times alone cannot tell who is slow), the skew, stragglers and the phase they are slow in,
+and compiles that diverge across ranks. Plain numbers in, numbers out. The method:
+docs/ranks.md ("Own time", "The straggler's phase"). On CUDA ``pre_ms`` is the host's time: a
+rank slowed on its GPU alone shows in its GPU figures more than here."""
 
 from __future__ import annotations
 

@@ -1,32 +1,9 @@
 """The verdict: the answer to "should I compile, and with which mode?" — a pure function of the
 summary (``decide``), computed once with it (collect.py). It is a decision, not a sentence: a
 ``code`` (the answer's shape), the winner, the figures, and the reasons as points;
-report/verdict_text.py words it as the one line (``Verdict: ...``) that summary.md, summary.json,
-the headless output and the TUI's strip show.
-
-What is weighed against what (docs/measuring.md#the-verdict):
-- the *reference* is what the user runs today: eager, fp32 (a script: its own precision), at
-  every axis's baseline (first) value; every other variant is compared with it, per step, or per
-  sample when the variants' steps hold different numbers of samples (a batch-size axis);
-- a variant is a candidate when it ran to a steady state of MIN_STEADY steps or more (fewer:
-  "not enough steady steps", no winner named), its losses agree with its loss
-  reference (stats/agreement.py) within the tolerance, and did not fail; a failed, diverged or
-  loss-mismatched one is disqualified with the reason, one skipped by ``tuimon sweep`` is listed;
-  a compiled variant that compiled nothing (stats/compiles.py) is no candidate either: it is
-  named so, and when no candidate is left the verdict says "nothing was compiled";
-- when a candidate or the reference is unreliable (it recompiled in steady state, other
-  processes' load or its page faults differed from its baseline's or the reference's) or the
-  machine was busy throughout (without --quiet-only), the verdict says so instead of naming a
-  winner (``reliability``);
-- "faster" means beyond noise: the lower end of the 95 % interval of its ratio to the
-  reference above 1. Without a horizon the fastest such variant per step wins (the long run);
-  with one (``{"steps": N}`` reference steps, or ``{"seconds": S}``: a training run that takes
-  S with the reference today) the least total time over it, warm-up and compile included: the
-  compile of the start the user will have (``start``, --start: cold by default, or warm from a
-  carried cache, when the session measured one);
-- a compile's break-even is said for each start the session measured ("pays off after 6.0 min
-  cold, 40.0 s warm").
-"""
+report/verdict_text.py words it as the one line every surface shows. What is weighed against
+what (the reference, candidates, reliability, "faster", the horizon, break-even per start):
+docs/measuring.md#the-verdict."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Warm start: a compiled run's compile start, its cache hits and misses, its artifacts, and each
-variant's figures per start — cold (a fresh, empty cache) and warm (seeded only from compile
-artifacts) side by side: compile time, warm-up overhead, the phases, the caches, the break-even.
-
-Every process counts for the step statistics (the steady state of a warm process is the same
-code); only the compile figures are kept apart by start, since averaging a cold compile with two
-warm ones answers neither "what does the first run cost" nor "what does a restart cost".
-"""
+variant's figures per start, cold and warm side by side. Every process counts for the step
+statistics (a warm process steps the same code); only compile figures are kept apart by start,
+since averaging a cold compile with warm ones answers neither "what does the first run cost"
+nor "what does a restart cost"."""
 
 from __future__ import annotations
 
@@ -156,7 +153,7 @@ def _figures(runs: list[RunStats]) -> dict:
     if kernel_s:
         cache["kernel_s"] = statistics.median(kernel_s)
     phases = {}
-    for phase in {p for r in runs for p in r.compile.compile_phases}:
+    for phase in dict.fromkeys(p for r in runs for p in r.compile.compile_phases):  # not a set: key order
         values = [r.compile.compile_phases[phase] for r in runs if phase in r.compile.compile_phases]
         phases[phase] = round(statistics.median(values), 4)
     return {"processes": len(runs), "runs": [r.run for r in runs],

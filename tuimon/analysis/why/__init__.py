@@ -1,24 +1,8 @@
-"""Why compile did not help, and what bounds each variant's step: rules over what tuimon
-recorded, each finding with its evidence and what to try, as data (a code and its figures
-each). A pure function of the session's summary (itself a function of its events), worded once
-by report/why_text.py, so summary.md, summary.json, the headless output and the TUI's why pane
-(key w) show the same findings in the same words.
-
-One module a rule family: ``breaks`` (graph breaks, time outside compiled graphs),
-``recompiles`` (failed guards, the recompile limit), ``cudagraphs`` (skipped or re-recorded),
-``syncs`` (scalar reads and device syncs in the model; host work between the step's phases),
-``bound`` (input-bound, optimizer-bound, launch-bound, compute-bound: the step's phases, for
-eager variants too), ``ops`` (the top-op diff of the eager and compiled captures), ``memory`` and
-``payoff`` (compile that pays off after the run), ``fallback`` (frames Dynamo could not
-compile, which ran eager), ``flops`` (each phase's FLOP/s against the measured peak:
-compute-bound, or memory- or launch-bound). ``finding`` holds what they share. A variant that compiled nothing
-(stats/compiles.py) gets that one finding, with torch's reason: no rule reads compiled graphs
-that never were.
-
-A new diagnosis: a rule here (a function of a ``Context`` returning findings), its place in
-``RULES`` (and ``EAGER_RULES`` when it reads eager runs too), and the words of its codes in
-report/why_words/ (docs/development.md, "How to add a diagnosis").
-"""
+"""Why compile did not help, and what bounds each variant's step: rules over the session's
+summary, each finding a code and its figures, worded once by report/why_text.py so every surface
+shows the same findings in the same words. One module a rule family (docs/layout.md); a variant
+that compiled nothing gets that one finding, since no rule reads graphs that never were. A new
+diagnosis: docs/development.md, "Adding a diagnosis"."""
 
 from __future__ import annotations
 

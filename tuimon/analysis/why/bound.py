@@ -1,13 +1,8 @@
 """What bounds a step, for every variant (eager included): the data (input-bound), the optimizer
 (optimizer-bound: torch.compile leaves ``optimizer.step()`` alone unless asked), the host
-launching kernels (launch-bound: the GPU idles between kernels); and for a step bound by none of
-them, where it goes (compute: forward and backward, what compile speeds up) and, for a compiled
-variant, what compile did to each phase.
-
-The evidence is the step's phases (analysis/stats/phases.py: every steady step split into data,
-forward, backward, optimizer and other) when the run measured them, else the data wait and a
-profiler capture's split; the profiler's device time and NVML say whether the GPU idled.
-"""
+launching kernels (launch-bound), or else compute, with what compile did to each phase
+(docs/why.md#what-bounds-a-step). The evidence is the step's phases when the run measured them,
+else the data wait and a capture's split; device time and NVML say whether the GPU idled."""
 
 from __future__ import annotations
 

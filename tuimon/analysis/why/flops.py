@@ -1,13 +1,7 @@
-"""How close each phase comes to what this machine's GEMMs reach (its MFU against the measured
-peak, stats/flops.py), for every variant that counted its FLOPs: a forward or backward near the
-measured peak is compute-bound (fewer bits a FLOP, or better kernels, are what is left), one far
-below it spends its time elsewhere than in matmuls and convolutions: moving memory (element-wise
-ops, norms, copies) or waiting for the host to launch the next kernel. An MFU over 100 % is a
-peak that does not fit the run, said as such.
-
-The datasheet peak is not used here: no real step reaches it (a GEMM benchmark reaches 60-90 %
-of it on a GPU), so "near the peak" against it would never be said.
-"""
+"""How close each phase comes to what this machine's GEMMs reach (MFU against the measured peak,
+stats/flops.py): near it, compute-bound; far below it, moving memory or waiting on kernel
+launches. The datasheet peak is not used here: no real step reaches it (a GEMM benchmark reaches
+60-90 % of it), so "near the peak" against it would never be said."""
 
 from __future__ import annotations
 

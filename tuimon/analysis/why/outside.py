@@ -1,15 +1,7 @@
-"""Much of a step outside its timed phases ("other"), named for what a profiler capture shows
-ran there (syncs.py calls it with other's share and mean).
-
-A script's forward is the trained module's calls only (runner/script/phases.py): another
-module's forward (a frozen loss network run twice a step, a teacher, ``nn.MSELoss``), a loss
-computed from tensors (Gram matrices) and the loop's own Python all land in "other". The
-capture's ``outside`` table (runner/profiling/outside.py) tells them apart: outermost module
-calls other than the trained one, ops called outside every module, and time in which no op ran
-(Python on the host). The finding names the largest of the three; host work only when the
-capture shows it, and without a capture (or a table: an older session, a recipe's loop) nothing
-but "outside the timed phases".
-"""
+"""Much of a step outside its timed phases ("other"), named for what a profiler capture's
+``outside`` table shows ran there: another module's forward, ops outside every module, or host
+Python; without the table, nothing but "outside the timed phases"
+(docs/why.md#what-runs-outside-the-timed-phases). syncs.py calls it."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""What each finding costs (issue 34): a step (ms, and its share of the step) or a start (seconds
-of compile), typed, from the figures the rules already read; None where tuimon cannot put it in
-time (memory, CUDA graphs skipped, a share of compute). ``tuimon try`` orders its fixes by it
-(analysis/tried.py), report/why_text.py words it beside each finding.
-
-Graph breaks get an account from the row's last clean profiler capture: the compiled graphs a
-step calls (each graph's calls and time, runner/profiling/analysis.py ``by_graph``) and the time
-its forward and backward spent outside them (the eager gaps between the graphs, guards, autograd
-glue). Which break a gap follows is not in the capture (graph calls are not tied to the frames
-that broke): with one break site the whole outside time is that break's; with several, the
-split between them is "cannot tell" (``per_break`` False), never guessed.
-"""
+"""What each finding costs: a step (ms, share) or a start (seconds of compile), from the figures
+the rules already read; None where it cannot be put in time. ``tuimon try`` orders its fixes by
+it, report/why_text.py words it. Graph breaks' account comes from the last clean capture; with
+several break sites the split between them is "cannot tell" (``per_break`` False), never
+guessed (docs/why.md#what-each-finding-costs)."""
 
 from __future__ import annotations
 
@@ -17,9 +10,6 @@ from dataclasses import dataclass
 
 from tuimon.analysis.why.breaks import outside_ms
 from tuimon.analysis.why.finding import Context, Finding
-
-# Findings priced by their start: the compile a run pays before its first step.
-START_CODES = ("payoff.", "recompiles.")
 
 
 @dataclass(frozen=True)

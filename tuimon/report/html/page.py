@@ -1,9 +1,6 @@
-"""report.html: one self-contained page, laid out from what analysis computed, its words the
-summary's document (report/sections.py) as summary.md has them (html/lines.py renders them), with
-the figures inline as SVG.
-
-Nothing on the page is fetched: no script, no stylesheet, font or image from elsewhere, and a
-Content-Security-Policy that forbids any (a copy mailed or attached to a PR opens offline)."""
+"""report.html: one self-contained page, its words the summary's document as summary.md has them
+(html/lines.py), its figures inline as SVG. Nothing is fetched, and a Content-Security-Policy
+forbids it, so a copy mailed or attached to a PR opens offline."""
 
 from __future__ import annotations
 

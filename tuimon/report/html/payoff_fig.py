@@ -1,11 +1,7 @@
-"""Is compile worth it, as a picture: each variant's training time against steps, cold and warm,
-and where a compiled one catches up with its eager baseline.
-
-Each line is the model the break-even is computed from (analysis/stats/compare.py ``pays_off``):
-a variant's warm-up overhead (its compile, its warm-up steps beyond the median) and then its median
-step, step after step; two lines cross at the break-even step analysis gives, which is marked with
-the table's own words (``breakeven_text``), its range shaded. What each process measured (its
-steps' running total) is drawn faintly over the steps it ran, so the model can be checked by eye."""
+"""Is compile worth it, as a picture: each variant's training time against steps, cold and warm.
+Each line is the model the break-even is computed from (analysis/stats/compare.py ``pays_off``),
+so the lines cross at the break-even analysis gives, marked in the table's words; each process's
+measured running total is drawn faintly over it, so the model can be checked by eye."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The step-time figures: each run's step time over the session's wall time (its rounds and its
-compiles marked), and each variant's distribution of steady-state step times (every step).
-
-The lines are analysis's StepSeries buckets (the TUI's charts' own: a bucket's median, its p10–p90
-band), so a 10,000-step run is drawn from ~500 points per run, and the caption says how many
-steps a point stands for; the y axis clips where the TUI's does (analysis's ``axis_range``)."""
+"""The step-time figures: each run's step time over the session's wall time (rounds and compiles
+marked), and each variant's distribution of steady step times. The lines are analysis's
+StepSeries buckets, the TUI's charts' own, so a 10,000-step run is ~500 points (the caption
+says how many steps a point stands for) and the y axis clips where the TUI's does."""
 
 from __future__ import annotations
 

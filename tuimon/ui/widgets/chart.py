@@ -1,10 +1,6 @@
-"""A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size.
-
-Redraws are what the UI spends most of its time on, so a chart on screen draws a new plot at
-once, but builds and asks Textual to repaint only the rows that changed (a growing series
-changes a few rows at its right edge; its axes stay put: plots.py, chart_draw.Rows); a chart off
-screen (a panel behind the overlay) draws nothing until it is shown.
-"""
+"""A chart widget: holds a Plot, draws it (widgets/chart_draw.py) at its own size. Redraws are
+where the UI spends its time, so a chart repaints only the rows that changed, and one off
+screen (behind the overlay) draws nothing until shown."""
 
 from __future__ import annotations
 

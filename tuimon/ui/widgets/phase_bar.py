@@ -1,10 +1,7 @@
-"""A panel's phase bar: where its steady step goes, one line — a stacked bar of the phases'
-shares of the step (data, forward, backward, optimizer, eval, other; a colour each) and their median
-times beside their names in the same colours ("data 0.02 fwd 2.3 bwd 3.4 opt 0.80 other 0.05
-ms", "fwd ?" for a phase its steps could not see); under it, once the run counted its FLOPs, what
-forward and backward achieve ("fwd 1.2 TFLOP/s · 31 % of measured peak", report/flops_text.py).
-Live: it redraws with the summary (analysis/stats/phases.py and flops.py compute it;
-report/phase_text.py words it). Hidden until the run has phases."""
+"""A panel's phase bar: a stacked bar of the steady step's phases with their median times beside
+their names ("fwd ?" for a phase its steps could not see), and under it, once the run counted
+its FLOPs, what forward and backward achieve. Hidden until the run has phases; the figures are
+analysis/stats/phases.py's and flops.py's, the words report/phase_text.py's."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The rank view (key ``k``): a torchrun job, one row per rank: its state, steps, median step and
-own time (its step less its waits for slower ranks), a plot of its recent own times on a scale
-shared by every row, from zero (a straggler's row stands higher), its loss, compiles, CPU, GPU.
-
-Past ``GROUP_OVER`` ranks the rows are groups (each node's ranks, or blocks of 8 on one node):
-the group's median own time and spread, its slowest rank's plot, and the ranks worth a row of
-their own (stragglers, failed ones, ranks whose compiles differ) listed below; ``a`` shows every
-rank instead. The numbers are the summary's (analysis/stats/ranks.py); this only lays them out.
-"""
+"""The rank view (key ``k``): a torchrun job, one row per rank (docs/ranks.md); past
+``GROUP_OVER`` ranks, groups (each node's, or blocks of 8) with the ranks worth a row of their
+own listed below, ``a`` showing every rank. Own times share one scale from zero, so a
+straggler's row stands higher. The numbers are the summary's (analysis/stats/ranks.py); this
+only lays them out."""
 
 from __future__ import annotations
 

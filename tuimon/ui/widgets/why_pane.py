@@ -1,11 +1,7 @@
-"""The why pane (key w): why compile did not help the focused variant, or what bounds an eager
-one's step (on a panel without findings, every variant's): the findings with their evidence and
-what to try. They are the summary's document's "Why" section (report/why_text.py), the same as
-summary.md's; this module only draws it.
-
-The focused variant's findings are selectable (↑ ↓): each says the fix ``t`` would add to the
-variant as a new panel (analysis/tried.py picks it, report/try_text.py words it), and what each
-fix raced so far did against its variant without it heads the pane (analysis.tried.outcomes)."""
+"""The why pane (key w): the summary document's "Why" section for the focused variant (on a panel
+without findings, every variant's), the same as summary.md's; this module only draws it. The
+focused variant's findings are selectable (↑ ↓): each says the fix ``t`` would add
+(analysis/tried.py), and what each fix raced so far did heads the pane."""
 
 from __future__ import annotations
 
