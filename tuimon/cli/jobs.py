@@ -96,22 +96,29 @@ def srun_task(script: Program | None, env=None) -> slurm.SlurmTask | None:
                 "of its own (a recipe's --nproc ranks are one node's)")
         raise UsageError(f"under srun with {task.tasks} tasks {what}: run {SRUN_SHAPE}")
     if job and task.nodes > 1:
-        check_torchrun(list(script.command), task, node)
+        check_torchrun(list(script.command), task, node, os.environ if env is None else env)
     return task
 
 
-def check_torchrun(command: list[str], task: slurm.SlurmTask, node: str) -> None:
+def check_torchrun(command: list[str], task: slurm.SlurmTask, node: str, env) -> None:
     """A torchrun job over the step's nodes: its node count the step's, and on a static
-    rendezvous (torchrun's default) this node's own --node-rank."""
+    rendezvous (torchrun's default) this node's own --node-rank. An option left out is read
+    as torchrun reads it: from its PET_* variable, else its default."""
     job = parse_torchrun(command, is_torchrun(command, python=True) or 1)
-    low, _, high = str(job.options.get("--nnodes", "1")).partition(":")
-    if not low.isdigit() or not (int(low) <= task.nodes <= job.max_nodes):
-        raise UsageError(f"torchrun --nnodes {job.options.get('--nnodes', 1)} under srun on "
-                         f"{task.nodes} nodes: each node's torchrun must count the step's nodes "
-                         f"(--nnodes $SLURM_NNODES, or a range that holds {task.nodes})")
-    if str(job.options.get("--rdzv-backend", "static")) != "static":
+
+    def option(name: str, default: str) -> str:
+        pet = "PET_" + name.lstrip("-").replace("-", "_").upper()
+        return str(job.options.get(name) or env.get(pet) or default)
+
+    nnodes = option("--nnodes", "1")
+    low, _, high = nnodes.partition(":")
+    if not (low.isdigit() and (high or low).isdigit() and int(low) <= task.nodes <= int(high or low)):
+        raise UsageError(f"torchrun --nnodes {nnodes} under srun on {task.nodes} nodes: each node's "
+                         f"torchrun must count the step's nodes (--nnodes $SLURM_NNODES, or a "
+                         f"range that holds {task.nodes})")
+    if option("--rdzv-backend", "static") != "static":
         return  # a c10d / etcd rendezvous numbers the nodes itself
-    given = str(job.options.get("--node-rank", "0"))
+    given = option("--node-rank", "0")
     if given != str(task.node_id):
         raise UsageError(f"torchrun --node-rank {given} on {node}, Slurm node {task.node_id} of "
                          f"{task.nodes}: every node would claim the same rank; give each node its "
