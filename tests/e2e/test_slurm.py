@@ -1,0 +1,210 @@
+"""tuimon under Slurm's srun, on this machine: two "nodes" (two tuimon processes, each with the
+environment srun sets on its node, each running torchrun --nnodes 2 --node-rank K on loopback
+gloo) write their sessions into the step's directory, read as one job from there; and, where
+Debian's slurm-wlm is installed and its daemons start here (root, munge), the real srun: one
+task's session in its step's directory, and two tasks on one node refused in one line each."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_ranks import DDP, TORCHRUN, free_port
+
+from tuimon.sessiondir import store
+
+PY = sys.executable
+TUIMON_RUN = [PY, "-m", "tuimon", "run", "--headless", "--modes", "eager", "--steps", "20",
+              "--repeats", "1"]
+
+
+def srun_env(node: int, job: str) -> dict[str, str]:
+    """What srun --nodes 2 --ntasks-per-node 1 sets in node ``node``'s task (srun(1))."""
+    return {"SLURM_JOB_ID": job, "SLURM_JOBID": job, "SLURM_STEP_ID": "0", "SLURM_STEPID": "0",
+            "SLURM_NODEID": str(node), "SLURM_PROCID": str(node), "SLURM_LOCALID": "0",
+            "SLURM_NNODES": "2", "SLURM_NTASKS": "2", "SLURM_STEP_NUM_NODES": "2",
+            "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_TASKS_PER_NODE": "1(x2)",
+            "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_JOB_NODELIST": "node[0-1]",
+            "SLURM_STEP_NODELIST": "node[0-1]", "SLURMD_NODENAME": f"node{node}"}
+
+
+def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_step_s_directory(tmp_path):
+    port, out, job = str(free_port()), tmp_path / "sessions", "4242"
+    procs = []
+    for node in (0, 1):
+        cmd = [*TUIMON_RUN, "--out", str(out), "--", *TORCHRUN, "--nnodes", "2", "--node-rank",
+               str(node), "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port",
+               port, DDP, "--slow-rank", "1", "--slow-ms", "0.6"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      cwd=tmp_path, env={**os.environ, **srun_env(node, job)}))
+    try:
+        outs = [p.communicate(timeout=240) for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        pytest.fail(f"a node's session did not end in 240 s: {[p.communicate() for p in procs]}")
+    step = out / f"slurm-{job}-0"
+    for node, (p, (_, stderr)) in enumerate(zip(procs, outs, strict=True)):
+        assert p.returncode == 0, stderr
+        assert "one after the other (--schedule sequential)" in stderr  # as a torchrun --nnodes job
+        assert (f"Slurm job {job} step 0, node {node} of 2 (node{node}): this node's session is "
+                f"{step / f'node{node}'}; read the whole job with 'tuimon summary {step}'") in stderr
+        assert {e["rank"] for e in store.read_events(step / f"node{node}")[0]
+                if e.get("rank") is not None} == {node}
+    proc = subprocess.run([PY, "-m", "tuimon", "summary", "--format", "json", str(step)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["runs"]
+    assert row["job"]["world_size"] == 2 and [x["rank"] for x in row["job"]["ranks"]] == [0, 1]
+    assert row["timing"]["steps"] == 20 and row["job"]["stragglers"][0]["rank"] == 1
+    md = (step / "job-summary.md").read_text()  # the job's files in the step's directory
+    assert f"# tuimon session slurm-{job}-0 (2 nodes)" in md and "| ranks (world size) | 2 ranks" in md
+    assert (step / "job-steps.csv").is_file() and (step / "job-summary.json").is_file()
+    report = subprocess.run([PY, "-m", "tuimon", "report", str(step)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert report.returncode == 0 and (step / "report.html").is_file(), report.stderr
+    listed = subprocess.run([PY, "-m", "tuimon", "ls", "--out", str(out)], capture_output=True,
+                            text=True, cwd=tmp_path).stdout
+    assert f"slurm-{job}-0/node0" in listed and f"slurm-{job}-0/node1" in listed
+    (step / "node1").rename(tmp_path / "node1-elsewhere")  # a node not copied here (yet)
+    proc = subprocess.run([PY, "-m", "tuimon", "summary", str(step)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "1 of 2 nodes has no session yet (node1: not started yet, or not copied here)" in proc.stderr
+
+
+# ---- the real srun --------------------------------------------------------------------------
+SLURM_CONF = """\
+ClusterName=tuimontest
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.socket
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+MailProg=/bin/true
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName={host} CPUs={cpus} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """A one-node Slurm cluster of this machine (slurmctld, slurmd and munged of its own, in a
+    temporary directory, on free ports): the environment srun needs to reach it. Skips, saying
+    why, where slurm-wlm is not installed or its daemons do not start here."""
+    for tool in ("srun", "sinfo", "slurmctld", "slurmd", "munged"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            pytest.skip(f"{tool} is not installed (Debian: apt-get install slurm-wlm)")
+    if os.geteuid() != 0:
+        pytest.skip("starting slurmctld and slurmd here needs root")
+    d = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "spool"):
+        (d / sub).mkdir()
+    conf = d / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=socket.gethostname(), d=d, ctld_port=free_port(),
+                                      d_port=free_port(), cpus=os.cpu_count()))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    sbin = lambda tool: shutil.which(tool) or f"/usr/sbin/{tool}"  # noqa: E731
+    started = [subprocess.run([sbin("munged"), "--force", f"--socket={d}/munge.socket",
+                               f"--pid-file={d}/munged.pid", f"--log-file={d}/munged.log",
+                               f"--seed-file={d}/munged.seed"], capture_output=True, text=True),
+               subprocess.run([sbin("slurmctld"), "-f", str(conf), "-i"], capture_output=True,
+                              text=True, env=env),
+               subprocess.run([sbin("slurmd"), "-f", str(conf)], capture_output=True, text=True,
+                              env=env)]
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=env)
+            if state.stdout.strip() in ("idle", "mix", "alloc"):
+                break
+            time.sleep(0.5)
+        else:
+            logs = {p.name: p.read_text()[-600:] for p in d.glob("*.log")}
+            pytest.skip(f"Slurm's daemons did not start here: {[s.stderr[-300:] for s in started]} {logs}")
+        yield env
+        until(lambda: not subprocess.run(["squeue", "-h"], capture_output=True, text=True,
+                                         env=env).stdout.strip(), 20)  # the last step's end
+    finally:
+        stop_daemons(d)
+
+
+def until(done, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def stop_daemons(d: Path) -> None:
+    """Ours alone, by the pid each wrote as it started: slurmd first (its steps report to
+    slurmctld), munged last (both sign with it); SIGKILL for one still there after 10 s."""
+    for name in ("slurmd", "slurmctld", "munged"):
+        pid = d / f"{name}.pid"
+        if not (pid.is_file() and pid.read_text().strip().isdigit()):
+            continue
+        pid = int(pid.read_text())
+
+        def gone(pid=pid) -> bool:
+            try:
+                os.kill(pid, 0)
+                return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+            except (ProcessLookupError, FileNotFoundError):
+                return True
+        try:
+            os.kill(pid, signal.SIGTERM)
+            if not until(gone, 10):
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_under_the_real_srun_a_task_s_session_goes_into_its_step_s_directory(slurm_cluster, tmp_path):
+    out = tmp_path / "sessions"
+    run = [*TUIMON_RUN, "--out", str(out), "--", *TORCHRUN, "--nnodes", "1", "--nproc-per-node",
+           "1", "--standalone", DDP]
+    proc = subprocess.run(["srun", "-N1", "-n1", *run], capture_output=True, text=True,
+                          cwd=tmp_path, env=slurm_cluster, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    (step,) = out.glob("slurm-*-0")
+    (node,) = [p for p in step.iterdir() if p.is_dir()]
+    assert node.name == socket.gethostname()
+    slurm = store.read_meta(node)["slurm"]
+    assert (slurm["nodes"], slurm["tasks"], f"slurm-{slurm['job_id']}-0") == (1, 1, step.name)
+    summary = subprocess.run([PY, "-m", "tuimon", "summary", "--format", "json", str(step)],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert summary.returncode == 0, summary.stderr  # a one-node step: its one session
+    assert json.loads(summary.stdout)["runs"][0]["timing"]["steps"] == 20
+    # two tuimon tasks on one node: each refuses in one line, srun's exit is theirs
+    proc = subprocess.run(["srun", "-N1", "-n2", *run], capture_output=True, text=True,
+                          cwd=tmp_path, env=slurm_cluster, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("tuimon: error:")]
+    assert len(refused) == 2 and all("srun started 2 tuimon tasks on" in line for line in refused)
