@@ -71,6 +71,11 @@ def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_step_s_director
     report = subprocess.run([PY, "-m", "tuimon", "report", str(step)], capture_output=True,
                             text=True, cwd=tmp_path)
     assert report.returncode == 0 and (step / "report.html").is_file(), report.stderr
+    from tuimon.cli.replay import job_source  # replay's and attach's reading of it
+
+    source, note = job_source([str(step)], "replay")
+    assert note.startswith("one torchrun job over 2 nodes' sessions")
+    assert [Path(p) for p in source.paths] == [step / "node0", step / "node1"]
     listed = subprocess.run([PY, "-m", "tuimon", "ls", "--out", str(out)], capture_output=True,
                             text=True, cwd=tmp_path).stdout
     assert f"slurm-{job}-0/node0" in listed and f"slurm-{job}-0/node1" in listed

@@ -227,3 +227,12 @@ def test_tuimon_ls_lists_each_node_s_session_in_a_step_s_directory(tmp_path):
     node_session(tmp_path, 0)
     names = [str(s.path.relative_to(tmp_path)) for s in listing.sessions(tmp_path)]
     assert sorted(names) == ["slurm-4242-0/gpu01", "slurm-4242-0/gpu02"]
+
+
+def test_a_node_still_running_is_a_warning_the_job_s_figures_are_those_so_far(tmp_path):
+    from tuimon.cli.summary import read_warnings
+
+    meta = {"nodes": [{"session": str(tmp_path / "gpu01"), "status": "done"},
+                      {"session": str(tmp_path / "gpu02"), "status": "running"}]}
+    assert read_warnings(tmp_path, meta, 0) == [
+        "1 of 2 nodes still running (gpu02): the job's figures are those recorded so far"]
