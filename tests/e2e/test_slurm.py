@@ -1,8 +1,9 @@
 """tuimon under Slurm's srun, on this machine: two "nodes" (two tuimon processes, each with the
 environment srun sets on its node, each running torchrun --nnodes 2 --node-rank K on loopback
 gloo) write their sessions into the step's directory, read as one job from there; and, where
-Debian's slurm-wlm is installed and its daemons start here (root, munge), the real srun: one
-task's session in its step's directory, and two tasks on one node refused in one line each."""
+Debian's slurm-wlm is installed and its daemons start here (root, munge), the real srun on a
+cluster of two slurmd on this machine: the same job, and two tasks on one node refused in one
+line each."""
 
 from __future__ import annotations
 
@@ -95,13 +96,12 @@ SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket={d}/munge.socket
 SlurmctldPort={ctld_port}
-SlurmdPort={d_port}
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
+SlurmdSpoolDir={d}/spool-%n
 SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
+SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
+SlurmdLogFile={d}/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/builtin
@@ -112,44 +112,41 @@ MpiDefault=none
 MailProg=/bin/true
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName={host} CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName=node1 NodeHostname={host} NodeAddr=127.0.0.1 Port={port1} CPUs=1
+NodeName=node2 NodeHostname={host} NodeAddr=127.0.0.1 Port={port2} CPUs=1
+PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
+NODES = ("node1", "node2")  # two slurmd of this machine, each a node of the cluster (-N NAME)
 
 
 @pytest.fixture(scope="module")
 def slurm_cluster(tmp_path_factory):
-    """A one-node Slurm cluster of this machine (slurmctld, slurmd and munged of its own, in a
-    temporary directory, on free ports): the environment srun needs to reach it. Skips, saying
-    why, where slurm-wlm is not installed or its daemons do not start here."""
-    for tool in ("srun", "sinfo", "slurmctld", "slurmd", "munged"):
+    """A two-node Slurm cluster on this machine (slurmctld, two slurmd and munged of its own,
+    in a temporary directory, on free ports): the environment srun needs to reach it. Skips,
+    saying why, where slurm-wlm is not installed or its daemons do not start here."""
+    for tool in ("srun", "sinfo", "squeue", "slurmctld", "slurmd", "munged"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             pytest.skip(f"{tool} is not installed (Debian: apt-get install slurm-wlm)")
     if os.geteuid() != 0:
         pytest.skip("starting slurmctld and slurmd here needs root")
     d = tmp_path_factory.mktemp("slurm")
-    for sub in ("state", "spool"):
+    for sub in ("state", *(f"spool-{n}" for n in NODES)):
         (d / sub).mkdir()
     conf = d / "slurm.conf"
     conf.write_text(SLURM_CONF.format(host=socket.gethostname(), d=d, ctld_port=free_port(),
-                                      d_port=free_port(), cpus=os.cpu_count()))
+                                      port1=free_port(), port2=free_port()))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     sbin = lambda tool: shutil.which(tool) or f"/usr/sbin/{tool}"  # noqa: E731
     started = [subprocess.run([sbin("munged"), "--force", f"--socket={d}/munge.socket",
                                f"--pid-file={d}/munged.pid", f"--log-file={d}/munged.log",
                                f"--seed-file={d}/munged.seed"], capture_output=True, text=True),
                subprocess.run([sbin("slurmctld"), "-f", str(conf), "-i"], capture_output=True,
-                              text=True, env=env),
-               subprocess.run([sbin("slurmd"), "-f", str(conf)], capture_output=True, text=True,
-                              env=env)]
+                              text=True, env=env)]
+    started += [subprocess.run([sbin("slurmd"), "-f", str(conf), "-N", node], capture_output=True,
+                               text=True, env=env) for node in NODES]
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=env)
-            if state.stdout.strip() in ("idle", "mix", "alloc"):
-                break
-            time.sleep(0.5)
-        else:
+        if not until(lambda: subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
+                                            env=env).stdout.split() == ["idle"], 30):
             logs = {p.name: p.read_text()[-600:] for p in d.glob("*.log")}
             pytest.skip(f"Slurm's daemons did not start here: {[s.stderr[-300:] for s in started]} {logs}")
         yield env
@@ -171,7 +168,7 @@ def until(done, seconds: float) -> bool:
 def stop_daemons(d: Path) -> None:
     """Ours alone, by the pid each wrote as it started: slurmd first (its steps report to
     slurmctld), munged last (both sign with it); SIGKILL for one still there after 10 s."""
-    for name in ("slurmd", "slurmctld", "munged"):
+    for name in (*(f"slurmd-{n}" for n in NODES), "slurmctld", "munged"):
         pid = d / f"{name}.pid"
         if not (pid.is_file() and pid.read_text().strip().isdigit()):
             continue
@@ -191,25 +188,30 @@ def stop_daemons(d: Path) -> None:
             pass
 
 
-def test_under_the_real_srun_a_task_s_session_goes_into_its_step_s_directory(slurm_cluster, tmp_path):
+def test_under_the_real_srun_two_nodes_write_one_step_s_directory_read_as_one_job(slurm_cluster,
+                                                                                    tmp_path):
     out = tmp_path / "sessions"
-    run = [*TUIMON_RUN, "--out", str(out), "--", *TORCHRUN, "--nnodes", "1", "--nproc-per-node",
-           "1", "--standalone", DDP]
-    proc = subprocess.run(["srun", "-N1", "-n1", *run], capture_output=True, text=True,
-                          cwd=tmp_path, env=slurm_cluster, timeout=240)
+    run = " ".join([*TUIMON_RUN, "--out", str(out), "--", *TORCHRUN, "--nnodes", "$SLURM_NNODES",
+                    "--node-rank", "$SLURM_NODEID", "--nproc-per-node", "1", "--master-addr",
+                    "127.0.0.1", "--master-port", str(free_port()), DDP])
+    proc = subprocess.run(["srun", "-N2", "--ntasks-per-node", "1", "bash", "-c", run],
+                          capture_output=True, text=True, cwd=tmp_path, env=slurm_cluster, timeout=240)
     assert proc.returncode == 0, proc.stderr
     (step,) = out.glob("slurm-*-0")
-    (node,) = [p for p in step.iterdir() if p.is_dir()]
-    assert node.name == socket.gethostname()
-    slurm = store.read_meta(node)["slurm"]
-    assert (slurm["nodes"], slurm["tasks"], f"slurm-{slurm['job_id']}-0") == (1, 1, step.name)
+    assert sorted(p.name for p in step.iterdir()) == list(NODES)
+    slurm = [store.read_meta(step / node)["slurm"] for node in NODES]
+    assert [(s["node_id"], s["nodes"], s["node_list"]) for s in slurm] == \
+        [(0, 2, list(NODES)), (1, 2, list(NODES))]
+    assert proc.stderr.count(f"read the whole job with 'tuimon summary {step}'") == 2
     summary = subprocess.run([PY, "-m", "tuimon", "summary", "--format", "json", str(step)],
                              capture_output=True, text=True, cwd=tmp_path)
-    assert summary.returncode == 0, summary.stderr  # a one-node step: its one session
-    assert json.loads(summary.stdout)["runs"][0]["timing"]["steps"] == 20
+    assert summary.returncode == 0, summary.stderr
+    (row,) = json.loads(summary.stdout)["runs"]
+    assert row["job"]["world_size"] == 2 and [x["rank"] for x in row["job"]["ranks"]] == [0, 1]
+    assert row["timing"]["steps"] == 20
     # two tuimon tasks on one node: each refuses in one line, srun's exit is theirs
-    proc = subprocess.run(["srun", "-N1", "-n2", *run], capture_output=True, text=True,
-                          cwd=tmp_path, env=slurm_cluster, timeout=120)
+    proc = subprocess.run(["srun", "-N1", "-n2", "--overcommit", *run.replace("$SLURM_NNODES", "1").split()],
+                          capture_output=True, text=True, cwd=tmp_path, env=slurm_cluster, timeout=120)
     assert proc.returncode == 2, proc.stderr
     refused = [line for line in proc.stderr.splitlines() if line.startswith("tuimon: error:")]
-    assert len(refused) == 2 and all("srun started 2 tuimon tasks on" in line for line in refused)
+    assert len(refused) == 2 and all("srun started 2 tuimon tasks on node" in line for line in refused)
