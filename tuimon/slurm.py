@@ -3,7 +3,8 @@ read from the environment srun sets in every task (srun(1), OUTPUT ENVIRONMENT V
 where its session goes.
 
 Under srun every node's tuimon writes its session into one directory the job shares:
-``<--out>/slurm-<job id>-<step id>/<node name>/``, so ``tuimon summary`` (replay, report) reads
+``<--out>/slurm-<job id>-<step id>/<node name>/`` (``-r<N>`` after the step id once the
+job was requeued N times: its steps count from 0 again), so ``tuimon summary`` (replay, report) reads
 the whole step as one job from that one directory (sessiondir/merge.py). A step's own figures
 (SLURM_STEP_NUM_NODES, _NUM_TASKS, _TASKS_PER_NODE, _NODELIST) are read before the job's
 (SLURM_NNODES, SLURM_NTASKS, ...): a step may use fewer nodes than its allocation. A batch
@@ -39,11 +40,13 @@ class SlurmTask:
     tasks_here: int  # the step's tasks on this node
     node_name: str  # SLURMD_NODENAME ("" when unset: then node<K>)
     node_list: tuple[str, ...]  # the step's nodes, in node id order ((): unreadable)
+    restart: int = 0  # SLURM_RESTART_COUNT: a requeued job's steps count from 0 again
 
     @property
     def job_dir(self) -> str:
         """The step's directory under --out: every node's session goes into it."""
-        return f"{PREFIX}{self.job_id}-{self.step_id}"
+        again = f"-r{self.restart}" if self.restart else ""
+        return f"{PREFIX}{self.job_id}-{self.step_id}{again}"
 
     @property
     def node_dir(self) -> str:
@@ -56,7 +59,7 @@ class SlurmTask:
 
     def to_dict(self) -> dict:
         """As meta.json keeps it (``slurm``): what a reader of the job's directory checks."""
-        return {**asdict(self), "node_list": list(self.node_list)}
+        return {**asdict(self), "node_list": list(self.node_list), "job_dir": self.job_dir}
 
 
 def from_env(env: Mapping[str, str]) -> SlurmTask | None:
@@ -80,7 +83,8 @@ def from_env(env: Mapping[str, str]) -> SlurmTask | None:
                      task=_number(env, "SLURM_PROCID", 0), tasks=tasks,
                      local_task=_number(env, "SLURM_LOCALID", 0), tasks_here=tasks_here,
                      node_name=env.get("SLURMD_NODENAME", ""),
-                     node_list=names if len(names) == nodes else ())
+                     node_list=names if len(names) == nodes else (),
+                     restart=_number(env, "SLURM_RESTART_COUNT", 0))
 
 
 def _number(env: Mapping[str, str], name: str, default: int | None) -> int | None:

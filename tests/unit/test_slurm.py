@@ -218,7 +218,7 @@ def test_a_node_twice_or_two_steps_in_one_directory_is_one_line(tmp_path):
     mixed = tmp_path / "mixed"
     for step in ("0", "1"):
         node_session(mixed, 0, step=step).rename(mixed / f"s{step}")
-    with pytest.raises(merge.MergeError, match=r"several Slurm steps \(4242.0, 4242.1\)"):
+    with pytest.raises(merge.MergeError, match=r"several Slurm steps \(slurm-4242-0, slurm-4242-1\)"):
         merge.expand([mixed])
 
 
@@ -236,3 +236,9 @@ def test_a_node_still_running_is_a_warning_the_job_s_figures_are_those_so_far(tm
                       {"session": str(tmp_path / "gpu02"), "status": "running"}]}
     assert read_warnings(tmp_path, meta, 0) == [
         "1 of 2 nodes still running (gpu02): the job's figures are those recorded so far"]
+
+
+def test_a_requeued_job_s_step_gets_a_directory_of_its_own():
+    """srun's SLURM_RESTART_COUNT: the job requeued, its steps count from 0 again."""
+    assert slurm.from_env({**srun_env(0), "SLURM_RESTART_COUNT": "2"}).place == "slurm-4242-0-r2/gpu01"
+    assert slurm.from_env({**srun_env(0), "SLURM_RESTART_COUNT": "0"}).job_dir == "slurm-4242-0"

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.sessiondir import store
-from tuimon.slurm import PREFIX
 
 
 class MergeError(ValueError):
@@ -58,7 +57,7 @@ def step_sessions(path: Path) -> list[Path] | None:
     nodes = [(p, m["slurm"]) for p, m in found if isinstance(m.get("slurm"), dict)]
     if not nodes:
         return None
-    steps = sorted({f"{s.get('job_id')}.{s.get('step_id')}" for _, s in nodes})
+    steps = sorted({s.get("job_dir") or f"{s.get('job_id')}.{s.get('step_id')}" for _, s in nodes})
     if len(steps) > 1:
         raise MergeError(f"{path} holds the sessions of several Slurm steps ({', '.join(steps)}): "
                          "give one step's directory, or the sessions of one job's nodes")
@@ -194,7 +193,7 @@ def _meta(sessions: list[tuple[Path, dict, list[dict]]], lead: int) -> dict:
                       "status": m.get("status")})
     meta["nodes"] = nodes
     step = meta.get("slurm") or {}  # a Slurm step: named as its directory is
-    name = f"{PREFIX}{step['job_id']}-{step['step_id']}" if step.get("job_id") else meta.get("name", "?")
+    name = step.get("job_dir") or meta.get("name", "?")
     meta["name"] = f"{name} ({len(sessions)} nodes)"
     meta["host"] = ", ".join(str(n["host"]) for n in nodes)
     statuses = [n["status"] for n in nodes]
