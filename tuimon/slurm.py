@@ -5,9 +5,9 @@ where its session goes.
 Under srun every node's tuimon writes its session into one directory the job shares:
 ``<--out>/slurm-<job id>-<step id>/<node name>/`` (``-r<N>`` after the step id once the
 job was requeued N times: its steps count from 0 again), so ``tuimon summary`` (replay, report) reads
-the whole step as one job from that one directory (sessiondir/merge.py). A step's own figures
+the whole job step as one job from that one directory (sessiondir/merge.py). A job step's own figures
 (SLURM_STEP_NUM_NODES, _NUM_TASKS, _TASKS_PER_NODE, _NODELIST) are read before the job's
-(SLURM_NNODES, SLURM_NTASKS, ...): a step may use fewer nodes than its allocation. A batch
+(SLURM_NNODES, SLURM_NTASKS, ...): a job step may use fewer nodes than its allocation. A batch
 script or an ``salloc`` shell has SLURM_JOB_ID but no SLURM_STEP_ID: not a task srun started,
 so its session is named as anywhere else. Shared by the CLI (cli/run.py, cli/jobs.py) and the
 readers of a job's directory; imports nothing from tuimon.
@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-PREFIX = "slurm-"  # a Slurm step's directory under --out: slurm-<job id>-<step id>
+PREFIX = "slurm-"  # a Slurm job's directory under --out: slurm-<job id>-<step id>
 
 
 class SlurmError(ValueError):
@@ -32,25 +32,25 @@ class SlurmTask:
 
     job_id: str
     step_id: str
-    node_id: int  # SLURM_NODEID: this node's place in the step, from 0
-    nodes: int  # the step's nodes
-    task: int  # SLURM_PROCID: this task's place among the step's tasks
-    tasks: int  # the step's tasks
+    node_id: int  # SLURM_NODEID: this node's place in the job step, from 0
+    nodes: int  # the job step's nodes
+    task: int  # SLURM_PROCID: this task's place among the job step's tasks
+    tasks: int  # the job step's tasks
     local_task: int  # SLURM_LOCALID: its place among this node's tasks
-    tasks_here: int  # the step's tasks on this node
+    tasks_here: int  # the job step's tasks on this node
     node_name: str  # SLURMD_NODENAME ("" when unset: then node<K>)
-    node_list: tuple[str, ...]  # the step's nodes, in node id order ((): unreadable)
+    node_list: tuple[str, ...]  # the job step's nodes, in node id order ((): unreadable)
     restart: int = 0  # SLURM_RESTART_COUNT: a requeued job's steps count from 0 again
 
     @property
     def job_dir(self) -> str:
-        """The step's directory under --out: every node's session goes into it."""
+        """The job step's directory under --out: every node's session goes into it."""
         again = f"-r{self.restart}" if self.restart else ""
         return f"{PREFIX}{self.job_id}-{self.step_id}{again}"
 
     @property
     def node_dir(self) -> str:
-        """This node's session directory inside the step's."""
+        """This node's session directory inside the job's directory."""
         return safe_name(self.node_name) or f"node{self.node_id}"
 
     @property

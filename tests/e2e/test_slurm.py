@@ -1,6 +1,6 @@
 """tuimon under Slurm's srun, on this machine: two "nodes" (two tuimon processes, each with the
 environment srun sets on its node, each running torchrun --nnodes 2 --node-rank K on loopback
-gloo) write their sessions into the step's directory, read as one job from there; and, where
+gloo) write their sessions into the job's directory, read as one job from there; and, where
 Debian's slurm-wlm is installed and its daemons start here (root, munge), the real srun on a
 cluster of two slurmd on this machine: the same job, and two tasks on one node refused in one
 line each."""
@@ -37,7 +37,7 @@ def srun_env(node: int, job: str) -> dict[str, str]:
             "SLURM_STEP_NODELIST": "node[0-1]", "SLURMD_NODENAME": f"node{node}"}
 
 
-def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_step_s_directory(tmp_path):
+def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_job_s_directory(tmp_path):
     port, out, job = str(free_port()), tmp_path / "sessions", "4242"
     procs = []
     for node in (0, 1):
@@ -66,7 +66,7 @@ def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_step_s_director
     (row,) = json.loads(proc.stdout)["runs"]
     assert row["job"]["world_size"] == 2 and [x["rank"] for x in row["job"]["ranks"]] == [0, 1]
     assert row["timing"]["steps"] == 20 and row["job"]["stragglers"][0]["rank"] == 1
-    md = (step / "job-summary.md").read_text()  # the job's files in the step's directory
+    md = (step / "job-summary.md").read_text()  # the job's files in the job's directory
     assert f"# tuimon session slurm-{job}-0 (2 nodes)" in md and "| ranks (world size) | 2 ranks" in md
     assert (step / "job-steps.csv").is_file() and (step / "job-summary.json").is_file()
     report = subprocess.run([PY, "-m", "tuimon", "report", str(step)], capture_output=True,
@@ -151,7 +151,7 @@ def slurm_cluster(tmp_path_factory):
             pytest.skip(f"Slurm's daemons did not start here: {[s.stderr[-300:] for s in started]} {logs}")
         yield env
         until(lambda: not subprocess.run(["squeue", "-h"], capture_output=True, text=True,
-                                         env=env).stdout.strip(), 20)  # the last step's end
+                                         env=env).stdout.strip(), 20)  # the last job step's end
     finally:
         stop_daemons(d)
 
@@ -188,7 +188,7 @@ def stop_daemons(d: Path) -> None:
             pass
 
 
-def test_under_the_real_srun_two_nodes_write_one_step_s_directory_read_as_one_job(slurm_cluster,
+def test_under_the_real_srun_two_nodes_write_one_job_s_directory_read_as_one_job(slurm_cluster,
                                                                                     tmp_path):
     out = tmp_path / "sessions"
     run = " ".join([*TUIMON_RUN, "--out", str(out), "--", *TORCHRUN, "--nnodes", "$SLURM_NNODES",

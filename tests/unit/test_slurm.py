@@ -1,6 +1,6 @@
 """Slurm's srun (tuimon/slurm.py, cli/jobs.py, sessiondir/merge.py): the task read from the
 environment srun sets, where a node's session goes, the shapes refused in one line, and a
-step's directory read as one job (one line when a node has no session there yet)."""
+job's directory read as one job (one line when a node has no session there yet)."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def test_outside_srun_nothing_changes(monkeypatch):
     assert check_jobs(args, [], torchrun("--nproc-per-node", "2")) == [] and args.slurm is None
 
 
-# ---- the step's directory -------------------------------------------------------------------
+# ---- the job's directory -------------------------------------------------------------------
 def node_session(root, node: int, nodes: int = 2, step: str = "0", name: str | None = None,
                  status: str = "done"):
     task = slurm.from_env(srun_env(node, nodes=nodes, step=step))
@@ -182,18 +182,18 @@ def node_session(root, node: int, nodes: int = 2, step: str = "0", name: str | N
     return s.path
 
 
-def test_each_node_s_session_goes_into_the_step_s_directory_a_name_taken_gets_a_suffix(tmp_path):
+def test_each_node_s_session_goes_into_the_job_s_directory_a_name_taken_gets_a_suffix(tmp_path):
     first, again = node_session(tmp_path, 0), node_session(tmp_path, 0)
     assert first == tmp_path / "slurm-4242-0" / "gpu01" and again.name == "gpu01-1"
     assert json.loads((first / "meta.json").read_text())["slurm"]["node_list"] == ["gpu01", "gpu02"]
 
 
-def test_the_step_s_directory_stands_for_its_nodes_sessions_in_node_order(tmp_path):
+def test_the_job_s_directory_stands_for_its_nodes_sessions_in_node_order(tmp_path):
     b, a = node_session(tmp_path, 1), node_session(tmp_path, 0)
     step = tmp_path / "slurm-4242-0"
-    assert merge.expand([step]) == ([a, b], step)  # the job's files go into the step's directory
+    assert merge.expand([step]) == ([a, b], step)  # the job's files go into it
     assert merge.expand([a, b]) == ([a, b], a)  # several sessions as before
-    assert merge.expand([tmp_path]) == ([tmp_path], tmp_path)  # not a step: the caller says what
+    assert merge.expand([tmp_path]) == ([tmp_path], tmp_path)  # not a Slurm job's: the caller says
 
 
 def test_a_one_node_step_is_its_one_session(tmp_path):
@@ -218,11 +218,11 @@ def test_a_node_twice_or_two_steps_in_one_directory_is_one_line(tmp_path):
     mixed = tmp_path / "mixed"
     for step in ("0", "1"):
         node_session(mixed, 0, step=step).rename(mixed / f"s{step}")
-    with pytest.raises(merge.MergeError, match=r"several Slurm steps \(slurm-4242-0, slurm-4242-1\)"):
+    with pytest.raises(merge.MergeError, match=r"several Slurm job steps \(slurm-4242-0, slurm-4242-1\)"):
         merge.expand([mixed])
 
 
-def test_tuimon_ls_lists_each_node_s_session_in_a_step_s_directory(tmp_path):
+def test_tuimon_ls_lists_each_node_s_session_in_a_job_s_directory(tmp_path):
     node_session(tmp_path, 1)
     node_session(tmp_path, 0)
     names = [str(s.path.relative_to(tmp_path)) for s in listing.sessions(tmp_path)]

@@ -23,7 +23,7 @@ def attach_parser() -> Parser:
     p.add_argument("session", nargs="*",
                    help="a session directory (default: the latest running session under --out, "
                    "else the latest one); several: the sessions of one torchrun job's nodes, "
-                   "followed read-only as one job; a Slurm step's directory (slurm-JOB-STEP/): "
+                   "followed read-only as one job; a Slurm job's directory (slurm-JOB-STEP/): "
                    "its nodes' sessions, the same way")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="where to look for the latest session (default: ./tuimon-sessions)")
@@ -49,7 +49,7 @@ def attach_command(args: argparse.Namespace) -> int:
 
     from tuimon.ui.app import TuimonApp
 
-    if args.session:  # a Slurm step's directory: its nodes' sessions
+    if args.session:  # a Slurm job's directory: its nodes' sessions
         from tuimon.cli.summary import job_sessions
 
         args.session = [str(p) for p in job_sessions(args.session)[0]]

@@ -9,13 +9,13 @@ on which variant runs when only through what they are given, so
 - ``--steps`` ends them, not ``--duration`` (each node would stop at its own step).
 
 Under Slurm's ``srun`` (tuimon/slurm.py) the supported shape is that one: one tuimon a node, its
-ranks started by torchrun with ``--nnodes`` the step's nodes and each node's own ``--node-rank``.
-A step over several nodes gets the same treatment as a torchrun ``--nnodes`` job whatever the
+ranks started by torchrun with ``--nnodes`` the job step's nodes and each node's own ``--node-rank``.
+A Slurm job step over several nodes gets the same treatment as a torchrun ``--nnodes`` job whatever the
 command says; what would collide or hang is refused in one line naming that command: several
 tuimon tasks on one node (they would race each other's variants on one node's devices), a script
 or recipe srun starts once a task (tuimon takes a job's ranks from torchrun; a script that calls
 init_process_group from SLURM_PROCID is not taken as ranks yet), a torchrun whose node count is
-not the step's, and a static rendezvous's ``--node-rank`` that is not this node's (the batch
+not the job step's, and a static rendezvous's ``--node-rank`` that is not this node's (the batch
 script's own ``$SLURM_NODEID``, 0, expanded before srun started the tasks).
 """
 
@@ -101,7 +101,7 @@ def srun_task(script: Program | None, env=None) -> slurm.SlurmTask | None:
 
 
 def check_torchrun(command: list[str], task: slurm.SlurmTask, node: str, env) -> None:
-    """A torchrun job over the step's nodes: its node count the step's, and on a static
+    """A torchrun job over the job step's nodes: its node count the job step's, and on a static
     rendezvous (torchrun's default) this node's own --node-rank. An option left out is read
     as torchrun reads it: from its PET_* variable, else its default."""
     job = parse_torchrun(command, is_torchrun(command, python=True) or 1)
@@ -114,7 +114,7 @@ def check_torchrun(command: list[str], task: slurm.SlurmTask, node: str, env) ->
     low, _, high = nnodes.partition(":")
     if not (low.isdigit() and (high or low).isdigit() and int(low) <= task.nodes <= int(high or low)):
         raise UsageError(f"torchrun --nnodes {nnodes} under srun on {task.nodes} nodes: each node's "
-                         f"torchrun must count the step's nodes (--nnodes $SLURM_NNODES, or a "
+                         f"torchrun must count the job step's nodes (--nnodes $SLURM_NNODES, or a "
                          f"range that holds {task.nodes})")
     if option("--rdzv-backend", "static") != "static":
         return  # a c10d / etcd rendezvous numbers the nodes itself

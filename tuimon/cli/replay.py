@@ -14,7 +14,7 @@ def replay_parser() -> Parser:
                description="Open the TUI on a recorded (or still running) session, read-only.")
     p.add_argument("session", nargs="+",
                    help="a session directory (contains events.jsonl); several: the sessions of one "
-                   "torchrun job's nodes, shown as one job; a Slurm step's directory "
+                   "torchrun job's nodes, shown as one job; a Slurm job's directory "
                    "(slurm-JOB-STEP/): its nodes' sessions, as one job")
     p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
     return p

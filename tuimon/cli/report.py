@@ -21,7 +21,7 @@ def report_parser() -> Parser:
     p.add_argument("session", nargs="+",
                    help="a session directory (contains events.jsonl); several: the sessions of one "
                    "torchrun job's nodes, read as one job (its page written into the first one); "
-                   "a Slurm step's directory (slurm-JOB-STEP/): the whole job, its page written "
+                   "a Slurm job's directory (slurm-JOB-STEP/): the whole job, its page written "
                    "into it")
     p.add_argument("--png", action="store_true",
                    help="also write each figure as PNG and SVG into SESSION/report-figures/ "

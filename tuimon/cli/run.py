@@ -167,7 +167,7 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
     from tuimon.sessiondir.store import SessionStore, StoreError
 
     name = script.name if script else ("demo" if args.recipe is None else recipe.stem)
-    task = getattr(args, "slurm", None)  # under srun: the step's directory, one session a node
+    task = getattr(args, "slurm", None)  # under srun: the job's directory, one session a node
     try:
         store = SessionStore.create(args.out, name, place=task.place if task else None)
     except StoreError as exc:
@@ -175,7 +175,7 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
     meta = session_meta(args, argv, task.place if task else store.path.name, recipe, variants, cache_dir)
     meta["run_settings"] = settings.to_dict()  # as every run's child gets it (its own fields aside)
     if task is not None:
-        meta["slurm"] = task.to_dict()  # what a reader of the step's directory checks (merge.py)
+        meta["slurm"] = task.to_dict()  # what a reader of the job's directory checks (merge.py)
         print(f"tuimon: note: {srun_note(task, store.path)}", file=sys.stderr)
     if script is not None:
         meta["command"] = list(script.command)

@@ -19,7 +19,7 @@ def summary_parser() -> Parser:
     p.add_argument("session", nargs="+",
                    help="a session directory (contains events.jsonl); several: the sessions of one "
                    "torchrun job's nodes, read as one job (written to the first one as "
-                   "job-summary.md, job-summary.json and job-steps.csv); a Slurm step's directory "
+                   "job-summary.md, job-summary.json and job-steps.csv); a Slurm job's directory "
                    "(slurm-JOB-STEP/, one session a node): the whole job, written into it")
     p.add_argument("--format", choices=("md", "json", "csv"), default="md",
                    help="what to print on stdout (all three files are rewritten) (default: md)")
@@ -61,7 +61,7 @@ def summary_command(args: argparse.Namespace) -> int:
 
 def job_sessions(paths: list[str]) -> tuple[list[Path], Path]:
     """The sessions to read as one and where the job's files go (sessiondir/merge.py's expand:
-    a Slurm step's directory is its nodes' sessions); a step with a node missing: UsageError."""
+    a Slurm job's directory is its nodes' sessions); a job with a node missing: UsageError."""
     from tuimon.sessiondir import merge
 
     try:

@@ -100,7 +100,7 @@ def _order(info: SessionInfo) -> tuple:
 
 
 def sessions(out: str | Path) -> list[SessionInfo]:
-    """Every session directory directly under ``out``, and each node's in a Slurm step's
+    """Every session directory directly under ``out``, and each node's in a Slurm job's
     directory (slurm-<job>-<step>/<node>/, tuimon/slurm.py), oldest first."""
     out = Path(out)
     found = [p for p in out.iterdir() if p.is_dir() and store.is_session(p)]

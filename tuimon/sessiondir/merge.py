@@ -17,10 +17,10 @@ files (ui/sources.py) reads them as the whole-file merge does:
 A variant that failed on any node failed (the statistics never let a "finished" undo a
 "failed").
 
-Under Slurm's srun each node's session goes into the step's directory
+Under Slurm's srun each node's session goes into the job's directory
 (``slurm-<job>-<step>/<node>/``, tuimon/slurm.py), and that one directory stands for the job
 (``expand``): its nodes' sessions, found by the ``slurm`` record their meta.json keeps, read as
-above once every node of the step has one; until then one line says which have none.
+above once every node of the job has one; until then one line says which have none.
 """
 
 from __future__ import annotations
@@ -36,20 +36,20 @@ class MergeError(ValueError):
 
 
 def expand(paths: list[str | Path]) -> tuple[list[Path], Path]:
-    """(the sessions to read as one, where the job's files go): a Slurm step's directory stands
-    for its nodes' sessions (``step_sessions``) and the job's files go into it; otherwise the
+    """(the sessions to read as one, where the job's files go): a Slurm job's directory stands
+    for its nodes' sessions (``slurm_sessions``) and the job's files go into it; otherwise the
     paths as given, the files into the first. A one-node step is its one session."""
     paths = [Path(p) for p in paths]
     if len(paths) != 1 or store.is_session(paths[0]) or not paths[0].is_dir():
         return paths, paths[0]
-    nodes = step_sessions(paths[0])
+    nodes = slurm_sessions(paths[0])
     if nodes is None:
-        return paths, paths[0]  # not a step's directory: the caller's check says what it is
+        return paths, paths[0]  # not a Slurm job's directory: the caller's check says what it is
     return nodes, paths[0] if len(nodes) > 1 else nodes[0]
 
 
-def step_sessions(path: Path) -> list[Path] | None:
-    """The node sessions of the Slurm step whose directory ``path`` is, in node order; None when
+def slurm_sessions(path: Path) -> list[Path] | None:
+    """The node sessions of the Slurm job whose directory ``path`` is, in node order; None when
     no session under it was started by srun. MergeError (one line) when a node of the step has
     no session there yet, has two, or the sessions are of different steps."""
     found = [(p, store.read_meta(p)) for p in sorted(path.iterdir())
@@ -59,8 +59,8 @@ def step_sessions(path: Path) -> list[Path] | None:
         return None
     steps = sorted({s.get("job_dir") or f"{s.get('job_id')}.{s.get('step_id')}" for _, s in nodes})
     if len(steps) > 1:
-        raise MergeError(f"{path} holds the sessions of several Slurm steps ({', '.join(steps)}): "
-                         "give one step's directory, or the sessions of one job's nodes")
+        raise MergeError(f"{path} holds the sessions of several Slurm job steps ({', '.join(steps)}): "
+                         "give one job step's directory, or the sessions of one job's nodes")
     by_node: dict[int, Path] = {}
     for p, s in nodes:
         if s.get("node_id") in by_node:
@@ -192,7 +192,7 @@ def _meta(sessions: list[tuple[Path, dict, list[dict]]], lead: int) -> dict:
         nodes.append({"session": str(path), "host": m.get("host"), "ranks": ranks,
                       "status": m.get("status")})
     meta["nodes"] = nodes
-    step = meta.get("slurm") or {}  # a Slurm step: named as its directory is
+    step = meta.get("slurm") or {}  # a Slurm job: named as its directory is
     name = step.get("job_dir") or meta.get("name", "?")
     meta["name"] = f"{name} ({len(sessions)} nodes)"
     meta["host"] = ", ".join(str(n["host"]) for n in nodes)

@@ -58,7 +58,7 @@ class SessionStore:
     @classmethod
     def create(cls, out_dir: str | Path, name: str, place: str | None = None) -> SessionStore:
         """A new session directory under ``out_dir``: DATE-TIME-NAME, or ``place`` (a Slurm
-        step's node: slurm-<job>-<step>/<node>, its parent shared by every node); a name taken
+        job step's node: slurm-<job>-<step>/<node>, its parent shared by every node); a name taken
         gets -1, -2, ..."""
         out = Path(out_dir)
         base = out / (place or f"{time.strftime('%Y%m%d-%H%M%S')}-{name}")
