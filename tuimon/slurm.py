@@ -1,11 +1,11 @@
-"""Slurm's ``srun`` on tuimon's side, without Slurm: which task of which step this process is,
-read from the environment srun sets in every task (srun(1), OUTPUT ENVIRONMENT VARIABLES), and
-where its session goes.
+"""Slurm's ``srun`` on tuimon's side, without Slurm: which task of which job step this process
+is, read from the environment srun sets in every task (srun(1), OUTPUT ENVIRONMENT VARIABLES),
+and where its session goes.
 
 Under srun every node's tuimon writes its session into one directory the job shares:
-``<--out>/slurm-<job id>-<step id>/<node name>/`` (``-r<N>`` after the step id once the
-job was requeued N times: its steps count from 0 again), so ``tuimon summary`` (replay, report) reads
-the whole job step as one job from that one directory (sessiondir/merge.py). A job step's own figures
+``<--out>/slurm-<job id>-<step id>/<node name>/`` (``-r<N>`` after the step id once the job was
+requeued N times: its steps count from 0 again), so ``tuimon summary`` (replay, report) reads
+the whole job from that one directory (sessiondir/merge.py). A job step's own figures
 (SLURM_STEP_NUM_NODES, _NUM_TASKS, _TASKS_PER_NODE, _NODELIST) are read before the job's
 (SLURM_NNODES, SLURM_NTASKS, ...): a job step may use fewer nodes than its allocation. A batch
 script or an ``salloc`` shell has SLURM_JOB_ID but no SLURM_STEP_ID: not a task srun started,
@@ -28,7 +28,7 @@ class SlurmError(ValueError):
 
 @dataclass(frozen=True)
 class SlurmTask:
-    """This process as srun started it: one task of one step of one job."""
+    """This process as srun started it: one task of one job step."""
 
     job_id: str
     step_id: str

@@ -70,7 +70,7 @@ def check_jobs(args: argparse.Namespace, options: list[str], script: Program | N
 
 def several_nodes(script: Program | None, task: slurm.SlurmTask | None) -> bool:
     """A job whose ranks span several nodes, each with its own tuimon: a torchrun --nnodes job,
-    or any step srun started on several nodes."""
+    or any job step srun started on several nodes."""
     return bool(script is not None and script.is_job and (script.nnodes or 1) > 1) or \
         bool(task is not None and task.nodes > 1)
 

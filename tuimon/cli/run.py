@@ -189,7 +189,7 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
 
 
 def srun_note(task, path: Path) -> str:
-    """Where a node's session went under srun, and how to read the whole step."""
+    """Where a node's session went under srun, and how to read the whole job."""
     return (f"Slurm job {task.job_id} step {task.step_id}, node {task.node_id} of {task.nodes} "
             f"({task.node_name or 'no SLURMD_NODENAME'}): this node's session is {path}; read the "
             f"whole job with 'tuimon summary {path.parent}'")

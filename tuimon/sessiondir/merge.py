@@ -38,7 +38,7 @@ class MergeError(ValueError):
 def expand(paths: list[str | Path]) -> tuple[list[Path], Path]:
     """(the sessions to read as one, where the job's files go): a Slurm job's directory stands
     for its nodes' sessions (``slurm_sessions``) and the job's files go into it; otherwise the
-    paths as given, the files into the first. A one-node step is its one session."""
+    paths as given, the files into the first. A one-node job is its one session."""
     paths = [Path(p) for p in paths]
     if len(paths) != 1 or store.is_session(paths[0]) or not paths[0].is_dir():
         return paths, paths[0]
@@ -50,8 +50,8 @@ def expand(paths: list[str | Path]) -> tuple[list[Path], Path]:
 
 def slurm_sessions(path: Path) -> list[Path] | None:
     """The node sessions of the Slurm job whose directory ``path`` is, in node order; None when
-    no session under it was started by srun. MergeError (one line) when a node of the step has
-    no session there yet, has two, or the sessions are of different steps."""
+    no session under it was started by srun. MergeError (one line) when a node of the job has
+    no session there yet, has two, or the sessions are of different job steps."""
     found = [(p, store.read_meta(p)) for p in sorted(path.iterdir())
              if p.is_dir() and store.is_session(p)]
     nodes = [(p, m["slurm"]) for p, m in found if isinstance(m.get("slurm"), dict)]
