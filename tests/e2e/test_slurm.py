@@ -87,6 +87,22 @@ def test_two_srun_nodes_on_loopback_are_read_as_one_job_from_the_job_s_directory
     assert "1 of 2 nodes has no session yet (node1: not started yet, or not copied here)" in proc.stderr
 
 
+@pytest.mark.parametrize(("shape", "said"), [
+    ({"SLURM_NODEID": "1", "SLURMD_NODENAME": "node1"},  # the batch script's $SLURM_NODEID
+     "torchrun --node-rank 0 on node1, Slurm node 1 of 2: every node would claim the same rank"),
+    ({"SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_TASKS": "4"},
+     "srun started 2 tuimon tasks on node0: they would race each other's variants on one node"),
+])
+def test_an_srun_shape_that_would_collide_or_hang_is_one_line_and_exit_2(tmp_path, shape, said):
+    cmd = [*TUIMON_RUN, "--out", str(tmp_path / "sessions"), "--", *TORCHRUN, "--nnodes", "2",
+           "--node-rank", "0", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", DDP]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, **srun_env(0, "77"), **shape})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"tuimon: error: {said}") and "srun" in proc.stderr
+    assert not (tmp_path / "sessions").exists()  # nothing launched, nothing written
+
+
 # ---- the real srun --------------------------------------------------------------------------
 SLURM_CONF = """\
 ClusterName=tuimontest
