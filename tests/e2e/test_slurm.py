@@ -225,6 +225,14 @@ def test_under_the_real_srun_two_nodes_write_one_job_s_directory_read_as_one_job
     (row,) = json.loads(summary.stdout)["runs"]
     assert row["job"]["world_size"] == 2 and [x["rank"] for x in row["job"]["ranks"]] == [0, 1]
     assert row["timing"]["steps"] == 20
+    # the batch script's $SLURM_NODEID (0) on every node: node 2 refuses in one line and
+    # --kill-on-bad-exit ends node 1, whose torchrun would wait for it at the rendezvous
+    words = run.replace("$SLURM_NODEID", "0").replace("$SLURM_NNODES", "2").split()
+    started = time.monotonic()
+    proc = subprocess.run(["srun", "-N2", "--ntasks-per-node", "1", "--kill-on-bad-exit=1", *words],
+                          capture_output=True, text=True, cwd=tmp_path, env=slurm_cluster, timeout=120)
+    assert proc.returncode != 0 and time.monotonic() - started < 60, proc.stderr
+    assert "tuimon: error: torchrun --node-rank 0 on node2, Slurm node 1 of 2" in proc.stderr
     # two tuimon tasks on one node: each refuses in one line, srun's exit is theirs
     proc = subprocess.run(["srun", "-N1", "-n2", "--overcommit", *run.replace("$SLURM_NNODES", "1").split()],
                           capture_output=True, text=True, cwd=tmp_path, env=slurm_cluster, timeout=120)

@@ -108,7 +108,7 @@ def test_one_tuimon_a_node_with_its_own_node_rank_is_the_supported_shape():
 def test_several_tuimon_tasks_on_one_node_are_refused_naming_the_supported_command():
     with pytest.raises(UsageError, match="srun started 4 tuimon tasks on gpu01") as err:
         srun_task(torchrun(*STATIC, "--node-rank", "0"), srun_env(0, per_node=4, local=1))
-    assert "srun --ntasks-per-node 1 bash -c 'tuimon run" in str(err.value)
+    assert "srun --ntasks-per-node 1 --kill-on-bad-exit=1 bash -c 'tuimon run" in str(err.value)
 
 
 def test_a_script_or_recipe_srun_starts_once_a_task_is_refused_in_one_line():

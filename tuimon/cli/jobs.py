@@ -30,7 +30,8 @@ from tuimon.settings import Program
 from tuimon.torchrun import is_torchrun
 from tuimon.torchrun import parse as parse_torchrun
 
-SRUN_SHAPE = ("one tuimon a node, its ranks started by torchrun: srun --ntasks-per-node 1 bash -c "
+SRUN_SHAPE = ("one tuimon a node, its ranks started by torchrun: srun --ntasks-per-node 1 "
+              "--kill-on-bad-exit=1 bash -c "
               "'tuimon run --steps N -- torchrun --nnodes $SLURM_NNODES --node-rank $SLURM_NODEID "
               "--nproc-per-node GPUS --master-addr HOST --master-port 29500 train.py'")
 SEQUENTIAL_NOTE = ("a job over several nodes: the variants run one after the other (--schedule "
