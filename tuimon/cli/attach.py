@@ -23,7 +23,8 @@ def attach_parser() -> Parser:
     p.add_argument("session", nargs="*",
                    help="a session directory (default: the latest running session under --out, "
                    "else the latest one); several: the sessions of one torchrun job's nodes, "
-                   "followed read-only as one job")
+                   "followed read-only as one job; a Slurm job's directory (slurm-JOB-STEP/): "
+                   "its nodes' sessions, the same way")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="where to look for the latest session (default: ./tuimon-sessions)")
     p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
@@ -48,6 +49,10 @@ def attach_command(args: argparse.Namespace) -> int:
 
     from tuimon.ui.app import TuimonApp
 
+    if args.session:  # a Slurm job's directory: its nodes' sessions
+        from tuimon.cli.summary import job_sessions
+
+        args.session = [str(p) for p in job_sessions(args.session)[0]]
     if len(args.session) > 1:  # one job's nodes: followed read-only, as one job
         from tuimon.cli.replay import job_source
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from tuimon.cli.args import UsageError
+from tuimon.cli.jobs import several_nodes
 from tuimon.fmt import fmt_span
 from tuimon.settings import MARGIN_PCT, UNTIL_KNOWN_BUDGET_S
 
@@ -63,7 +64,7 @@ def across_nodes(args: argparse.Namespace, script, spec: dict | None) -> dict | 
     """A job over several nodes runs one tuimon a node, and each would end its rounds at its own
     step (a rank left waiting in a collective): asked for, refused; by default, the script runs to
     its own end there, as before."""
-    if spec is None or script is None or not script.is_job or (script.nnodes or 1) <= 1:
+    if spec is None or script is None or not several_nodes(script, getattr(args, "slurm", None)):
         return spec
     if args.until_known or getattr(args, "budget", None) is not None or args.margin is not None:
         raise UsageError("--until-known with a job over several nodes: each node would stop at its "

@@ -46,7 +46,7 @@ def ls_command(args: argparse.Namespace) -> int:
     if not found:
         print(f"no tuimon sessions in {out}")
         return EXIT_OK
-    rows = [[s.path.name, s.state, s.variants or "–", s.started, s.recipe,
+    rows = [[str(s.path.relative_to(out)), s.state, s.variants or "–", s.started, s.recipe,
              str(s.pid) if s.state == listing.RUNNING else "", viewers(s)] for s in found]
     if sys.stdout.isatty():
         from rich.console import Console

@@ -14,7 +14,8 @@ def replay_parser() -> Parser:
                description="Open the TUI on a recorded (or still running) session, read-only.")
     p.add_argument("session", nargs="+",
                    help="a session directory (contains events.jsonl); several: the sessions of one "
-                   "torchrun job's nodes, shown as one job")
+                   "torchrun job's nodes, shown as one job; a Slurm job's directory "
+                   "(slurm-JOB-STEP/): its nodes' sessions, as one job")
     p.add_argument("--fps", type=fps_arg, default=4.0, help="redraws per second (default: 4)")
     return p
 
@@ -32,9 +33,11 @@ def replay_command(args: argparse.Namespace) -> int:
 def job_source(sessions: list[str], command: str):
     """A read-only source of one session, or of several nodes' sessions of one job (checked
     here: UsageError when they are not one); and the note the app opens with."""
+    from tuimon.cli.summary import job_sessions
     from tuimon.sessiondir import merge, store
     from tuimon.ui.sources import JobSource, ReplaySource
 
+    sessions = [str(p) for p in job_sessions(sessions)[0]]
     for session in sessions:
         if (why := store.check_session(session)) is not None:
             raise UsageError(why)

@@ -18,7 +18,11 @@ def report_parser() -> Parser:
                description="Write SESSION/report.html: one self-contained HTML file (the verdict and "
                "the table, step time, distributions, cumulative training time and break-even, phases, "
                "compiles, the Why findings), its figures inline; nothing is fetched, it opens offline.")
-    p.add_argument("session", help="a session directory (contains events.jsonl)")
+    p.add_argument("session", nargs="+",
+                   help="a session directory (contains events.jsonl); several: the sessions of one "
+                   "torchrun job's nodes, read as one job (its page written into the first one); "
+                   "a Slurm job's directory (slurm-JOB-STEP/): the whole job, its page written "
+                   "into it")
     p.add_argument("--png", action="store_true",
                    help="also write each figure as PNG and SVG into SESSION/report-figures/ "
                    "(for a blog post or a pull request)")
@@ -28,21 +32,24 @@ def report_parser() -> Parser:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from tuimon.cli.summary import job_sessions
     from tuimon.sessiondir import store
 
-    if (why := store.check_session(args.session, need_meta=not args.force)) is not None:
-        raise UsageError(why)
+    sessions, target = job_sessions(args.session)
+    for session in sessions:
+        if (why := store.check_session(session, need_meta=not args.force)) is not None:
+            raise UsageError(why)
     from tuimon.report.html import canvas, page
 
-    try:
-        written = page.write(args.session, png=args.png)
+    try:  # a MergeError (not one job) is a ValueError: one line too
+        written = page.write(target, png=args.png, sessions=sessions)
     except canvas.Missing as exc:
         print(f"tuimon: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
-        raise UsageError(f"cannot write the report into {args.session}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write the report into {target}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a session whose events cannot be summarized
-        raise UsageError(f"cannot read the session {args.session}: {exc}") from None
+        raise UsageError(f"cannot read the session {target}: {exc}") from None
     print(done_line(written))
     return EXIT_OK
 

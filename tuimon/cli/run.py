@@ -167,12 +167,16 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
     from tuimon.sessiondir.store import SessionStore, StoreError
 
     name = script.name if script else ("demo" if args.recipe is None else recipe.stem)
+    task = getattr(args, "slurm", None)  # under srun: the job's directory, one session a node
     try:
-        store = SessionStore.create(args.out, name)
+        store = SessionStore.create(args.out, name, place=task.place if task else None)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    meta = session_meta(args, argv, store.path.name, recipe, variants, cache_dir)
+    meta = session_meta(args, argv, task.place if task else store.path.name, recipe, variants, cache_dir)
     meta["run_settings"] = settings.to_dict()  # as every run's child gets it (its own fields aside)
+    if task is not None:
+        meta["slurm"] = task.to_dict()  # what a reader of the job's directory checks (merge.py)
+        print(f"tuimon: note: {srun_note(task, store.path)}", file=sys.stderr)
     if script is not None:
         meta["command"] = list(script.command)
     # the recipe's hash; the last session's artifacts by default (a second session starts warm)
@@ -184,6 +188,13 @@ def new_session(args, argv, script, recipe, variants, cache_dir, warm, settings)
         store.close()
         raise UsageError(f"cannot write sessions to {args.out}: {exc.strerror or exc}") from None
     return store
+
+
+def srun_note(task, path: Path) -> str:
+    """Where a node's session went under srun, and how to read the whole job."""
+    return (f"Slurm job {task.job_id} step {task.step_id}, node {task.node_id} of {task.nodes} "
+            f"({task.node_name or 'no SLURMD_NODENAME'}): this node's session is {path}; read the "
+            f"whole job with 'tuimon summary {path.parent}'")
 
 
 def run_headless(args, store, plan, variants, script, console):

@@ -174,7 +174,8 @@ def _probes_and_store(p: Parser) -> None:
     p.add_argument("--no-probes", action="store_true",
                    help="do not sample CPU/GPU metrics (to measure what the probes cost)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help="where session directories go (default: ./tuimon-sessions)")
+                   help="where session directories go (default: ./tuimon-sessions; under srun "
+                   "DIR/slurm-JOB-STEP/NODE/, one directory the job's nodes share)")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--warm-cache", action="store_true",
                        help=f"reuse the persistent Inductor cache {DEFAULT_CACHE} (warm compile)")

@@ -21,6 +21,7 @@ import psutil
 
 from tuimon.axes import text as axes_text
 from tuimon.sessiondir import store
+from tuimon.slurm import PREFIX
 
 RUNNING, STALE, UNKNOWN = "running", "stale", "unknown"
 
@@ -87,16 +88,25 @@ class SessionInfo:
         return (self.meta.get("owner") or {}).get("pid")
 
 
-def _order(path: Path) -> tuple:
-    """Start order: the directory name begins with YYYYmmdd-HHMMSS; '-N' breaks a tie."""
+def _order(info: SessionInfo) -> tuple:
+    """Start order: the directory name begins with YYYYmmdd-HHMMSS ('-N' breaks a tie); a Slurm
+    node's session, named by its node, by the start its meta.json says."""
+    path = info.path
+    stamp = path.name[:15]
+    if path.parent.name.startswith(PREFIX):
+        stamp = info.started.replace("-", "").replace(":", "").replace(" ", "-")
     tail = path.name.rsplit("-", 1)[-1]
-    return path.name[:15], int(tail) if tail.isdigit() and len(tail) < 3 else 0, path.name
+    return stamp, int(tail) if tail.isdigit() and len(tail) < 3 else 0, str(path)
 
 
 def sessions(out: str | Path) -> list[SessionInfo]:
-    """Every session directory directly under ``out``, oldest first."""
-    found = [p for p in Path(out).iterdir() if p.is_dir() and store.is_session(p)]
-    return [SessionInfo(p, store.read_meta(p)) for p in sorted(found, key=_order)]
+    """Every session directory directly under ``out``, and each node's in a Slurm job's
+    directory (slurm-<job>-<step>/<node>/, tuimon/slurm.py), oldest first."""
+    out = Path(out)
+    found = [p for p in out.iterdir() if p.is_dir() and store.is_session(p)]
+    steps = [p for p in out.glob(f"{PREFIX}*") if p.is_dir() and not store.is_session(p)]
+    found += [q for p in steps for q in p.iterdir() if q.is_dir() and store.is_session(q)]
+    return sorted((SessionInfo(p, store.read_meta(p)) for p in found), key=_order)
 
 
 def latest(out: str | Path) -> SessionInfo | None:

@@ -16,6 +16,11 @@ files (ui/sources.py) reads them as the whole-file merge does:
 - each rank's ``run_started`` is put before the job's first step (nodes' clocks differ a little).
 A variant that failed on any node failed (the statistics never let a "finished" undo a
 "failed").
+
+Under Slurm's srun each node's session goes into the job's directory
+(``slurm-<job>-<step>/<node>/``, tuimon/slurm.py), and that one directory stands for the job
+(``expand``): its nodes' sessions, found by the ``slurm`` record their meta.json keeps, read as
+above once every node of the job has one; until then one line says which have none.
 """
 
 from __future__ import annotations
@@ -28,6 +33,51 @@ from tuimon.sessiondir import store
 
 class MergeError(ValueError):
     """These directories are not one job's sessions; one line."""
+
+
+def expand(paths: list[str | Path]) -> tuple[list[Path], Path]:
+    """(the sessions to read as one, where the job's files go): a Slurm job's directory stands
+    for its nodes' sessions (``slurm_sessions``) and the job's files go into it; otherwise the
+    paths as given, the files into the first. A one-node job is its one session."""
+    paths = [Path(p) for p in paths]
+    if len(paths) != 1 or store.is_session(paths[0]) or not paths[0].is_dir():
+        return paths, paths[0]
+    nodes = slurm_sessions(paths[0])
+    if nodes is None:
+        return paths, paths[0]  # not a Slurm job's directory: the caller's check says what it is
+    return nodes, paths[0] if len(nodes) > 1 else nodes[0]
+
+
+def slurm_sessions(path: Path) -> list[Path] | None:
+    """The node sessions of the Slurm job whose directory ``path`` is, in node order; None when
+    no session under it was started by srun. MergeError (one line) when a node of the job has
+    no session there yet, has two, or the sessions are of different job steps."""
+    found = [(p, store.read_meta(p)) for p in sorted(path.iterdir())
+             if p.is_dir() and store.is_session(p)]
+    nodes = [(p, m["slurm"]) for p, m in found if isinstance(m.get("slurm"), dict)]
+    if not nodes:
+        return None
+    steps = sorted({s.get("job_dir") or f"{s.get('job_id')}.{s.get('step_id')}" for _, s in nodes})
+    if len(steps) > 1:
+        raise MergeError(f"{path} holds the sessions of several Slurm job steps ({', '.join(steps)}): "
+                         "give one job step's directory, or the sessions of one job's nodes")
+    by_node: dict[int, Path] = {}
+    for p, s in nodes:
+        if s.get("node_id") in by_node:
+            raise MergeError(f"{path}: Slurm node {s.get('node_id')} has two sessions here "
+                             f"({by_node[s['node_id']].name}, {p.name}): give the sessions of "
+                             "one run of the job (tuimon summary DIR DIR ...)")
+        by_node[s.get("node_id")] = p
+    expected = max(int(s.get("nodes") or 1) for _, s in nodes)
+    missing = [k for k in range(expected) if k not in by_node]
+    if missing:
+        names = next((s["node_list"] for _, s in nodes if s.get("node_list")), [])
+        which = ", ".join(names[k] if k < len(names) else f"node {k}" for k in missing)
+        has = "has" if len(missing) == 1 else "have"
+        raise MergeError(f"{path}: {len(missing)} of {expected} nodes {has} no session yet "
+                         f"({which}: not started yet, or not copied here); one node alone: "
+                         f"tuimon summary {by_node[min(by_node)]}")
+    return [by_node[k] for k in sorted(by_node)]
 
 
 def ranks_of(evs: list[dict]) -> dict[str, dict[int, dict]]:
@@ -142,7 +192,9 @@ def _meta(sessions: list[tuple[Path, dict, list[dict]]], lead: int) -> dict:
         nodes.append({"session": str(path), "host": m.get("host"), "ranks": ranks,
                       "status": m.get("status")})
     meta["nodes"] = nodes
-    meta["name"] = f"{meta.get('name', '?')} ({len(sessions)} nodes)"
+    step = meta.get("slurm") or {}  # a Slurm job: named as its directory is
+    name = step.get("job_dir") or meta.get("name", "?")
+    meta["name"] = f"{name} ({len(sessions)} nodes)"
     meta["host"] = ", ".join(str(n["host"]) for n in nodes)
     statuses = [n["status"] for n in nodes]
     meta["status"] = next((s for s in ("running", "failed", "interrupted") if s in statuses),

@@ -2,7 +2,7 @@
 
 Layout::
 
-    <out>/<YYYYmmdd-HHMMSS>-<recipe>/
+    <out>/<YYYYmmdd-HHMMSS>-<recipe>/   (under srun: <out>/slurm-<job>-<step>/<node>/)
         meta.json        command, versions, host, variants, settings, status
         events.jsonl     every event of every run, appended as it arrives
         logs/<run>.log   each run's stdout and stderr
@@ -56,13 +56,16 @@ class SessionStore:
         self.syncs = 0  # fsyncs done (for tests and the bench)
 
     @classmethod
-    def create(cls, out_dir: str | Path, name: str) -> SessionStore:
+    def create(cls, out_dir: str | Path, name: str, place: str | None = None) -> SessionStore:
+        """A new session directory under ``out_dir``: DATE-TIME-NAME, or ``place`` (a Slurm
+        job step's node: slurm-<job>-<step>/<node>, its parent shared by every node); a name taken
+        gets -1, -2, ..."""
         out = Path(out_dir)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = out / (place or f"{time.strftime('%Y%m%d-%H%M%S')}-{name}")
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            base.parent.mkdir(parents=True, exist_ok=True)
             for n in range(100):
-                path = out / (f"{stamp}-{name}" + (f"-{n}" if n else ""))
+                path = base.with_name(base.name + (f"-{n}" if n else ""))
                 try:
                     path.mkdir(mode=0o700)
                     break

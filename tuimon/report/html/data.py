@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tuimon import events
 from tuimon.analysis import Collector, RunStats, SessionSummary, StepSeries, columns, is_measured, step_kind
-from tuimon.sessiondir import listing, store
+from tuimon.sessiondir import listing, merge, store
 
 
 @dataclass
@@ -50,12 +50,16 @@ class Report:
         return out
 
 
-def read(path: str | Path) -> Report:
-    """A session directory read and summarized, with what the figures need; raises OSError /
-    ValueError when it cannot be read (the CLI says so in one line)."""
+def read(path: str | Path, sessions: list[Path] | None = None) -> Report:
+    """A session directory read and summarized, with what the figures need; ``sessions``: a
+    job's nodes' sessions, read as one (sessiondir/merge.py), its report at ``path``. Raises
+    OSError / ValueError when it cannot be read (the CLI says so in one line)."""
     path = Path(path)
-    meta = store.read_meta(path)
-    evs, bad = store.read_events(path)
+    if sessions is not None and len(sessions) > 1:
+        meta, evs, bad = merge.load(sessions)
+    else:
+        meta = store.read_meta(sessions[0] if sessions else path)
+        evs, bad = store.read_events(sessions[0] if sessions else path)
     collector = Collector(unreadable_lines=bad)
     rep = Report(path, meta, SessionSummary([]), state=listing.state_of(meta) if meta else listing.UNKNOWN)
     for e in evs:

@@ -138,11 +138,12 @@ def partial_text(rep: Report, when: str) -> str:
             f"again once it has ended.")
 
 
-def write(path: str | Path, png: bool = False) -> Written:
+def write(path: str | Path, png: bool = False, sessions: list[Path] | None = None) -> Written:
     """SESSION/report.html (and with ``png`` SESSION/report-figures/NAME.png and .svg); nothing
-    else in the session is touched. Raises OSError / ValueError (unreadable, unwritable) and
+    else in the session is touched. ``sessions``: a job's nodes' sessions, read as one, its page
+    written into ``path``. Raises OSError / ValueError (unreadable, unwritable, not one job) and
     canvas.Missing (no matplotlib)."""
-    rep = read(path)
+    rep = read(path, sessions)
     page, figs = build(rep)
     target = rep.path / REPORT
     data = page.encode("utf-8")
