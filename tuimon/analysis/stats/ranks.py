@@ -125,8 +125,12 @@ class JobFold:
                            recompiles=max(self.rows[r].compile.recompiles for r in ranks),
                            compiles=max(self.rows[r].compile.compiles for r in ranks))
         said = [rs.started for _, rs in sorted(state.ranks.items()) if rs.started]
+        # How the loop was read: the lead rank's reading (every rank runs the same script). Not
+        # checked against what the script printed: a rank prints its own loss, the job's is the
+        # ranks' mean; nor against the process's clock, which is each rank's.
+        reading = replace(lead.anatomy, printed={}, clock=job.anatomy.clock, checks=())
         return replace(
-            job, turns=state.ranks[ranks[0]].turns, compile=compiles,
+            job, turns=state.ranks[ranks[0]].turns, compile=compiles, anatomy=reading,
             probes=replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
                                           for key in peaks}),
             job=replace(job.job, world_size=max([w for w in (x.get("world_size") for x in said) if w]

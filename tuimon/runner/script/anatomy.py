@@ -20,7 +20,7 @@ class Optimizer:
     """One optimizer the script made: what it is, what it trains, how often it stepped."""
 
     __slots__ = ("ref", "name", "params", "count", "steps", "module", "compiled", "beside", "made",
-                 "now", "first", "last", "per_step", "idle")
+                 "now", "first", "last", "per_step", "idle", "blocks")
 
     def __init__(self, optimizer, made: int) -> None:
         self.ref = weak(optimizer)
@@ -33,6 +33,9 @@ class Optimizer:
         # variant, inside, holds, ...), and the module that depends on (inside, holds).
         self.compiled: str | None = None
         self.beside: str | None = None
+        # Its module compiled block by block (by the script, or by tuimon for a fully_shard-ed
+        # model): {"class": the blocks' class, "count": how many} (trained.py's blocks_of)
+        self.blocks: dict | None = None
         self.made = made  # 0: the first optimizer made
         # Its step() calls in each of the lead's steps, from the first it stepped in to the last
         # (steps without one after its last are its training's end, not its cadence): {calls:
@@ -58,6 +61,7 @@ class Optimizer:
     def row(self) -> dict:
         return {"optimizer": self.name, "params": self.count, "steps": self.steps,
                 "module": self.module, "compiled": self.compiled, "beside": self.beside,
+                "blocks": self.blocks,
                 "span": [self.first, self.last] if self.first is not None else None,
                 "per_step": {str(k): v for k, v in sorted(self.per_step.items())}}
 
@@ -101,14 +105,16 @@ class Anatomy:
         if len(self.trainings) < KEPT_STEPS:
             self.trainings.append({"step": i, "optimizer": seen.made if seen is not None else None})
 
-    def trains(self, optimizer, modules: list, how: str, beside: str | None = None) -> None:
+    def trains(self, optimizer, modules: list, how: str, beside: str | None = None,
+               blocks: dict | None = None) -> None:
         """``modules`` hold ``optimizer``'s parameters (one module holding them all, or the parts
         the script called; none: not found), and run as ``how`` says in this variant (trained.py's
-        code; ``beside``: the module they are compiled inside, or hold)."""
+        code; ``beside``: the module they are compiled inside, or hold; ``blocks``: the blocks
+        compiled one by one inside them, {"class", "count"})."""
         seen = self.of(optimizer)
         if seen is not None:
             seen.module = " + ".join(_name(m) for m in modules) or None
-            seen.compiled, seen.beside = how, beside
+            seen.compiled, seen.beside, seen.blocks = how, beside, blocks
 
     def step_ended(self, i: int, backwards: int, summed: int, held: str | None, gap: bool) -> None:
         """Step ``i`` ended with ``backwards`` backward() calls, its loss the sum of ``summed``
@@ -151,7 +157,13 @@ class Anatomy:
 
 
 def _name(module) -> str:
-    """A module's class; torch.compile's wrapper and DDP named for what they wrap."""
+    """A module's class; torch.compile's wrapper and DDP named for what they wrap, a module
+    fully_shard made an FSDP unit (class ``FSDP<its class>``) for its own class."""
+    mro = type(module).__mro__
+    if any(k.__name__ == "FSDPModule" for k in mro[1:]) and len(mro) > 2:
+        own = next((k for k in mro[1:] if k.__name__ != "FSDPModule"
+                    and not any(b.__name__ == "FSDPModule" for b in k.__mro__)), type(module))
+        return f"{own.__name__} (fully_shard)"
     inner = getattr(module, "_orig_mod", None) or getattr(module, "module", None)
     wrapper = type(module).__name__
     if inner is not None and wrapper in ("OptimizedModule", "DistributedDataParallel"):
