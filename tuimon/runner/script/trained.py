@@ -315,7 +315,7 @@ class TrainedModules:
         self._done.append(weak(module))
         modes._told(module)
         fact = _fact(blocks)
-        modes.say(f"the script never calls torch.compile: tuimon compiled {type(module).__name__} "
+        modes.say(f"the script never calls torch.compile: tuimon compiled {block_class(module)} "
                   f"per block ({fact['count']} × {fact['class']}, each one fully_shard made an FSDP "
                   f"unit) with mode={modes.mode!r}, as torchtitan does; their first calls ran "
                   "eager (--no-auto-compile turns this off)")
