@@ -66,7 +66,8 @@ def read_fsdp_loop(mode: str, script_compiles: bool):
     anatomy = Reading(Emitter(None, "r"), Lead(lambda text, **f: None))
     modes = CompileModes(mode, True, lambda text, **f: said.append(text), anatomy=anatomy)
     modes._orig_compile = lambda fn, **kw: fn  # what would be compiled, not a compile
-    modes._orig_module_compile = lambda m, *a, **kw: object.__setattr__(m, "_compiled_call_impl", m._call_impl)
+    modes._orig_module_compile = lambda m, *a, **kw: object.__setattr__(
+        m, "_compiled_call_impl", m._call_impl)
     model = Transformer()
     for block in model.layers:
         if script_compiles:
@@ -93,7 +94,8 @@ def test_the_eager_variant_turns_the_scripts_per_block_compiles_off_and_says_so(
     row, said, model = read_fsdp_loop("eager", script_compiles=True)
     assert (row.compiled, row.blocks) == ("variant", {"class": "TransformerBlock", "count": 3})
     assert all(b._compiled_call_impl is None for b in model.layers)  # eager really eager
-    assert set(said) == {"the script's Module.compile is disabled in the eager variant"}  # said once (steps.note)
+    # said once a run (steps.note keeps one of each text)
+    assert set(said) == {"the script's Module.compile is disabled in the eager variant"}
 
 
 def test_tuimon_compiles_a_fully_shard_ed_model_per_block_when_the_script_compiles_none(group):
@@ -125,7 +127,8 @@ def test_the_loop_says_per_block_compiles_in_each_variant():
     lines = loop_lines(evs + more)
     assert ("eager/script: Transformer (fully_shard) eager (the eager variant); the script's "
             "per-block compiles (8 × TransformerBlock) turned off") in lines
-    assert "default/script: Transformer (fully_shard) compiled per block by the script: 8 × TransformerBlock" in lines
+    assert ("default/script: Transformer (fully_shard) compiled per block by the script: "
+            "8 × TransformerBlock") in lines
 
 
 def test_a_jobs_loop_is_its_lead_ranks_reading():
@@ -219,3 +222,12 @@ def test_a_ddp_job_has_no_collectives_row_and_a_short_fsdp_one_cannot_tell():
     evs[-1:-1] = [collectives("eager-script", r, [0, 60], 1.0, 1.0) for r in (0, 1)]
     (row,), _ = table_row(evs)
     assert row[1] == "cannot tell: no window of steps past the warm-up (run more steps)"
+
+
+def test_a_fully_shard_ed_module_is_named_for_its_own_class(group):
+    from tuimon.runner.script.anatomy import _name
+
+    model = Transformer(1)
+    fully_shard(model)
+    assert _name(model) == "Transformer (fully_shard)"
+    assert _name(torch.compile(model)) == "Transformer (fully_shard, torch.compile)"

@@ -159,15 +159,17 @@ class Anatomy:
 def _name(module) -> str:
     """A module's class; torch.compile's wrapper and DDP named for what they wrap, a module
     fully_shard made an FSDP unit (class ``FSDP<its class>``) for its own class."""
-    mro = type(module).__mro__
-    if any(k.__name__ == "FSDPModule" for k in mro[1:]) and len(mro) > 2:
-        own = next((k for k in mro[1:] if k.__name__ != "FSDPModule"
-                    and not any(b.__name__ == "FSDPModule" for b in k.__mro__)), type(module))
-        return f"{own.__name__} (fully_shard)"
     inner = getattr(module, "_orig_mod", None) or getattr(module, "module", None)
     wrapper = type(module).__name__
     if inner is not None and wrapper in ("OptimizedModule", "DistributedDataParallel"):
-        return f"{type(inner).__name__} ({'torch.compile' if wrapper == 'OptimizedModule' else 'DDP'})"
+        own = _name(inner)
+        how = "torch.compile" if wrapper == "OptimizedModule" else "DDP"
+        return f"{own[:-1]}, {how})" if own.endswith(" (fully_shard)") else f"{own} ({how})"
+    mro = type(module).__mro__
+    if any(k.__name__ == "FSDPModule" for k in mro[1:]):
+        own = next((k for k in mro[1:] if not any(b.__name__ == "FSDPModule" for b in k.__mro__)),
+                   type(module))
+        return f"{own.__name__} (fully_shard)"
     return wrapper
 
 
