@@ -9,6 +9,8 @@ it. Counting is a few dict updates at a step's end; nothing here is on a step's 
 
 from __future__ import annotations
 
+import sys
+
 from tuimon import events
 from tuimon.runner.refs import param_ids, weak
 
@@ -165,12 +167,38 @@ def _name(module) -> str:
         own = _name(inner)
         how = "torch.compile" if wrapper == "OptimizedModule" else "DDP"
         return f"{own[:-1]}, {how})" if own.endswith(" (fully_shard)") else f"{own} ({how})"
-    mro = type(module).__mro__
-    if any(k.__name__ == "FSDPModule" for k in mro[1:]):
-        own = next((k for k in mro[1:] if not any(b.__name__ == "FSDPModule" for b in k.__mro__)),
-                   type(module))
-        return f"{own.__name__} (fully_shard)"
-    return wrapper
+    return f"{own_class(module)} (fully_shard)" if sharded(module) else wrapper
+
+
+# Where FSDP2's FSDPModule lives: torch.distributed.fsdp from torch 2.6, its _composable home before
+FSDP_HOMES = ("torch.distributed.fsdp", "torch.distributed._composable.fsdp")
+
+
+def fsdp_class():
+    """FSDP2's ``FSDPModule`` (``fully_shard`` makes a module's class a subclass of it), when
+    the script imported FSDP2; never imported here (a script without it pays nothing)."""
+    for home in FSDP_HOMES:
+        kind = getattr(sys.modules.get(home), "FSDPModule", None)
+        if kind is not None:
+            return kind
+    return None
+
+
+def sharded(module) -> bool:
+    """Whether ``fully_shard`` made ``module`` an FSDP unit."""
+    kind = fsdp_class()
+    return kind is not None and isinstance(module, kind)
+
+
+def own_class(module) -> str:
+    """A module's own class: torch.compile's ``OptimizedModule`` looked through, fully_shard's
+    ``FSDPTransformerBlock`` named ``TransformerBlock``."""
+    if type(module).__name__ == "OptimizedModule":
+        module = getattr(module, "_orig_mod", module)
+    kind, fsdp = type(module), fsdp_class()
+    if fsdp is not None and isinstance(module, fsdp):
+        kind = next((k for k in kind.__mro__[1:] if not issubclass(k, fsdp)), kind)
+    return kind.__name__
 
 
 def _keys(counts: dict[int, int]) -> dict[str, int]:

@@ -36,6 +36,7 @@ import torch
 from tuimon.runner.fixes import compile_regions
 from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.refs import param_ids, weak
+from tuimon.runner.script.anatomy import own_class, sharded
 from tuimon.runner.script.holder import holder
 
 ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
@@ -315,7 +316,7 @@ class TrainedModules:
         self._done.append(weak(module))
         modes._told(module)
         fact = _fact(blocks)
-        modes.say(f"the script never calls torch.compile: tuimon compiled {block_class(module)} "
+        modes.say(f"the script never calls torch.compile: tuimon compiled {own_class(module)} "
                   f"per block ({fact['count']} × {fact['class']}, each one fully_shard made an FSDP "
                   f"unit) with mode={modes.mode!r}, as torchtitan does; their first calls ran "
                   "eager (--no-auto-compile turns this off)")
@@ -358,47 +359,19 @@ def blocks_of(module, refs: list) -> list:
 def fsdp_blocks(module) -> list:
     """A fully_shard-ed model's outermost FSDP units below its root (its blocks, as
     ``fully_shard(block)`` made each one), or [] when it is not one."""
-    fsdp_module = _fsdp_class()
-    if fsdp_module is None:
-        return []
     found: list[tuple[str, object]] = []
     for name, m in module.named_modules():
-        if name and isinstance(m, fsdp_module) and not any(
-                name.startswith(prefix + ".") for prefix, _ in found):
+        if name and sharded(m) and not any(name.startswith(prefix + ".") for prefix, _ in found):
             found.append((name, m))
     return [m for _, m in found]
 
 
-def _fsdp_class():
-    """FSDP2's module class (``fully_shard`` makes a module an instance of it), where torch has
-    one: torch.distributed.fsdp from 2.6, its _composable home before."""
-    for where in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
-        try:
-            return getattr(__import__(where, fromlist=["FSDPModule"]), "FSDPModule", None)
-        except ImportError:
-            continue
-    return None
-
-
 def _fact(blocks: list) -> dict | None:
-    """{"class": the blocks' class (the most common, FSDP's and torch.compile's wrappers named
-    for what they wrap), "count": how many}, or None for none."""
+    """{"class": the blocks' own class (the most common), "count": how many}, or None."""
     if not blocks:
         return None
-    names = [block_class(b) for b in blocks]
+    names = [own_class(b) for b in blocks]
     return {"class": max(set(names), key=names.count), "count": len(blocks)}
-
-
-def block_class(module) -> str:
-    """A block's own class: fully_shard makes ``FSDPTransformerBlock`` of ``TransformerBlock``,
-    torch.compile wraps it in an ``OptimizedModule``."""
-    module = getattr(module, "_orig_mod", module)
-    kind = type(module)
-    fsdp_module = _fsdp_class()
-    if fsdp_module is not None and isinstance(module, fsdp_module):
-        kind = next((k for k in kind.__mro__[1:] if k is not fsdp_module
-                     and not issubclass(k, fsdp_module)), kind)
-    return kind.__name__
 
 
 def _compilable_call(module):
