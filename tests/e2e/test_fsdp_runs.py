@@ -33,6 +33,7 @@ def test_an_fsdp2_job_its_per_block_compiles_and_its_collectives(tuimon):
     for run, kinds in runs.items():
         steps = by_rank(kinds, "step")
         assert sorted(steps) == [0, 1] and all(len(s) == 40 for s in steps.values())
+        assert all(s.get("ph") and s.get("pre_ms") for r in (0, 1) for s in steps[r][1:])  # phases
         for rank, said in by_rank(kinds, "collectives").items():  # every window timed both
             assert sum(e["seconds"]["all_gather"] for e in said) > 0, (run, rank)
             assert sum(e["seconds"]["reduce_scatter"] for e in said) > 0, (run, rank)

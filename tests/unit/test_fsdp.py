@@ -231,3 +231,18 @@ def test_a_fully_shard_ed_module_is_named_for_its_own_class(group):
     fully_shard(model)
     assert _name(model) == "Transformer (fully_shard)"
     assert _name(torch.compile(model)) == "Transformer (fully_shard, torch.compile)"
+
+
+def test_the_rank_view_heads_an_fsdp_job_with_its_collectives():
+    from types import SimpleNamespace
+
+    from tuimon.ui.widgets.rank_view import head
+
+    evs = job_events(run="eager-script", steps=120)
+    evs[-1:-1] = [collectives("eager-script", r, [16, 120], 0.52, 0.312) for r in (0, 1)]
+    (row,) = summarize(evs).runs
+    live = SimpleNamespace(label="eager/script", ranks={}, state="done")
+    assert ("FSDP all-gather / reduce-scatter a step: r0 all-gather 5.00 ms · reduce-scatter "
+            "3.00 ms; r1 all-gather 5.00 ms") in head(live, row).plain
+    (ddp,) = summarize(job_events(run="eager-script", steps=120)).runs
+    assert "FSDP" not in head(live, ddp).plain
