@@ -186,6 +186,13 @@ def test_the_time_in_fsdps_collectives_goes_out_in_windows_and_the_patches_go_at
     waits.end(engine)
     assert (FakeGroup.unshard, FakeGroup.wait_for_unshard, FakeGroupModule.foreach_reduce) == before
     first, last = engine.said
+    idle = FakeEngine()  # FSDP2 imported, never run (a DDP script): nothing said, not zeros
+    waits = FsdpWaits(module, lambda: False)
+    waits.start(idle)
+    idle.i = 20
+    waits.boundary(idle, 16)
+    waits.end(idle)
+    assert idle.said == []
     assert (first["steps"], last["steps"]) == ([0, 16], [16, 20])
     assert first["calls"] == {"all_gather": 32, "reduce_scatter": 16}
     per_step = {k: v / 16 * 1000 for k, v in first["seconds"].items()}

@@ -41,6 +41,7 @@ class FsdpWaits:
         self.seconds = {"all_gather": 0.0, "reduce_scatter": 0.0}
         self.calls = {"all_gather": 0, "reduce_scatter": 0}
         self._depth = 0  # a call inside another timed one is the outer one's
+        self._ran = False  # FSDP ran a collective: its windows are said from then on
         self._undo: list[tuple[object, str, object]] = []
         self._from = 0
 
@@ -87,7 +88,10 @@ class FsdpWaits:
         self._said(engine, engine.i)
 
     def _said(self, engine, i: int) -> None:
-        if i > self._from:
+        # Nothing is said until FSDP first ran a collective: a script that imports FSDP2 and
+        # trains with DDP has no FSDP figures, not zeros
+        self._ran = self._ran or any(self.calls.values())
+        if i > self._from and self._ran:
             engine.emitter.emit(events.COLLECTIVES, steps=[self._from, i], what="fsdp",
                                 seconds={k: round(v, 6) for k, v in self.seconds.items()},
                                 calls=dict(self.calls))
