@@ -39,6 +39,11 @@ MEMORY_PHASES = "memory_phases"
 #   every 256 and at the end:
 #   steps [first, end) the totals cover, collections, oldest (generation-2 ones), seconds paused
 GC = "gc"
+# collectives (a rank of an FSDP2 job on the CPU, runner/fsdp_waits.py): what, "fsdp"; steps
+#   [first, end) they cover, as gc's windows; seconds {all_gather, reduce_scatter} the steps
+#   spent inside FSDP's all-gathers (copy-in, collective, copy-out) and reduce-scatters, calls
+#   {all_gather, reduce_scatter} how many
+COLLECTIVES = "collectives"
 FINISHED = "finished"  # reason: steps | duration | stopped | script ended; seconds, paused_s, compiles,
 #   profile_s (time spent starting and finishing profiler captures, outside every step), ...;
 #   a script's: compiles, compile_s, recompiles are training's, val_compiles, val_compile_s,

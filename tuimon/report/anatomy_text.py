@@ -15,6 +15,9 @@ from tuimon.report.document import FACT, NOTE, WARNING, Line, Section
 HOW = {
     "tuimon": "compiled by tuimon (the script compiles none)",
     "script": "compiled by the script's own torch.compile",
+    "script-blocks": "compiled per block by the script: {blocks}",
+    "tuimon-blocks": "compiled per block by tuimon (the script compiles none; fully_shard made "
+                     "each block an FSDP unit): {blocks}",
     "variant": "eager (the eager variant)",
     "script-other": "eager: the script compiles other modules, tuimon none",
     "named-other": "eager: not --compile-module's",
@@ -114,10 +117,18 @@ def modules_text(r: RunStats) -> str:
     failed = r.compile.nothing_compiled is not None and r.compile.nothing_compiled.code == "failed"
     for o in r.anatomy.optimizers:
         how = HOW.get(o.get("compiled") or "", o.get("compiled") or "not said")
-        if failed and o.get("compiled") in ("tuimon", "script"):
+        if failed and o.get("compiled") in ("tuimon", "script", "tuimon-blocks", "script-blocks"):
             how += ", but the compile failed: it ran eager"  # asked, never run compiled
-        parts.append(f"{o.get('module') or 'its module'} {how.format(beside=o.get('beside'))}")
+        blocks = blocks_text(o.get("blocks"))
+        if o.get("compiled") == "variant" and blocks:  # the script's own, turned off here
+            how += f"; the script's per-block compiles ({blocks}) turned off"
+        parts.append(f"{o.get('module') or 'its module'} {how.format(beside=o.get('beside'), blocks=blocks)}")
     return "; ".join(parts) or "no optimizer: nothing to compile by"
+
+
+def blocks_text(blocks: dict | None) -> str | None:
+    """'8 × TransformerBlock': the blocks a module was compiled by, one compile each."""
+    return f"{blocks['count']} × {blocks['class']}" if blocks else None
 
 
 def outside_text(rows: list[RunStats]) -> list[str]:

@@ -40,6 +40,26 @@ def per_rank_text(r: RunStats) -> str:
             f"{fmt_ms(middle)} · slowest r{slowest['rank']} {fmt_ms(slowest['own_ms'])}")
 
 
+def collectives_text(r: RunStats) -> str:
+    """Each rank's time a step in FSDP2's all-gathers and reduce-scatters (CPU, gloo), or why it
+    cannot be told."""
+    said = [x for x in r.job.ranks if x.get("collectives")]
+    if not said:
+        return DASH
+    told = [x for x in said if x.get("all_gather_ms") is not None]
+    if not told:
+        return "cannot tell: no window of steps past the warm-up (run more steps)"
+    cells = [f"r{x['rank']} all-gather {fmt_ms(x['all_gather_ms'])} · reduce-scatter "
+             f"{fmt_ms(x['reduce_scatter_ms'])}" for x in told[:PER_RANK_CELL]]
+    more = f"; {len(told) - PER_RANK_CELL} more ranks in summary.json" if len(told) > PER_RANK_CELL else ""
+    return "; ".join(cells) + more
+
+
+def collectives_matter(runs: list[RunStats]) -> bool:
+    """A job whose ranks timed FSDP2's collectives: its row is shown."""
+    return any(x.get("collectives") for r in runs for x in r.job.ranks)
+
+
 def rank_names(ranks: list[int]) -> str:
     """'rank 3', 'ranks 0, 2–7'"""
     ranks = sorted(ranks)

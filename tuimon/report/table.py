@@ -18,7 +18,7 @@ from tuimon.report.document import CODE, FAILURE, Line
 from tuimon.report.flops_text import flop_rows
 from tuimon.report.memory_text import memory_rows
 from tuimon.report.phase_text import part_rows
-from tuimon.report.rank_text import RANK_ROWS
+from tuimon.report.rank_text import RANK_ROWS, collectives_matter, collectives_text
 from tuimon.report.trust_text import load_words
 from tuimon.report.untold_text import untold_text, untold_why
 from tuimon.report.warm_text import artifacts_text, has_starts, per_start
@@ -323,6 +323,9 @@ def table(summary: SessionSummary) -> tuple[list[str], list[list[str]]]:
         rows.insert(rows.index(("peak memory", peak_memory_text)), ("Python GC pauses", gc_text))
     if any(r.job.world_size for r in runs):  # torchrun jobs: their ranks against each other
         rows += RANK_ROWS
+        if collectives_matter(runs):  # FSDP2 on the CPU: each rank's wait in its collectives
+            rows.append(("FSDP all-gather / reduce-scatter a step (time in them, per rank)",
+                         collectives_text))
     rows += GPU_ROWS + memory_rows(summary)  # "n/a" where the machine does not say
     if any(r.warnings for r in runs):
         rows.append(("warnings", lambda r: "; ".join(r.warnings) or DASH))

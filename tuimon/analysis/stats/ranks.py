@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from tuimon import events
 from tuimon.analysis.stats.apply import apply_run
+from tuimon.analysis.stats.collectives import CollectiveTrack
 from tuimon.analysis.stats.rows import RunStats, max_of, mean_of
 from tuimon.analysis.stats.steady_state import is_measured
 from tuimon.analysis.stats.stragglers import (
@@ -54,6 +55,11 @@ class RankStats:
     gpus: list[int] = field(default_factory=list)  # NVML indices its pid was seen on
     gpu_util_mean: float | None = None  # % SM of its own processes (NVML)
     gpu_mem_max: int | None = None
+    # FSDP2 on the CPU: ms a steady step spent in all-gathers and reduce-scatters (stats/
+    # collectives.py); None: not measured (no FSDP2, CUDA) or no window past the warm-up
+    all_gather_ms: float | None = None
+    reduce_scatter_ms: float | None = None
+    collectives: bool = False  # the rank said any (an FSDP2 rank on the CPU)
 
 
 class JobFold:
@@ -65,6 +71,7 @@ class JobFold:
         self.rows: dict[int, RunStats] = {}
         self.series: dict[int, deque] = {}  # rank -> (i, ms, own, pre, ph) of measured job steps
         self.compile_steps: dict[int, set[int]] = {}
+        self.collectives: dict[int, CollectiveTrack] = {}  # rank -> FSDP2's collectives' windows
         self.samples: dict[int, deque] = {}  # rank -> (t, its values in a probe sample)
         self._analysis: tuple | None = None  # a live view's last (medians, stragglers), when
         self._analysed_at, self._analysis_s = 0.0, 0.0
@@ -82,7 +89,9 @@ class JobFold:
         """Fold one rank event into its figures."""
         rank = e["rank"]
         row = self.row(rank)
-        if e["type"] != events.STEP:
+        if e["type"] == events.COLLECTIVES:
+            self.collectives.setdefault(rank, CollectiveTrack()).add(e)
+        elif e["type"] != events.STEP:
             apply_run(row, e)
         elif e.get("compile_ms"):
             self.compile_steps[rank].add(e["i"])
@@ -116,8 +125,12 @@ class JobFold:
                            recompiles=max(self.rows[r].compile.recompiles for r in ranks),
                            compiles=max(self.rows[r].compile.compiles for r in ranks))
         said = [rs.started for _, rs in sorted(state.ranks.items()) if rs.started]
+        # How the loop was read: the lead rank's reading (every rank runs the same script). Not
+        # checked against what the script printed: a rank prints its own loss, the job's is the
+        # ranks' mean; nor against the process's clock, which is each rank's.
+        reading = replace(lead.anatomy, printed={}, clock=job.anatomy.clock, checks=())
         return replace(
-            job, turns=state.ranks[ranks[0]].turns, compile=compiles,
+            job, turns=state.ranks[ranks[0]].turns, compile=compiles, anatomy=reading,
             probes=replace(job.probes, **{key: max_of([getattr(self.rows[r].probes, key) for r in ranks])
                                           for key in peaks}),
             job=replace(job.job, world_size=max([w for w in (x.get("world_size") for x in said) if w]
@@ -133,7 +146,7 @@ class JobFold:
         if not ranks or state.job is None:
             return job
         medians, slow = self._analyse(ranks, steady_from, state)
-        rows = [self._rank(state.ranks[r], medians.get(r, {}), slow.get(r), samples_from)
+        rows = [self._rank(state.ranks[r], medians.get(r, {}), slow.get(r), samples_from, steady_from)
                 for r in ranks]
         diverging = divergence(
             {r: {"graphs": self.row(r).compile.graphs_fwd, "recompiles": self.row(r).compile.recompiles,
@@ -150,10 +163,16 @@ class JobFold:
             job.job, ranks=rows, skew_pct=skew_pct(own), stragglers=list(slow.values()),
             compile_divergence=diverging))
 
-    def _rank(self, rs: RankState, medians: dict, slow: dict | None, since: float | None) -> dict:
+    def _rank(self, rs: RankState, medians: dict, slow: dict | None, since: float | None,
+              steady_from: int | None) -> dict:
         """One rank's row of the summary: its state and its figures."""
         row = self.row(rs.rank)
+        track = self.collectives.get(rs.rank)
+        waits = track.per_step(steady_from) if track is not None else None
         stat = RankStats(**medians, graphs=row.compile.graphs_fwd,
+                         all_gather_ms=waits["all_gather"] if waits else None,
+                         reduce_scatter_ms=waits["reduce_scatter"] if waits else None,
+                         collectives=track is not None,
                          graph_breaks=sum(b["count"] for b in row.compile.graph_breaks),
                          recompiles=row.compile.recompiles, compile_s=row.compile.compile_s,
                          peak_rss=row.probes.peak_rss)

@@ -9,6 +9,8 @@ it. Counting is a few dict updates at a step's end; nothing here is on a step's 
 
 from __future__ import annotations
 
+import sys
+
 from tuimon import events
 from tuimon.runner.refs import param_ids, weak
 
@@ -20,7 +22,7 @@ class Optimizer:
     """One optimizer the script made: what it is, what it trains, how often it stepped."""
 
     __slots__ = ("ref", "name", "params", "count", "steps", "module", "compiled", "beside", "made",
-                 "now", "first", "last", "per_step", "idle")
+                 "now", "first", "last", "per_step", "idle", "blocks")
 
     def __init__(self, optimizer, made: int) -> None:
         self.ref = weak(optimizer)
@@ -33,6 +35,9 @@ class Optimizer:
         # variant, inside, holds, ...), and the module that depends on (inside, holds).
         self.compiled: str | None = None
         self.beside: str | None = None
+        # Its module compiled block by block (by the script, or by tuimon for a fully_shard-ed
+        # model): {"class": the blocks' class, "count": how many} (trained.py's blocks_of)
+        self.blocks: dict | None = None
         self.made = made  # 0: the first optimizer made
         # Its step() calls in each of the lead's steps, from the first it stepped in to the last
         # (steps without one after its last are its training's end, not its cadence): {calls:
@@ -58,6 +63,7 @@ class Optimizer:
     def row(self) -> dict:
         return {"optimizer": self.name, "params": self.count, "steps": self.steps,
                 "module": self.module, "compiled": self.compiled, "beside": self.beside,
+                "blocks": self.blocks,
                 "span": [self.first, self.last] if self.first is not None else None,
                 "per_step": {str(k): v for k, v in sorted(self.per_step.items())}}
 
@@ -101,14 +107,16 @@ class Anatomy:
         if len(self.trainings) < KEPT_STEPS:
             self.trainings.append({"step": i, "optimizer": seen.made if seen is not None else None})
 
-    def trains(self, optimizer, modules: list, how: str, beside: str | None = None) -> None:
+    def trains(self, optimizer, modules: list, how: str, beside: str | None = None,
+               blocks: dict | None = None) -> None:
         """``modules`` hold ``optimizer``'s parameters (one module holding them all, or the parts
         the script called; none: not found), and run as ``how`` says in this variant (trained.py's
-        code; ``beside``: the module they are compiled inside, or hold)."""
+        code; ``beside``: the module they are compiled inside, or hold; ``blocks``: the blocks
+        compiled one by one inside them, {"class", "count"})."""
         seen = self.of(optimizer)
         if seen is not None:
             seen.module = " + ".join(_name(m) for m in modules) or None
-            seen.compiled, seen.beside = how, beside
+            seen.compiled, seen.beside, seen.blocks = how, beside, blocks
 
     def step_ended(self, i: int, backwards: int, summed: int, held: str | None, gap: bool) -> None:
         """Step ``i`` ended with ``backwards`` backward() calls, its loss the sum of ``summed``
@@ -151,12 +159,46 @@ class Anatomy:
 
 
 def _name(module) -> str:
-    """A module's class; torch.compile's wrapper and DDP named for what they wrap."""
+    """A module's class; torch.compile's wrapper and DDP named for what they wrap, a module
+    fully_shard made an FSDP unit (class ``FSDP<its class>``) for its own class."""
     inner = getattr(module, "_orig_mod", None) or getattr(module, "module", None)
     wrapper = type(module).__name__
     if inner is not None and wrapper in ("OptimizedModule", "DistributedDataParallel"):
-        return f"{type(inner).__name__} ({'torch.compile' if wrapper == 'OptimizedModule' else 'DDP'})"
-    return wrapper
+        own = _name(inner)
+        how = "torch.compile" if wrapper == "OptimizedModule" else "DDP"
+        return f"{own[:-1]}, {how})" if own.endswith(" (fully_shard)") else f"{own} ({how})"
+    return f"{own_class(module)} (fully_shard)" if sharded(module) else wrapper
+
+
+# Where FSDP2's FSDPModule lives: torch.distributed.fsdp from torch 2.6, its _composable home before
+FSDP_HOMES = ("torch.distributed.fsdp", "torch.distributed._composable.fsdp")
+
+
+def fsdp_class():
+    """FSDP2's ``FSDPModule`` (``fully_shard`` makes a module's class a subclass of it), when
+    the script imported FSDP2; never imported here (a script without it pays nothing)."""
+    for home in FSDP_HOMES:
+        kind = getattr(sys.modules.get(home), "FSDPModule", None)
+        if kind is not None:
+            return kind
+    return None
+
+
+def sharded(module) -> bool:
+    """Whether ``fully_shard`` made ``module`` an FSDP unit."""
+    kind = fsdp_class()
+    return kind is not None and isinstance(module, kind)
+
+
+def own_class(module) -> str:
+    """A module's own class: torch.compile's ``OptimizedModule`` looked through, fully_shard's
+    ``FSDPTransformerBlock`` named ``TransformerBlock``."""
+    if type(module).__name__ == "OptimizedModule":
+        module = getattr(module, "_orig_mod", module)
+    kind, fsdp = type(module), fsdp_class()
+    if fsdp is not None and isinstance(module, fsdp):
+        kind = next((k for k in kind.__mro__[1:] if not issubclass(k, fsdp)), kind)
+    return kind.__name__
 
 
 def _keys(counts: dict[int, int]) -> dict[str, int]:

@@ -32,6 +32,9 @@ class CompileModes:
         self.fixes = fixes  # tuimon try's (runner/fixes.py's Fixes), or None
         self.script_compiles = 0
         self.script_modules: list = []  # the modules the script compiled, weakly
+        # ... and those it asked to compile in any variant (eager's too: handed back as they
+        # were): its per-block compiles are read from these (trained.py's blocks_of)
+        self.script_asked: list = []
         self._orig_compile = None
         self._orig_module_compile = None
         # Told of every module compiled (or, eager, handed back as it was) and of the script's
@@ -92,6 +95,8 @@ class CompileModes:
         if self.listener is not None:
             self.listener.release(model)
         self.trained.undo(model)
+        if isinstance(model, torch.nn.Module):
+            self.script_asked.append(weak(model))
         out = self._kwargs(kwargs, "torch.compile")
         if out is None:
             return self._told(model) if model is not None else (lambda fn: fn)
@@ -106,6 +111,7 @@ class CompileModes:
 
     def module_compile_call(self, module, args: tuple, kwargs: dict):
         self.trained.undo(module)
+        self.script_asked.append(weak(module))
         out = self._kwargs(kwargs, "Module.compile")
         if out is not None:
             self._compiled(module, out, "the module the script compiles",

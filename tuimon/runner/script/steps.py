@@ -20,6 +20,7 @@ import torch
 
 from tuimon import events
 from tuimon.runner.engine import CaptureWindow, StepEngine
+from tuimon.runner.fsdp_waits import NOT_ON_CUDA, FsdpWaits, fsdp_group_module
 from tuimon.runner.phases import DATA, Timeline
 from tuimon.runner.script.anatomy import Anatomy
 from tuimon.runner.script.batches import Fetched
@@ -213,6 +214,17 @@ class ScriptSteps:
         if self.enabled:
             self.engine.compiling(compile_id, backward, outside)
 
+    def _fsdp_waits(self, on_cuda: bool) -> None:
+        """An FSDP2 script's all-gathers and reduce-scatters timed (on the CPU: runner/fsdp_waits.py
+        says why not on CUDA)."""
+        group = fsdp_group_module()
+        if group is None:
+            return
+        if on_cuda:
+            self.note(NOT_ON_CUDA)
+        else:
+            self.engine.add(FsdpWaits(group, torch.compiler.is_compiling))
+
     def _start(self) -> None:
         self.started = True
         engine = self.engine
@@ -231,6 +243,7 @@ class ScriptSteps:
             from tuimon.runner.memory_phases import MemoryStep
 
             engine.add(MemoryStep(torch.cuda, torch.cuda.current_device(), s.mode != "eager"))
+        self._fsdp_waits(on_cuda)
         if self.make_profiler is not None:
             profiler = self.make_profiler()
             profiler.outer = True  # captures name the modules outside the trained one

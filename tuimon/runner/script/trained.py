@@ -33,8 +33,10 @@ import os
 
 import torch
 
+from tuimon.runner.fixes import compile_regions
 from tuimon.runner.global_hooks import GlobalHook
 from tuimon.runner.refs import param_ids, weak
+from tuimon.runner.script.anatomy import own_class, sharded
 from tuimon.runner.script.holder import holder
 
 ASK = "pass --compile-module NAME (a module's class) or call torch.compile in the script"
@@ -191,38 +193,46 @@ class TrainedModules:
             if entry[2] or not modules:
                 continue
             entry[2] = True
-            hows = [self._how(module) for module in modules]
+            hows = [self._how(module) for module in modules]  # (code, beside, blocks) each
             if self.anatomy is not None:
                 self.anatomy.trains(entry[0](), modules, *hows[0])
 
-    def _how(self, module) -> tuple[str, str | None]:
-        """How ``module`` runs in this variant (compiling it where tuimon should): a code and the
-        module it depends on (anatomy.py keeps them, report/ words them)."""
+    def _how(self, module) -> tuple[str, str | None, dict | None]:
+        """How ``module`` runs in this variant (compiling it where tuimon should): a code, the
+        module it depends on and the blocks compiled one by one inside it (anatomy.py keeps them,
+        report/ words them)."""
         modes = self.modes
+        asked = blocks_of(module, modes.script_asked)  # the script's per-block compiles
         if modes.mode == "eager":
-            return "variant", None
+            return "variant", None, _fact(asked)  # theirs turned off (compile_modes.py)
         if modes.script_compiles or self.named:
             theirs = modes.script_modules if modes.script_compiles else self._done
             mine = any(m is module for ref in theirs if ref() is not None for m in ref().modules())
             if not mine and self.named and self._twice & {id(p) for p in module.parameters()}:
-                return "double-backward", None  # --compile-module's was refused (_compile_named)
+                return "double-backward", None, None  # --compile-module's was refused (_compile_named)
+            if not mine and asked and modes.script_compiles:
+                return "script-blocks", None, _fact(asked)
             return ("script" if modes.script_compiles else "tuimon") if mine else (
-                "script-other" if modes.script_compiles else "named-other"), None
+                "script-other" if modes.script_compiles else "named-other"), None, None
         if not self.auto:
-            return "no-auto", None
+            return "no-auto", None, None
         if self._twice & {id(p) for p in module.parameters()}:
             self._refused = True
-            return "double-backward", None
+            return "double-backward", None, None
         if any(ref() is module for ref in self._done):
-            return "tuimon", None  # the same model, a new optimizer: compiled already
+            return "tuimon", None, None  # the same model, a new optimizer: compiled already
         for ref in self._done:
             done = ref()
             if done is not None and any(m is module for m in done.modules()):
-                return "inside", type(done).__name__
+                return "inside", type(done).__name__, None
             if done is not None and any(m is done for m in module.modules()):
-                return "holds", type(done).__name__
+                return "holds", type(done).__name__, None
+        shards = fsdp_blocks(module)
+        if shards:  # a fully_shard-ed model: per block, as torchtitan compiles one
+            self._compile_blocks(module, shards)
+            return "tuimon-blocks", None, _fact(shards)
         self._compile(module, "the module an optimizer trains")
-        return "tuimon", None
+        return "tuimon", None, None
 
     def parts(self, optimizer) -> list:
         """The modules ``optimizer`` trains when no one module holds its parameters (its parts,
@@ -294,6 +304,23 @@ class TrainedModules:
         modes.say(f"{what} {verb} {type(module).__name__} ({which}) with mode={modes.mode!r} at "
                   f"its first call, which ran eager{off}")
 
+    def _compile_blocks(self, module, blocks: list) -> None:
+        """A fully_shard-ed model's blocks compiled one by one, in place (their next call
+        compiles; one compile serves every block of a class): the FSDP hooks around each block
+        stay outside its graph, as when a script compiles its blocks itself (torchtitan)."""
+        modes, fixes = self.modes, self.modes.fixes
+        kwargs = {"mode": modes.mode}
+        if fixes is not None:
+            kwargs = fixes.compile_kwargs(kwargs)
+        compile_regions(blocks, modes._orig_compile, kwargs)
+        self._done.append(weak(module))
+        modes._told(module)
+        fact = _fact(blocks)
+        modes.say(f"the script never calls torch.compile: tuimon compiled {own_class(module)} "
+                  f"per block ({fact['count']} × {fact['class']}, each one fully_shard made an FSDP "
+                  f"unit) with mode={modes.mode!r}, as torchtitan does; their first calls ran "
+                  "eager (--no-auto-compile turns this off)")
+
     def _remove_hook(self) -> None:
         if self._hook is not None:
             self._hook.remove()
@@ -319,6 +346,32 @@ class TrainedModules:
         else:
             return
         self.modes.say(f"nothing was compiled — {why}", uncompiled=why)
+
+
+def blocks_of(module, refs: list) -> list:
+    """The modules of ``refs`` (weak) strictly inside ``module``: the blocks the script compiles
+    one by one inside the module an optimizer trains."""
+    inside = {id(m) for m in module.modules()} - {id(module)}
+    found = [m for m in (ref() for ref in refs) if m is not None and id(m) in inside]
+    return list({id(m): m for m in found}.values())
+
+
+def fsdp_blocks(module) -> list:
+    """A fully_shard-ed model's outermost FSDP units below its root (its blocks, as
+    ``fully_shard(block)`` made each one), or [] when it is not one."""
+    found: list[tuple[str, object]] = []
+    for name, m in module.named_modules():
+        if name and sharded(m) and not any(name.startswith(prefix + ".") for prefix, _ in found):
+            found.append((name, m))
+    return [m for _, m in found]
+
+
+def _fact(blocks: list) -> dict | None:
+    """{"class": the blocks' own class (the most common), "count": how many}, or None."""
+    if not blocks:
+        return None
+    names = [own_class(b) for b in blocks]
+    return {"class": max(set(names), key=names.count), "count": len(blocks)}
 
 
 def _compilable_call(module):

@@ -19,7 +19,14 @@ from textual.widgets import Footer, Static
 
 from tuimon.analysis import RunStats, diverging, group_figures
 from tuimon.fmt import DASH, fmt_bytes, fmt_loss, fmt_ms
-from tuimon.report.rank_text import divergence_text, skew_text, straggler_text, world_text
+from tuimon.report.rank_text import (
+    collectives_matter,
+    collectives_text,
+    divergence_text,
+    skew_text,
+    straggler_text,
+    world_text,
+)
 from tuimon.sessiondir.run_state import RankState
 from tuimon.ui.model import RunLive
 
@@ -99,6 +106,9 @@ def head(live: RunLive, stats: RunStats | None) -> Text:
     t.append(straggler_text(stats), style="bold yellow" if stats.job.stragglers else "")
     t.append("\ncompiles across ranks: ", style="dim")
     t.append(divergence_text(stats), style="bold magenta" if stats.job.compile_divergence else "")
+    if collectives_matter([stats]):  # FSDP2 on the CPU: each rank's time in its collectives
+        t.append("\nFSDP all-gather / reduce-scatter a step: ", style="dim")
+        t.append(collectives_text(stats))
     return t
 
 
