@@ -105,6 +105,7 @@ def test_the_next_session_of_the_same_recipe_starts_warm_and_keeps_the_cold_comp
     md = (session / "summary.md").read_text()
     assert "| compile / warm-up time | cold (earlier): " in md, md
     assert "the last session of this code and settings" in md
+    assert "fresh per run (cold compile)" not in md  # the header does not say cold where it started warm
     # A third session starts from the second, which kept its own artifacts; the cold figure is
     # still the first session's.
     proc, third = tuimon(out, str(RECIPE), "--modes", "default", "--repeats", "1", "--steps", "4")

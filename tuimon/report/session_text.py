@@ -51,10 +51,17 @@ def section(meta: dict, summary: SessionSummary) -> Section:
             f"host: {meta.get('host', '?')}, {runtime_line(meta, summary)}, "
             f"started {meta.get('started', '?')}",
             f"device: {device_line(summary)}",
-            f"Inductor cache: {meta.get('cache', '?')}{start_line(summary)}"]
+            f"Inductor cache: {cache_line(meta, summary)}{start_line(summary)}"]
     if summary.pin_malloc is not None:
         said.append(f"allocator: {PINNED if summary.pin_malloc else UNPINNED}")
     return Section("session", lines=tuple(Line(FACT, text) for text in said))
+
+
+def cache_line(meta: dict, summary) -> str:
+    """meta.json's cache, less "(cold compile)" when the runs started from another session's
+    artifacts (start_line says how)."""
+    cache = meta.get("cache", "?")
+    return cache.replace(" (cold compile)", "") if summary.cache_source else cache
 
 
 def caution(summary: SessionSummary) -> Section:
