@@ -33,7 +33,7 @@ def start(config: str) -> None:
     s = replace(s, profile=replace(s.profile, profile_dir=absolute(s.profile.profile_dir)))
     ident = None
     if s.program.is_job and s.process.role is None:
-        _agent(s)  # torchrun's own process: its workers are the ranks
+        _agent(s)  # torchrun's own process (or accelerate's, running it): its workers are the ranks
         return
     if s.program.launcher == "accelerate" and s.process.role is None:
         _launcher(s)  # accelerate launch's own process: the script is its child
@@ -63,9 +63,11 @@ def start(config: str) -> None:
 
 
 def _agent(s) -> None:
-    """In torchrun's elastic agent: hand the settings on to the workers it starts (through the
-    environment they inherit, marked as ranks; never the agent's pipes, which they do not
-    inherit) and stop with the supervisor. No torch here: the agent only launches."""
+    """In torchrun's elastic agent (torchrun's process, or accelerate launch's, which runs torch's
+    launcher in itself for several processes, its settings for the ranks in the environment it
+    hands them): hand the settings on to the workers it starts (through the environment they
+    inherit, marked as ranks; never the agent's pipes, which they do not inherit) and stop with
+    the supervisor. No torch here: the agent only launches."""
     from tuimon.runner.orphan import watch_parent
 
     ranks = replace(s, process=replace(s.process, event_fd=None, control_fd=None, role="rank",
