@@ -38,14 +38,25 @@ def test_an_accelerate_launch_is_hooked_in_its_child_and_read_as_accelerate_runs
     assert "loop: loss: the sum of the 4 backward() losses" in proc.stdout
 
 
-def test_a_two_process_accelerate_launch_is_a_job_of_two_ranks(tuimon):
-    """--multi_gpu on the CPU (ACCELERATE_USE_CPU=1: gloo, accelerate's MULTI_CPU): torch's launcher
-    inside accelerate's process starts two ranks, each hooked and reporting on its own, with the
-    settings accelerate's launcher gave them; eager is eager though --dynamo_backend asks to
-    compile, and the second variant's rendezvous port is moved."""
+MULTI_CONFIG = """compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+num_processes: 2
+mixed_precision: bf16
+dynamo_config:
+  dynamo_backend: INDUCTOR
+"""
+
+
+def test_a_two_process_accelerate_launch_is_a_job_of_two_ranks(tuimon, tmp_path):
+    """A config of two processes, bf16 and accelerate's own compile, on the CPU
+    (ACCELERATE_USE_CPU=1: gloo, accelerate's MULTI_CPU): torch's launcher inside accelerate's
+    process starts two ranks, each hooked and reporting on its own, with the settings
+    accelerate's launcher gave them; eager is eager though the config asks to compile, and the
+    second variant's rendezvous port is moved."""
+    config = tmp_path / "two.yaml"
+    config.write_text(MULTI_CONFIG)
     proc, session = tuimon("run", "--headless", "--modes", "eager,default", "--steps", "10", "--",
-                           ACCELERATE, "launch", "--multi_gpu", "--num_processes", "2",
-                           "--mixed_precision", "bf16", "--dynamo_backend", "inductor",
+                           ACCELERATE, "launch", "--config_file", str(config),
                            str(SCRIPTS / "accelerate_loop.py"), "--accum", "2", "--epochs", "4",
                            env={"ACCELERATE_USE_CPU": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
