@@ -106,3 +106,38 @@ def test_a_scripts_job_command_is_read_by_its_launcher(monkeypatch, tmp_path):
     assert isinstance(launch, al.AccelerateLaunch) and launch.nproc == 2
     job = job_command(["torchrun", "--nproc-per-node", "4", "t.py"])
     assert isinstance(job, Torchrun) and job.nproc == 4
+
+
+def test_ranks_accelerate_starts_unplanned_fail_the_run_in_one_line():
+    """In accelerate's process of a launch read as one process: torch's launcher starting a
+    worker (accelerate found several GPUs) ends it, said as the run's failure, before any rank."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import subprocess, sys
+from tuimon.runner.script import hooks
+from tuimon.settings import RunSettings
+s = RunSettings.make(run="eager-script", command=("accelerate", "launch", "t.py"),
+                     launcher="accelerate", event_fd=int(sys.argv[1]))
+hooks._launcher(s)
+subprocess.run([sys.executable, "-c", "pass"], check=True)  # accelerate's one child: started
+print("child ok", flush=True)
+subprocess.Popen([sys.executable, "-c", "pass"], env={"TORCHELASTIC_RUN_ID": "none"})
+print("worker started", flush=True)
+"""
+    r, w = os.pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(w)], capture_output=True, text=True,
+                              timeout=60, pass_fds=(w,))
+        os.close(w)
+        said = os.read(r, 65536).decode()
+    finally:
+        os.close(r)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.splitlines() == ["child ok"]  # no worker started
+    failed = json.loads(said)
+    assert failed["type"] == "failed" and "--multi_gpu" in failed["message"]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
