@@ -9,10 +9,12 @@ accumulation): tuimon hooks that child as the run (runner/script/hooks.py hands 
 through accelerate's own process). ``--num_processes`` alone does not make several processes:
 without ``--multi_gpu`` (or a multi-device config) accelerate starts one, and tuimon says so.
 
-A multi-process launch (``--multi_gpu``, FSDP, DeepSpeed, Megatron-LM, TPU, several machines, an
-MPI hostfile) is torch's elastic launcher (or mpirun, deepspeed) run inside accelerate's own
-process; tuimon does not take its ranks yet and says how to run the same job under torchrun,
-whose environment accelerate's ``Accelerator`` reads as its own.
+A multi-process launch on one machine (``--multi_gpu``, ``--use_fsdp``, or such a config) is
+torch's elastic launcher run inside accelerate's own process (its ``multi_gpu_launcher``): a
+torchrun job, taken as one (each process a rank, the settings accelerate puts in the
+environment inherited by each), its rendezvous port moved per variant as torchrun's is
+(``with_port_offset``). What goes through another launcher or over several machines (DeepSpeed,
+Megatron-LM, TPU, an MPI hostfile, ``--num_machines`` > 1) is refused in one line (``refused``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ MODULES = ("accelerate.commands.launch", "accelerate.commands.accelerate_cli")
 MULTI_TYPES = {"MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU",
                "MULTI_HPU", "MULTI_NEURON", "FSDP", "DEEPSPEED", "MEGATRON_LM", "XLA"}
 MULTI_FLAGS = ("--multi-gpu", "--use-fsdp", "--use-deepspeed", "--use-megatron-lm", "--tpu")
+# What accelerate runs through another launcher than torch's elastic one in its own process, or
+# that tuimon cannot measure: the option or config type, and why, in words.
+REFUSED_FLAGS = {"--use-deepspeed": "DeepSpeed", "--use-megatron-lm": "Megatron-LM", "--tpu": "TPUs"}
+REFUSED_TYPES = {"DEEPSPEED": "DeepSpeed", "MEGATRON_LM": "Megatron-LM", "XLA": "TPUs"}
+MAIN_PROCESS_PORT = 29500  # accelerate's rendezvous port when none is given (prepare_multi_gpu_env)
 
 
 class AccelerateError(ValueError):
@@ -49,6 +56,7 @@ class AccelerateLaunch:
     program: int  # index of the training script (or module) in words
     options: dict[str, str | bool] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # the config file's top-level keys read
+    at: dict[str, tuple[int, bool]] = field(default_factory=dict)  # option -> (word index, --x=v)
 
     @property
     def module(self) -> bool:
@@ -70,6 +78,67 @@ class AccelerateLaunch:
             return int(value)
         except (TypeError, ValueError):
             return 1
+
+    @property
+    def nproc(self) -> int | None:
+        """A multi-process launch's processes (None: accelerate decides, one a GPU)."""
+        given = self.options.get("--num-processes") or self.config.get("num_processes")
+        return self.processes if given is not None else None
+
+    def setting(self, option: str, key: str) -> str | None:
+        """An option's value, else the config's ``key``, else None."""
+        value = self.options.get(option)
+        return str(value) if isinstance(value, str) else self.config.get(key)
+
+    def refused(self) -> str | None:
+        """Why tuimon cannot take this launch's processes, in words; None when it can (one process,
+        or torch's elastic launcher on this machine)."""
+        if self.options.get("--cpu"):
+            if any(self.options.get(f) for f in MULTI_FLAGS):
+                return ("--cpu and a multi-process flag do not go together (accelerate refuses "
+                        "them); several processes on the CPU: ACCELERATE_USE_CPU=1 accelerate "
+                        "launch --multi_gpu --num_processes N train.py")
+            return None
+        kind = self.config.get("distributed_type", "").upper()
+        for what in [REFUSED_FLAGS[f] for f in REFUSED_FLAGS if self.options.get(f)] + (
+                [REFUSED_TYPES[kind]] if kind in REFUSED_TYPES else []):
+            return (f"{what}: tuimon takes the processes of a multi-GPU or FSDP launch as ranks, "
+                    f"not {what}'s")
+        if self.options.get("--mpirun-hostfile"):
+            return ("--mpirun_hostfile: its processes are mpirun's; tuimon takes torchrun's (tuimon "
+                    "run -- torchrun --nproc-per-node N train.py)")
+        if int(self.setting("--num-machines", "num_machines") or 1) > 1:
+            return ("several machines: run it under torchrun on each node instead (tuimon run -- "
+                    "torchrun --nnodes N --node-rank K ... train.py; docs/ranks.md)")
+        return None
+
+    def with_port_offset(self, offset: int) -> list[str]:
+        """The command with its rendezvous port (``--main_process_port``, the config's, else
+        accelerate's 29500) moved by ``offset``, one port a variant (tuimon/torchrun.py); a port
+        of 0 (a free one, accelerate's choice) stays."""
+        words = list(self.words)
+        port = self.setting("--main-process-port", "main_process_port")
+        if offset == 0 or port == "0" or self.multi() is None:
+            return words
+        moved = str(int(port or MAIN_PROCESS_PORT) + offset)
+        if "--main-process-port" in self.at:
+            index, joined = self.at["--main-process-port"]
+            if joined:
+                words[index] = f"{words[index].split('=', 1)[0]}={moved}"
+            else:
+                words[index + 1] = moved
+        else:  # the config's or accelerate's default: the option, given before the script, wins
+            words[self.program:self.program] = ["--main_process_port", moved]
+        return words
+
+    def port_text(self, offset: int) -> str | None:
+        """'rendezvous port 29501 (29500 + 1: ...)', or None when unmoved."""
+        moved = self.with_port_offset(offset)
+        if moved == self.words:
+            return None
+        port = int(self.setting("--main-process-port", "main_process_port") or MAIN_PROCESS_PORT)
+        return (f"rendezvous port {port + offset} ({port} + {offset}: each variant's job gets its "
+                "own port)")
 
     def multi(self) -> str | None:
         """Why accelerate will start several processes (an option or the config's type), or None
@@ -132,7 +201,7 @@ def parse(command: list[str], start: int) -> AccelerateLaunch:
         if name in ("-h", "--help"):
             raise AccelerateError("accelerate launch --help is not a training job")
         if "=" in word:
-            found.options[name] = word.split("=", 1)[1]
+            found.options[name], found.at[name] = word.split("=", 1)[1], (i, True)
             i += 1
         elif name in FLAG_OPTIONS:
             found.options[name] = True
@@ -140,7 +209,7 @@ def parse(command: list[str], start: int) -> AccelerateLaunch:
         else:
             if i + 1 >= len(command):
                 raise AccelerateError(f"accelerate launch {word} needs a value")
-            found.options[name] = command[i + 1]
+            found.options[name], found.at[name] = command[i + 1], (i, False)
             i += 2
     if found.program >= len(command):
         raise AccelerateError("accelerate launch without a training script (e.g. tuimon run -- "

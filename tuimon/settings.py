@@ -63,8 +63,11 @@ class Program:
     name: str | None = None  # what the session and the runs call it
     cwd: str | None = None  # where the user started it: each run's files apart in a mirror of it
     in_place: bool = False  # --in-place: every run in the user's directory itself
-    launcher: str | None = None  # "torchrun": each run is a job of ranks
-    nproc: int | None = None  # ranks per node (None: torchrun decides)
+    launcher: str | None = None  # "torchrun" (each run a job of ranks) or "accelerate"
+    # accelerate launch starting several processes (torch's launcher inside accelerate's own
+    # process: each run a job of ranks, as under torchrun); False: its one child is the run
+    multi: bool = False
+    nproc: int | None = None  # ranks per node (None: the launcher decides)
     nnodes: int | None = None  # the most nodes a script's torchrun asks for
 
     @property
@@ -73,7 +76,7 @@ class Program:
 
     @property
     def is_job(self) -> bool:
-        return self.launcher == "torchrun"
+        return self.launcher == "torchrun" or (self.launcher == "accelerate" and self.multi)
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,17 @@ rendezvous port: ``--standalone`` and a single-node torchrun without a port pick
 themselves; a port the user gives (``--master-port``, ``--rdzv-endpoint HOST:PORT``, or a
 multi-node job's default 29500) is moved by the run's *port offset*: the variant's place in
 the plan (0, 1, 2, ...). Every node's tuimon, given the same options, gives the same variant the
-same port. Shared by the command check (cli/script.py) and the supervisor; imports nothing
-heavy.
+same port. A multi-process ``accelerate launch`` is a torchrun job too (``job_command``; its port
+accelerate's ``--main_process_port``, tuimon/accelerate_launch.py). Shared by the command check
+(cli/script.py) and the supervisor; imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+
+from tuimon import accelerate_launch
 
 # Options of torch.distributed.run that take a value (each also spelt with underscores).
 VALUE_OPTIONS = {
@@ -173,6 +176,16 @@ def parse(command: list[str], start: int) -> Torchrun:
         raise TorchrunError("torchrun --run-path runs the script inside torchrun's own processes: "
                             "leave it out")
     return found
+
+
+def job_command(command: list[str]) -> Torchrun | accelerate_launch.AccelerateLaunch:
+    """A script's job command read: torchrun's, or an ``accelerate launch`` of several processes
+    (torch's launcher inside accelerate's process). Either moves its rendezvous port per variant
+    (``with_port_offset``, ``port_text``) and says its ranks on this node (``nproc``)."""
+    start = accelerate_launch.is_accelerate(command, True)
+    if start is not None:
+        return accelerate_launch.parse(command, start)
+    return parse(command, is_torchrun(command, True) or 1)
 
 
 def recipe_command(nproc: int, runner_args: list[str], python: str | None = None) -> list[str]:

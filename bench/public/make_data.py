@@ -1,6 +1,6 @@
 """Synthetic data for the public-script sweep (bench/public/README.md), each in its script's own
 format, seeded; nothing is downloaded. Usage: python make_data.py KIND DIR, KIND one of seq2seq,
-yunjey, llama2c, enwik8, cyclegan, mnist."""
+yunjey, llama2c, enwik8, cyclegan, mnist, pets."""
 
 import gzip
 import os
@@ -88,6 +88,29 @@ def mnist(root: str, n_train: int = 2560, n_test: int = 400) -> None:
         with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
             f.write(struct.pack(">II", 2049, n))
             f.write(np.random.randint(0, 10, n, dtype=np.uint8).tobytes())
+
+
+def pets(root: str, n: int = 160, breeds: tuple = ("abyssinian", "beagle")) -> None:
+    """accelerate's cv_example: ROOT/images/BREED_I.jpg (the Oxford-IIIT Pet names it reads its
+    labels from), and random weights for the timm resnet50d it loads pretrained, where the
+    Hugging Face hub's cache keeps them (run with HF_HOME=ROOT/hf HF_HUB_OFFLINE=1)."""
+    import timm
+    from PIL import Image
+    from safetensors.torch import save_file
+
+    os.makedirs(f"{root}/images", exist_ok=True)
+    for i in range(n):
+        pixels = np.random.randint(0, 256, (240, 240, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(f"{root}/images/{breeds[i % len(breeds)]}_{i}.jpg")
+    repo = f"{root}/hf/hub/models--timm--resnet50d.ra2_in1k"
+    revision = "0" * 40
+    os.makedirs(f"{repo}/snapshots/{revision}", exist_ok=True)
+    os.makedirs(f"{repo}/refs", exist_ok=True)
+    with open(f"{repo}/refs/main", "w") as f:
+        f.write(revision)
+    weights = timm.create_model("resnet50d", pretrained=False).state_dict()
+    save_file({k: v.contiguous() for k, v in weights.items()},
+              f"{repo}/snapshots/{revision}/model.safetensors")
 
 
 if __name__ == "__main__":

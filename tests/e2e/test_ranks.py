@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import RECIPES, SCRIPTS
@@ -22,6 +23,7 @@ from test_end_to_end import runs_of
 from tuimon.control.job_runs import _bad_exit
 from tuimon.envvars import EXIT_WAIT_S as EXIT_WAIT_ENV
 from tuimon.sessiondir import store
+from tuimon.sessiondir.run_state import RankState
 
 PY = sys.executable
 TORCHRUN = [PY, "-m", "torch.distributed.run"]
@@ -255,6 +257,13 @@ Root Cause (first observed failure):
     assert _bad_exit(report.replace("-6 (pid", "3 (pid")).startswith("rank 1 exited with code 3")
     assert _bad_exit(report.replace("-6 (pid", "-2 (pid")) is None  # tuimon's own SIGINT: a stop
     assert _bad_exit("no report") is None
+    # A rank tuimon stopped at --steps whose script let the KeyboardInterrupt through exits 1:
+    # tuimon's excepthook handled it (Python exits by SIGINT only when its own hook does)
+    exit_1 = report.replace("-6 (pid", "1 (pid")
+    stopped = {1: SimpleNamespace(said=RankState(1, end={"reason": "steps"}))}
+    assert _bad_exit(exit_1, stopped) is None
+    ended = {1: SimpleNamespace(said=RankState(1, end={"reason": "script ended"}))}
+    assert _bad_exit(exit_1, ended).startswith("rank 1 exited with code 1")
 
 
 def cuda_gpus() -> int:

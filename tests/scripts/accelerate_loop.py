@@ -16,6 +16,9 @@ parser.add_argument("--accum", type=int, default=1)
 args = parser.parse_args()
 
 accelerator = Accelerator(gradient_accumulation_steps=args.accum)
+# each process's place and what accelerate's launcher set for it (read in the run's log)
+print(f"process {accelerator.process_index} of {accelerator.num_processes}: "
+      f"{accelerator.distributed_type}, mixed precision {accelerator.mixed_precision}", flush=True)
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 10))
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -55,3 +55,89 @@ def test_bad_commands_are_one_line(monkeypatch, tmp_path):
         parsed("accelerate", "launch", "--mixed_precision")
     with pytest.raises(al.AccelerateError, match="no such file"):
         parsed("accelerate", "launch", "--config_file", str(tmp_path / "none.yaml"), "t.py")
+
+
+def test_what_tuimon_cannot_take_is_refused_and_a_multi_gpu_launch_is_not(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    for flag, what in (("--use_deepspeed", "DeepSpeed"), ("--use_megatron_lm", "Megatron-LM"),
+                       ("--tpu", "TPUs")):
+        assert what in parsed("accelerate", "launch", flag, "t.py").refused()
+    assert "mpirun" in parsed("accelerate", "launch", "--mpirun_hostfile", "h", "t.py").refused()
+    assert "several machines" in parsed("accelerate", "launch", "--multi_gpu", "--num_machines",
+                                        "2", "t.py").refused()
+    assert "ACCELERATE_USE_CPU=1" in parsed("accelerate", "launch", "--cpu", "--multi_gpu",
+                                            "t.py").refused()
+    config = tmp_path / "ds.yaml"
+    config.write_text("distributed_type: DEEPSPEED\nnum_processes: 2\n")
+    assert "DeepSpeed" in parsed("accelerate", "launch", "--config_file", str(config), "t.py").refused()
+    for words in (("--multi_gpu", "--num_processes", "2"), ("--use_fsdp",), ("--cpu",), ()):
+        assert parsed("accelerate", "launch", *words, "t.py").refused() is None, words
+    launch = parsed("accelerate", "launch", "--multi_gpu", "--num_processes=3", "t.py")
+    assert launch.nproc == 3 and parsed("accelerate", "launch", "--multi_gpu", "t.py").nproc is None
+
+
+def test_each_variant_gets_its_own_rendezvous_port(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    launch = parsed("accelerate", "launch", "--multi_gpu", "t.py", "--lr", "1")
+    assert launch.with_port_offset(0) == launch.words and launch.port_text(0) is None
+    # accelerate's own default, 29500, moved by the variant's place; the script's words kept
+    assert launch.with_port_offset(2) == ["accelerate", "launch", "--multi_gpu",
+                                          "--main_process_port", "29502", "t.py", "--lr", "1"]
+    assert launch.port_text(2).startswith("rendezvous port 29502 (29500 + 2")
+    given = parsed("accelerate", "launch", "--multi_gpu", "--main_process_port", "4000", "t.py")
+    assert given.with_port_offset(1)[3:5] == ["--main_process_port", "4001"]
+    joined = parsed("accelerate", "launch", "--multi_gpu", "--main-process-port=4000", "t.py")
+    assert joined.with_port_offset(1)[3] == "--main-process-port=4001"
+    config = tmp_path / "c.yaml"
+    config.write_text("distributed_type: MULTI_GPU\nmain_process_port: 5000\n")
+    from_config = parsed("accelerate", "launch", "--config_file", str(config), "t.py")
+    assert from_config.with_port_offset(1)[-3:] == ["--main_process_port", "5001", "t.py"]
+    free = parsed("accelerate", "launch", "--multi_gpu", "--main_process_port", "0", "t.py")
+    assert free.with_port_offset(1) == free.words  # 0: accelerate picks a free port itself
+    one = parsed("accelerate", "launch", "--cpu", "t.py")
+    assert one.with_port_offset(1) == one.words  # one process: no rendezvous
+
+
+def test_a_scripts_job_command_is_read_by_its_launcher(monkeypatch, tmp_path):
+    from tuimon.torchrun import Torchrun, job_command
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    launch = job_command(["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "t.py"])
+    assert isinstance(launch, al.AccelerateLaunch) and launch.nproc == 2
+    job = job_command(["torchrun", "--nproc-per-node", "4", "t.py"])
+    assert isinstance(job, Torchrun) and job.nproc == 4
+
+
+def test_ranks_accelerate_starts_unplanned_fail_the_run_in_one_line():
+    """In accelerate's process of a launch read as one process: torch's launcher starting a
+    worker (accelerate found several GPUs) ends it, said as the run's failure, before any rank."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import subprocess, sys
+from tuimon.runner.script import hooks
+from tuimon.settings import RunSettings
+s = RunSettings.make(run="eager-script", command=("accelerate", "launch", "t.py"),
+                     launcher="accelerate", event_fd=int(sys.argv[1]))
+hooks._launcher(s)
+subprocess.run([sys.executable, "-c", "pass"], check=True)  # accelerate's one child: started
+print("child ok", flush=True)
+subprocess.Popen([sys.executable, "-c", "pass"], env={"TORCHELASTIC_RUN_ID": "none"})
+print("worker started", flush=True)
+"""
+    r, w = os.pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(w)], capture_output=True, text=True,
+                              timeout=60, pass_fds=(w,))
+        os.close(w)
+        said = os.read(r, 65536).decode()
+    finally:
+        os.close(r)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.splitlines() == ["child ok"]  # no worker started
+    failed = json.loads(said)
+    assert failed["type"] == "failed" and "--multi_gpu" in failed["message"]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

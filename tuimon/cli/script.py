@@ -43,8 +43,9 @@ def split_run(argv: list[str]) -> tuple[list[str], list[str] | None]:
 def check_command(command: list[str]) -> dict:
     """{"command", "script" (its path, or None for -m / -c), "name"}, and for a torchrun job
     (``torchrun ...`` or ``python -m torch.distributed.run ...``) "launcher": "torchrun",
-    "nproc" (ranks per node, None when torchrun decides) and "nnodes" (the most nodes);
-    UsageError otherwise."""
+    "nproc" (ranks per node, None when torchrun decides) and "nnodes" (the most nodes); for
+    ``accelerate launch`` "launcher": "accelerate", and for one of several processes "multi",
+    "nproc", "nnodes" as torchrun's; UsageError otherwise."""
     if not command:
         raise UsageError(f"no command after -- ({EXAMPLE})")
     exe = command[0]
@@ -116,23 +117,24 @@ def _launched(program: list[str], module: bool, no_python: bool) -> dict:
 
 def _accelerate_command(command: list[str], start: int) -> dict:
     """accelerate launch's training program checked as tuimon checks a script's: a launch of
-    one process (accelerate's child is the run), or one line on how to run a multi-process one."""
+    one process (accelerate's child is the run), or of several on this machine (torch's launcher
+    in accelerate's process: a job of ranks, as torchrun's); one line for what tuimon cannot take."""
     try:
         launch = accelerate_launch.parse(command, start)
     except accelerate_launch.AccelerateError as exc:
         raise UsageError(str(exc)) from None
-    if (why := launch.multi()) is not None:
-        raise UsageError(f"accelerate launch with {why} starts several processes, which tuimon "
-                         "does not take as ranks yet; run the same script under torchrun (tuimon "
-                         "run -- torchrun --nproc-per-node N train.py): accelerate's Accelerator "
-                         "reads torchrun's environment")
+    if (why := launch.refused()) is not None:
+        raise UsageError(f"accelerate launch with {why}")
     found = _launched(launch.script_words, launch.module, launch.no_python)
+    shape = {"command": command, "script": found["script"], "name": found["name"],
+             "launcher": "accelerate"}
+    if launch.multi() is not None:
+        return {**shape, "multi": True, "nproc": launch.nproc, "nnodes": 1}
     if launch.processes > 1:
         print(f"tuimon: accelerate launch starts one process here: its --num_processes "
               f"{launch.processes} counts only with --multi_gpu (or a multi-device config, or "
               "--mpirun_hostfile); the script runs as one process", file=sys.stderr)
-    return {"command": command, "script": found["script"], "name": found["name"],
-            "launcher": "accelerate"}
+    return shape
 
 
 def _shebang(path: str) -> str | None:
@@ -170,7 +172,8 @@ def script_program(args: argparse.Namespace, command: list[str], fixed: dict[str
     # Each run's files kept apart in a mirror of this directory (control/files.py).
     return Program(command=tuple(command), script=found["script"], name=found["name"],
                    cwd=os.getcwd(), in_place=bool(getattr(args, "in_place", False)),
-                   launcher=found.get("launcher"), nproc=found.get("nproc"),
+                   launcher=found.get("launcher"), multi=found.get("multi", False),
+                   nproc=found.get("nproc"),
                    nnodes=found.get("nnodes"))
 
 

@@ -1,6 +1,7 @@
 """Torchrun jobs in a session: ``Jobs``, which the supervisor owns, on its loop thread.
 
-A run is a job when its command is torchrun (``tuimon run -- torchrun ...``) or its recipe runs
+A run is a job when its command is torchrun (``tuimon run -- torchrun ...``, or an ``accelerate
+launch`` of several processes, which runs torch's launcher in its own process) or its recipe runs
 as N ranks (``--nproc N``): the supervisor spawns torchrun, whose workers connect to the
 session's rank socket (control/rank_hub.py); their events are recorded with their ``rank`` and
 steer the run's state through its ``JobChild`` (control/job_child.py): the job is paused, waiting for
@@ -26,13 +27,13 @@ from tuimon.control.runs import DONE, PAUSED, RUNNING, STOPPED, Plan, Run, RunTa
 from tuimon.control.schedule import Schedule
 from tuimon.control.stopping import Stopper
 from tuimon.settings import RunSettings, Turns
-from tuimon.torchrun import is_torchrun
-from tuimon.torchrun import parse as parse_torchrun
+from tuimon.torchrun import job_command
 
 RANK = "rank"  # the inbox's kind for the rank socket's news
 # Every rank here has ended and torchrun is still running this long after: a job over several
 # nodes waits at torch's exit barrier for the other nodes' launchers (up to its 300 s).
 EXIT_WAIT_S = 20.0
+TUIMON_STOPS = ("steps", "duration")  # a rank's finished reasons that are tuimon's stop
 
 
 @dataclass
@@ -74,11 +75,11 @@ class Jobs:
         local_world = settings.program.nproc
         if settings.program.is_script:
             command = list(settings.program.command)
-            torchrun = parse_torchrun(command, is_torchrun(command, True) or 1)
+            launch = job_command(command)  # torchrun's, or accelerate launch's of several
             settings = replace(settings, program=replace(
-                settings.program, command=tuple(torchrun.with_port_offset(port))))
-            local_world = torchrun.nproc
-            if (note := torchrun.port_text(port)) is not None:
+                settings.program, command=tuple(launch.with_port_offset(port))))
+            local_world = launch.nproc
+            if (note := launch.port_text(port)) is not None:
                 self.record([events.make(events.WARNING, r.id, text=note, note=True)])
         # Turns and --duration are the supervisor's (every rank at the same step).
         settings = replace(settings, length=replace(settings.length, duration=None),
@@ -267,7 +268,7 @@ class Jobs:
                    if any(e.get(k) is not None for e in ends)}
         out = [events.make(events.FINISHED, r.id, reason=reason, returncode=rc, ranks=len(ranks),
                            ranks_fate=_fate(ranks, None), **figures)]
-        if rc != 0 and not r.stop_asked and (text := _bad_exit(tail)):
+        if rc != 0 and not r.stop_asked and (text := _bad_exit(tail, ranks)):
             out.append(events.make(events.WARNING, r.id, text=f"{text}; torchrun exited with code {rc}"))
         return out
 
@@ -277,11 +278,16 @@ class Jobs:
         return [e]
 
 
-def _bad_exit(tail: str) -> str | None:
+def _bad_exit(tail: str, ranks: dict | None = None) -> str | None:
     """After every rank had finished: the rank whose own exit failed, from torchrun's report
-    (a signal other than tuimon's SIGINT, or a non-zero code), in words; None if none."""
+    (a signal other than tuimon's SIGINT, or a non-zero code), in words; None if none. A rank
+    that tuimon stopped (--steps, --duration) by a KeyboardInterrupt its script did not catch
+    exits with 1, not by SIGINT (Python does so when an excepthook, tuimon's, handled it)."""
     rank, code = _root_cause(tail)
     if code is None or code in (0, -signal.SIGINT):
+        return None
+    said = ranks[rank].said.end if ranks and rank in ranks else None
+    if code == 1 and said and said.get("reason") in TUIMON_STOPS:
         return None
     try:
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"

@@ -33,7 +33,7 @@ def start(config: str) -> None:
     s = replace(s, profile=replace(s.profile, profile_dir=absolute(s.profile.profile_dir)))
     ident = None
     if s.program.is_job and s.process.role is None:
-        _agent(s)  # torchrun's own process: its workers are the ranks
+        _agent(s)  # torchrun's own process (or accelerate's, running it): its workers are the ranks
         return
     if s.program.launcher == "accelerate" and s.process.role is None:
         _launcher(s)  # accelerate launch's own process: the script is its child
@@ -63,9 +63,11 @@ def start(config: str) -> None:
 
 
 def _agent(s) -> None:
-    """In torchrun's elastic agent: hand the settings on to the workers it starts (through the
-    environment they inherit, marked as ranks; never the agent's pipes, which they do not
-    inherit) and stop with the supervisor. No torch here: the agent only launches."""
+    """In torchrun's elastic agent (torchrun's process, or accelerate launch's, which runs torch's
+    launcher in itself for several processes, its settings for the ranks in the environment it
+    hands them): hand the settings on to the workers it starts (through the environment they
+    inherit, marked as ranks; never the agent's pipes, which they do not inherit) and stop with
+    the supervisor. No torch here: the agent only launches."""
     from tuimon.runner.orphan import watch_parent
 
     ranks = replace(s, process=replace(s.process, event_fd=None, control_fd=None, role="rank",
@@ -87,10 +89,31 @@ def _launcher(s) -> None:
     start = subprocess.Popen.__init__
 
     def with_pipes(self, *args, **kwargs):
+        if "TORCHELASTIC_RUN_ID" in (kwargs.get("env") or {}):
+            _unplanned_ranks(s)  # torch's launcher starting a worker: no child is the run
         kwargs["pass_fds"] = tuple({*kwargs.get("pass_fds", ()), *fds})
         start(self, *args, **kwargs)
 
     subprocess.Popen.__init__ = with_pipes
+
+
+# accelerate makes a launch without --multi_gpu and without a config a multi-GPU one when it
+# sees several GPUs, which tuimon (no torch on its side) read as one process.
+UNPLANNED_RANKS = ("accelerate launch started several processes (it found several GPUs and no "
+                   "config): give it --multi_gpu --num_processes N, and tuimon takes them as ranks")
+
+
+def _unplanned_ranks(s) -> None:
+    """Said as the run's failure in one line before the first worker starts; accelerate's
+    process ends there (exit 2), so no rank runs unhooked or on the run's own pipes."""
+    from tuimon import events
+
+    line = events.encode(events.make(events.FAILED, s.run, stage="build", error="UsageError",
+                                     message=UNPLANNED_RANKS))
+    if s.process.event_fd is not None:
+        os.write(s.process.event_fd, line.encode())
+    print(f"tuimon: {UNPLANNED_RANKS}", file=sys.stderr, flush=True)
+    os._exit(2)
 
 
 def _install(s, ident: dict | None, said_on: dict) -> None:
