@@ -42,7 +42,10 @@ def test_a_set_axis_sweep_races_every_value(tuimon):
     assert header == ("|  | eager/fp32 · width=48 | default/fp32 · width=48 | eager/fp32 · width=256 "
                       "| default/fp32 · width=256 |")
     axis_row = next(line for line in md if line.startswith("| vs axis baseline |"))
-    assert "axis baseline" in axis_row and "× eager/fp32 · width=48" in axis_row
+    # eager at width=256 against its axis baseline: a ratio, or "cannot tell" when this machine's
+    # load spread its steps too far (one process a variant; seen under the full suite's load)
+    assert "axis baseline" in axis_row and ("× eager/fp32 · width=48" in axis_row
+                                            or "against eager/fp32 · width=48: cannot tell" in axis_row)
     assert any(line.startswith("- reduce-overhead/fp32 · width=256: skipped: CUDA graphs need a GPU")
                for line in md)
     summary = json.loads((session / "summary.json").read_text())
