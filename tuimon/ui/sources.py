@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tuimon import events
@@ -227,7 +227,7 @@ class JobSource(_Following):
 
     thread = "tuimon-job-replay"
 
-    def __init__(self, paths: list[str | Path], follow: bool = True, poll: float = 0.25) -> None:
+    def __init__(self, paths: Sequence[str | Path], follow: bool = True, poll: float = 0.25) -> None:
         self.paths = [Path(p) for p in paths]
         super().__init__(self.paths[0], follow, poll)
 
