@@ -81,6 +81,9 @@ class _Following:
     def start(self, deliver: Deliver) -> None:
         threading.Thread(target=self._tail, args=(deliver,), name=self.thread, daemon=True).start()
 
+    def _tail(self, deliver: Deliver) -> None:
+        raise NotImplementedError  # each source reads its own way
+
     def close(self, timeout: float = 0) -> None:
         self._stop.set()
 
