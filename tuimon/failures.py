@@ -63,10 +63,10 @@ def of_exception(exc: BaseException, cuda_memory: dict | None = None) -> dict:
     if isinstance(exc, MemoryError) or (tried and "CPUAllocator" in text):
         source = "RuntimeError from torch's CPU allocator" if tried else name
         what = f"out of host memory ({source})"
-        out = {"kind": OOM_HOST}
+        out: dict[str, str | int] = {"kind": OOM_HOST}
         if tried:
-            out["tried_bytes"] = int(tried.group(1))
-            what += f": tried to allocate {fmt_bytes(out['tried_bytes'])}"
+            out["tried_bytes"] = tried_bytes = int(tried.group(1))
+            what += f": tried to allocate {fmt_bytes(tried_bytes)}"
         return {**out, "what": f"{what} — {SMALLER}, or check ulimit -v / the container's memory limit"}
     return {"kind": EXCEPTION, "what": f"{name}: {first}".rstrip(": ")}
 

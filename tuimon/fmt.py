@@ -34,7 +34,7 @@ def fmt_s(s: float | None) -> str:
     return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
 
 
-def fmt_bytes(n: int | None) -> str:
+def fmt_bytes(n: float | None) -> str:
     if not n:
         return DASH
     for unit in ("B", "KiB", "MiB", "GiB"):

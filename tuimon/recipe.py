@@ -138,7 +138,7 @@ def check_recipe_file(path: str | Path) -> Path:
     return p.resolve()
 
 
-def _defines_build(node: ast.AST) -> bool:
+def _defines_build(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Assign) -> bool:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return node.name == "build"
     return any(isinstance(t, ast.Name) and t.id == "build" for t in node.targets)

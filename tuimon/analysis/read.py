@@ -21,9 +21,8 @@ def load_session(path: str | Path | list, unwritten: list[dict] | None = None,
         meta, evs, bad = merge.load(list(path))
         evs = evs + (unwritten or [])
         return meta, evs, summarize(evs, bad, answer)
-    if isinstance(path, (list, tuple)):
-        path = path[0]
-    meta = store.read_meta(path)
-    evs, bad = stored if stored is not None else store.read_events(path)
+    one = path[0] if isinstance(path, (list, tuple)) else path
+    meta = store.read_meta(one)
+    evs, bad = stored if stored is not None else store.read_events(one)
     evs = evs + (unwritten or [])
     return meta, evs, summarize(evs, bad, answer)

@@ -47,8 +47,8 @@ def _tflops(x: float) -> str:
 def peak_rows(peak: dict, gpus: list[dict]) -> list[tuple[str, str]]:
     out = []
     entry = (peak or {}).get("entry")
-    if peak.get("error") or (entry or {}).get("error"):
-        out.append(("measured peak", f"n/a: {peak.get('error') or entry['error']}"))
+    if error := peak.get("error") or (entry or {}).get("error"):
+        out.append(("measured peak", f"n/a: {error}"))
     elif entry is None:
         out.append(("measured peak", "not measured yet on this machine and torch: "
                     "`tuimon doctor --peak` measures it (seconds), or a run's first FLOP count does"))

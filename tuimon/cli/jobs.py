@@ -96,7 +96,7 @@ def srun_task(script: Program | None, env=None) -> slurm.SlurmTask | None:
                 "yet)" if script is not None else "each task would run the recipe as a session "
                 "of its own (a recipe's --nproc ranks are one node's)")
         raise UsageError(f"under srun with {task.tasks} tasks {what}: run {SRUN_SHAPE}")
-    if job and task.nodes > 1:
+    if script is not None and job and task.nodes > 1:
         check_torchrun(list(script.command), task, node, os.environ if env is None else env)
     return task
 

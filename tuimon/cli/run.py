@@ -132,7 +132,7 @@ def checked_inputs(args: argparse.Namespace, argv: list[str], command: list[str]
         precisions = [SCRIPT]
     for note in check_jobs(args, argv[:argv.index("--")] if "--" in argv else argv, script):
         print(f"tuimon: note: {note}", file=sys.stderr)
-    if script is not None:
+    if script is not None and command is not None:
         recipe = Path(script.script or command[0])
     elif args.recipe is None:
         recipe = DEMO

@@ -88,7 +88,8 @@ def prepare(args: argparse.Namespace, variants: list[Variant], answer: dict, rec
     say += [f"skipped: {s['label']}: {s['reason']}" for s in skipped]
     deadline = None
     if args.budget is not None and not answer.get("until_known"):  # --until-known: its cap instead
-        key = {"command": list(script.command)} if script is not None else {"recipe": str(recipe)}
+        key: dict[str, object] = ({"command": list(script.command)} if script is not None
+                                  else {"recipe": str(recipe)})
         key["cache"] = cache  # a warm cache's compiles say nothing of a cold one's
         try:
             warm_rounds = not args.cold and cache.startswith("fresh")  # rounds 2..K start warm

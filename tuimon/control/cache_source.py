@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from tuimon import events
 from tuimon.control.warm import ARTIFACTS, BUNDLE, CACHE, Source, variant_key
@@ -81,7 +82,7 @@ def read_source(path: str | Path) -> tuple[Source, dict]:
     for run, info in kept.items():  # a variant's first run with artifacts
         source.runs.setdefault(variant_key(info["mode"], info["precision"], info["axes"]), run)
     chosen = set(source.runs.values())
-    fields = {"session": p.name, "path": str(p), "there": facts(meta),
+    fields: dict[str, Any] = {"session": p.name, "path": str(p), "there": facts(meta),
               "runs": {run: info for run, info in kept.items() if run in chosen}}
     colds = cold_figures(p)
     for info in fields["runs"].values():
@@ -102,7 +103,7 @@ def cold_figures(path: Path) -> dict[tuple, dict]:
         doc = json.loads((path / "summary.json").read_text())
     except (OSError, ValueError):
         return {}
-    found = {}
+    found: dict[tuple, dict] = {}
     for row in doc.get("variants") or doc.get("runs") or []:
         cold = ((row.get("warm") or {}).get("starts") or {}).get("cold")
         if not cold or cold.get("compile_s") is None:

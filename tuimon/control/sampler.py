@@ -146,7 +146,7 @@ class Sampler:
         if not self._said_gpu:
             self._said_gpu = True
             out.append(events.make(events.PROBE_INFO, gpu_available=gpu["available"],
-                                   reason=gpu["reason"], rapl=self._rapl.reason,
+                                   reason=gpu["reason"], rapl=self._rapl and self._rapl.reason,
                                    devices=[{k: d.get(k) for k in ("index", "name", "uuid")}
                                             for d in gpu["devices"]]))
         if gpu["unsupported_new"]:

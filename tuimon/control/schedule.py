@@ -91,7 +91,7 @@ class Schedule:
             return
         nxt = next_turn(list(live), waiting, self._last)
         r = live[nxt]
-        if r.child.send("resume"):
+        if r.child is not None and r.child.send("resume"):
             r.waiting_turn, r.last_step = False, time.monotonic()
             r.stepping_since = r.last_step
             self._holder = self._last = nxt

@@ -14,7 +14,8 @@ BENIGN_REASONS = events.BENIGN_THROTTLE  # clock-event reasons that are no slowd
 
 
 def throttle_alerts(device: dict | None, benign: frozenset[str] = BENIGN_REASONS) -> list[str]:
-    reasons = (device or {}).get("throttle_reasons") or []
+    device = device or {}
+    reasons = device.get("throttle_reasons") or []
     active = [r for r in reasons if r not in benign]
     if not active:
         return []
@@ -22,7 +23,8 @@ def throttle_alerts(device: dict | None, benign: frozenset[str] = BENIGN_REASONS
 
 
 def memory_alerts(device: dict | None, limit: float = 0.95) -> list[str]:
-    used, total = (device or {}).get("mem_used"), (device or {}).get("mem_total")
+    device = device or {}
+    used, total = device.get("mem_used"), device.get("mem_total")
     if not used or not total or used <= limit * total:
         return []
     return [

@@ -169,11 +169,11 @@ class GpuProbe:
         self._inited = False
         if nvml is None:
             try:
-                import pynvml as nvml  # lazy: the UI process may never need it
+                import pynvml  # lazy: the UI process may never need it
             except Exception as exc:  # ImportError, or a broken install
                 self.reason = f"nvidia-ml-py not importable: {_err_text(exc)}"
                 return
-            self._nvml = nvml
+            self._nvml = nvml = pynvml
         self._reasons = reason_table(nvml)
         try:
             nvml.nvmlInit()
@@ -225,8 +225,8 @@ class GpuProbe:
             self.unsupported.add(metric)
             self._new_unsupported.append(metric)
 
-    def sample(self, runs: dict[str, Iterable[int]] | None = None) -> dict:
-        runs = {rid: set(pids) for rid, pids in (runs or {}).items()}
+    def sample(self, pids_of: dict[str, Iterable[int]] | None = None) -> dict:
+        runs = {rid: set(pids) for rid, pids in (pids_of or {}).items()}
         self._errors = {}
         devices = []
         per_run: dict[str, list[dict]] = {rid: [] for rid in runs}

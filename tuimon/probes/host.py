@@ -171,8 +171,9 @@ class HostProbe:
         busy_cores = None
         if self._last_allowed is not None and len(allowed) == len(self._last_allowed):
             shares = [_share(a, b) for a, b in zip(self._last_allowed, allowed, strict=True)]
-            if all(x is not None for x in shares):
-                busy_cores = round(sum(shares), 2)
+            known = [x for x in shares if x is not None]
+            if len(known) == len(shares):
+                busy_cores = round(sum(known), 2)
         self._last_allowed = allowed
         vm = psutil.virtual_memory()
         return {

@@ -142,7 +142,7 @@ def compile_line(e: dict) -> str:
     """One finished compile, as the terminal says it when it ends: 'compiled 0/0 forward() in 2.1 s,
     mostly inductor 1.2 s (cold cache)'; a frame Dynamo could not compile, with torch's reason."""
     p = e.get("phases") or {}
-    main = max(p, key=p.get) if any(p.values()) else None
+    main = max(p, key=lambda k: p[k]) if any(p.values()) else None
     part = f", mostly {main} {fmt_s(p[main])}" if main else ""
     what = f"{e['frame']}()" if e.get("frame") else "backward"
     cache = compile_cache(e)

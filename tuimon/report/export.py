@@ -49,7 +49,7 @@ def to_csv(session_events: list[dict], summary: SessionSummary) -> str:
     for e in session_events:
         if e["type"] != events.STEP:
             continue
-        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run"), {}), "kind": step_kind(e),
+        row = {**e, "mode": "", "precision": "", **variant.get(e.get("run", ""), {}), "kind": step_kind(e),
                "gap": 1 if e.get("gap") else None}
         for name, ms in step_split(e).items():
             row[f"{name}_phase_ms"] = None if ms is None else round(ms, 4)

@@ -45,9 +45,11 @@ def counts_cell(r: RunStats) -> str:
     if not f.counted:
         return DASH
     parts = [f"{SHORT[n]} {_short(f.part(n).flops)}" for n in PHASES if f.part(n).flops is not None]
-    calls = f" · ×{f.calls} calls" if f.calls and f.calls > 1 else ""
-    if calls and f.backed is not None and f.backed < f.calls:
-        calls += f" ({f.backed} differentiated)"
+    calls = ""
+    if f.calls and f.calls > 1:
+        calls = f" · ×{f.calls} calls"
+        if f.backed is not None and f.backed < f.calls:
+            calls += f" ({f.backed} differentiated)"
     return f"{fmt_flops(f.step.flops)} ({' · '.join(parts)}) · {f.precision or '?'}{calls}"
 
 

@@ -100,7 +100,7 @@ def per_step_cell(r: RunStats) -> str:
     e = r.energy
     if e.joules_per_step is None:
         return energy_why(e.energy_why)
-    source = SOURCES.get(e.energy_source, e.energy_source)
+    source = SOURCES.get(e.energy_source or "", e.energy_source)  # set with joules_per_step
     return (f"{fmt_joules(e.joules_per_step)} ({source}; {e.energy_steps:,} steps alone, "
             f"{fmt_s(e.energy_s)})")
 

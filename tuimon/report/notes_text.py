@@ -11,7 +11,7 @@ from tuimon.report.compile_text import compile_notes
 from tuimon.report.document import DETAIL, NOTE, TEXT, UNRELIABLE, Line, Section
 from tuimon.report.rank_text import rank_notes
 from tuimon.report.table import failure_lines, profile_note
-from tuimon.report.trust_text import reason_text, round_text, row_notes, unreliable_text
+from tuimon.report.trust_text import doubts_text, reason_text, round_text, row_notes
 from tuimon.report.untold_text import PLAN
 from tuimon.report.verdict_text import disqualified
 from tuimon.report.warm_text import warm_notes
@@ -74,7 +74,7 @@ def _rows(summary: SessionSummary) -> list[Line]:
         out += [Line(DETAIL, f"recompile: {reason}", of) for reason in r.compile.recompile_reasons]
         if r.doubts:
             doubts = [d.to_dict() for d in r.doubts]
-            out.append(Line(UNRELIABLE, unreliable_text(r), of | {"doubts": doubts}))
+            out.append(Line(UNRELIABLE, doubts_text(r.doubts), of | {"doubts": doubts}))
     return out
 
 

@@ -43,8 +43,8 @@ def table(t: Table) -> str:
 def lines(said: tuple[Line, ...]) -> list[str]:
     """Blocks of Markdown, a block a run of lines of one form."""
     blocks: list[str] = []
-    for shape, group in groupby(said, key=form):
-        group = list(group)
+    for shape, grouped in groupby(said, key=form):
+        group = list(grouped)
         if shape == "paragraph":
             blocks += [f"**Note: {x.text}.**" if x.kind == CAUTION else x.text for x in group]
         elif shape == HEADING:

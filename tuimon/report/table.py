@@ -130,7 +130,7 @@ def loss_text(r: RunStats) -> str:
     if r.anatomy.loss_sum > 1:  # which of its losses tuimon took (analysis/stats/anatomy.py)
         text += f" (the sum of its {r.anatomy.loss_sum} backward() losses a step)"
     if base and base != r.label and loss.loss_comparable is False:
-        apart = APART.get(loss.loss_apart, APART["unknown"])
+        apart = APART.get(loss.loss_apart or "unknown", APART["unknown"])
         text += f" (not comparable with {base}: the first losses differ — {apart})"
     elif base and base != r.label and loss.max_loss_diff is not None:
         text += f" (max Δ {loss.max_loss_diff:.2g} vs {base} over {loss.common_steps} steps)"
@@ -146,9 +146,10 @@ def axis_text(r: RunStats) -> str:
     if vs.axis_untold is not None:
         return f"against {vs.axis_baseline}{unit}: {untold_text(vs.axis_untold)}"
     text = f"{vs.axis_speedup:.2f}× {vs.axis_baseline}{unit}"
-    if r.compare.axis_speedup_lo is not None:
-        noise = ", within noise" if r.compare.axis_speedup_lo <= 1.0 <= r.compare.axis_speedup_hi else ""
-        text += f" (95 % CI {r.compare.axis_speedup_lo:.2f}–{r.compare.axis_speedup_hi:.2f}{noise})"
+    lo, hi = r.compare.axis_speedup_lo, r.compare.axis_speedup_hi
+    if lo is not None and hi is not None:
+        noise = ", within noise" if lo <= 1.0 <= hi else ""
+        text += f" (95 % CI {lo:.2f}–{hi:.2f}{noise})"
     return text
 
 
@@ -246,7 +247,8 @@ def throttle_text(r: RunStats) -> str:
         return "n/a"
     if not r.probes.throttle_reasons:
         return "no"
-    why = ", ".join(sorted(r.probes.throttle_reasons, key=r.probes.throttle_reasons.get, reverse=True))
+    why = ", ".join(sorted(r.probes.throttle_reasons, key=r.probes.throttle_reasons.__getitem__,
+                             reverse=True))
     return f"{r.probes.throttled_share:.0%} of the time ({why})"
 
 

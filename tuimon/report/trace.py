@@ -93,7 +93,7 @@ class Trace:
         self._changes: dict[tuple[str, int | None], list[tuple[int, dict]]] = {}  # phase changes
         self._ends: dict[tuple[str, int | None], int] = {}  # a run's (a rank's) end
         self._seen: dict[str, int] = {}  # a run's latest event
-        self._open: dict[tuple[str, int | None, int], dict] = {}  # captures started, not done
+        self._open: dict[tuple[str, int | None, int | None], dict] = {}  # captures started, not done
         self._held: dict[tuple[int, int], list[dict]] = {}  # track -> slices and instants to sort
         self._compiles: dict[tuple[str, int | None, str], list[dict]] = {}
 
@@ -101,6 +101,7 @@ class Trace:
         """Whole µs since the session's first event (never before it): a ts + dur then sums
         exactly (float µs did not: a slice seemed to end past the next one's start, and viewers
         nested them)."""
+        assert self.t0 is not None  # add() kept the first event's
         return max(0, round((t - self.t0) * 1e6))
 
     def add(self, e: dict) -> list[dict]:

@@ -58,11 +58,11 @@ def section(summary: SessionSummary) -> Section:
     lines = []
     for v in diagnose(summary):
         row = rows.get(v.run)
-        figures = {"run": v.run, "label": v.label, "compiled": v.compiled,
-                   "speedup": speed(row) if v.compiled else None, "helped": v.helped,
-                   "doubted": v.doubted}
+        speedup = speed(row) if v.compiled else None
+        figures = {"run": v.run, "label": v.label, "compiled": v.compiled, "speedup": speedup,
+                   "helped": v.helped, "doubted": v.doubted}
         found = tuple(finding_line(f, row) for f in v.findings) or (Line(TEXT, NOTHING),)
-        lines.append(Line(HEADING, headline(v.label, v.compiled, figures["speedup"], v.helped, v.doubted),
+        lines.append(Line(HEADING, headline(v.label, v.compiled, speedup, v.helped, v.doubted),
                           figures, found))
     return Section("why", TITLE, tuple(lines))
 

@@ -49,8 +49,8 @@ class CacheTrace:
 
     def lookup(self, name: str, payload, compile_id: str | None, more: dict | None = None) -> None:
         """``more``: fields to add (``validation: True`` for a validation pass's compile)."""
-        cache, _, state = name.rpartition("_cache_")
-        cache = {"fx_graph": "fx", "aotautograd": "aot"}.get(cache)
+        named, _, state = name.rpartition("_cache_")
+        cache = {"fx_graph": "fx", "aotautograd": "aot"}.get(named)
         if cache is None:
             return
         info = payload if isinstance(payload, dict) else json.loads(payload or "{}")

@@ -110,7 +110,7 @@ class ControlLines:
     def _take(self, data: bytes) -> None:
         if not data:
             self._lines.append(EOF)
-            if self.sock is None:
+            if self.sock is None and self.fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(self.fd)
             self.fd = None

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import time
+from typing import Any
 
 from tuimon import events
 
@@ -84,7 +85,8 @@ class Emitter:
                         line += ',"ph":' + json.dumps(ph_us(ph), separators=(",", ":"))
                 self._buffer.append(line + "}\n")
                 return
-        step = {"i": i, "t": t, "ms": ms, "data_ms": data_ms, "n": n, "loss": loss, "phase": phase}
+        step: dict[str, Any] = {"i": i, "t": t, "ms": ms, "data_ms": data_ms, "n": n, "loss": loss,
+                                "phase": phase}
         if compile_ms:
             step["compile_ms"] = compile_ms
         if profiled:
@@ -113,7 +115,7 @@ class Emitter:
         # Taken whole, then encoded: an event another thread adds meanwhile (a script's write
         # outside its directory, runner/script/files.py) waits for the next flush.
         buffer, self._buffer = self._buffer, []
-        data = "".join([e if type(e) is str else events.encode(e) for e in buffer]).encode()
+        data = "".join([e if isinstance(e, str) else events.encode(e) for e in buffer]).encode()
         if self.fd is None:
             return
         try:

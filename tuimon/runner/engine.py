@@ -18,21 +18,29 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from tuimon import events
+from tuimon.envvars import SYNC_DEBUG as SYNC_DEBUG_ENV
 from tuimon.runner.control_lines import EOF, ControlLines
 from tuimon.runner.device import device_name
 from tuimon.runner.emitter import Emitter
 from tuimon.runner.gc_pauses import GcPauses
-from tuimon.runner.memory_phases import NEVER, peak_memory
+from tuimon.runner.memory_phases import NEVER, MemoryStep, peak_memory
 from tuimon.runner.steps import LossReader, StepRing, emit_ready
-from tuimon.runner.syncdebug import ENV as SYNC_DEBUG_ENV
 from tuimon.runner.syncdebug import SyncGuard
 from tuimon.runner.timing import CpuClock, CudaClock
 from tuimon.runner.torch_env import versions
 from tuimon.runner.turns import Turns
+
+if TYPE_CHECKING:  # types alone: the profiler is imported when a run has one
+    from tuimon.runner.compile_watch import CompileWatch
+    from tuimon.runner.profiling.capture import Capture
+    from tuimon.runner.profiling.profiler import Profiler
+    from tuimon.settings import RunSettings
 
 RING = 4096  # steps held between two flushes, at most: a full ring flushes (power of two)
 # The control fd is read at the first boundary this long after the last read: a read is a
@@ -44,12 +52,12 @@ WARN_AT = (2, 10, 100)  # steady-state recompiles said: a run that keeps recompi
 SETTLED = 20
 
 
-class Component:
+class Component(Protocol):
     """A measurement the engine runs at step boundaries, outside every step's clock: ``start``
     as training begins, ``boundary`` before step ``i`` whenever ``i >= due``, ``end`` as the run
     ends (docs/development.md, "How to add a per-step measurement")."""
 
-    due = NEVER  # the step count at whose boundary it acts next
+    due: int = NEVER  # the step count at whose boundary it acts next
 
     def start(self, engine: StepEngine) -> None:
         pass
@@ -62,7 +70,7 @@ class Component:
 
 
 class StepEngine:
-    def __init__(self, settings, emitter: Emitter, control: ControlLines, watch, *,
+    def __init__(self, settings: RunSettings, emitter: Emitter, control: ControlLines, watch: CompileWatch, *,
                  own_steps: int | None = None, min_warmup: int = 0, ranked: bool = False) -> None:
         """``settings``: the run's (tuimon/settings.py); ``watch``: its CompileWatch;
         ``own_steps``: a recipe's own length, without --steps / --duration; ``min_warmup``: the
@@ -82,14 +90,15 @@ class StepEngine:
         self.turns = Turns(t.turn_steps, t.turn_s, steps, duration, first_only=t.turn_first)
         self.ring = StepRing(RING, pre=ranked)
         self.components: list[Component] = [GcPauses()]  # every run's; a driver adds its own
-        self.window = None  # the CaptureWindow component, when the run has a profiler
-        self.profiler = None  # ... and its Profiler (runner/profiling/)
-        self.capture = None  # the capture that began at this step (a recipe labels its parts)
-        self.memory = None  # CUDA: the MemoryStep component (runner/memory_phases.py) ...
+        self.window: CaptureWindow | None = None  # the CaptureWindow component, when the run has a profiler
+        self.profiler: Profiler | None = None  # ... and its Profiler (runner/profiling/)
+        self.capture: Capture | None = None  # the capture that began at this step (a recipe labels its parts)
+        self.memory: MemoryStep | None = None  # CUDA: the MemoryStep component (memory_phases.py) ...
         self.mem_step = NEVER  # ... and the step it measures now
-        self.use_marks = None  # the driver's: callable(mark), where a part of a step ends (CUDA)
+        # the driver's: callable(mark), where a part of a step ends (CUDA)
+        self.use_marks: Callable[[Callable[..., Any]], None] | None = None
         self.device, self.on_cuda = "cpu", False
-        self.clock = CpuClock()
+        self.clock: CpuClock | CudaClock = CpuClock()
         self.losses: LossReader | None = None
         self.guard = SyncGuard(None, None)
         self.i = 0  # steps recorded in the ring so far
@@ -108,7 +117,8 @@ class StepEngine:
         return component
 
     # ---- the run's start ----------------------------------------------------------------------
-    def open(self, device: str, on_cuda: bool, fields: dict, guard: SyncGuard | None = None) -> None:
+    def open(self, device: str, on_cuda: bool, fields: dict[str, Any],
+             guard: SyncGuard | None = None) -> None:
         """Training is about to begin on ``device``: its clock, and its ``run_started`` (what
         every run says, then the driver's ``fields``); ``guard``: the environment's otherwise."""
         self.device, self.on_cuda = device, on_cuda
@@ -163,7 +173,7 @@ class StepEngine:
             self._due_i = 0  # the next boundary says the phase again: the compile is over
 
     # ---- the boundary ------------------------------------------------------------------------
-    def boundary(self, loss, n: int, data_ms: float, ph=None, pre_ms: float | None = None,
+    def boundary(self, loss: object, n: int, data_ms: float, ph: object = None, pre_ms: float | None = None,
                  gap: bool = False) -> str | None:
         """Step ``i`` ended (its driver stopped the clock), having trained on ``n`` samples with
         ``loss`` (as LossReader captured it), waited ``data_ms`` for its batch and spent ``ph`` in
@@ -206,17 +216,20 @@ class StepEngine:
                 self.turns.compiled()  # a compile is not a turn
                 self._due_t = 0.0
         if self.capture is not None:  # outside the step's time: the profiler's own bookkeeping
+            assert self.profiler is not None  # its CaptureWindow opened the capture
             self.guard.theirs()  # torch.profiler syncs as a capture ends: a cost asked for
             profiled, result = self.profiler.after_step(i, watch.count)
             self.guard.ours()
             self.capture = None
-        if i == self.mem_step:  # kept out of the step times: its memory reads are in it
+        # kept out of the step times: its memory reads are in it
+        if i == self.mem_step and self.memory is not None:
             mem = 1
             self.memory.ended(self, i, bool(compile_ms))
         if compile_ms or profiled or gap or mem:
             self.ring.extra[i] = (compile_ms, profiled, gap, mem)
         self._due_i = 0  # what is due next may have moved (a component's step, a turn's clock)
         if result is not None:  # a capture finished: its steps first, then its tables
+            assert self.losses is not None  # open() came first
             emit_ready(self.emitter, self.clock.ready(), self.ring, self.losses, i + 1, self.warmup)
             self.emitter.emit_now(events.PROFILE, **result)
 
@@ -262,8 +275,8 @@ class StepEngine:
 
     def _turn_began(self, i: int) -> None:
         self.turns.begin(i)
-        if self.profiler is not None:
-            self.profiler.turn_began()  # its automatic capture may open at this boundary
+        if self.window is not None:
+            self.window.profiler.turn_began()  # its automatic capture may open at this boundary
             self.window.due = 0
 
     def _plan(self, i: int) -> None:
@@ -321,7 +334,7 @@ class StepEngine:
         """Paused at the boundary until resumed; True when stopped meanwhile."""
         self.flush_measured()  # the viewer gets every step measured before the pause
         control, i = self.control, self.i
-        fields = {"turn": True} if turn else {}
+        fields: dict[str, bool | int] = {"turn": True} if turn else {}
         if control.ranked:
             fields["at"] = i
         self.emitter.emit_now(events.PHASE, phase="paused", **fields)
@@ -350,9 +363,9 @@ class StepEngine:
             options = parse_command(command)
             if options is None:
                 return  # not a profile line after all ("profiles..."): unknown, ignored
-            if self.profiler is None:
+            if self.window is None:
                 raise ValueError("this runner has no profiler")
-            self.profiler.request(options)
+            self.window.profiler.request(options)
             self.window.due = 0
         except ValueError as exc:
             self.emitter.emit_now(events.PROFILE, state="failed", capture=None, error=str(exc), notes=[])
@@ -397,7 +410,7 @@ class StepEngine:
             profile_s=round(self.profiler.overhead_s, 4) if self.profiler else 0.0)
 
     def failed(self, exc: BaseException, stage: str, traceback: str, where: str | None,
-               **fields) -> None:
+               **fields: Any) -> None:
         """The run failed in ``stage`` (build or step): the steps measured before it handed
         over, then what it failed of."""
         self.guard.restore()
@@ -407,7 +420,7 @@ class StepEngine:
 
 
 def emit_failure(emitter: Emitter, exc: BaseException, stage: str, traceback: str,
-                 where: str | None, **fields) -> None:
+                 where: str | None, **fields: Any) -> None:
     """A ``failed`` event: what the run failed of (its kind, a CUDA OOM's figures), in which
     ``stage``, at ``where`` (the user's frame); ``fields``: what the driver adds (in_compile)."""
     from tuimon import failures
@@ -426,7 +439,7 @@ class CaptureWindow(Component):
     (--profile-at) or tuimon's own automatic capture: each begins at a boundary
     (``Profiler.begin_step``) and the steps it records end at the engine's (``after_step``)."""
 
-    def __init__(self, profiler) -> None:
+    def __init__(self, profiler: Profiler) -> None:
         self.profiler = profiler
         self.due = 0
 
@@ -438,6 +451,10 @@ class CaptureWindow(Component):
         capture, opened = profiler.begin_step(i, engine.watch.count)
         engine.capture = capture
         # Open (or one failed to start: the next may be queued): look again next step.
-        self.due = i + 1 if capture is not None or opened is not None else profiler.next_step(engine.steps)
+        if capture is not None or opened is not None:
+            self.due = i + 1
+        else:  # the next step it has work at; a run without an end: none (an int, as NEVER is)
+            due = profiler.next_step(engine.steps)
+            self.due = NEVER if due == math.inf else int(due)
         if opened is not None:
             engine.emitter.emit_now(events.PROFILE, **opened)

@@ -114,7 +114,7 @@ class Fixes:
         ``compile_fn``); ``kwargs`` already the fixes' (``compile_kwargs``). What to call."""
         if self.on("regional") and isinstance(model, torch.nn.Module):
             cls, blocks = repeated_blocks(model)
-            if blocks:
+            if blocks and cls is not None:
                 compile_regions(blocks, compile_fn, kwargs)
                 self.tell("regional", True, f"compiled {len(blocks)} blocks of {cls.__name__} one "
                           f"by one, not {what} whole")
@@ -171,7 +171,7 @@ def repeated_note(model) -> tuple[str, dict]:
     cls, blocks = repeated_blocks(model)
     name = type(model).__name__
     fact = {"model": name, "block": cls.__name__ if cls else None, "count": len(blocks)}
-    if not blocks:
+    if not blocks or cls is None:
         return f"{name}: no repeated block (regional compilation would compile it whole)", fact
     return f"{name}: {len(blocks)} blocks of {cls.__name__} repeat", fact
 

@@ -82,7 +82,7 @@ def precision_of(by_dtype: dict[str, int], on_cuda: bool) -> str | None:
     it), bf16, fp16, fp8; None when nothing was counted."""
     if not by_dtype:
         return None
-    top = max(by_dtype, key=by_dtype.get)
+    top = max(by_dtype, key=by_dtype.__getitem__)
     if top.startswith("float8"):
         return "fp8"
     named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}.get(top)

@@ -18,9 +18,13 @@ from __future__ import annotations
 import contextlib
 import re
 import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
 
 _WARNING = re.escape("Using `torch.compile(module)` when there are global hooks")
-_filter = None  # the warnings filter while any hook of ours is armed
+_filter: Any = None  # the warnings filter while any hook of ours is armed
 _armed = 0
 
 
@@ -33,8 +37,9 @@ class GlobalHook:
 
         hooks = torch.nn.modules.module
         _never_traced(fn)
-        self._handle = (hooks.register_module_forward_hook(fn, always_call=True) if after
-                        else hooks.register_module_forward_pre_hook(fn))
+        self._handle: RemovableHandle | None = (
+            hooks.register_module_forward_hook(fn, always_call=True) if after
+            else hooks.register_module_forward_pre_hook(fn))
         if _armed == 0:
             warnings.filterwarnings("ignore", message=_WARNING)
             _filter = warnings.filters[0]
@@ -49,7 +54,7 @@ class GlobalHook:
         _armed -= 1
         if _armed == 0 and _filter is not None:
             with contextlib.suppress(ValueError):  # the script reset its filters meanwhile
-                warnings.filters.remove(_filter)
+                warnings.filters.remove(_filter)  # type: ignore[attr-defined]  # a list, typeshed says Sequence
             getattr(warnings, "_filters_mutated", lambda: None)()  # as warnings.filterwarnings does
             _filter = None
 

@@ -25,8 +25,10 @@ class Turns:
         self.seconds = float(seconds or 0.0)
         if duration and self.seconds:
             self.seconds = min(self.seconds, duration / MIN_TURNS)
-        finite = steps is not None and steps != float("inf")
-        self.cap = max(1, math.ceil(steps / MIN_TURNS)) if finite and not self.steps else None
+        if steps is not None and steps != float("inf") and not self.steps:
+            self.cap: int | None = max(1, math.ceil(steps / MIN_TURNS))
+        else:
+            self.cap = None
         self.on = bool(self.steps or self.seconds or first_only)
         self.first = 0
         self.t0 = 0.0

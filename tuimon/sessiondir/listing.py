@@ -74,7 +74,7 @@ class SessionInfo:
     def started(self) -> str:
         text = self.meta.get("started")
         try:
-            return datetime.datetime.fromisoformat(text).strftime("%Y-%m-%d %H:%M:%S")
+            return datetime.datetime.fromisoformat(str(text)).strftime("%Y-%m-%d %H:%M:%S")
         except (TypeError, ValueError):
             return "–"
 
@@ -113,4 +113,4 @@ def latest(out: str | Path) -> SessionInfo | None:
     """The latest running session under ``out``, else the latest session."""
     found = sessions(out)
     running = [s for s in found if s.state == RUNNING]
-    return (running or found or [None])[-1]
+    return (running or found)[-1] if found else None

@@ -25,6 +25,7 @@ above once every node of the job has one; until then one line says which have no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tuimon import events
@@ -35,11 +36,11 @@ class MergeError(ValueError):
     """These directories are not one job's sessions; one line."""
 
 
-def expand(paths: list[str | Path]) -> tuple[list[Path], Path]:
+def expand(given: Sequence[str | Path]) -> tuple[list[Path], Path]:
     """(the sessions to read as one, where the job's files go): a Slurm job's directory stands
     for its nodes' sessions (``slurm_sessions``) and the job's files go into it; otherwise the
     paths as given, the files into the first. A one-node job is its one session."""
-    paths = [Path(p) for p in paths]
+    paths = [Path(p) for p in given]
     if len(paths) != 1 or store.is_session(paths[0]) or not paths[0].is_dir():
         return paths, paths[0]
     nodes = slurm_sessions(paths[0])
@@ -71,7 +72,7 @@ def slurm_sessions(path: Path) -> list[Path] | None:
     expected = max(int(s.get("nodes") or 1) for _, s in nodes)
     missing = [k for k in range(expected) if k not in by_node]
     if missing:
-        names = next((s["node_list"] for _, s in nodes if s.get("node_list")), [])
+        names: list[str] = next((s["node_list"] for _, s in nodes if s.get("node_list")), [])
         which = ", ".join(names[k] if k < len(names) else f"node {k}" for k in missing)
         has = "has" if len(missing) == 1 else "have"
         raise MergeError(f"{path}: {len(missing)} of {expected} nodes {has} no session yet "
@@ -143,8 +144,8 @@ def merge(sessions: list[tuple[Path, dict, list[dict]]]) -> tuple[dict, list[dic
     lead = check(sessions)
     tagged = []
     for k, (_, _, evs) in enumerate(sessions):
-        for n, e in enumerate(evs):
-            e = node_event(e, k == lead)
+        for n, given in enumerate(evs):
+            e = node_event(given, k == lead)
             if e is not None:
                 tagged.append((e.get("t", 0.0), k, n, e))
     tagged.sort(key=lambda x: x[:3])
@@ -152,7 +153,7 @@ def merge(sessions: list[tuple[Path, dict, list[dict]]]) -> tuple[dict, list[dic
     return _meta(sessions, lead), merged
 
 
-def load(paths: list[str | Path]) -> tuple[dict, list[dict], int]:
+def load(paths: Sequence[str | Path]) -> tuple[dict, list[dict], int]:
     """(meta, events, unreadable lines) of several nodes' sessions; MergeError if not one job."""
     sessions, bad = [], 0
     for path in paths:
@@ -170,7 +171,7 @@ def _starts_first(evs: list[dict]) -> list[dict]:
         if e["type"] == events.STEP and e.get("run") not in first_step:
             first_step[e["run"]] = n
     late = [(n, e) for n, e in enumerate(evs) if e["type"] == events.RUN_STARTED
-            and e.get("rank") is not None and n > first_step.get(e.get("run"), n)]
+            and e.get("rank") is not None and n > first_step.get(e.get("run", ""), n)]
     if not late:
         return evs
     moved = {n for n, _ in late}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tuimon import events
@@ -80,6 +80,9 @@ class _Following:
 
     def start(self, deliver: Deliver) -> None:
         threading.Thread(target=self._tail, args=(deliver,), name=self.thread, daemon=True).start()
+
+    def _tail(self, deliver: Deliver) -> None:
+        raise NotImplementedError  # each source reads its own way
 
     def close(self, timeout: float = 0) -> None:
         self._stop.set()
@@ -227,7 +230,7 @@ class JobSource(_Following):
 
     thread = "tuimon-job-replay"
 
-    def __init__(self, paths: list[str | Path], follow: bool = True, poll: float = 0.25) -> None:
+    def __init__(self, paths: Sequence[str | Path], follow: bool = True, poll: float = 0.25) -> None:
         self.paths = [Path(p) for p in paths]
         super().__init__(self.paths[0], follow, poll)
 

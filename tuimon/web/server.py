@@ -55,7 +55,7 @@ class TabServer:
         """A loopback connection is answered only when it comes from our own uid (peers.py)."""
         transport = request.transport
         client = transport.get_extra_info("peername") if transport else None
-        if client and peers.is_loopback(client[0]):
+        if transport and client and peers.is_loopback(client[0]):
             try:
                 uid = peers.owner(client, transport.get_extra_info("sockname"))
             except peers.Unknown:  # not Linux: cannot tell
@@ -76,9 +76,15 @@ class TabServer:
         await ws.prepare(request)
         self.opened += 1
         number = self.opened
-        self.tabs[ws] = asyncio.current_task()
+        task = asyncio.current_task()
+        assert task is not None  # a request handler runs in its own task
+        self.tabs[ws] = task
+
+        async def close() -> None:  # AppService wants a close that returns nothing
+            await ws.close()
+
         service = AppService(self.command, write_bytes=ws.send_bytes, write_str=ws.send_str,
-                             close=ws.close, download_manager=self.downloads)
+                             close=close, download_manager=self.downloads)
         self.say(f"tab {number} opened from {request.remote} ({len(self.tabs)} open)")
         try:
             await service.start(_int(request.query.get("width"), 80),

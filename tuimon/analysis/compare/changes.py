@@ -5,7 +5,9 @@ each variant's figures out as text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from tuimon.analysis.compare.sessions import Key, Session, key_rows, label, matched, same_recording
 from tuimon.analysis.compare.settings import differences
@@ -31,6 +33,7 @@ from tuimon.analysis.stats.point import Point, point
 
 PHASES = ("dynamo", "aot", "inductor", "codegen", "backward")
 SIZES = ("peak_rss", "cuda_peak_allocated", "vram_max")  # measured once per process
+T = TypeVar("T")  # a figure set against the baseline's: a Change, a Point, a float
 
 
 @dataclass
@@ -90,9 +93,9 @@ def _variant(sessions: list[Session], key: Key, noise: Noise) -> VariantDiff:
     rows = [s.rows.get(key) for s in sessions]
     base = rows[0]
 
-    def against(fn) -> list[Change | None]:
-        return [None] + [fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
-                                                                                     strict=True)]
+    def against(fn: Callable[..., T | None]) -> list[T | None]:
+        return [None, *(fn(base, r, s) if r is not None else None for r, s in zip(rows[1:], sessions[1:],
+                                                                                     strict=True))]
 
     def each(s: Session, r: RunStats, value, start: str | None = None) -> list[float]:
         """Its processes' figures; with ``start``, of the processes that started so only (a
@@ -128,7 +131,7 @@ def _loss_drift(sessions: list[Session], rows: list[RunStats | None]) -> list[tu
     if rows[0] is None:
         return []
     base = step_losses(sessions[0].events, runs(rows[0]))
-    out = [(None, 0)]
+    out: list[tuple[float | None, int]] = [(None, 0)]
     for s, r in zip(sessions[1:], rows[1:], strict=True):
         out.append(loss_drift(base, step_losses(s.events, runs(r))) if r is not None else (None, 0))
     return out

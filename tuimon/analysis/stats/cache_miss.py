@@ -79,7 +79,7 @@ def key_reasons(lookups: list[dict], source: list[dict]) -> list[Point]:
                 out.append(point("system"))
             else:
                 out.append(point("part", part=p, **_briefs(p, s, x)))
-        c1, c2 = there_configs.get(s.get("config")), here_configs.get(x.get("config"))
+        c1, c2 = there_configs.get(s.get("config", "")), here_configs.get(x.get("config", ""))
         if s.get("config") != x.get("config") and c1 and c2 and names_differ(c1, c2):
             names = [k for k in sorted(set(c1) & set(c2)) if c1[k] != c2[k]]
             out.append(point("config", names=names))

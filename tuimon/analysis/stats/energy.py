@@ -166,7 +166,7 @@ def combine_energy(group: list[RunStats]) -> Energy:
     """A --repeats variant's: the median joules per step of its processes that have one (their
     steps summed), its source; per run only for a single process."""
     have = sorted((r.energy for r in group if r.energy.joules_per_step is not None),
-                  key=lambda e: e.joules_per_step)
+                  key=lambda e: e.joules_per_step or 0.0)  # None: left out above
     if not have:
         return group[0].energy if group else Energy()
     mid = have[len(have) // 2]

@@ -122,9 +122,10 @@ def session_busy(runs: list[RunStats]) -> Point | None:
 
 def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:
     """--quiet-only: the sample periods (start, end] in which ``run``'s neighbours were busy."""
-    out, before = [], None
+    out: list[tuple[float, float]] = []
+    before: float | None = None
     for s in samples:
-        t = s.get("t")
+        t = s["t"]  # every event has its time (events.make)
         v = s.get("runs", {}).get(run)
         if v is not None and before is not None and busy_sample(s, v):
             out.append((before, t))
@@ -135,10 +136,12 @@ def busy_periods(samples: list[dict], run: str) -> list[tuple[float, float]]:
 def own_periods(samples: list[dict], run: str) -> list[tuple[float, float, float]]:
     """The sample periods (start, end, cores] in which the session's other runs used more than
     ``BUSY_CORES`` while ``run`` stepped through them."""
-    out, before = [], None
+    out: list[tuple[float, float, float]] = []
+    before: float | None = None
     for s in samples:
-        t = s.get("t")
-        if before is not None and own_busy(s, run):
-            out.append((before, t, own_cores(s, run)))
+        t = s["t"]
+        cores = own_cores(s, run) if before is not None else None
+        if before is not None and cores is not None and cores > BUSY_CORES:  # own_busy's test
+            out.append((before, t, cores))
         before = t
     return out

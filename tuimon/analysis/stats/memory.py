@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from tuimon.analysis.stats.compare import same_round
 from tuimon.analysis.stats.point import point
@@ -44,8 +45,7 @@ def memory_stats(r: RunStats, fold: MemoryFold | None) -> Memory:
     if not (r.device or "").startswith("cuda"):
         return Memory(mem_na="cpu") if r.device else Memory()
     pool = (fold.pool if fold is not None else None) or {}
-    pooled = {"graph_pool": pool.get("graph_pool"), "graph_pool_used": pool.get("graph_pool_used"),
-              "graph_pool_unread": pool.get("graph_pool_unread")}
+    pooled: dict[str, Any] = {k: pool.get(k) for k in ("graph_pool", "graph_pool_used", "graph_pool_unread")}
     found = fold.phases if fold is not None else None
     if found is None:
         short = r.timing.steps <= FIRST_STEP

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
+from typing import Any
 
 from tuimon import events
 from tuimon.analysis.stats.load import foreign_load
@@ -65,6 +66,8 @@ def combine_probes(group: list[RunStats], timed: list[RunStats]) -> Probes:
     peaks = ("peak_rss", "cuda_peak_allocated", "cuda_peak_reserved", "cpu_max", "tree_rss_max",
              "children_max", "vram_max", "gpu_proc_mem_max", "temp_max")
     stepping = ("cpu_mean", "gpu_util_mean", "power_mean", "throttled_share")
-    return Probes(**{key: median(key) for key in stepping},
-                  **{key: max_of([getattr(r.probes, key) for r in group]) for key in peaks},
+    # a figure of each kind Probes holds (floats, byte counts), each None when not measured
+    figures: dict[str, Any] = {key: median(key) for key in stepping}
+    figures |= {key: max_of([getattr(r.probes, key) for r in group]) for key in peaks}
+    return Probes(**figures,
                   samples=sum(r.probes.samples for r in group))

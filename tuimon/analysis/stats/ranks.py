@@ -21,6 +21,7 @@ from tuimon.analysis.stats.stragglers import (
     skew_pct,
     stragglers,
 )
+from tuimon.sessiondir.job_steps import JobSteps
 from tuimon.sessiondir.run_state import RankState, RunState
 
 LIVE_SAMPLES = 600  # probe samples kept per rank by a live view (its whole run for an export)
@@ -145,7 +146,7 @@ class JobFold:
         ranks = sorted(state.ranks)
         if not ranks or state.job is None:
             return job
-        medians, slow = self._analyse(ranks, steady_from, state)
+        medians, slow = self._analyse(ranks, steady_from, state.job)
         rows = [self._rank(state.ranks[r], medians.get(r, {}), slow.get(r), samples_from, steady_from)
                 for r in ranks]
         diverging = divergence(
@@ -186,9 +187,8 @@ class JobFold:
                 "error": rs.error, "steps": rs.steps, "last_step": rs.last_i if rs.steps else None,
                 "loss": rs.loss, **asdict(stat)}
 
-    def _analyse(self, ranks: list[int], steady_from: int | None, state: RunState) -> tuple[dict, dict]:
+    def _analyse(self, ranks: list[int], steady_from: int | None, job: JobSteps) -> tuple[dict, dict]:
         """Each rank's medians and the stragglers (cached for a while in a live view)."""
-        job = state.job
         now, key = time.monotonic(), (job.next_i, steady_from, len(job.active))
         if self._analysis is not None and self._analysis_key == key:
             return self._analysis  # nothing new since

@@ -94,7 +94,8 @@ class StepSeries:
 
     def buckets(self) -> list[Bucket]:
         if self._cache is None:
-            self._cache = self.closed + ([self.open_bucket()] if self._open else [])
+            opened = self.open_bucket() if self._open else None
+            self._cache = self.closed + ([opened] if opened is not None else [])
         return self._cache
 
     def open_bucket(self) -> Bucket | None:
@@ -144,6 +145,7 @@ class StepSeries:
 
     def _bucket(self) -> Bucket:
         values = sorted(self._open)
+        assert self._head is not None  # set with the open bucket's first value
         i0, t0, kind = self._head
         b = Bucket(i0, self._last_i, t0, self._last_t, len(values), kind, values[0], values[-1],
                    _thin(values))
@@ -249,7 +251,7 @@ def _rolling(out: list[Column | None], cols: list[list[Bucket]], opened: Bucket 
     extra = set(_place(opened, x0, scale, ncols - 1, by)) if opened is not None else set()
 
     def held(k: int) -> list[Bucket]:
-        return cols[k] + [opened] if k in extra else cols[k]
+        return cols[k] + [opened] if k in extra and opened is not None else cols[k]
 
     reach = max(1, ncols // 24)
     for c, col in enumerate(out):

@@ -228,8 +228,9 @@ class WarmTrack:
 
         warm = run_starts(r)
         seeded = warm.artifacts.get("seeded") or {}
-        from_source = self.source is not None and warm.seed == self.source.get("session")
-        src = ((self.source.get("runs") or {}).get(seeded.get("seed_run")) or {}) if from_source else {}
+        source_event = self.source or {}
+        from_source = self.source is not None and warm.seed == source_event.get("session")
+        src = ((source_event.get("runs") or {}).get(seeded.get("seed_run")) or {}) if from_source else {}
         if warm.start == WARM and src.get("cold") and COLD not in warm.starts:
             warm = replace(warm, starts={COLD: carried(src["cold"]), **warm.starts})
         if warm.start != WARM or not (missed(r) or warm.cache.get("kernels")):
@@ -237,7 +238,7 @@ class WarmTrack:
         here = there = None
         if from_source:
             source, run_there = src.get("lookups") or [], src
-            here, there = self.source.get("here") or {}, self.source.get("there") or {}
+            here, there = source_event.get("here") or {}, source_event.get("there") or {}
         else:
             seed = warm.seed or ""
             source, run_there = self.lookups.get(seed, []), self.facts.get(seed, {})

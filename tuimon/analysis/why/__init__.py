@@ -6,6 +6,8 @@ diagnosis: docs/development.md, "Adding a diagnosis"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tuimon.analysis.stats import SessionSummary
 from tuimon.analysis.stats.point import point
 from tuimon.analysis.stats.rows import columns
@@ -13,7 +15,7 @@ from tuimon.analysis.why.bound import input_bound, launch_bound, optimizer_bound
 from tuimon.analysis.why.breaks import graph_breaks
 from tuimon.analysis.why.cudagraphs import cudagraphs
 from tuimon.analysis.why.fallback import fallbacks, uncompiled
-from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Finding, VariantWhy, context
+from tuimon.analysis.why.finding import HIGH, INFO, MEDIUM, Context, Finding, VariantWhy, context
 from tuimon.analysis.why.flops import flop_use
 from tuimon.analysis.why.memory import memory
 from tuimon.analysis.why.ops import op_diff
@@ -22,10 +24,12 @@ from tuimon.analysis.why.price import Price, price
 from tuimon.analysis.why.recompiles import recompiles
 from tuimon.analysis.why.syncs import host_syncs
 
-RULES = (fallbacks, graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound, input_bound,
-         optimizer_bound, memory, payoff, op_diff, phase_split, flop_use)
+Rule = Callable[[Context], list[Finding]]
+RULES: tuple[Rule, ...] = (fallbacks, graph_breaks, recompiles, cudagraphs, host_syncs, launch_bound,
+                          input_bound, optimizer_bound, memory, payoff, op_diff, phase_split, flop_use)
 # An eager variant: what bounds its step (compile's own rules have nothing to read there).
-EAGER_RULES = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split, flop_use)
+EAGER_RULES: tuple[Rule, ...] = (host_syncs, launch_bound, input_bound, optimizer_bound, phase_split,
+                                flop_use)
 
 __all__ = ["HIGH", "INFO", "MEDIUM", "RULES", "Finding", "Price", "VariantWhy", "diagnose"]
 

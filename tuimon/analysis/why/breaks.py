@@ -30,11 +30,11 @@ def outside_ms(capture: dict | None) -> float | None:
 
 
 def graph_breaks(ctx: Context) -> list[Finding]:
-    r, cap = ctx.row, ctx.capture
+    r, cap = ctx.row, ctx.capture or {}
     if not r.compile.graph_breaks:
         return []
     places = len(r.compile.graph_breaks)
-    graphs = (cap or {}).get("compiled_graphs")
+    graphs = cap.get("compiled_graphs")
     expected = 2 if r.compile.graphs_bwd else 1  # a whole call: one forward graph, one backward
     if graphs:  # the graphs a step runs against a whole call's
         what = graph_count(places, graphs, expected, r.flops.calls)

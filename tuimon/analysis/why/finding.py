@@ -83,13 +83,15 @@ def capture_of(row: RunStats, summary: SessionSummary) -> dict | None:
         profiles = first.profiles if first is not None else []
     done = [p for p in profiles if p.get("state") == "done" and p.get("steps_recorded")]
     clean = [p for p in done if not p.get("partial") and not p.get("compiles")]
-    return (clean or done or [None])[-1]
+    chosen = clean or done
+    return chosen[-1] if chosen else None
 
 
 def baseline_of(row: RunStats, summary: SessionSummary) -> RunStats | None:
     rows = [r for r in columns(summary) if r.mode == "eager" and r.precision == row.precision]
     named = [r for r in rows if r.label == row.compare.baseline]
-    return (named or rows or [None])[0]
+    chosen = named or rows
+    return chosen[0] if chosen else None
 
 
 def context(row: RunStats, summary: SessionSummary) -> Context:

@@ -23,7 +23,7 @@ def outside_phases(ctx: Context, frac: float, ms: float) -> list[Finding]:
     named = table.get("modules_named", True)
     kinds = {"modules": table.get("modules_share") or 0.0, "ops": table.get("ops_share") or 0.0,
              "host": table.get("host_share") or 0.0}
-    kind = max(kinds, key=kinds.get)
+    kind = max(kinds, key=kinds.__getitem__)
     evidence = [first, point("outside.split", **whose, modules=mods[:SHOWN], ops=ops[:SHOWN],
                              shares=kinds, named=named)]
     if not named:  # a global module hook would recompile a compiled variant's graphs
@@ -48,7 +48,8 @@ def _table(ctx: Context) -> tuple[dict, dict] | None:
              for cap, row in ((ctx.capture, ctx.row), (ctx.base_capture, ctx.baseline))
              if cap and cap.get("outside") is not None and row is not None]
     named = [t for t in found if t[0].get("modules_named", True)]
-    return (named or found or [None])[0]
+    chosen = named or found
+    return chosen[0] if chosen else None
 
 
 def _host(ctx: Context, frac: float, ms: float, evidence: list[Point], ops: list[dict]) -> Finding:

@@ -16,7 +16,7 @@ def payoff(ctx: Context) -> list[Finding]:
                       speedup=r.compare.speedup)]
     phases = {k: v for k, v in r.compile.compile_phases.items() if v}
     if phases:
-        main = max(phases, key=phases.get)
+        main = max(phases, key=phases.__getitem__)
         evidence.append(point("payoff.phase", name=main, s=phases[main]))
     warm = r.warm.starts.get("warm") if "cold" in r.warm.starts else None
     if warm and warm.get("compile_s") is not None:  # measured: what a carried cache buys here

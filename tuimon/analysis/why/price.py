@@ -62,8 +62,8 @@ def price(f: Finding, ctx: Context) -> Price | None:
 def breaks_account(ctx: Context, cut: bool) -> Account | None:
     """``cut``: the breaks cut the step's graphs in pieces (breaks.py graph_count); when they cut
     none, the eager time between the graphs follows no break (no site is named)."""
-    cap = ctx.capture
-    graphs = (cap or {}).get("compiled_graphs")
+    cap = ctx.capture or {}
+    graphs = cap.get("compiled_graphs")
     outside = outside_ms(cap) if ctx.row_timed else None
     if not graphs or outside is None:
         return None

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the type checker alone: importing matplotlib is for drawing
+    from matplotlib.figure import Figure
 
 INSTALL = "pip install 'matplotlib>=3.7'"  # what the one-line error says when it is missing
 
@@ -47,7 +51,7 @@ def _mpl():
     return matplotlib, Figure
 
 
-def figure(height: float, width: float = WIDTH):
+def figure(height: float, width: float = WIDTH) -> Figure:
     """A new matplotlib Figure (constrained layout), outside pyplot."""
     matplotlib, Figure = _mpl()
     with matplotlib.rc_context(STYLE):
@@ -61,7 +65,7 @@ class Fig:
     name: str
     title: str
     caption: str
-    figure: object
+    figure: Figure
 
     def svg(self) -> str:
         """The figure as an inline <svg> element: no XML prolog, ids salted by its name (two

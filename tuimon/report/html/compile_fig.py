@@ -72,6 +72,6 @@ def compile_timeline(rep: Report) -> tuple[Fig | None, str]:
     if more:
         caption += f" The first {len(shown)} are drawn; {more} more are in events.jsonl's compile events."
     if reasons:
-        more = "; ..." if len(reasons) > 8 else ""
-        caption += " Recompiled because: " + "; ".join(reasons[:8]) + more + "."
+        etc = "; ..." if len(reasons) > 8 else ""
+        caption += " Recompiled because: " + "; ".join(reasons[:8]) + etc + "."
     return Fig("compiles", "Compile timeline: each graph's compile, by phase", caption, fig), ""

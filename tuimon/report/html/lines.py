@@ -52,8 +52,8 @@ def sections(*said: Section) -> str:
 
 def blocks(said: tuple[Line, ...] | list[Line]) -> list[str]:
     out: list[str] = []
-    for shape, group in groupby(said, key=form):
-        group = list(group)
+    for shape, grouped in groupby(said, key=form):
+        group = list(grouped)
         if shape == "paragraph":
             out += [f"<p><strong>Note: {inline(x.text)}.</strong></p>" if x.kind == CAUTION
                     else f"<p>{inline(x.text)}</p>" for x in group]

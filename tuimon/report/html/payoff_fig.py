@@ -20,7 +20,9 @@ START_STYLE = {"cold": "-", "warm": "--", "persistent": "-."}
 
 def _line(r: RunStats) -> tuple[float, float]:
     """(overhead s, s a step): the model line of a row (or of one start's copy of it)."""
-    return r.timing.overhead_s or 0.0, r.timing.median_ms / 1000.0
+    median = r.timing.median_ms
+    assert median is not None  # payoff() draws rows with a steady step time only
+    return r.timing.overhead_s or 0.0, median / 1000.0
 
 
 def starts(r: RunStats) -> list[tuple[str | None, RunStats]]:
@@ -49,7 +51,7 @@ def _measured(rep: Report, run: str) -> tuple[list[int], list[float]]:
 def payoff(rep: Report) -> tuple[Fig | None, str]:
     """(the figure, '') or (None, why there is none)."""
     rows = rep.rows()
-    compiled = [r for r in rows if r.compiled and r.compare.baseline]
+    compiled = [r for r in rows if r.compiled and r.compare.baseline and r.timing.median_ms]
     if not compiled:
         return None, ("no compiled variant with a steady step time and an eager baseline to weigh it "
                       "against in this session")
@@ -79,7 +81,7 @@ def payoff(rep: Report) -> tuple[Fig | None, str]:
                     label=f"{r.label}: measured")
     notes = []
     for r in compiled:
-        base = by_label.get(r.compare.baseline)
+        base = by_label.get(r.compare.baseline or "")
         if base is None:
             continue
         for start, s in starts(r):

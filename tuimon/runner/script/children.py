@@ -90,7 +90,8 @@ class _Count:
     def __init__(self, report: str) -> None:
         self.path = os.path.join(report, f"{os.getpid()}.json")
         self.steps = self.backward = 0
-        self.first = self.last = None
+        self.first: float | None = None
+        self.last: float | None = None
         self._written = 0.0
 
     def install(self) -> None:
@@ -119,8 +120,9 @@ class _Count:
 
     def write(self, done: bool = False) -> None:
         self._written = time.monotonic()
+        first, last = self.first, self.last
         data = {"pid": os.getpid(), "steps": self.steps, "backward": self.backward, "done": done,
-                "seconds": round(self.last - self.first, 3) if self.first is not None else None}
+                "seconds": round(last - first, 3) if first is not None and last is not None else None}
         tmp = f"{self.path}.tmp"
         with open(tmp, "w") as f:
             json.dump(data, f)
@@ -175,7 +177,7 @@ class Children:
                 self._target = target
                 children.said_started(self, name)
 
-        process.BaseProcess.start = start
+        process.BaseProcess.start = start  # type: ignore[method-assign]  # the hook, on purpose
         atexit.register(self.at_exit)  # after run.finished's registration: runs before it
         return self
 

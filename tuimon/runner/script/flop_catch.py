@@ -63,7 +63,8 @@ class FlopCatch:
 
     def output(self, key: tuple, out) -> None:
         """The call's output: a backward reaching it makes the call a backed one."""
-        kind, round_, hit = self.kinds.get(key), self.round, []
+        kind, round_ = self.kinds.get(key), self.round
+        hit: list[bool] = []
 
         def backed(grad):
             if not hit and self.round == round_ and kind is not None:

@@ -4,6 +4,7 @@ screen (behind the overlay) draws nothing until shown."""
 
 from __future__ import annotations
 
+from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -24,7 +25,7 @@ class Chart(Widget):
         self._strips: list[Strip] | None = None
         self._drawn_size: tuple[int, int] | None = None
         self._rows = Rows()  # the last drawing's rows, styled: reused where nothing changed
-        self._rows_style = None  # the style they were built in
+        self._rows_style: Style | None = None  # the style they were built in
 
     def plot(self, data: Plot) -> None:
         self.data = data

@@ -60,14 +60,17 @@ class ComparisonStrip(Static):
             t.append("comparison: waiting for an eager run and a variant to reach steady state",
                      style="dim")
         for i, r in enumerate(compared):
+            base, speedup = r.compare.baseline, r.compare.speedup
+            if base is None or speedup is None:  # none: compared holds the rows with both
+                continue
             if i:
                 t.append("\n")
             t.append(f"{r.label}", style="bold")
-            t.append(f" vs {r.compare.baseline}: ", style="dim")
-            if waiting := not_yet(r, rows.get(r.compare.baseline)):  # a speedup of a few steps means nothing
+            t.append(f" vs {base}: ", style="dim")
+            if waiting := not_yet(r, rows.get(base)):  # a speedup of a few steps means nothing
                 t.append("not yet: {} of {} steady steps".format(*waiting), style="dim")
                 continue
-            style = "bold" if r.compare.within_noise else ("bold green" if r.compare.speedup >= 1
+            style = "bold" if r.compare.within_noise else ("bold green" if speedup >= 1
                                                            else "bold red")
             if r.compare.untold is not None:  # no figure: its interval holds every answer
                 t.append(untold_text(r.compare.untold), style=style)

@@ -36,7 +36,7 @@ def render(live: RunLive, now: float, width: int) -> Text:
     t.append(f" · {fmt_s(total)}\n", style="bold")
     tail = f" of {fmt_s(scale)}"
     cells = max(4, width - len(tail))
-    used = 0
+    used = 0.0
     for family, seconds in segments:
         n = round((used + seconds) / scale * cells) - round(used / scale * cells)
         used += seconds

@@ -5,7 +5,7 @@ start, with the reasons a warm start missed."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -115,7 +115,7 @@ def render(live: RunLive | None, r: RunStats | None, variant: RunStats | None = 
         table.add_row(str(c.get("compile_id")), graph[:40], fmt_s(c.get("seconds")),
                       bar(phases, c.get("seconds") or 0.0, scale), str(c.get("graph_ops") or "–"),
                       str(c.get("guards") or "–"), compile_cache(c))
-    parts = [title, head, *starts(r, variant), legend(), table]
+    parts: list[RenderableType] = [title, head, *starts(r, variant), legend(), table]
     if r is not None and r.compile.graph_breaks:
         parts.append(Text(f"graph breaks ({len(r.compile.graph_breaks)}):", style="bold"))
         parts += [Text(f"  {b['where']} ×{b['count']}: {b['reason']}") for b in r.compile.graph_breaks]

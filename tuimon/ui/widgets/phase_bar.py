@@ -59,8 +59,8 @@ def _widths(parts: list[tuple[str, float]], cells: int) -> list[tuple[str, int]]
     """Cells a phase, by share, summing to ``cells`` (largest remainders get the rest)."""
     total = sum(share for _, share in parts) or 1.0
     exact = [(name, share / total * cells) for name, share in parts]
-    out = [[name, int(x)] for name, x in exact]
-    left = cells - sum(n for _, n in out)
+    counts = [int(x) for _, x in exact]
+    left = cells - sum(counts)
     for k in sorted(range(len(exact)), key=lambda k: -(exact[k][1] - int(exact[k][1])))[:left]:
-        out[k][1] += 1
-    return [(name, n) for name, n in out]
+        counts[k] += 1
+    return [(name, n) for (name, _), n in zip(exact, counts, strict=True)]

@@ -4,7 +4,7 @@ the same ops of another run's last capture beside it (eager vs compiled)."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -53,7 +53,7 @@ def render(live: RunLive | None, other: RunLive | None, backward_next: bool = Fa
     table.add_column("op", no_wrap=True, max_width=36)
     for col in ("calls", "self/step", "total/step", "share"):
         table.add_column(col, justify="right", no_wrap=True)
-    if o is not None:
+    if o is not None and other is not None:
         table.add_column(f"self · {other.label}", justify="right", no_wrap=True)
     theirs = {row["name"]: row for row in (o or {}).get("top_ops", [])}
     for row in p.get("top_ops", [])[:TOP]:
@@ -63,7 +63,7 @@ def render(live: RunLive | None, other: RunLive | None, backward_next: bool = Fa
             match = theirs.get(row["name"])
             cells.append(fmt_ms(match["self_ms"]) if match else "–")
         table.add_row(*cells)
-    parts = [title, head, table]
+    parts: list[RenderableType] = [title, head, table]
     modules = [m for m in p.get("modules", []) if m.get("backward_ms") or m.get("forward_ms")]
     if modules:
         line = Text("modules (fwd / bwd): ", style="bold")

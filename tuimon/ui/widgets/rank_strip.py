@@ -57,8 +57,8 @@ def strip(live: RunLive, stats: RunStats | None, width: int) -> Text:
 
 
 def _own(stats: RunStats | None) -> dict[int, float]:
-    return {x["rank"]: x.get("own_ms") or x.get("median_ms") for x in (stats.job.ranks if stats else [])
-            if (x.get("own_ms") or x.get("median_ms")) is not None}
+    return {x["rank"]: ms for x in (stats.job.ranks if stats else [])
+            if (ms := x.get("own_ms") or x.get("median_ms")) is not None}
 
 
 def _cells(live: RunLive, stats: RunStats | None, slow: set[int]) -> list[tuple[str, str]]:
@@ -67,7 +67,7 @@ def _cells(live: RunLive, stats: RunStats | None, slow: set[int]) -> list[tuple[
     for k in sorted(live.ranks):
         r = live.ranks[k]
         text = f"r{k} " + (fmt_ms(own[k]).replace(" ", "") if k in own else r.state)
-        if k in slow:
+        if k in slow and stats is not None:  # slow: the stragglers stats found
             text += f" +{next(s['slower_pct'] for s in stats.job.stragglers if s['rank'] == k):.0f}%"
         sample = live.rank_samples.get(k) or {}
         if sample.get("gpus") and sample.get("sm_util") is not None:

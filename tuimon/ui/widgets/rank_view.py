@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -133,10 +134,10 @@ def table(live: RunLive, stats: RunStats | None, width: int, grouped: bool,
     lo, hi = (0.0, max(series)) if series else (0.0, 0.0)
     t = Table(box=None, padding=(0, 1), collapse_padding=True, pad_edge=False, expand=False,
               show_edge=False, header_style="bold dim")
-    for name, justify in (("r", "right"), ("state", "left"), ("steps", "right"),
-                          ("step", "right"), ("own", "right"), ("own, recent", "left"),
-                          ("loss", "right"), ("compiles", "left"), ("CPU", "right"),
-                          ("GPU", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("r", "right"), ("state", "left"), ("steps", "right"), ("step", "right"), ("own", "right"),
+        ("own, recent", "left"), ("loss", "right"), ("compiles", "left"), ("CPU", "right"), ("GPU", "left"))
+    for name, justify in columns:
         t.add_column(name, justify=justify, no_wrap=True)
     if not grouped:
         for k in sorted(live.ranks):
@@ -196,7 +197,7 @@ def _group_row(live: RunLive, label: str, members: list[int], rows: dict, slow: 
 
 def _groups(live: RunLive, rows: dict) -> list[tuple[str, list[int]]]:
     """Each node's ranks (several nodes), else blocks of BLOCK ranks."""
-    nodes: dict[object, list[int]] = {}
+    nodes: dict[tuple[int | None, str | None], list[int]] = {}
     for k, r in sorted(live.ranks.items()):
         nodes.setdefault((rows.get(k, {}).get("node_rank"), (r.started or {}).get("host")), []).append(k)
     if len(nodes) > 1:

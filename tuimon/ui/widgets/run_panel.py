@@ -135,7 +135,7 @@ def numbers(live: RunLive, r: RunStats | None) -> Text:
         elif r.compare.speedup is not None:
             t.append(f"{r.compare.speedup:.2f}×", style="bold green" if r.compare.speedup >= 1.0
                      else "bold red")
-            t.append(f" vs {r.compare.baseline.split('/')[0]}" if r.compare.baseline != r.label
+            t.append(f" vs {(r.compare.baseline or '').split('/')[0]}" if r.compare.baseline != r.label
                      else " baseline",
                      style="dim")
         t.append("\n")
