@@ -33,7 +33,9 @@ RANK = "rank"  # the inbox's kind for the rank socket's news
 # Every rank here has ended and torchrun is still running this long after: a job over several
 # nodes waits at torch's exit barrier for the other nodes' launchers (up to its 300 s).
 EXIT_WAIT_S = 20.0
-TUIMON_STOPS = ("steps", "duration")  # a rank's finished reasons that are tuimon's stop
+# A rank's finished reasons that are tuimon's stop: its length, or tuimon's stop line / SIGINT
+# ("stopped": a job's ranks are stopped at one step; a user's own stop never warns)
+TUIMON_STOPS = ("steps", "duration", "stopped")
 
 
 @dataclass
