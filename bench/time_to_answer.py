@@ -78,7 +78,7 @@ def session(out: Path, case: Case, new: bool, args) -> dict:
     doc = json.loads(found[-1].read_text())
     verdict, known = doc.get("verdict") or {}, doc.get("known") or {}
     rows = doc.get("variants") or doc.get("runs") or []
-    return {"wall_s": round(wall, 1), "kind": verdict.get("kind"), "winner": verdict.get("winner"),
+    return {"wall_s": round(wall, 1), "kind": verdict.get("code"), "winner": verdict.get("winner"),
             "speedup": verdict.get("speedup"), "line": verdict.get("line"), "stopped": known.get("stopped"),
             "known": known.get("line"), "session": found[-1].parent.name,
             "median_ms": {r["label"]: (r.get("timing") or {}).get("median_ms") for r in rows}}
