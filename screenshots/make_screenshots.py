@@ -16,6 +16,9 @@
   eager vs default: the panels' rank strips, then the rank view (key k) at 80x24;
 - ranks-8-120x32 / rank-view-8-80x24: `tuimon recipes/tiny_mlp.py --nproc 8` (8 ranks of a tiny
   model under DDP on this 2-core machine), its panel and its rank view at 80x24.
+- fsdp-2-120x32 / fsdp-view-2-80x24: `tuimon run -- torchrun --nproc-per-node 2
+  tests/scripts/fsdp_train.py --compile block`, FSDP2 with the script's per-block compiles, eager
+  vs default: the panels, then the rank view with each rank's all-gather / reduce-scatter time.
 - gpu-main-160x45 / gpu-live-120x32 / gpu-overlay-120x32 (`--only gpu`, on a GPU: the GPU
   programme's stage extras, bench/gpu/): a real session of `--recipe` (swin_t), eager vs default
   in `--precision` (amp), interleaved, on `--device` (cuda): the panels with their GPU rows, then
@@ -246,7 +249,23 @@ async def ranks8(tmp: Path) -> None:
     await job_shots(Supervisor(store, plan), 8, 300)
 
 
-async def job_shots(supervisor, world: int, steps: int) -> None:
+async def fsdp(tmp: Path) -> None:
+    """An FSDP2 script under torchrun, 2 ranks, compiling its 4 blocks: eager vs default, the
+    rank view with each rank's all-gather and reduce-scatter time."""
+    from tuimon.control.supervisor import Plan, Supervisor
+    from tuimon.sessiondir.store import SessionStore
+    from tuimon.variants import SCRIPT, product
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+               "2", str(ROOT / "tests/scripts/fsdp_train.py"), "--compile", "block", "--steps", "100000"]
+    store = SessionStore.create(tmp, "fsdp_train")
+    plan = Plan(RunSettings.make(program=program_of(command), steps=100000, warmup="1"),
+                product(["eager", "default"], [SCRIPT]), "interleave",
+                cache_dir=tmp / "cache", interval=0.5, turn_s=1.5)
+    await job_shots(Supervisor(store, plan), 2, 120, name="fsdp")
+
+
+async def job_shots(supervisor, world: int, steps: int, name: str = "ranks") -> None:
     """The panels at 120x32 once every job's ranks have ``steps`` steps, then the first job's
     rank view at 80x24."""
     app = TuimonApp(LiveSource(supervisor))
@@ -256,11 +275,11 @@ async def job_shots(supervisor, world: int, steps: int) -> None:
                                 for r in runs.values())):
             await settle(app, pilot, 0.5)
         await settle(app, pilot, 1)
-        shoot(app, f"ranks-{world}-120x32")
+        shoot(app, f"{name}-{world}-120x32")
         await pilot.resize_terminal(80, 24)
         await pilot.press("k")
         await settle(app, pilot, 1.5)
-        shoot(app, f"rank-view-{world}-80x24")
+        shoot(app, f"{'rank-view' if name == 'ranks' else name + '-view'}-{world}-80x24")
         app.source.close()
 
 
@@ -340,7 +359,7 @@ def shoot(app, name: str) -> None:
     to_png(dest / f"{name}.svg")
 
 
-MAKERS = ("replay", "compile_pane", "live", "profiler_pane", "repeats", "script", "ranks2", "ranks8",
+MAKERS = ("replay", "compile_pane", "live", "profiler_pane", "repeats", "script", "ranks2", "ranks8", "fsdp",
           "gpu", "tried")
 
 
@@ -366,7 +385,7 @@ OPTS = options([])
 async def main() -> None:
     makers = [replay, compile_pane]
     if not OPTS.replay_only:
-        makers += [live, profiler_pane, repeats, script, ranks2, ranks8, tried]
+        makers += [live, profiler_pane, repeats, script, ranks2, ranks8, fsdp, tried]
     if OPTS.only:
         makers = [globals()[OPTS.only]]
     with tempfile.TemporaryDirectory() as tmp:
