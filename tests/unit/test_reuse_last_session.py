@@ -35,6 +35,7 @@ def test_the_newest_session_alike_with_artifacts_is_chosen(tmp_path):
     session(tmp_path, "20261129-100000-tiny_mlp", META)
     newer = session(tmp_path, "20261129-110000-tiny_mlp", META)
     session(tmp_path, "20261129-120000-tiny_mlp", META, artifacts=False)  # eager only, or failed
+    session(tmp_path, "20261129-123000-tiny_mlp", {**META, "status": "running"})  # still writing
     this = session(tmp_path, "20261129-130000-tiny_mlp", META)
     assert last_session(tmp_path, reuse_key(META), this) == newer
 

@@ -123,8 +123,8 @@ def reuse_key(meta: dict) -> dict:
 
 
 def last_session(out: Path, here: dict, this: Path, look: int = 50) -> Path | None:
-    """The newest session under ``out`` (of its ``look`` newest, ``this`` aside) whose
-    ``reuse_key`` is ``here`` and that kept compile artifacts; None when none."""
+    """The newest session under ``out`` (of its ``look`` newest, ``this`` aside) that has ended,
+    whose ``reuse_key`` is ``here`` and that kept compile artifacts; None when none."""
     try:
         names = sorted((d for d in out.iterdir() if d.is_dir() and d.resolve() != this.resolve()),
                        key=lambda d: d.name, reverse=True)[:look]
@@ -133,6 +133,7 @@ def last_session(out: Path, here: dict, this: Path, look: int = 50) -> Path | No
     for d in names:
         if not (d / ARTIFACTS).is_dir() or store.check_session(d) is not None:
             continue
-        if reuse_key(store.read_meta(d)) == here:
+        meta = store.read_meta(d)
+        if meta.get("status") != "running" and reuse_key(meta) == here:  # a running one keeps writing
             return d
     return None
